@@ -1,0 +1,1 @@
+//! Benchmarks for roce-xdp live in `benches/benches/`.

@@ -1,0 +1,4 @@
+//! `roce-xdp`: the command-line front end.
+fn main() {
+    println!("roce-xdp");
+}

@@ -1,0 +1,15 @@
+//! roce-xdp engine: a software RoCE v2 endpoint.
+//!
+//! Layers, from the wire up (see `../shared/docs/architecture.md`):
+//! - [`wire`]: zero-copy views and plain representations of every header.
+//! - [`rc`]: the Reliable Connection transport, sans-IO.
+//! - [`cc`]: congestion control (CNP notification point, DCQCN reaction point).
+//! - [`endpoint`]: the one sans-IO entry point, demultiplexing by QPN.
+//! - [`sim`]: a seeded, deterministic virtual network for tests and `roce-xdp sim`.
+//!
+//! The core modules never read a clock, touch a socket, spawn a thread or use
+//! `unsafe`: time is the [`time::Instant`] argument the caller passes in.
+#![forbid(unsafe_code)]
+
+pub mod time;
+pub mod wire;

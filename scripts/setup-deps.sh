@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the system packages roce-xdp's demo and tests need (Debian/Ubuntu).
+# Idempotent: does nothing when everything is already present.
+set -euo pipefail
+
+need_apt=()
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v clang >/dev/null || need_apt+=(clang)
+[ -e /usr/include/bpf/bpf_helpers.h ] || need_apt+=(libbpf-dev)
+command -v tshark >/dev/null || need_apt+=(tshark)
+command -v tcpdump >/dev/null || need_apt+=(tcpdump)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup-deps: missing packages ${need_apt[*]}; run as root (or sudo) to install them" >&2
+        exit 2
+    fi
+    echo "setup-deps: installing ${need_apt[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if ! python3 -c 'import scapy.contrib.roce' 2>/dev/null; then
+    echo "setup-deps: installing scapy (PyPI)" >&2
+    python3 -m pip install -q scapy
+fi
