@@ -8,4 +8,11 @@
 
 mod contract;
 
+pub mod checksum;
+pub mod crc32;
+pub mod frame;
+pub mod icrc;
+pub mod opcode;
+
 pub use contract::*;
+pub use frame::{pad_for, parse_frame_lenient, parse_frame_unchecked_icrc, CNP_RESERVED_LEN};

@@ -1,0 +1,96 @@
+//! The RoCE v2 invariant CRC (ICRC).
+//!
+//! Rule (`roce-v2-notes.md`, "ICRC"; IBTA Annex A17.3.3; Linux
+//! `drivers/infiniband/sw/rxe/rxe_icrc.c`; Scapy `BTH.compute_icrc`):
+//! CRC-32 (IEEE, reflected, as zlib `crc32`) over 8 bytes of 0xFF standing in
+//! for the LRH, then the IP header, UDP header, BTH, extension headers,
+//! payload and pad, with the variant fields replaced by all-ones:
+//! IPv4 TOS, TTL and header checksum; IPv6 traffic class, flow label and hop
+//! limit; the UDP checksum; BTH byte 4 (FECN, BECN, resv6). The result is
+//! carried least-significant byte first after the pad.
+
+use super::contract::ParseError;
+use super::crc32::{crc32_update, LRH_CRC};
+
+/// Length of the ICRC trailer.
+pub const ICRC_LEN: usize = 4;
+
+/// Bytes of the masked copy of IPv4 + UDP + BTH headers.
+const V4_MASKED_LEN: usize = 20 + 8 + 12;
+/// Bytes of the masked copy of IPv6 + UDP + BTH headers.
+const V6_MASKED_LEN: usize = 40 + 8 + 12;
+
+/// IP version of the packet the ICRC covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IpVersion {
+    V4,
+    V6,
+}
+
+/// Compute the ICRC of `packet`: the bytes from the first byte of the IP
+/// header (which must be 20 bytes for IPv4, 40 for IPv6, directly followed by
+/// UDP and the BTH) up to the end of the pad, excluding the ICRC itself.
+///
+/// Returns `None` if `packet` is shorter than IP + UDP + BTH.
+#[inline]
+pub fn compute(version: IpVersion, packet: &[u8]) -> Option<u32> {
+    match version {
+        IpVersion::V4 => {
+            if packet.len() < V4_MASKED_LEN {
+                return None;
+            }
+            let mut hdr = [0u8; V4_MASKED_LEN];
+            hdr.copy_from_slice(&packet[..V4_MASKED_LEN]);
+            hdr[1] = 0xFF; // TOS (DSCP + ECN)
+            hdr[8] = 0xFF; // TTL
+            hdr[10] = 0xFF; // header checksum
+            hdr[11] = 0xFF;
+            mask_udp_bth(&mut hdr[20..]);
+            let crc = crc32_update(LRH_CRC, &hdr);
+            Some(crc32_update(crc, &packet[V4_MASKED_LEN..]))
+        }
+        IpVersion::V6 => {
+            if packet.len() < V6_MASKED_LEN {
+                return None;
+            }
+            let mut hdr = [0u8; V6_MASKED_LEN];
+            hdr.copy_from_slice(&packet[..V6_MASKED_LEN]);
+            hdr[0] |= 0x0F; // traffic class, high nibble (version kept)
+            hdr[1] = 0xFF; // traffic class low nibble + flow label
+            hdr[2] = 0xFF;
+            hdr[3] = 0xFF;
+            hdr[7] = 0xFF; // hop limit
+            mask_udp_bth(&mut hdr[40..]);
+            let crc = crc32_update(LRH_CRC, &hdr);
+            Some(crc32_update(crc, &packet[V6_MASKED_LEN..]))
+        }
+    }
+}
+
+#[inline(always)]
+fn mask_udp_bth(udp_bth: &mut [u8]) {
+    udp_bth[6] = 0xFF; // UDP checksum
+    udp_bth[7] = 0xFF;
+    udp_bth[8 + 4] = 0xFF; // BTH FECN | BECN | resv6
+}
+
+/// Compute the ICRC a whole Ethernet frame should carry, locating the IP
+/// header and the ICRC from the frame's own headers (the frame must parse up
+/// to its lengths; its carried ICRC is ignored). Used by `decode` to report
+/// the expected value, and by anyone who rewrites a header in place.
+pub fn compute_frame(frame: &[u8]) -> Result<u32, ParseError> {
+    let layout = super::frame::Layout::of(frame)?;
+    Ok(layout.compute_icrc(frame))
+}
+
+/// Read the ICRC carried at the end of `packet` (little-endian).
+#[inline]
+pub fn read(trailer: &[u8; ICRC_LEN]) -> u32 {
+    u32::from_le_bytes(*trailer)
+}
+
+/// Write `icrc` as carried on the wire (little-endian).
+#[inline]
+pub fn write(icrc: u32, trailer: &mut [u8; ICRC_LEN]) {
+    *trailer = icrc.to_le_bytes();
+}

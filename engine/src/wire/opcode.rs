@@ -1,0 +1,383 @@
+//! BTH opcodes: decoding, names and which headers each opcode carries.
+//!
+//! Header presence per opcode follows the IBTA spec (Vol. 1, 9.2 / table 38)
+//! as mirrored by Linux `include/rdma/ib_pack.h`; see
+//! `roce-v2-notes.md`, "RC opcodes".
+
+pub use super::contract::Opcode;
+
+impl Opcode {
+    /// Every supported opcode, in numeric order (RC 0x00-0x17 without the
+    /// reserved 0x15, then CNP 0x81).
+    pub const ALL: [Opcode; 24] = [
+        Opcode::SendFirst,
+        Opcode::SendMiddle,
+        Opcode::SendLast,
+        Opcode::SendLastImm,
+        Opcode::SendOnly,
+        Opcode::SendOnlyImm,
+        Opcode::WriteFirst,
+        Opcode::WriteMiddle,
+        Opcode::WriteLast,
+        Opcode::WriteLastImm,
+        Opcode::WriteOnly,
+        Opcode::WriteOnlyImm,
+        Opcode::ReadRequest,
+        Opcode::ReadRespFirst,
+        Opcode::ReadRespMiddle,
+        Opcode::ReadRespLast,
+        Opcode::ReadRespOnly,
+        Opcode::Acknowledge,
+        Opcode::AtomicAcknowledge,
+        Opcode::CompareSwap,
+        Opcode::FetchAdd,
+        Opcode::SendLastInv,
+        Opcode::SendOnlyInv,
+        Opcode::Cnp,
+    ];
+
+    /// The opcode for a BTH opcode byte, if it is an RC opcode or CNP.
+    #[inline]
+    pub const fn from_u8(value: u8) -> Option<Opcode> {
+        Some(match value {
+            0x00 => Opcode::SendFirst,
+            0x01 => Opcode::SendMiddle,
+            0x02 => Opcode::SendLast,
+            0x03 => Opcode::SendLastImm,
+            0x04 => Opcode::SendOnly,
+            0x05 => Opcode::SendOnlyImm,
+            0x06 => Opcode::WriteFirst,
+            0x07 => Opcode::WriteMiddle,
+            0x08 => Opcode::WriteLast,
+            0x09 => Opcode::WriteLastImm,
+            0x0A => Opcode::WriteOnly,
+            0x0B => Opcode::WriteOnlyImm,
+            0x0C => Opcode::ReadRequest,
+            0x0D => Opcode::ReadRespFirst,
+            0x0E => Opcode::ReadRespMiddle,
+            0x0F => Opcode::ReadRespLast,
+            0x10 => Opcode::ReadRespOnly,
+            0x11 => Opcode::Acknowledge,
+            0x12 => Opcode::AtomicAcknowledge,
+            0x13 => Opcode::CompareSwap,
+            0x14 => Opcode::FetchAdd,
+            0x16 => Opcode::SendLastInv,
+            0x17 => Opcode::SendOnlyInv,
+            0x81 => Opcode::Cnp,
+            _ => return None,
+        })
+    }
+
+    /// The opcode byte carried in the BTH.
+    #[inline]
+    pub const fn as_u8(self) -> u8 {
+        self as u8
+    }
+
+    /// The IBTA / `ib_pack.h` name without the transport prefix, e.g.
+    /// `"SEND_FIRST"`, `"RDMA_WRITE_ONLY_WITH_IMMEDIATE"`, `"CNP"` (the same
+    /// names Scapy's RoCE layer uses after its `RC_` prefix).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Opcode::SendFirst => "SEND_FIRST",
+            Opcode::SendMiddle => "SEND_MIDDLE",
+            Opcode::SendLast => "SEND_LAST",
+            Opcode::SendLastImm => "SEND_LAST_WITH_IMMEDIATE",
+            Opcode::SendOnly => "SEND_ONLY",
+            Opcode::SendOnlyImm => "SEND_ONLY_WITH_IMMEDIATE",
+            Opcode::WriteFirst => "RDMA_WRITE_FIRST",
+            Opcode::WriteMiddle => "RDMA_WRITE_MIDDLE",
+            Opcode::WriteLast => "RDMA_WRITE_LAST",
+            Opcode::WriteLastImm => "RDMA_WRITE_LAST_WITH_IMMEDIATE",
+            Opcode::WriteOnly => "RDMA_WRITE_ONLY",
+            Opcode::WriteOnlyImm => "RDMA_WRITE_ONLY_WITH_IMMEDIATE",
+            Opcode::ReadRequest => "RDMA_READ_REQUEST",
+            Opcode::ReadRespFirst => "RDMA_READ_RESPONSE_FIRST",
+            Opcode::ReadRespMiddle => "RDMA_READ_RESPONSE_MIDDLE",
+            Opcode::ReadRespLast => "RDMA_READ_RESPONSE_LAST",
+            Opcode::ReadRespOnly => "RDMA_READ_RESPONSE_ONLY",
+            Opcode::Acknowledge => "ACKNOWLEDGE",
+            Opcode::AtomicAcknowledge => "ATOMIC_ACKNOWLEDGE",
+            Opcode::CompareSwap => "COMPARE_SWAP",
+            Opcode::FetchAdd => "FETCH_ADD",
+            Opcode::SendLastInv => "SEND_LAST_WITH_INVALIDATE",
+            Opcode::SendOnlyInv => "SEND_ONLY_WITH_INVALIDATE",
+            Opcode::Cnp => "CNP",
+        }
+    }
+
+    /// Carries a RETH (RDMA WRITE First/Only, READ Request).
+    #[inline]
+    pub const fn has_reth(self) -> bool {
+        matches!(
+            self,
+            Opcode::WriteFirst | Opcode::WriteOnly | Opcode::WriteOnlyImm | Opcode::ReadRequest
+        )
+    }
+
+    /// Carries an AETH (READ response First/Last/Only, ACK, atomic ACK).
+    #[inline]
+    pub const fn has_aeth(self) -> bool {
+        matches!(
+            self,
+            Opcode::ReadRespFirst
+                | Opcode::ReadRespLast
+                | Opcode::ReadRespOnly
+                | Opcode::Acknowledge
+                | Opcode::AtomicAcknowledge
+        )
+    }
+
+    /// Carries ImmDt (the `*_WITH_IMMEDIATE` opcodes).
+    #[inline]
+    pub const fn has_immdt(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendLastImm | Opcode::SendOnlyImm | Opcode::WriteLastImm | Opcode::WriteOnlyImm
+        )
+    }
+
+    /// Carries an IETH (the `SEND_*_WITH_INVALIDATE` opcodes).
+    #[inline]
+    pub const fn has_ieth(self) -> bool {
+        matches!(self, Opcode::SendLastInv | Opcode::SendOnlyInv)
+    }
+
+    /// Carries an AtomicETH (COMPARE_SWAP, FETCH_ADD).
+    #[inline]
+    pub const fn has_atomic_eth(self) -> bool {
+        matches!(self, Opcode::CompareSwap | Opcode::FetchAdd)
+    }
+
+    /// Carries an AtomicAckETH (ATOMIC_ACKNOWLEDGE).
+    #[inline]
+    pub const fn has_atomic_ack_eth(self) -> bool {
+        matches!(self, Opcode::AtomicAcknowledge)
+    }
+
+    /// Carries a data payload (SENDs, WRITEs, READ responses). The CNP's 16
+    /// reserved bytes are not a payload in this sense (see [`super::cnp`]).
+    #[inline]
+    pub const fn has_payload(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendFirst
+                | Opcode::SendMiddle
+                | Opcode::SendLast
+                | Opcode::SendLastImm
+                | Opcode::SendOnly
+                | Opcode::SendOnlyImm
+                | Opcode::WriteFirst
+                | Opcode::WriteMiddle
+                | Opcode::WriteLast
+                | Opcode::WriteLastImm
+                | Opcode::WriteOnly
+                | Opcode::WriteOnlyImm
+                | Opcode::ReadRespFirst
+                | Opcode::ReadRespMiddle
+                | Opcode::ReadRespLast
+                | Opcode::SendLastInv
+                | Opcode::SendOnlyInv
+                | Opcode::ReadRespOnly
+        )
+    }
+
+    /// First packet of a multi-packet message.
+    #[inline]
+    pub const fn is_first(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendFirst | Opcode::WriteFirst | Opcode::ReadRespFirst
+        )
+    }
+
+    /// Middle packet of a multi-packet message.
+    #[inline]
+    pub const fn is_middle(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendMiddle | Opcode::WriteMiddle | Opcode::ReadRespMiddle
+        )
+    }
+
+    /// Last packet of a multi-packet message.
+    #[inline]
+    pub const fn is_last(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendLast
+                | Opcode::SendLastImm
+                | Opcode::SendLastInv
+                | Opcode::WriteLast
+                | Opcode::WriteLastImm
+                | Opcode::ReadRespLast
+        )
+    }
+
+    /// The only packet of a message (single-packet SEND/WRITE/READ
+    /// response, and the single-packet requests and responses: READ
+    /// request, ACK, atomics).
+    #[inline]
+    pub const fn is_only(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendOnly
+                | Opcode::SendOnlyImm
+                | Opcode::SendOnlyInv
+                | Opcode::WriteOnly
+                | Opcode::WriteOnlyImm
+                | Opcode::ReadRespOnly
+                | Opcode::ReadRequest
+                | Opcode::Acknowledge
+                | Opcode::AtomicAcknowledge
+                | Opcode::CompareSwap
+                | Opcode::FetchAdd
+        )
+    }
+
+    /// Sent by a requester (SEND, WRITE, READ request, atomics).
+    #[inline]
+    pub const fn is_request(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendFirst
+                | Opcode::SendMiddle
+                | Opcode::SendLast
+                | Opcode::SendLastImm
+                | Opcode::SendOnly
+                | Opcode::SendOnlyImm
+                | Opcode::WriteFirst
+                | Opcode::WriteMiddle
+                | Opcode::WriteLast
+                | Opcode::WriteLastImm
+                | Opcode::WriteOnly
+                | Opcode::WriteOnlyImm
+                | Opcode::ReadRequest
+                | Opcode::CompareSwap
+                | Opcode::FetchAdd
+                | Opcode::SendLastInv
+                | Opcode::SendOnlyInv
+        )
+    }
+
+    /// Sent by a responder (READ responses, ACK, atomic ACK).
+    #[inline]
+    pub const fn is_response(self) -> bool {
+        matches!(
+            self,
+            Opcode::ReadRespFirst
+                | Opcode::ReadRespMiddle
+                | Opcode::ReadRespLast
+                | Opcode::ReadRespOnly
+                | Opcode::Acknowledge
+                | Opcode::AtomicAcknowledge
+        )
+    }
+
+    /// A SEND of any kind.
+    #[inline]
+    pub const fn is_send(self) -> bool {
+        matches!(
+            self,
+            Opcode::SendFirst
+                | Opcode::SendMiddle
+                | Opcode::SendLast
+                | Opcode::SendLastImm
+                | Opcode::SendOnly
+                | Opcode::SendOnlyImm
+                | Opcode::SendLastInv
+                | Opcode::SendOnlyInv
+        )
+    }
+
+    /// An RDMA WRITE of any kind.
+    #[inline]
+    pub const fn is_write(self) -> bool {
+        matches!(
+            self,
+            Opcode::WriteFirst
+                | Opcode::WriteMiddle
+                | Opcode::WriteLast
+                | Opcode::WriteLastImm
+                | Opcode::WriteOnly
+                | Opcode::WriteOnlyImm
+        )
+    }
+
+    /// Length of the extension headers this opcode carries (between the BTH
+    /// and the payload). For CNP this is 0: its 16 reserved bytes are
+    /// carried as the frame payload.
+    #[inline]
+    pub const fn ext_headers_len(self) -> usize {
+        let mut len = 0;
+        if self.has_reth() {
+            len += 16;
+        }
+        if self.has_atomic_eth() {
+            len += 28;
+        }
+        if self.has_immdt() || self.has_ieth() {
+            len += 4;
+        }
+        if self.has_aeth() {
+            len += 4;
+        }
+        if self.has_atomic_ack_eth() {
+            len += 8;
+        }
+        len
+    }
+}
+
+impl TryFrom<u8> for Opcode {
+    type Error = u8;
+    fn try_from(value: u8) -> Result<Self, u8> {
+        Opcode::from_u8(value).ok_or(value)
+    }
+}
+
+impl core::fmt::Display for Opcode {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_u8_round_trips_every_opcode_and_rejects_the_rest() {
+        for op in Opcode::ALL {
+            assert_eq!(Opcode::from_u8(op.as_u8()), Some(op));
+        }
+        let known = (0u8..=255)
+            .filter(|v| Opcode::from_u8(*v).is_some())
+            .count();
+        assert_eq!(known, Opcode::ALL.len());
+        assert_eq!(Opcode::from_u8(0x15), None);
+        assert_eq!(Opcode::from_u8(0x20), None);
+    }
+
+    #[test]
+    fn ext_header_lengths_match_the_notes() {
+        assert_eq!(Opcode::SendFirst.ext_headers_len(), 0);
+        assert_eq!(Opcode::WriteOnlyImm.ext_headers_len(), 20);
+        assert_eq!(Opcode::ReadRequest.ext_headers_len(), 16);
+        assert_eq!(Opcode::AtomicAcknowledge.ext_headers_len(), 12);
+        assert_eq!(Opcode::CompareSwap.ext_headers_len(), 28);
+        assert_eq!(Opcode::SendOnlyInv.ext_headers_len(), 4);
+        assert_eq!(Opcode::Cnp.ext_headers_len(), 0);
+    }
+
+    #[test]
+    fn every_rc_opcode_is_exactly_one_of_request_or_response() {
+        for op in Opcode::ALL {
+            if op == Opcode::Cnp {
+                assert!(!op.is_request() && !op.is_response());
+            } else {
+                assert!(op.is_request() ^ op.is_response(), "{op}");
+            }
+        }
+    }
+}
