@@ -11,5 +11,6 @@
 //! `unsafe`: time is the [`time::Instant`] argument the caller passes in.
 #![forbid(unsafe_code)]
 
+pub mod cc;
 pub mod time;
 pub mod wire;
