@@ -1,0 +1,282 @@
+//! The kernel-path baseline of the benchmark harness: UDP sockets moving the
+//! same payloads as the engine (batched with `sendmmsg`/`recvmmsg`), and a
+//! UDP ping-pong for latency. The caller chooses the network namespace (the
+//! harness runs each side on a thread that has entered its namespace).
+//!
+//! The `unsafe` here is confined to the two batched syscalls; each block says
+//! why it is sound.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Largest batch the baseline passes to one `sendmmsg`/`recvmmsg`.
+pub const MAX_BATCH: usize = 64;
+
+/// What one side of a UDP stream measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StreamStats {
+    /// Datagrams moved.
+    pub datagrams: u64,
+    /// Payload bytes moved.
+    pub bytes: u64,
+    /// Wall time from the first to the last datagram.
+    pub elapsed: Duration,
+}
+
+impl StreamStats {
+    /// Payload goodput in Gb/s.
+    pub fn gbps(&self) -> f64 {
+        rate(self.bytes as f64 * 8.0, self.elapsed) / 1e9
+    }
+
+    /// Datagram rate in millions per second.
+    pub fn mpps(&self) -> f64 {
+        rate(self.datagrams as f64, self.elapsed) / 1e6
+    }
+}
+
+fn rate(count: f64, elapsed: Duration) -> f64 {
+    let secs = elapsed.as_secs_f64();
+    if secs > 0.0 {
+        count / secs
+    } else {
+        0.0
+    }
+}
+
+/// Sends `payload`-byte datagrams to `dst` in batches of `batch` for
+/// `duration`, as fast as the kernel takes them.
+pub fn stream_send(
+    socket: &UdpSocket,
+    dst: SocketAddr,
+    payload: usize,
+    batch: usize,
+    duration: Duration,
+) -> io::Result<StreamStats> {
+    socket.connect(dst)?;
+    let batch = batch.clamp(1, MAX_BATCH);
+    let buf = vec![0xA5u8; payload.max(1)];
+    let start = Instant::now();
+    let mut stats = StreamStats::default();
+    while start.elapsed() < duration {
+        let sent = send_batch(socket, &buf[..payload], batch)?;
+        stats.datagrams += sent as u64;
+        stats.bytes += (sent * payload) as u64;
+    }
+    stats.elapsed = start.elapsed();
+    Ok(stats)
+}
+
+/// Receives datagrams until `stop` is set and no datagram arrived for
+/// `idle`, counting from the first datagram received.
+pub fn stream_receive(
+    socket: &UdpSocket,
+    max_payload: usize,
+    stop: &AtomicBool,
+    idle: Duration,
+) -> io::Result<StreamStats> {
+    socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+    let mut bufs = vec![vec![0u8; max_payload.max(1)]; MAX_BATCH];
+    let mut stats = StreamStats::default();
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    loop {
+        match receive_batch(socket, &mut bufs) {
+            Ok((count, bytes)) if count > 0 => {
+                let now = Instant::now();
+                first.get_or_insert(now);
+                last = now;
+                stats.datagrams += count as u64;
+                stats.bytes += bytes as u64;
+            }
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e),
+        }
+        if stop.load(Ordering::Relaxed) && last.elapsed() >= idle {
+            break;
+        }
+    }
+    stats.elapsed = first.map(|f| last - f).unwrap_or_default();
+    Ok(stats)
+}
+
+/// Sends `iterations` `payload`-byte pings to `dst` and waits for each echo;
+/// returns the round-trip times. A ping not answered within `timeout` is
+/// an error (the baseline must not hide loss).
+pub fn pingpong_client(
+    socket: &UdpSocket,
+    dst: SocketAddr,
+    payload: usize,
+    iterations: usize,
+    timeout: Duration,
+) -> io::Result<Vec<Duration>> {
+    socket.connect(dst)?;
+    socket.set_read_timeout(Some(timeout))?;
+    let out = vec![0x5Au8; payload.max(1)];
+    let mut back = vec![0u8; payload.max(1) + 1];
+    let mut rtts = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let start = Instant::now();
+        socket.send(&out[..payload])?;
+        let n = socket.recv(&mut back)?;
+        if n != payload {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("echo of {n} bytes for a {payload}-byte ping"),
+            ));
+        }
+        rtts.push(start.elapsed());
+    }
+    Ok(rtts)
+}
+
+/// Echoes every datagram back to its sender until `stop` is set.
+pub fn pingpong_server(
+    socket: &UdpSocket,
+    max_payload: usize,
+    stop: &AtomicBool,
+) -> io::Result<u64> {
+    socket.set_read_timeout(Some(Duration::from_millis(20)))?;
+    let mut buf = vec![0u8; max_payload.max(1)];
+    let mut echoed = 0;
+    while !stop.load(Ordering::Relaxed) {
+        match socket.recv_from(&mut buf) {
+            Ok((n, from)) => {
+                socket.send_to(&buf[..n], from)?;
+                echoed += 1;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(echoed)
+}
+
+/// One `sendmmsg` of `batch` copies of `payload` on a connected socket.
+/// Returns how many datagrams the kernel took.
+fn send_batch(socket: &UdpSocket, payload: &[u8], batch: usize) -> io::Result<usize> {
+    let mut iovs = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MAX_BATCH];
+    // SAFETY: an all-zero mmsghdr is a valid value (null pointers, zero lengths).
+    #[allow(unsafe_code)]
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    for (msg, iov) in msgs.iter_mut().zip(iovs.iter_mut()).take(batch) {
+        *iov = libc::iovec {
+            iov_base: payload.as_ptr() as *mut libc::c_void,
+            iov_len: payload.len(),
+        };
+        msg.msg_hdr.msg_iov = iov;
+        msg.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: `msgs[..batch]` point at `iovs`, which point at `payload`; all
+    // outlive the call, and the kernel only reads the iovecs' memory.
+    #[allow(unsafe_code)]
+    let sent = unsafe { libc::sendmmsg(socket.as_raw_fd(), msgs.as_mut_ptr(), batch as u32, 0) };
+    if sent < 0 {
+        let err = io::Error::last_os_error();
+        // A full socket buffer (ENOBUFS on a fast sender) is back-pressure, not failure.
+        if matches!(err.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN)) {
+            return Ok(0);
+        }
+        return Err(err);
+    }
+    Ok(sent as usize)
+}
+
+/// One `recvmmsg` into `bufs`; returns (datagrams, payload bytes).
+fn receive_batch(socket: &UdpSocket, bufs: &mut [Vec<u8>]) -> io::Result<(usize, usize)> {
+    let count = bufs.len().min(MAX_BATCH);
+    let mut iovs = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; MAX_BATCH];
+    // SAFETY: an all-zero mmsghdr is a valid value (null pointers, zero lengths).
+    #[allow(unsafe_code)]
+    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
+    for ((msg, iov), buf) in msgs
+        .iter_mut()
+        .zip(iovs.iter_mut())
+        .zip(bufs.iter_mut())
+        .take(count)
+    {
+        *iov = libc::iovec {
+            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        msg.msg_hdr.msg_iov = iov;
+        msg.msg_hdr.msg_iovlen = 1;
+    }
+    // SAFETY: each iovec points at a distinct, live, writable buffer of the
+    // stated length; the kernel writes at most that much and fills msg_len.
+    // The first datagram waits up to the socket's read timeout (SO_RCVTIMEO).
+    #[allow(unsafe_code)]
+    let got = unsafe {
+        libc::recvmmsg(
+            socket.as_raw_fd(),
+            msgs.as_mut_ptr(),
+            count as u32,
+            libc::MSG_WAITFORONE,
+            std::ptr::null_mut(),
+        )
+    };
+    if got < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let got = got as usize;
+    let bytes = msgs[..got].iter().map(|m| m.msg_len as usize).sum();
+    Ok((got, bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn stream_over_loopback_counts_what_was_sent() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dst = rx.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_rx = stop.clone();
+        let receiver = std::thread::spawn(move || {
+            stream_receive(&rx, 256, &stop_rx, Duration::from_millis(50)).unwrap()
+        });
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sent = stream_send(&tx, dst, 200, 16, Duration::from_millis(100)).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        let got = receiver.join().unwrap();
+        assert!(sent.datagrams > 0);
+        // Loopback UDP may drop under overload, but never invents datagrams.
+        assert!(got.datagrams > 0 && got.datagrams <= sent.datagrams);
+        assert_eq!(got.bytes, got.datagrams * 200);
+    }
+
+    #[test]
+    fn pingpong_over_loopback_measures_every_round_trip() {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let addr = server.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_srv = stop.clone();
+        let echo = std::thread::spawn(move || pingpong_server(&server, 64, &stop_srv).unwrap());
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let rtts = pingpong_client(&client, addr, 64, 50, Duration::from_secs(2)).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(echo.join().unwrap(), 50);
+        assert_eq!(rtts.len(), 50);
+        assert!(rtts.iter().all(|d| *d > Duration::ZERO));
+    }
+}
