@@ -14,3 +14,4 @@
 pub mod cc;
 pub mod time;
 pub mod wire;
+pub mod oob;

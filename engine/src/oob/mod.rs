@@ -1,0 +1,12 @@
+//! Out-of-band connection setup: the side-channel formats real RDMA tools use
+//! to exchange what an RC QP needs to connect (QPN, starting PSN, GID, ...).
+//!
+//! See `../shared/docs/roce-v2-notes.md`, "Out-of-band connection setup".
+//! Everything here is sans-IO: byte strings in, byte strings out; the caller
+//! owns the TCP socket.
+
+pub mod gid;
+pub mod pingpong;
+pub mod pingpong_loop;
+
+pub use gid::Gid;
