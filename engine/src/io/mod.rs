@@ -1,0 +1,21 @@
+//! AF_XDP datapath: UMEM, fill/completion/RX/TX rings, batching,
+//! need_wakeup, copy and zero-copy binding, multi-buffer frames.
+//!
+//! This is the only module of the engine that uses `unsafe` (system calls,
+//! shared-memory rings, the UMEM); each unsafe item carries a `# Safety`
+//! note and each unsafe block a `SAFETY:` comment. Everything it exports is
+//! safe to use.
+
+mod ring;
+mod socket;
+mod sys;
+mod umem;
+
+pub mod echo;
+pub mod region;
+
+pub use socket::{
+    XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy, MAX_PACKET,
+};
+pub use sys::{if_index, set_thread_netns};
+pub use umem::{FrameAccounting, Umem, UmemConfig};

@@ -1,0 +1,597 @@
+//! One AF_XDP socket bound to one (interface, queue), with its own UMEM and
+//! its four rings: batched receive and transmit, need_wakeup handling,
+//! copy / zero-copy binding and multi-buffer (XDP_USE_SG) frames.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use thiserror::Error;
+
+use super::ring::Ring;
+use super::sys;
+use super::umem::{FrameAccounting, FramePool, Umem, UmemConfig};
+
+/// Zero-copy policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ZeroCopy {
+    /// Zero-copy if the driver supports it, else copy mode.
+    #[default]
+    Auto,
+    /// Zero-copy or fail.
+    On,
+    /// Copy mode.
+    Off,
+}
+
+/// Socket configuration.
+#[derive(Debug, Clone)]
+pub struct XskConfig {
+    /// Interface name (in the calling thread's network namespace).
+    pub ifname: String,
+    /// Queue index.
+    pub queue: u32,
+    /// UMEM geometry.
+    pub umem: UmemConfig,
+    /// RX and TX ring sizes (power of two).
+    pub ring_size: u32,
+    /// Fill and completion ring sizes (power of two).
+    pub fill_size: u32,
+    pub zero_copy: ZeroCopy,
+    /// Bind with XDP_USE_SG: frames larger than one UMEM frame arrive and
+    /// leave as several descriptors (needed for 4096-byte PMTU).
+    pub multi_buffer: bool,
+    /// Bind with XDP_USE_NEED_WAKEUP (fewer syscalls).
+    pub need_wakeup: bool,
+}
+
+impl XskConfig {
+    /// Defaults for `ifname`/`queue`: 4096 frames of 4096 bytes, rings of
+    /// 2048, zero-copy auto, multi-buffer and need_wakeup on.
+    pub fn new(ifname: &str, queue: u32) -> XskConfig {
+        XskConfig {
+            ifname: ifname.to_string(),
+            queue,
+            umem: UmemConfig::default(),
+            ring_size: 2048,
+            fill_size: 2048,
+            zero_copy: ZeroCopy::Auto,
+            multi_buffer: true,
+            need_wakeup: true,
+        }
+    }
+}
+
+/// Why a socket could not be opened.
+#[derive(Debug, Error)]
+pub enum XskError {
+    #[error("invalid AF_XDP configuration: {0}")]
+    Config(String),
+    #[error("mapping the UMEM failed ({0}): run as root (or raise `ulimit -l` / grant CAP_IPC_LOCK), or use fewer frames")]
+    Umem(io::Error),
+    #[error("creating an AF_XDP socket failed ({0}): needs CAP_NET_RAW: run as root")]
+    Socket(io::Error),
+    #[error("no network interface named {0:?} in this network namespace: check `ip link`")]
+    NoSuchInterface(String),
+    #[error("AF_XDP setup step {step} failed: {source}")]
+    Setup {
+        step: &'static str,
+        source: io::Error,
+    },
+    #[error("the driver of {ifname} does not support AF_XDP zero-copy ({source}): use zero-copy auto or off")]
+    ZeroCopyUnsupported { ifname: String, source: io::Error },
+    #[error("binding the AF_XDP socket to {ifname} queue {queue} failed ({source}): is the queue index below the interface's queue count (`ethtool -l`)?")]
+    Bind {
+        ifname: String,
+        queue: u32,
+        source: io::Error,
+    },
+}
+
+/// Kernel-side socket statistics (XDP_STATISTICS).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct XskStatistics {
+    pub rx_dropped: u64,
+    pub rx_invalid_descs: u64,
+    pub tx_invalid_descs: u64,
+    pub rx_ring_full: u64,
+    pub rx_fill_ring_empty_descs: u64,
+    pub tx_ring_empty_descs: u64,
+}
+
+/// Counters kept by the socket itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct XskCounters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    /// Multi-buffer packets received (assembled from several frames).
+    pub rx_multi_buffer: u64,
+    /// RX descriptors pointing outside the UMEM or oversized packets.
+    pub rx_bad_descs: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Packets not queued for lack of a free frame or TX slot.
+    pub tx_full: u64,
+    pub tx_kicks: u64,
+    pub rx_kicks: u64,
+}
+
+/// Largest packet accepted in either direction (XDP multi-buffer carries
+/// at most 17 fragments).
+pub const MAX_PACKET: usize = 9216;
+
+/// An open, bound AF_XDP socket.
+pub struct XskSocket {
+    // Field order is drop order: rings are unmapped before the socket is
+    // closed, and the UMEM after the socket (the kernel releases its pins
+    // on close).
+    fill: Ring<u64>,
+    comp: Ring<u64>,
+    rx: Ring<libc::xdp_desc>,
+    tx: Ring<libc::xdp_desc>,
+    fd: OwnedFd,
+    umem: Umem,
+    pool: FramePool,
+    tx_pending: u32,
+    zero_copy: bool,
+    need_wakeup: bool,
+    multi_buffer: bool,
+    scratch: Box<[u8]>,
+    counters: XskCounters,
+    ifname: String,
+    queue: u32,
+}
+
+impl std::fmt::Debug for XskSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("XskSocket")
+            .field("ifname", &self.ifname)
+            .field("queue", &self.queue)
+            .field("zero_copy", &self.zero_copy)
+            .field("multi_buffer", &self.multi_buffer)
+            .finish_non_exhaustive()
+    }
+}
+
+fn setup(step: &'static str) -> impl FnOnce(io::Error) -> XskError {
+    move |source| XskError::Setup { step, source }
+}
+
+impl XskSocket {
+    /// Creates the socket and UMEM, maps the rings, binds to
+    /// `(cfg.ifname, cfg.queue)` and fills the fill ring. With
+    /// [`ZeroCopy::Auto`], falls back to copy mode if zero-copy binding
+    /// fails.
+    pub fn open(cfg: &XskConfig) -> Result<XskSocket, XskError> {
+        for (name, v) in [("ring_size", cfg.ring_size), ("fill_size", cfg.fill_size)] {
+            if !v.is_power_of_two() || v < 8 {
+                return Err(XskError::Config(format!(
+                    "{name} must be a power of two >= 8 (got {v})"
+                )));
+            }
+        }
+        let ifindex = sys::if_index(&cfg.ifname)
+            .map_err(|_| XskError::NoSuchInterface(cfg.ifname.clone()))?;
+        match cfg.zero_copy {
+            ZeroCopy::Off => Self::open_once(cfg, ifindex, false),
+            ZeroCopy::On => Self::open_once(cfg, ifindex, true),
+            ZeroCopy::Auto => match Self::open_once(cfg, ifindex, true) {
+                Err(XskError::ZeroCopyUnsupported { .. }) => Self::open_once(cfg, ifindex, false),
+                r => r,
+            },
+        }
+    }
+
+    fn open_once(cfg: &XskConfig, ifindex: u32, zero_copy: bool) -> Result<XskSocket, XskError> {
+        let fd = sys::xdp_socket().map_err(XskError::Socket)?;
+        let umem = Umem::new(cfg.umem).map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidInput => XskError::Config(e.to_string()),
+            _ => XskError::Umem(e),
+        })?;
+        let reg = libc::xdp_umem_reg {
+            addr: umem.base() as u64,
+            len: umem.len() as u64,
+            chunk_size: umem.frame_size(),
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
+        sys::set_xdp_opt(fd.as_fd(), libc::XDP_UMEM_REG, &reg).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::ENOBUFS) | Some(libc::ENOMEM) | Some(libc::EPERM) => XskError::Umem(e),
+                _ => XskError::Setup {
+                    step: "XDP_UMEM_REG",
+                    source: e,
+                },
+            }
+        })?;
+        sys::set_xdp_opt(fd.as_fd(), libc::XDP_UMEM_FILL_RING, &cfg.fill_size)
+            .map_err(setup("XDP_UMEM_FILL_RING"))?;
+        sys::set_xdp_opt(fd.as_fd(), libc::XDP_UMEM_COMPLETION_RING, &cfg.fill_size)
+            .map_err(setup("XDP_UMEM_COMPLETION_RING"))?;
+        sys::set_xdp_opt(fd.as_fd(), libc::XDP_RX_RING, &cfg.ring_size)
+            .map_err(setup("XDP_RX_RING"))?;
+        sys::set_xdp_opt(fd.as_fd(), libc::XDP_TX_RING, &cfg.ring_size)
+            .map_err(setup("XDP_TX_RING"))?;
+        let (off, len) =
+            sys::get_xdp_opt::<libc::xdp_mmap_offsets>(fd.as_fd(), libc::XDP_MMAP_OFFSETS)
+                .map_err(setup("XDP_MMAP_OFFSETS"))?;
+        if len != std::mem::size_of::<libc::xdp_mmap_offsets>() {
+            return Err(XskError::Setup {
+                step: "XDP_MMAP_OFFSETS",
+                source: io::Error::other("kernel too old (no ring flags; needs Linux >= 5.4)"),
+            });
+        }
+        let fill = Ring::map(
+            fd.as_fd(),
+            &off.fr,
+            cfg.fill_size,
+            libc::XDP_UMEM_PGOFF_FILL_RING,
+            true,
+        )
+        .map_err(setup("mmap fill ring"))?;
+        let comp = Ring::map(
+            fd.as_fd(),
+            &off.cr,
+            cfg.fill_size,
+            libc::XDP_UMEM_PGOFF_COMPLETION_RING,
+            false,
+        )
+        .map_err(setup("mmap completion ring"))?;
+        let rx = Ring::map(
+            fd.as_fd(),
+            &off.rx,
+            cfg.ring_size,
+            libc::XDP_PGOFF_RX_RING as u64,
+            false,
+        )
+        .map_err(setup("mmap RX ring"))?;
+        let tx = Ring::map(
+            fd.as_fd(),
+            &off.tx,
+            cfg.ring_size,
+            libc::XDP_PGOFF_TX_RING as u64,
+            true,
+        )
+        .map_err(setup("mmap TX ring"))?;
+
+        let mut flags = if zero_copy {
+            libc::XDP_ZEROCOPY
+        } else {
+            libc::XDP_COPY
+        };
+        if cfg.need_wakeup {
+            flags |= libc::XDP_USE_NEED_WAKEUP;
+        }
+        if cfg.multi_buffer {
+            flags |= libc::XDP_USE_SG;
+        }
+        if let Err(e) = sys::bind_xdp(fd.as_fd(), ifindex, cfg.queue, flags) {
+            return Err(match e.raw_os_error() {
+                Some(libc::EOPNOTSUPP) | Some(libc::EPROTONOSUPPORT) if zero_copy => {
+                    XskError::ZeroCopyUnsupported {
+                        ifname: cfg.ifname.clone(),
+                        source: e,
+                    }
+                }
+                Some(libc::EINVAL) if zero_copy => XskError::ZeroCopyUnsupported {
+                    ifname: cfg.ifname.clone(),
+                    source: e,
+                },
+                _ => XskError::Bind {
+                    ifname: cfg.ifname.clone(),
+                    queue: cfg.queue,
+                    source: e,
+                },
+            });
+        }
+        let zero_copy = sys::get_xdp_opt::<libc::xdp_options>(fd.as_fd(), libc::XDP_OPTIONS)
+            .map(|(o, _)| o.flags & libc::XDP_OPTIONS_ZEROCOPY != 0)
+            .unwrap_or(zero_copy);
+
+        let pool = FramePool::new(umem.frame_count(), umem.frame_size());
+        let mut sock = XskSocket {
+            fill,
+            comp,
+            rx,
+            tx,
+            fd,
+            umem,
+            pool,
+            tx_pending: 0,
+            zero_copy,
+            need_wakeup: cfg.need_wakeup,
+            multi_buffer: cfg.multi_buffer,
+            scratch: vec![0u8; MAX_PACKET].into_boxed_slice(),
+            counters: XskCounters::default(),
+            ifname: cfg.ifname.clone(),
+            queue: cfg.queue,
+        };
+        sock.refill();
+        Ok(sock)
+    }
+
+    /// Interface name.
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
+    /// Queue index.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+
+    /// Whether the socket is bound in zero-copy mode.
+    pub fn is_zero_copy(&self) -> bool {
+        self.zero_copy
+    }
+
+    /// Whether multi-buffer frames are enabled.
+    pub fn is_multi_buffer(&self) -> bool {
+        self.multi_buffer
+    }
+
+    /// UMEM frame size.
+    pub fn frame_size(&self) -> u32 {
+        self.umem.frame_size()
+    }
+
+    /// Largest packet [`send`](Self::send) accepts.
+    pub fn max_packet(&self) -> usize {
+        if self.multi_buffer {
+            MAX_PACKET
+        } else {
+            self.umem.frame_size() as usize
+        }
+    }
+
+    /// Places free RX frames (the stash) into the fill ring; returns how
+    /// many were placed.
+    pub fn refill(&mut self) -> u32 {
+        let want = self.pool.free_rx() as u32;
+        if want == 0 {
+            return 0;
+        }
+        let room = self.fill.prod_free(want).min(want);
+        let mut n = 0;
+        while n < room {
+            let Some(addr) = self.pool.take_rx() else {
+                break;
+            };
+            self.fill.prod_write(n, addr);
+            n += 1;
+        }
+        self.fill.prod_submit(n);
+        n
+    }
+
+    /// Receives up to `max_packets` packets, calling `f` with each
+    /// packet's bytes (multi-buffer packets are assembled into one slice).
+    /// Frames go back to the fill ring afterwards. Returns the number of
+    /// packets received.
+    pub fn recv<F: FnMut(&[u8])>(&mut self, max_packets: usize, mut f: F) -> usize {
+        let avail = self.rx.cons_avail(u32::MAX);
+        if avail == 0 {
+            if self.need_wakeup && self.fill.needs_wakeup() {
+                self.counters.rx_kicks += 1;
+                sys::kick_rx(self.fd.as_fd());
+            }
+            return 0;
+        }
+        let mut i = 0u32;
+        let mut packets = 0usize;
+        while i < avail && packets < max_packets {
+            // The packet spans descriptors i..=j (XDP_PKT_CONTD on all but the last).
+            let mut j = i;
+            while j < avail && self.rx.cons_read(j).options & libc::XDP_PKT_CONTD != 0 {
+                j += 1;
+            }
+            if j == avail {
+                break; // the rest of this packet is not published yet
+            }
+            if i == j {
+                let d = self.rx.cons_read(i);
+                match self.umem.bytes(d.addr, d.len) {
+                    Some(b) => {
+                        self.counters.rx_bytes += b.len() as u64;
+                        self.counters.rx_packets += 1;
+                        f(b)
+                    }
+                    None => self.counters.rx_bad_descs += 1,
+                }
+                self.pool.return_rx(d.addr);
+            } else {
+                let mut len = 0usize;
+                let mut ok = true;
+                for k in i..=j {
+                    let d = self.rx.cons_read(k);
+                    match self.umem.bytes(d.addr, d.len) {
+                        Some(b) if len + b.len() <= self.scratch.len() => {
+                            self.scratch[len..len + b.len()].copy_from_slice(b);
+                            len += b.len();
+                        }
+                        _ => ok = false,
+                    }
+                    self.pool.return_rx(d.addr);
+                }
+                if ok {
+                    self.counters.rx_bytes += len as u64;
+                    self.counters.rx_packets += 1;
+                    self.counters.rx_multi_buffer += 1;
+                    f(&self.scratch[..len]);
+                } else {
+                    self.counters.rx_bad_descs += 1;
+                }
+            }
+            packets += 1;
+            i = j + 1;
+        }
+        self.rx.cons_release(i);
+        self.refill();
+        packets
+    }
+
+    /// Frames that can be queued for transmission right now (in UMEM
+    /// frames; a multi-buffer packet takes several).
+    pub fn tx_room(&mut self) -> usize {
+        let pending = self.tx_pending;
+        let slots = self.tx.prod_free(self.tx.size()).saturating_sub(pending) as usize;
+        slots.min(self.pool.free_tx())
+    }
+
+    /// Queues one packet (copied into one or more UMEM frames). Returns
+    /// false, counting `tx_full`, if there is no free frame or TX slot
+    /// (call [`complete`](Self::complete) and retry), or if the packet is
+    /// empty or larger than [`max_packet`](Self::max_packet).
+    pub fn send(&mut self, packet: &[u8]) -> bool {
+        if packet.is_empty() || packet.len() > self.max_packet() {
+            self.counters.tx_full += 1;
+            return false;
+        }
+        let fs = self.umem.frame_size() as usize;
+        let chunks = packet.len().div_ceil(fs) as u32;
+        if (self.pool.free_tx() as u32) < chunks {
+            self.complete();
+        }
+        if (self.pool.free_tx() as u32) < chunks
+            || self.tx.prod_free(self.tx_pending + chunks) < self.tx_pending + chunks
+        {
+            self.counters.tx_full += 1;
+            return false;
+        }
+        for (k, part) in packet.chunks(fs).enumerate() {
+            let addr = self.pool.take_tx().expect("checked free_tx above");
+            let buf = self
+                .umem
+                .bytes_mut(addr, part.len() as u32)
+                .expect("pool frames are in bounds");
+            buf.copy_from_slice(part);
+            let last = k as u32 + 1 == chunks;
+            let desc = libc::xdp_desc {
+                addr,
+                len: part.len() as u32,
+                options: if last { 0 } else { libc::XDP_PKT_CONTD },
+            };
+            self.tx.prod_write(self.tx_pending + k as u32, desc);
+        }
+        self.tx_pending += chunks;
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += packet.len() as u64;
+        true
+    }
+
+    /// Queues one packet written in place into a single UMEM frame: `f`
+    /// gets the whole frame and returns the packet length (0 = nothing to
+    /// send). Returns the length queued, or None if no frame or slot.
+    pub fn send_with<F: FnOnce(&mut [u8]) -> usize>(&mut self, f: F) -> Option<usize> {
+        if self.pool.free_tx() == 0 {
+            self.complete();
+        }
+        if self.pool.free_tx() == 0 || self.tx.prod_free(self.tx_pending + 1) < self.tx_pending + 1
+        {
+            self.counters.tx_full += 1;
+            return None;
+        }
+        let fs = self.umem.frame_size();
+        let addr = self.pool.take_tx()?;
+        let buf = self
+            .umem
+            .bytes_mut(addr, fs)
+            .expect("pool frames are in bounds");
+        let len = f(buf).min(fs as usize);
+        if len == 0 {
+            self.pool.untake_tx(addr);
+            return Some(0);
+        }
+        self.tx.prod_write(
+            self.tx_pending,
+            libc::xdp_desc {
+                addr,
+                len: len as u32,
+                options: 0,
+            },
+        );
+        self.tx_pending += 1;
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += len as u64;
+        Some(len)
+    }
+
+    /// Publishes queued packets and wakes the kernel if it needs it (in
+    /// copy mode the kernel transmits only when kicked, so it is kicked
+    /// while the TX ring holds unconsumed entries).
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.tx.prod_submit(self.tx_pending);
+        self.tx_pending = 0;
+        let size = self.tx.size();
+        let unconsumed = self.tx.prod_free(size) < size;
+        let kick = if self.zero_copy && self.need_wakeup {
+            self.tx.needs_wakeup()
+        } else {
+            unconsumed
+        };
+        if kick {
+            self.counters.tx_kicks += 1;
+            sys::kick_tx(self.fd.as_fd())?;
+        }
+        Ok(())
+    }
+
+    /// Takes transmitted frames back from the completion ring; returns how many.
+    pub fn complete(&mut self) -> u32 {
+        let n = self.comp.cons_avail(u32::MAX);
+        for i in 0..n {
+            let addr = self.comp.cons_read(i);
+            self.pool.return_tx(addr);
+        }
+        self.comp.cons_release(n);
+        n
+    }
+
+    /// Frames given to the kernel for TX and not yet completed (plus the
+    /// queued, unpublished ones).
+    pub fn tx_in_flight(&self) -> u32 {
+        self.pool.accounting().in_tx_or_completion
+    }
+
+    /// Blocks until a packet may be available or `timeout` passes.
+    pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
+        sys::wait_readable(self.fd.as_fd(), timeout)
+    }
+
+    /// The kernel's statistics for this socket.
+    pub fn statistics(&self) -> io::Result<XskStatistics> {
+        let (s, _) =
+            sys::get_xdp_opt::<libc::xdp_statistics>(self.fd.as_fd(), libc::XDP_STATISTICS)?;
+        Ok(XskStatistics {
+            rx_dropped: s.rx_dropped,
+            rx_invalid_descs: s.rx_invalid_descs,
+            tx_invalid_descs: s.tx_invalid_descs,
+            rx_ring_full: s.rx_ring_full,
+            rx_fill_ring_empty_descs: s.rx_fill_ring_empty_descs,
+            tx_ring_empty_descs: s.tx_ring_empty_descs,
+        })
+    }
+
+    /// The socket's own counters.
+    pub fn counters(&self) -> XskCounters {
+        self.counters
+    }
+
+    /// Where the UMEM frames are.
+    pub fn accounting(&self) -> FrameAccounting {
+        self.pool.accounting()
+    }
+}
+
+impl AsFd for XskSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for XskSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}

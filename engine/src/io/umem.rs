@@ -1,0 +1,347 @@
+//! The UMEM (the packet buffer area shared with the kernel) and the frame
+//! accounting that guarantees no frame is leaked or handed out twice.
+
+use std::io;
+
+use super::sys::Mapping;
+
+/// UMEM geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UmemConfig {
+    /// Number of frames (chunks). Half serve RX (fill ring), half TX.
+    pub frame_count: u32,
+    /// Frame (chunk) size: 2048 or 4096.
+    pub frame_size: u32,
+    /// Back the area with huge pages (needs reserved hugepages).
+    pub huge_pages: bool,
+}
+
+impl Default for UmemConfig {
+    fn default() -> Self {
+        UmemConfig {
+            frame_count: 4096,
+            frame_size: 4096,
+            huge_pages: false,
+        }
+    }
+}
+
+/// Who owns a frame right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum FrameState {
+    /// In one of our free stacks.
+    Free,
+    /// Given to the kernel through the fill ring (comes back on RX).
+    Fill,
+    /// Given to the kernel through the TX ring (comes back on completion).
+    Tx,
+}
+
+/// A snapshot of where the frames are (for tests and diagnostics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FrameAccounting {
+    pub total: u32,
+    pub free_rx: u32,
+    pub free_tx: u32,
+    pub in_fill_or_rx: u32,
+    pub in_tx_or_completion: u32,
+    /// Addresses the kernel returned that we did not give it (never
+    /// expected; counted, the frame is ignored).
+    pub bad_returns: u64,
+}
+
+/// The UMEM area.
+pub struct Umem {
+    map: Mapping,
+    frame_size: u32,
+    frame_count: u32,
+}
+
+impl std::fmt::Debug for Umem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Umem")
+            .field("frame_size", &self.frame_size)
+            .field("frame_count", &self.frame_count)
+            .finish()
+    }
+}
+
+impl Umem {
+    /// Maps a zeroed UMEM area.
+    pub fn new(cfg: UmemConfig) -> io::Result<Umem> {
+        if cfg.frame_size != 2048 && cfg.frame_size != 4096 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "UMEM frame size must be 2048 or 4096",
+            ));
+        }
+        if cfg.frame_count < 4 || !cfg.frame_count.is_power_of_two() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "UMEM frame count must be a power of two >= 4",
+            ));
+        }
+        let len = cfg.frame_count as usize * cfg.frame_size as usize;
+        let map = Mapping::anonymous(len, cfg.huge_pages)?;
+        Ok(Umem {
+            map,
+            frame_size: cfg.frame_size,
+            frame_count: cfg.frame_count,
+        })
+    }
+
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.map.as_ptr()
+    }
+
+    /// Total length in bytes.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether the area is empty (never).
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Frame size in bytes.
+    pub fn frame_size(&self) -> u32 {
+        self.frame_size
+    }
+
+    /// Number of frames.
+    pub fn frame_count(&self) -> u32 {
+        self.frame_count
+    }
+
+    /// Bytes `[addr, addr+len)` of the area, if in bounds and within one
+    /// frame. The caller must own the frame (not given to the kernel).
+    pub(crate) fn bytes(&self, addr: u64, len: u32) -> Option<&[u8]> {
+        let (start, len) = self.check(addr, len)?;
+        // SAFETY: in bounds (check); the frame is owned by us, so the
+        // kernel does not write it while the slice lives.
+        Some(unsafe { std::slice::from_raw_parts(self.base().add(start), len) })
+    }
+
+    /// Mutable bytes of one owned frame.
+    pub(crate) fn bytes_mut(&mut self, addr: u64, len: u32) -> Option<&mut [u8]> {
+        let (start, len) = self.check(addr, len)?;
+        // SAFETY: in bounds; `&mut self` and frame ownership make it unique.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.base().add(start), len) })
+    }
+
+    fn check(&self, addr: u64, len: u32) -> Option<(usize, usize)> {
+        let fs = self.frame_size as u64;
+        let off_in_frame = addr % fs;
+        if addr >= self.map.len() as u64 || off_in_frame + len as u64 > fs {
+            return None;
+        }
+        Some((addr as usize, len as usize))
+    }
+}
+
+/// Frame ownership: two free stacks (RX frames go back to the fill ring,
+/// TX frames come back from the completion ring) and the owner of every
+/// frame, checked on every transition so that a leaked or doubly returned
+/// frame is detected (counted in `bad_returns`) instead of corrupting data.
+/// The RX free stack is the "stash": frames waiting for room in the fill
+/// ring, whose consumer index the kernel publishes in batches.
+#[derive(Debug)]
+pub(crate) struct FramePool {
+    frame_size: u32,
+    state: Vec<FrameState>,
+    free_rx: Vec<u64>,
+    free_tx: Vec<u64>,
+    in_fill: u32,
+    in_tx: u32,
+    bad_returns: u64,
+}
+
+impl FramePool {
+    /// The first half of the frames serves RX, the second half TX.
+    pub(crate) fn new(frame_count: u32, frame_size: u32) -> FramePool {
+        let half = frame_count / 2;
+        let fs = frame_size as u64;
+        FramePool {
+            frame_size,
+            state: vec![FrameState::Free; frame_count as usize],
+            // Reverse so that low addresses are handed out first.
+            free_rx: (0..half).rev().map(|i| i as u64 * fs).collect(),
+            free_tx: (half..frame_count).rev().map(|i| i as u64 * fs).collect(),
+            in_fill: 0,
+            in_tx: 0,
+            bad_returns: 0,
+        }
+    }
+
+    fn index(&self, addr: u64) -> Option<usize> {
+        let i = (addr / self.frame_size as u64) as usize;
+        (i < self.state.len()).then_some(i)
+    }
+
+    /// Base address of the frame containing `addr`.
+    pub(crate) fn frame_base(&self, addr: u64) -> u64 {
+        addr - addr % self.frame_size as u64
+    }
+
+    pub(crate) fn free_rx(&self) -> usize {
+        self.free_rx.len()
+    }
+
+    pub(crate) fn free_tx(&self) -> usize {
+        self.free_tx.len()
+    }
+
+    /// Takes a free RX frame to place in the fill ring.
+    pub(crate) fn take_rx(&mut self) -> Option<u64> {
+        let a = self.free_rx.pop()?;
+        let i = self.index(a).expect("pool holds only valid frames");
+        debug_assert_eq!(self.state[i], FrameState::Free);
+        self.state[i] = FrameState::Fill;
+        self.in_fill += 1;
+        Some(a)
+    }
+
+    /// A frame came back from the kernel on the RX ring (we are done with it).
+    pub(crate) fn return_rx(&mut self, addr: u64) {
+        let base = self.frame_base(addr);
+        match self.index(base) {
+            Some(i) if self.state[i] == FrameState::Fill => {
+                self.state[i] = FrameState::Free;
+                self.in_fill -= 1;
+                self.free_rx.push(base);
+            }
+            _ => self.bad_returns += 1,
+        }
+    }
+
+    /// Takes a free TX frame to fill and put on the TX ring.
+    pub(crate) fn take_tx(&mut self) -> Option<u64> {
+        let a = self.free_tx.pop()?;
+        let i = self.index(a).expect("pool holds only valid frames");
+        debug_assert_eq!(self.state[i], FrameState::Free);
+        self.state[i] = FrameState::Tx;
+        self.in_tx += 1;
+        Some(a)
+    }
+
+    /// Undoes `take_tx` for a frame that was not submitted.
+    pub(crate) fn untake_tx(&mut self, addr: u64) {
+        let i = self.index(addr).expect("frame came from take_tx");
+        self.state[i] = FrameState::Free;
+        self.in_tx -= 1;
+        self.free_tx.push(addr);
+    }
+
+    /// A frame came back on the completion ring.
+    pub(crate) fn return_tx(&mut self, addr: u64) {
+        let base = self.frame_base(addr);
+        match self.index(base) {
+            Some(i) if self.state[i] == FrameState::Tx => {
+                self.state[i] = FrameState::Free;
+                self.in_tx -= 1;
+                self.free_tx.push(base);
+            }
+            _ => self.bad_returns += 1,
+        }
+    }
+
+    pub(crate) fn accounting(&self) -> FrameAccounting {
+        FrameAccounting {
+            total: self.state.len() as u32,
+            free_rx: self.free_rx.len() as u32,
+            free_tx: self.free_tx.len() as u32,
+            in_fill_or_rx: self.in_fill,
+            in_tx_or_completion: self.in_tx,
+            bad_returns: self.bad_returns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_move_between_owners_without_leaks() {
+        let mut p = FramePool::new(8, 2048);
+        let a = p.take_rx().unwrap();
+        assert_eq!(a, 0);
+        let t = p.take_tx().unwrap();
+        assert_eq!(t, 4 * 2048);
+        let acc = p.accounting();
+        assert_eq!(
+            (
+                acc.free_rx,
+                acc.free_tx,
+                acc.in_fill_or_rx,
+                acc.in_tx_or_completion
+            ),
+            (3, 3, 1, 1)
+        );
+        // RX returns may point inside the frame (headroom/offset).
+        p.return_rx(a + 256);
+        p.return_tx(t);
+        let acc = p.accounting();
+        assert_eq!(
+            (
+                acc.free_rx,
+                acc.free_tx,
+                acc.in_fill_or_rx,
+                acc.in_tx_or_completion
+            ),
+            (4, 4, 0, 0)
+        );
+        assert_eq!(acc.bad_returns, 0);
+    }
+
+    #[test]
+    fn double_return_and_foreign_addresses_are_counted_not_freed() {
+        let mut p = FramePool::new(8, 2048);
+        let a = p.take_rx().unwrap();
+        p.return_rx(a);
+        p.return_rx(a); // double free
+        p.return_tx(a); // wrong ring
+        p.return_rx(1 << 40); // out of range
+        let acc = p.accounting();
+        assert_eq!(acc.bad_returns, 3);
+        assert_eq!(acc.free_rx, 4);
+    }
+
+    #[test]
+    fn untake_restores_state() {
+        let mut p = FramePool::new(4, 4096);
+        let t = p.take_tx().unwrap();
+        p.untake_tx(t);
+        let acc = p.accounting();
+        assert_eq!(
+            (
+                acc.free_rx,
+                acc.free_tx,
+                acc.in_fill_or_rx,
+                acc.in_tx_or_completion
+            ),
+            (2, 2, 0, 0)
+        );
+    }
+
+    #[test]
+    fn umem_bounds_are_checked() {
+        let u = Umem::new(UmemConfig {
+            frame_count: 4,
+            frame_size: 2048,
+            huge_pages: false,
+        })
+        .unwrap();
+        assert_eq!(u.bytes(0, 2048).unwrap().len(), 2048);
+        assert!(u.bytes(100, 2000).is_none(), "crosses a frame boundary");
+        assert!(u.bytes(4 * 2048, 1).is_none(), "past the end");
+        assert!(Umem::new(UmemConfig {
+            frame_count: 4,
+            frame_size: 1000,
+            huge_pages: false
+        })
+        .is_err());
+    }
+}
