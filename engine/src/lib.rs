@@ -14,9 +14,9 @@
 pub mod cc;
 pub mod time;
 pub mod wire;
-pub mod oob;
 
 #[allow(unsafe_code)]
 pub mod io;
 pub mod loader;
 pub mod netns;
+pub mod oob;
