@@ -12,6 +12,9 @@
 #![deny(unsafe_code)]
 
 pub mod cc;
+pub mod endpoint;
+pub mod rc;
+pub mod sim;
 pub mod time;
 pub mod wire;
 

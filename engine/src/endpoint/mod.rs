@@ -1,0 +1,478 @@
+//! The endpoint: one sans-IO entry point for a RoCE v2 node.
+//!
+//! # API (for the datapath and congestion-control work)
+//!
+//! ```text
+//! let mut ep = Endpoint::new(EndpointConfig { local_mac, local_ip, ..Default::default() });
+//! // memory
+//! let keys: MrKeys = ep.reg_mr(Box::new(vec![0u8; n]), iova, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+//! ep.mr_write(keys.lkey, iova, b"bytes")?;  ep.mr_read(keys.lkey, iova, &mut out)?;
+//! ep.dereg_mr(keys.lkey)?;                 // -> Box<dyn RegionMemory>
+//! // completion queues and queue pairs
+//! let cq = ep.create_cq(4096);
+//! let qpn = ep.create_qp(QpInitAttr { send_cq: cq, recv_cq: cq, max_send_wr: 256, max_recv_wr: 256, sq_sig_all: false })?;
+//! ep.modify_qp(qpn, &QpAttr { state: QpState::Init, ..Default::default() }, QpAttrMask::STATE)?;
+//! ep.modify_qp(qpn, &rtr_attr, QpAttrMask::STATE | QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN | QpAttrMask::AV | ...)?;
+//! ep.modify_qp(qpn, &rts_attr, QpAttrMask::STATE | QpAttrMask::SQ_PSN | QpAttrMask::TIMEOUT | ...)?;
+//! // (or `ep.connect(qpn, &RemoteQp { .. }, &ConnectOptions { .. })` for all three steps)
+//! ep.post_recv(qpn, RecvWr { wr_id, sge })?;
+//! ep.post_send(qpn, SendWr { wr_id, opcode: SendOp::Write, local: Sge { lkey, addr, length }, remote_addr, rkey, .. })?;
+//! // sans-IO loop
+//! ep.handle_packet(now, &rx_frame);                  // whole Ethernet frame
+//! while let Some(n) = ep.poll_transmit(now, &mut tx_buf) { send(&tx_buf[..n]) }
+//! ep.poll_timeout();                                 // next deadline, sleep until then
+//! ep.handle_timeout(now);
+//! let n = ep.poll_cq(cq, &mut wcs);                  // work completions
+//! ep.counters(); ep.qp_counters(qpn);                // rxe-named counters
+//! ```
+//!
+//! Congestion-control hooks: see [`crate::rc::congestion::QpCongestion`]
+//! (one per QP, reachable with [`Endpoint::qp_congestion`]): it sees the
+//! ECN field of each accepted packet, is asked "may I send N bytes now"
+//! before each data packet, contributes to `poll_timeout`, and can request
+//! CNPs. CNPs received are routed to it by destination QP.
+//!
+//! Nothing here reads a clock, touches a socket, spawns a thread or uses
+//! `unsafe`; no heap allocation per packet.
+
+use core::net::{IpAddr, Ipv4Addr};
+
+use crate::rc::attr::{Mtu, QpAttr, QpAttrMask, QpState, RemoteAddress};
+use crate::rc::congestion::QpCongestion;
+use crate::rc::counters::Counters;
+use crate::rc::cq::Cq;
+use crate::rc::error::VerbsError;
+use crate::rc::mr::{Access, MrKeys, MrTable, RegionMemory};
+use crate::rc::qp::{Qp, QpInitAttr};
+use crate::rc::wqe::{RecvWr, SendWr, WorkCompletion};
+use crate::time::Instant;
+use crate::wire::{parse_frame, Ecn, Opcode, ParseError};
+
+/// First QP number handed out (QPN 0 and 1 are special in InfiniBand).
+pub const FIRST_QPN: u32 = 0x11;
+
+/// Endpoint configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointConfig {
+    /// Source MAC of every frame.
+    pub local_mac: [u8; 6],
+    /// Source IP (the GID); IPv4 or IPv6.
+    pub local_ip: IpAddr,
+    /// Most QPs this endpoint will create.
+    pub max_qps: u32,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            local_mac: [0x02, 0, 0, 0, 0, 1],
+            local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            max_qps: 4096,
+        }
+    }
+}
+
+/// What a peer tells us out of band to connect one QP (notes, "Out-of-band
+/// connection setup").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteQp {
+    pub qpn: u32,
+    /// The peer's first send PSN (our expected PSN).
+    pub psn: u32,
+    pub mac: [u8; 6],
+    pub ip: IpAddr,
+}
+
+/// Options for [`Endpoint::connect`]; the defaults are the verbs-style
+/// defaults of [`QpAttr`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectOptions {
+    pub path_mtu: Mtu,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub min_rnr_timer: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    /// Our first send PSN.
+    pub sq_psn: u32,
+    pub dscp: u8,
+    pub ecn: Ecn,
+    /// 0 = derive from the QPN.
+    pub udp_src_port: u16,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        let a = QpAttr::default();
+        ConnectOptions {
+            path_mtu: a.path_mtu,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            min_rnr_timer: a.min_rnr_timer,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            sq_psn: 0,
+            dscp: a.dscp,
+            ecn: a.ecn,
+            udp_src_port: 0,
+        }
+    }
+}
+
+/// A RoCE v2 endpoint: memory regions, CQs, QPs, and the sans-IO loop.
+pub struct Endpoint {
+    config: EndpointConfig,
+    mrs: MrTable,
+    cqs: Vec<Cq>,
+    qps: Vec<Option<Qp>>,
+    /// QP index where the next `poll_transmit` starts (round robin).
+    next_tx: usize,
+    /// Endpoint-level drops (frames that reached no QP).
+    counters: Counters,
+}
+
+impl Endpoint {
+    /// A new endpoint with no QPs.
+    pub fn new(config: EndpointConfig) -> Endpoint {
+        Endpoint {
+            config,
+            mrs: MrTable::new(),
+            cqs: Vec::new(),
+            qps: Vec::new(),
+            next_tx: 0,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EndpointConfig {
+        &self.config
+    }
+
+    // ---- memory ----
+
+    /// Register `memory` at `iova` with `access` rights.
+    pub fn reg_mr(
+        &mut self,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+    ) -> Result<MrKeys, VerbsError> {
+        self.mrs
+            .register(memory, iova, access)
+            .ok_or(VerbsError::ResourceExhausted)
+    }
+
+    /// Deregister a region and get its memory back.
+    pub fn dereg_mr(&mut self, lkey: u32) -> Result<Box<dyn RegionMemory>, VerbsError> {
+        self.mrs.deregister(lkey).ok_or(VerbsError::LocalProtection)
+    }
+
+    /// Copy bytes out of a region (local access, bounds-checked).
+    pub fn mr_read(&self, lkey: u32, iova: u64, out: &mut [u8]) -> Result<(), VerbsError> {
+        self.mrs
+            .read(lkey, iova, out)
+            .map_err(|_| VerbsError::LocalProtection)
+    }
+
+    /// Copy bytes into a region (local access, bounds-checked).
+    pub fn mr_write(&mut self, lkey: u32, iova: u64, data: &[u8]) -> Result<(), VerbsError> {
+        self.mrs
+            .write(lkey, iova, data, Access::NONE)
+            .map_err(|_| VerbsError::LocalProtection)
+    }
+
+    /// Borrow `len` bytes of a region (local access, bounds-checked).
+    pub fn mr_slice(&self, lkey: u32, iova: u64, len: usize) -> Result<&[u8], VerbsError> {
+        self.mrs
+            .slice(lkey, iova, len, Access::NONE)
+            .map_err(|_| VerbsError::LocalProtection)
+    }
+
+    // ---- CQs and QPs ----
+
+    /// Create a completion queue holding `capacity` completions; returns its id.
+    pub fn create_cq(&mut self, capacity: usize) -> u32 {
+        self.cqs.push(Cq::new(capacity));
+        (self.cqs.len() - 1) as u32
+    }
+
+    /// Create an RC QP in RESET; returns its QP number.
+    pub fn create_qp(&mut self, init: QpInitAttr) -> Result<u32, VerbsError> {
+        if init.send_cq as usize >= self.cqs.len() || init.recv_cq as usize >= self.cqs.len() {
+            return Err(VerbsError::UnknownCq);
+        }
+        if init.max_send_wr == 0
+            || init.max_recv_wr == 0
+            || init.max_send_wr > 1 << 16
+            || init.max_recv_wr > 1 << 16
+        {
+            return Err(VerbsError::InvalidArgument(
+                "max_send_wr and max_recv_wr must be 1..=65536",
+            ));
+        }
+        let index = match self.qps.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                if self.qps.len() >= self.config.max_qps as usize {
+                    return Err(VerbsError::ResourceExhausted);
+                }
+                self.qps.push(None);
+                self.qps.len() - 1
+            }
+        };
+        let qpn = FIRST_QPN + index as u32;
+        self.qps[index] = Some(Qp::new(qpn, init));
+        Ok(qpn)
+    }
+
+    /// Destroy a QP (its outstanding work is dropped without completions).
+    pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
+        let slot = self.slot(qpn).ok_or(VerbsError::UnknownQp)?;
+        self.qps[slot] = None;
+        Ok(())
+    }
+
+    #[inline]
+    fn slot(&self, qpn: u32) -> Option<usize> {
+        let i = qpn.checked_sub(FIRST_QPN)? as usize;
+        match self.qps.get(i) {
+            Some(Some(_)) => Some(i),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn qp_mut(&mut self, qpn: u32) -> Result<&mut Qp, VerbsError> {
+        let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
+        self.qps
+            .get_mut(i)
+            .and_then(Option::as_mut)
+            .ok_or(VerbsError::UnknownQp)
+    }
+
+    /// A QP, for inspection.
+    pub fn qp(&self, qpn: u32) -> Option<&Qp> {
+        let i = qpn.checked_sub(FIRST_QPN)? as usize;
+        self.qps.get(i)?.as_ref()
+    }
+
+    /// Modify a QP: attributes selected by `mask`, state transitions as in verbs.
+    pub fn modify_qp(
+        &mut self,
+        qpn: u32,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+    ) -> Result<(), VerbsError> {
+        let (mac, ip) = (self.config.local_mac, self.config.local_ip);
+        let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
+        let qp = self
+            .qps
+            .get_mut(i)
+            .and_then(Option::as_mut)
+            .ok_or(VerbsError::UnknownQp)?;
+        qp.modify(attr, mask, mac, ip, &mut self.cqs)
+    }
+
+    /// RESET -> INIT -> RTR -> RTS in one call, with `remote` learned out of band.
+    pub fn connect(
+        &mut self,
+        qpn: u32,
+        remote: &RemoteQp,
+        opts: &ConnectOptions,
+    ) -> Result<(), VerbsError> {
+        let attr = QpAttr {
+            state: QpState::Init,
+            path_mtu: opts.path_mtu,
+            timeout: opts.timeout,
+            retry_cnt: opts.retry_cnt,
+            rnr_retry: opts.rnr_retry,
+            min_rnr_timer: opts.min_rnr_timer,
+            max_rd_atomic: opts.max_rd_atomic,
+            max_dest_rd_atomic: opts.max_dest_rd_atomic,
+            sq_psn: opts.sq_psn,
+            rq_psn: remote.psn,
+            dest_qpn: remote.qpn,
+            remote: RemoteAddress {
+                mac: remote.mac,
+                ip: remote.ip,
+            },
+            udp_src_port: opts.udp_src_port,
+            dscp: opts.dscp,
+            ecn: opts.ecn,
+            ..QpAttr::default()
+        };
+        self.modify_qp(qpn, &attr, QpAttrMask::STATE)?;
+        let rtr = QpAttr {
+            state: QpState::Rtr,
+            ..attr
+        };
+        self.modify_qp(
+            qpn,
+            &rtr,
+            QpAttrMask::STATE
+                | QpAttrMask::PATH_MTU
+                | QpAttrMask::DEST_QPN
+                | QpAttrMask::RQ_PSN
+                | QpAttrMask::AV
+                | QpAttrMask::MAX_DEST_RD_ATOMIC
+                | QpAttrMask::MIN_RNR_TIMER
+                | QpAttrMask::UDP_SRC_PORT
+                | QpAttrMask::TRAFFIC_CLASS,
+        )?;
+        let rts = QpAttr {
+            state: QpState::Rts,
+            ..attr
+        };
+        self.modify_qp(
+            qpn,
+            &rts,
+            QpAttrMask::STATE
+                | QpAttrMask::SQ_PSN
+                | QpAttrMask::TIMEOUT
+                | QpAttrMask::RETRY_CNT
+                | QpAttrMask::RNR_RETRY
+                | QpAttrMask::MAX_QP_RD_ATOMIC,
+        )
+    }
+
+    /// State of a QP.
+    pub fn qp_state(&self, qpn: u32) -> Option<QpState> {
+        self.qp(qpn).map(Qp::state)
+    }
+
+    /// Post a send work request.
+    pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
+        let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
+        let qp = self
+            .qps
+            .get_mut(i)
+            .and_then(Option::as_mut)
+            .ok_or(VerbsError::UnknownQp)?;
+        qp.post_send(wr, &self.mrs, &mut self.cqs)
+    }
+
+    /// Post a receive work request.
+    pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
+        let qp = self
+            .qps
+            .get_mut(i)
+            .and_then(Option::as_mut)
+            .ok_or(VerbsError::UnknownQp)?;
+        qp.post_recv(wr, &self.mrs, &mut self.cqs)
+    }
+
+    /// Move up to `out.len()` completions of `cq` into `out`; returns how many.
+    pub fn poll_cq(&mut self, cq: u32, out: &mut [WorkCompletion]) -> usize {
+        match self.cqs.get_mut(cq as usize) {
+            Some(c) => c.poll(out),
+            None => 0,
+        }
+    }
+
+    /// Take one completion of `cq`.
+    pub fn poll_completion(&mut self, cq: u32) -> Option<WorkCompletion> {
+        self.cqs.get_mut(cq as usize)?.pop()
+    }
+
+    // ---- sans-IO ----
+
+    /// Feed one received Ethernet frame. Anything that is not a valid RoCE v2
+    /// packet for one of our QPs is counted and dropped.
+    pub fn handle_packet(&mut self, now: Instant, frame: &[u8]) {
+        let f = match parse_frame(frame) {
+            Ok(f) => f,
+            Err(ParseError::BadIcrc { .. }) => {
+                self.counters.dropped_bad_icrc += 1;
+                return;
+            }
+            Err(_) => {
+                self.counters.dropped_malformed += 1;
+                return;
+            }
+        };
+        let dest = f.headers.bth.dest_qp;
+        let Some(i) = dest.checked_sub(FIRST_QPN) else {
+            self.counters.dropped_unknown_qp += 1;
+            return;
+        };
+        let Some(Some(qp)) = self.qps.get_mut(i as usize) else {
+            self.counters.dropped_unknown_qp += 1;
+            return;
+        };
+        if f.headers.bth.opcode == Opcode::Cnp {
+            qp.counters.cnp_received += 1;
+            qp.cc.on_cnp(now);
+            return;
+        }
+        qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs);
+    }
+
+    /// Write the next frame to send into `buf` (a whole Ethernet frame) and
+    /// return its length, or `None` when nothing is due now.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        let n = self.qps.len();
+        for k in 0..n {
+            let i = (self.next_tx + k) % n;
+            if let Some(qp) = self.qps[i].as_mut() {
+                if let Some(len) = qp.poll_transmit(now, &self.mrs, &mut self.cqs, buf) {
+                    self.next_tx = (i + 1) % n;
+                    return Some(len);
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether some QP has a frame ready (ignoring rate limits).
+    pub fn has_pending_transmit(&self) -> bool {
+        self.qps.iter().flatten().any(Qp::wants_to_send)
+    }
+
+    /// The earliest time `handle_timeout` (or a rate-limited `poll_transmit`)
+    /// has work; `None` when nothing is scheduled.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.qps.iter().flatten().filter_map(Qp::poll_timeout).min()
+    }
+
+    /// Run every timer due at `now` (ACK timeouts, RNR waits, congestion control).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for qp in self.qps.iter_mut().flatten() {
+            if qp.poll_timeout().is_some_and(|t| t <= now) {
+                qp.handle_timeout(now, &mut self.cqs);
+            }
+        }
+    }
+
+    // ---- counters and hooks ----
+
+    /// Sum of every QP's counters plus the endpoint's own drops.
+    pub fn counters(&self) -> Counters {
+        let mut c = self.counters;
+        for qp in self.qps.iter().flatten() {
+            c.accumulate(&qp.counters);
+        }
+        for cq in &self.cqs {
+            c.cq_overflow += cq.overflows;
+        }
+        c
+    }
+
+    /// Counters of one QP.
+    pub fn qp_counters(&self, qpn: u32) -> Option<Counters> {
+        self.qp(qpn).map(|q| q.counters)
+    }
+
+    /// The congestion-control state of one QP.
+    pub fn qp_congestion(&mut self, qpn: u32) -> Option<&mut QpCongestion> {
+        self.qp_mut(qpn).ok().map(|q| &mut q.cc)
+    }
+
+    /// QP numbers of every QP.
+    pub fn qpns(&self) -> impl Iterator<Item = u32> + '_ {
+        self.qps.iter().flatten().map(|q| q.qpn)
+    }
+}

@@ -1,0 +1,453 @@
+//! Completer: handles ACKs, NAKs, READ responses and atomic ACKs for the
+//! requester; runs go-back-N retries, the local ACK timeout, the RNR wait,
+//! retry budgets and error completions.
+//!
+//! Rules (roce-v2-notes.md, "Reliable Connection: retransmission"):
+//! - an ACK/NAK for PSN n acknowledges every PSN before it (cumulative); a
+//!   READ response or atomic ACK also acknowledges the requests before it;
+//! - NAK PSN sequence error: go-back-N from the NAK'd PSN;
+//! - local ACK timeout (4.096 us * 2^timeout, 0 = none): go-back-N from the
+//!   oldest unacknowledged PSN;
+//! - implied NAK: an ACK or response whose PSN skips past a READ/atomic that
+//!   still waits for its response: go-back-N from that request;
+//! - retry_cnt bounds consecutive timeout/sequence-error retries (refilled on
+//!   progress); exhausted -> "retry exceeded" and the QP goes to error;
+//! - RNR NAK: wait the RNR timer, then resend from the NAK'd PSN, bounded by
+//!   rnr_retry (7 = infinite).
+//! Reference behaviour: Linux rxe `rxe_comp.c` (check_psn, check_ack,
+//! do_read, do_atomic, COMPST_ERROR_RETRY, rnr_nak_timer).
+
+use super::attr::{rnr_delay, QpAttr};
+use super::counters::Counters;
+use super::cq::Cq;
+use super::mr::{Access, MrTable};
+use super::psn::Psn;
+use super::requester::Requester;
+use super::timer::Timer;
+use super::wqe::{SendOp, WcOpcode, WcStatus, WorkCompletion};
+use crate::time::Instant;
+use crate::wire::{Opcode, RoceFrame};
+
+/// AETH syndrome types (bits 7..5) and NAK codes (notes, "AETH").
+pub mod syndrome {
+    /// ACK with unlimited credits (0x1F).
+    pub const ACK: u8 = 0x1F;
+    /// RNR NAK type bits; low 5 bits carry the RNR timer code.
+    pub const RNR_NAK: u8 = 0x20;
+    /// NAK PSN sequence error.
+    pub const NAK_PSN_SEQ: u8 = 0x60;
+    /// NAK invalid request.
+    pub const NAK_INVALID_REQUEST: u8 = 0x61;
+    /// NAK remote access error.
+    pub const NAK_REMOTE_ACCESS: u8 = 0x62;
+    /// NAK remote operational error.
+    pub const NAK_REMOTE_OPERATIONAL: u8 = 0x63;
+
+    /// Syndrome type: 0 ACK, 1 RNR NAK, 3 NAK (2 reserved).
+    #[inline]
+    pub const fn kind(s: u8) -> u8 {
+        s >> 5
+    }
+}
+
+/// The requester must go to the error state (its failing request has
+/// already been completed with an error status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fatal;
+
+/// Where completions of this QP go.
+pub(crate) struct CompletionSink<'a> {
+    pub cq: Option<&'a mut Cq>,
+    pub qpn: u32,
+    pub sq_sig_all: bool,
+}
+
+impl CompletionSink<'_> {
+    fn push(&mut self, wc: WorkCompletion, counters: &mut Counters) {
+        if let Some(cq) = self.cq.as_deref_mut() {
+            if !cq.push(wc) {
+                counters.cq_overflow += 1;
+            }
+        }
+    }
+}
+
+impl Requester {
+    /// Complete and pop the front request with `status`.
+    fn complete_front(
+        &mut self,
+        status: WcStatus,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut Counters,
+    ) {
+        let Some(w) = self.wqes.pop_front() else {
+            return;
+        };
+        if w.wr.opcode.is_read_or_atomic() && self.cur > 0 {
+            self.rd_atomic_sent = self.rd_atomic_sent.saturating_sub(1);
+        }
+        if self.cur > 0 {
+            self.cur -= 1;
+        } else {
+            // The cursor was inside (or at) the popped request after a
+            // rewind: move it to the start of the next one.
+            self.cur_pkt = 0;
+            self.send_psn = w.end_psn();
+        }
+        if status == WcStatus::Success {
+            self.acked_psn = w.end_psn();
+        }
+        if status != WcStatus::Success || w.wr.signaled || sink.sq_sig_all {
+            let byte_len = if w.wr.opcode.is_atomic() {
+                8
+            } else {
+                w.wr.local.length
+            };
+            sink.push(
+                WorkCompletion {
+                    wr_id: w.wr.wr_id,
+                    qpn: sink.qpn,
+                    status,
+                    opcode: WcOpcode::of_send(w.wr.opcode),
+                    byte_len,
+                    imm: None,
+                },
+                counters,
+            );
+        }
+    }
+
+    /// Fail the front request with `status`; the QP must go to error.
+    pub(crate) fn fail_front(
+        &mut self,
+        status: WcStatus,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut Counters,
+    ) -> Fatal {
+        self.complete_front(status, sink, counters);
+        Fatal
+    }
+
+    /// Acknowledge every PSN before `upto`. Returns (progress, implied NAK).
+    fn acknowledge(
+        &mut self,
+        upto: Psn,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut Counters,
+    ) -> (bool, bool) {
+        let mut progressed = false;
+        while let Some(front) = self.wqes.front() {
+            if !front.first_psn.before(upto) {
+                break;
+            }
+            if front.wr.opcode.is_read_or_atomic() {
+                if front.contains(upto) {
+                    // A response inside this READ: handled by the caller.
+                    break;
+                }
+                // Rule: implied NAK, the response for this READ/atomic was
+                // skipped over.
+                return (progressed, true);
+            }
+            if front.end_psn().diff(upto) <= 0 {
+                self.complete_front(WcStatus::Success, sink, counters);
+                progressed = true;
+                continue;
+            }
+            // Partial acknowledgement inside a multi-packet message.
+            if upto.after(self.acked_psn) {
+                self.acked_psn = upto;
+                progressed = true;
+            }
+            break;
+        }
+        (progressed, false)
+    }
+
+    /// After progress: refill budgets, restart or stop the ACK timer, keep
+    /// the cursor at or after the acknowledged point.
+    fn on_progress(&mut self, now: Instant, attr: &QpAttr) {
+        self.reset_budgets(attr);
+        self.rewound_at = None;
+        if self.cur == 0 && self.send_psn.before(self.acked_psn) {
+            if let Some(front) = self.wqes.front() {
+                self.send_psn = self.acked_psn;
+                self.cur_pkt = self.acked_psn.diff(front.first_psn).max(0) as u32;
+            }
+        }
+        if self.acked_psn.before(self.max_sent_psn) {
+            match attr.ack_timeout() {
+                Some(t) => self.timers.set(Timer::Retransmit, now + t),
+                None => self.timers.clear(Timer::Retransmit),
+            }
+        } else {
+            self.timers.clear(Timer::Retransmit);
+        }
+    }
+
+    /// Go-back-N to the oldest unacknowledged PSN. `forced` (timeout) always
+    /// rewinds; a NAK/gap-triggered retry for the PSN we already rewound to
+    /// is stale and ignored.
+    fn go_back_n(
+        &mut self,
+        forced: bool,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut Counters,
+    ) -> Result<(), Fatal> {
+        if !forced && self.rewound_at == Some(self.acked_psn) {
+            return Ok(());
+        }
+        if self.wqes.is_empty() {
+            return Ok(());
+        }
+        if self.retry_left == 0 {
+            counters.retry_exceeded_err += 1;
+            return Err(self.fail_front(WcStatus::RetryExceeded, sink, counters));
+        }
+        // retry_cnt 7 counts down like any other value (spec); rxe treats 7
+        // as infinite, an implementation choice we do not copy.
+        self.retry_left -= 1;
+        counters.completer_retry_err += 1;
+        self.rewind();
+        Ok(())
+    }
+
+    /// Move the cursor back to `acked_psn` (rebuild from the work request).
+    fn rewind(&mut self) {
+        self.cur = 0;
+        self.cur_pkt = match self.wqes.front() {
+            Some(f) => self.acked_psn.diff(f.first_psn).max(0) as u32,
+            None => 0,
+        };
+        self.send_psn = self.acked_psn;
+        self.rd_atomic_sent = 0;
+        self.since_ack_req = 0;
+        self.rewound_at = Some(self.acked_psn);
+        self.timers.clear(Timer::Retransmit);
+    }
+
+    /// Handle an ACK, NAK, READ response or atomic ACK for this QP.
+    pub(crate) fn handle_response(
+        &mut self,
+        now: Instant,
+        frame: &RoceFrame<'_>,
+        attr: &QpAttr,
+        mrs: &mut MrTable,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut Counters,
+    ) -> Result<(), Fatal> {
+        let h = &frame.headers;
+        let psn = Psn::new(h.bth.psn);
+        // Only PSNs we have sent can be acknowledged (rxe check_psn).
+        if !psn.before(self.max_sent_psn) {
+            counters.dropped_malformed += 1;
+            return Ok(());
+        }
+        if psn.before(self.acked_psn) {
+            counters.duplicate_response += 1;
+            return Ok(());
+        }
+        let op = h.bth.opcode;
+        let (progressed, implied) = match op {
+            Opcode::Acknowledge => {
+                let Some(aeth) = h.aeth else {
+                    counters.dropped_malformed += 1;
+                    return Ok(());
+                };
+                match syndrome::kind(aeth.syndrome) {
+                    0 => self.acknowledge(psn.add(1), sink, counters),
+                    1 | 3 => self.acknowledge(psn, sink, counters),
+                    _ => {
+                        counters.dropped_malformed += 1;
+                        return Ok(());
+                    }
+                }
+            }
+            _ => self.acknowledge(psn, sink, counters),
+        };
+        if progressed {
+            self.on_progress(now, attr);
+        }
+        if implied {
+            return self.go_back_n(false, sink, counters);
+        }
+        match op {
+            Opcode::Acknowledge => {
+                let s = h.aeth.map(|a| a.syndrome).unwrap_or(syndrome::ACK);
+                match syndrome::kind(s) {
+                    0 => Ok(()),
+                    1 => self.on_rnr_nak(now, s & 0x1F, attr, sink, counters),
+                    _ => match s {
+                        syndrome::NAK_PSN_SEQ => {
+                            counters.rcvd_seq_err += 1;
+                            self.go_back_n(false, sink, counters)
+                        }
+                        syndrome::NAK_REMOTE_ACCESS => {
+                            Err(self.fail_front(WcStatus::RemoteAccessError, sink, counters))
+                        }
+                        syndrome::NAK_REMOTE_OPERATIONAL => {
+                            Err(self.fail_front(WcStatus::RemoteOperationalError, sink, counters))
+                        }
+                        _ => Err(self.fail_front(WcStatus::RemoteInvalidRequest, sink, counters)),
+                    },
+                }
+            }
+            Opcode::ReadRespFirst
+            | Opcode::ReadRespMiddle
+            | Opcode::ReadRespLast
+            | Opcode::ReadRespOnly => {
+                self.on_read_response(now, psn, op, frame.payload, attr, mrs, sink, counters)
+            }
+            Opcode::AtomicAcknowledge => {
+                let Some(front) = self.wqes.front().copied() else {
+                    counters.dropped_malformed += 1;
+                    return Ok(());
+                };
+                let Some(ack) = h.atomic_ack_eth else {
+                    counters.dropped_malformed += 1;
+                    return Ok(());
+                };
+                if !front.wr.opcode.is_atomic() || front.first_psn != psn {
+                    counters.dropped_malformed += 1;
+                    return Ok(());
+                }
+                // Atomic results land little-endian, as MrTable::atomic stores them.
+                if mrs
+                    .write(
+                        front.wr.local.lkey,
+                        front.wr.local.addr,
+                        &ack.orig.to_le_bytes(),
+                        Access::LOCAL_WRITE,
+                    )
+                    .is_err()
+                {
+                    return Err(self.fail_front(WcStatus::LocalProtectionError, sink, counters));
+                }
+                self.complete_front(WcStatus::Success, sink, counters);
+                self.on_progress(now, attr);
+                Ok(())
+            }
+            _ => {
+                counters.dropped_malformed += 1;
+                Ok(())
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_read_response(
+        &mut self,
+        now: Instant,
+        psn: Psn,
+        op: Opcode,
+        payload: &[u8],
+        attr: &QpAttr,
+        mrs: &mut MrTable,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut Counters,
+    ) -> Result<(), Fatal> {
+        let Some(front) = self.wqes.front().copied() else {
+            counters.dropped_malformed += 1;
+            return Ok(());
+        };
+        if front.wr.opcode != SendOp::Read || !front.contains(psn) {
+            counters.dropped_malformed += 1;
+            return Ok(());
+        }
+        let expected = front.first_psn.add(front.resp_pkts);
+        let d = psn.diff(expected);
+        if d < 0 {
+            counters.duplicate_response += 1;
+            return Ok(());
+        }
+        if d > 0 {
+            // A response packet is missing: retry from the first missing one.
+            return self.go_back_n(false, sink, counters);
+        }
+        let mtu = attr.path_mtu.bytes();
+        let off = front.resp_pkts * mtu;
+        let remaining = front.wr.local.length - off;
+        let want = remaining.min(mtu) as usize;
+        let ends = matches!(op, Opcode::ReadRespLast | Opcode::ReadRespOnly);
+        if payload.len() != want || ends != (remaining <= mtu) {
+            counters.dropped_malformed += 1;
+            return Ok(());
+        }
+        if want > 0
+            && mrs
+                .write(
+                    front.wr.local.lkey,
+                    front.wr.local.addr.wrapping_add(u64::from(off)),
+                    payload,
+                    Access::LOCAL_WRITE,
+                )
+                .is_err()
+        {
+            return Err(self.fail_front(WcStatus::LocalProtectionError, sink, counters));
+        }
+        if let Some(f) = self.wqes.front_mut() {
+            f.resp_pkts += 1;
+        }
+        self.acked_psn = psn.add(1);
+        if front.resp_pkts + 1 == front.npkts {
+            self.complete_front(WcStatus::Success, sink, counters);
+        }
+        self.on_progress(now, attr);
+        Ok(())
+    }
+
+    fn on_rnr_nak(
+        &mut self,
+        now: Instant,
+        timer_code: u8,
+        attr: &QpAttr,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut Counters,
+    ) -> Result<(), Fatal> {
+        counters.rcvd_rnr_err += 1;
+        if self.timers.is_armed(Timer::Rnr) {
+            // Already waiting (a duplicate RNR NAK).
+            return Ok(());
+        }
+        if attr.rnr_retry != 7 {
+            if self.rnr_left == 0 {
+                counters.retry_rnr_exceeded_err += 1;
+                return Err(self.fail_front(WcStatus::RnrRetryExceeded, sink, counters));
+            }
+            self.rnr_left -= 1;
+        }
+        self.rewind();
+        self.timers.set(Timer::Rnr, now + rnr_delay(timer_code));
+        Ok(())
+    }
+
+    /// Run expired timers. Returns `Err(Fatal)` when retries are exhausted.
+    pub(crate) fn handle_timeout(
+        &mut self,
+        now: Instant,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut Counters,
+    ) -> Result<(), Fatal> {
+        // RNR wait over: the cursor already points at the NAK'd PSN.
+        self.timers.take_expired(Timer::Rnr, now);
+        if self.timers.take_expired(Timer::Retransmit, now)
+            && self.acked_psn.before(self.max_sent_psn)
+        {
+            counters.timeouts += 1;
+            return self.go_back_n(true, sink, counters);
+        }
+        Ok(())
+    }
+
+    /// Flush every request with `Flushed` (after the failing one, if any,
+    /// has been completed with its error).
+    pub(crate) fn flush(&mut self, sink: &mut CompletionSink<'_>, counters: &mut Counters) {
+        while !self.wqes.is_empty() {
+            self.complete_front(WcStatus::Flushed, sink, counters);
+        }
+        self.timers = Default::default();
+        self.cur = 0;
+        self.cur_pkt = 0;
+        self.rd_atomic_sent = 0;
+    }
+}

@@ -1,0 +1,104 @@
+//! Per-QP and per-endpoint counters, named as rxe (and `rdma statistic`)
+//! users know them, plus a few of this engine's own.
+
+macro_rules! counters {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $field:ident,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+        pub struct $name {
+            $($(#[$fm])* pub $field: u64,)*
+        }
+
+        impl $name {
+            /// Names of the counters, in display order.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// `(name, value)` pairs in display order.
+            pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+                [$((stringify!($field), self.$field)),*].into_iter()
+            }
+
+            /// Add every counter of `other` to `self`.
+            pub fn accumulate(&mut self, other: &$name) {
+                $(self.$field += other.$field;)*
+            }
+        }
+    };
+}
+
+counters! {
+    /// Transport counters of one QP, or their sum over an endpoint.
+    Counters {
+        /// RoCE packets transmitted (requests, responses, ACKs, NAKs).
+        sent_pkts,
+        /// RoCE packets received and accepted for a QP.
+        rcvd_pkts,
+        /// Responder: requests with a PSN before the expected PSN.
+        duplicate_request,
+        /// Responder: requests with a PSN after the expected PSN.
+        out_of_seq_request,
+        /// Requester: NAK PSN sequence error received.
+        rcvd_seq_err,
+        /// Requester: RNR NAK received.
+        rcvd_rnr_err,
+        /// Responder: RNR NAK sent.
+        send_rnr_err,
+        /// Requester: retry_cnt exhausted.
+        retry_exceeded_err,
+        /// Requester: rnr_retry exhausted.
+        retry_rnr_exceeded_err,
+        /// Requester: go-back-N retries started (timeouts, NAKs, implied NAKs).
+        completer_retry_err,
+        /// Requester: request packets sent again by go-back-N.
+        retransmitted_packets,
+        /// Responder: NAKs sent (sequence error, access, invalid request, operational).
+        naks_sent,
+        /// Requester: local ACK timeouts that fired.
+        timeouts,
+        /// Responder: ACK packets sent (each may cover many requests).
+        acks_sent,
+        /// Requester: ACKs/responses that were stale or duplicated and ignored.
+        duplicate_response,
+        /// Frames dropped: ICRC mismatch.
+        dropped_bad_icrc,
+        /// Frames dropped: destination QP unknown.
+        dropped_unknown_qp,
+        /// Frames dropped: not a well-formed RoCE v2 frame, or a packet the QP
+        /// cannot accept in its state.
+        dropped_malformed,
+        /// Responder: in-order requests dropped because its answer queue or
+        /// READ/atomic resources were full (the requester retransmits).
+        dropped_busy,
+        /// Frames not emitted because the caller's buffer was too small.
+        tx_buffer_too_small,
+        /// Work completions dropped because the CQ was full.
+        cq_overflow,
+        /// CNPs received (handed to congestion control).
+        cnp_received,
+        /// Packets received with ECN CE.
+        ecn_marked_packets,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_fields_and_accumulate() {
+        let mut a = Counters {
+            sent_pkts: 2,
+            naks_sent: 1,
+            ..Default::default()
+        };
+        let b = Counters {
+            sent_pkts: 3,
+            ..Default::default()
+        };
+        a.accumulate(&b);
+        let pairs: Vec<_> = a.iter().collect();
+        assert_eq!(pairs[0], ("sent_pkts", 5));
+        assert!(pairs.contains(&("naks_sent", 1)));
+        assert_eq!(Counters::NAMES.len(), pairs.len());
+    }
+}

@@ -1,0 +1,153 @@
+//! Per-QP header template: the Ethernet/IP/UDP/BTH fields that are the same
+//! for every packet a QP sends, filled once when the QP reaches RTR.
+
+use core::net::IpAddr;
+
+use super::psn::Psn;
+use crate::wire::{BthRepr, Ecn, EthRepr, IpRepr, Opcode, RoceHeaders, UdpRepr, ROCE_V2_UDP_PORT};
+
+/// Headers of one QP's packets, minus opcode, PSN and extension headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameTemplate {
+    pub eth: EthRepr,
+    pub ip: IpRepr,
+    pub udp: UdpRepr,
+    pub pkey: u16,
+    pub dest_qp: u32,
+}
+
+impl FrameTemplate {
+    /// A template from the local and remote addresses; `None` when the two
+    /// IP addresses are not of the same family.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        local_mac: [u8; 6],
+        local_ip: IpAddr,
+        remote_mac: [u8; 6],
+        remote_ip: IpAddr,
+        udp_src_port: u16,
+        dscp: u8,
+        ecn: Ecn,
+        hop_limit: u8,
+        pkey: u16,
+        dest_qp: u32,
+    ) -> Option<FrameTemplate> {
+        let ip = match (local_ip, remote_ip) {
+            (IpAddr::V4(src), IpAddr::V4(dst)) => IpRepr::V4 {
+                src,
+                dst,
+                dscp,
+                ecn,
+                ttl: hop_limit,
+                ident: 0,
+                dont_fragment: true,
+            },
+            (IpAddr::V6(src), IpAddr::V6(dst)) => IpRepr::V6 {
+                src,
+                dst,
+                dscp,
+                ecn,
+                flow_label: 0,
+                hop_limit,
+            },
+            _ => return None,
+        };
+        Some(FrameTemplate {
+            eth: EthRepr {
+                dst: remote_mac,
+                src: local_mac,
+                vlan: None,
+            },
+            ip,
+            udp: UdpRepr {
+                src_port: udp_src_port,
+                dst_port: ROCE_V2_UDP_PORT,
+            },
+            pkey,
+            dest_qp: dest_qp & Psn::MASK,
+        })
+    }
+
+    /// Headers for one packet: no extension headers yet.
+    #[inline]
+    pub fn headers(&self, opcode: Opcode, psn: Psn, ack_req: bool) -> RoceHeaders {
+        RoceHeaders {
+            eth: self.eth,
+            ip: self.ip,
+            udp: self.udp,
+            bth: BthRepr {
+                opcode,
+                solicited: false,
+                mig_req: false,
+                pad_count: 0,
+                pkey: self.pkey,
+                fecn: false,
+                becn: false,
+                dest_qp: self.dest_qp,
+                ack_req,
+                psn: psn.value(),
+            },
+            reth: None,
+            aeth: None,
+            atomic_eth: None,
+            atomic_ack_eth: None,
+            immdt: None,
+            ieth: None,
+        }
+    }
+
+    /// The same headers with the IP ECN / DSCP replaced (CNPs are not
+    /// ECN-capable and carry their own DSCP).
+    pub fn with_traffic_class(mut h: RoceHeaders, dscp: u8, ecn: Ecn) -> RoceHeaders {
+        match &mut h.ip {
+            IpRepr::V4 {
+                dscp: d, ecn: e, ..
+            }
+            | IpRepr::V6 {
+                dscp: d, ecn: e, ..
+            } => {
+                *d = dscp;
+                *e = ecn;
+            }
+        }
+        h
+    }
+}
+
+/// IP ECN field of parsed headers.
+#[inline]
+pub fn ecn_of(h: &RoceHeaders) -> Ecn {
+    match h.ip {
+        IpRepr::V4 { ecn, .. } | IpRepr::V6 { ecn, .. } => ecn,
+    }
+}
+
+/// Opcode classes the transport needs (kept here so the RC code does not
+/// depend on helper methods the wire layer may rename).
+pub mod class {
+    use crate::wire::Opcode;
+
+    /// Request opcodes (handled by the responder).
+    #[inline]
+    pub const fn is_request(op: Opcode) -> bool {
+        (op as u8) <= 0x0C
+            || matches!(
+                op,
+                Opcode::CompareSwap | Opcode::FetchAdd | Opcode::SendLastInv | Opcode::SendOnlyInv
+            )
+    }
+
+    /// Response opcodes (handled by the completer).
+    #[inline]
+    pub const fn is_response(op: Opcode) -> bool {
+        matches!(
+            op,
+            Opcode::ReadRespFirst
+                | Opcode::ReadRespMiddle
+                | Opcode::ReadRespLast
+                | Opcode::ReadRespOnly
+                | Opcode::Acknowledge
+                | Opcode::AtomicAcknowledge
+        )
+    }
+}

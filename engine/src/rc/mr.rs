@@ -1,0 +1,427 @@
+//! Memory regions: registration, keys, and the bounds and rights checks that
+//! guard every access.
+//!
+//! Rule (roce-v2-notes.md, "Responder", protection): an RDMA WRITE/READ/atomic
+//! whose R_Key is unknown, whose range is outside the region, or whose rights
+//! don't allow it gets NAK remote access error; nothing is ever written
+//! outside a registered region. Every accessor here checks key, range and
+//! rights before touching a byte and returns [`AccessError`] otherwise.
+
+use core::fmt;
+use core::ops::BitOr;
+
+/// Backing memory of a region. The core implements it for `Vec<u8>` and
+/// `Box<[u8]>`; the datapath implements it over shared memory so that
+/// application threads can see the bytes.
+pub trait RegionMemory: Send {
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// The bytes, for reading.
+    fn as_slice(&self) -> &[u8];
+    /// The bytes, for writing.
+    fn as_mut_slice(&mut self) -> &mut [u8];
+    /// `len() == 0`.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl RegionMemory for Vec<u8> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn as_slice(&self) -> &[u8] {
+        self
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl RegionMemory for Box<[u8]> {
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    fn as_slice(&self) -> &[u8] {
+        self
+    }
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+/// Access rights of a memory region (verbs `IBV_ACCESS_*`). Local read is
+/// always allowed.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Access(u8);
+
+impl Access {
+    /// No rights beyond local read.
+    pub const NONE: Access = Access(0);
+    /// The local side may write (receive buffers, READ / atomic results).
+    pub const LOCAL_WRITE: Access = Access(1);
+    /// Remote peers may RDMA WRITE.
+    pub const REMOTE_WRITE: Access = Access(2);
+    /// Remote peers may RDMA READ.
+    pub const REMOTE_READ: Access = Access(4);
+    /// Remote peers may run atomics.
+    pub const REMOTE_ATOMIC: Access = Access(8);
+    /// Every right.
+    pub const ALL: Access = Access(15);
+
+    /// Every right in `other` is also in `self`.
+    pub const fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Raw bits.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+}
+
+impl BitOr for Access {
+    type Output = Access;
+    fn bitor(self, rhs: Access) -> Access {
+        Access(self.0 | rhs.0)
+    }
+}
+
+impl fmt::Debug for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = [
+            (Access::LOCAL_WRITE, "LOCAL_WRITE"),
+            (Access::REMOTE_WRITE, "REMOTE_WRITE"),
+            (Access::REMOTE_READ, "REMOTE_READ"),
+            (Access::REMOTE_ATOMIC, "REMOTE_ATOMIC"),
+        ];
+        let mut first = true;
+        write!(f, "Access(")?;
+        for (a, n) in names {
+            if self.contains(a) {
+                if !first {
+                    write!(f, "|")?;
+                }
+                write!(f, "{n}")?;
+                first = false;
+            }
+        }
+        write!(f, ")")
+    }
+}
+
+/// Keys returned by registration. This engine uses one key value for both
+/// (as rxe does): index in the table in the high 24 bits, a generation byte
+/// in the low 8 bits so a stale key of a deregistered region is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MrKeys {
+    /// Local key, used in scatter/gather entries.
+    pub lkey: u32,
+    /// Remote key, given to peers for RDMA WRITE/READ/atomics.
+    pub rkey: u32,
+}
+
+/// Why an access to a memory region was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccessError {
+    /// No region has this key.
+    UnknownKey,
+    /// The range is not inside the region.
+    OutOfBounds,
+    /// The region's rights do not allow this access.
+    NotPermitted,
+    /// Atomic address not 8-byte aligned.
+    Misaligned,
+}
+
+struct Region {
+    memory: Box<dyn RegionMemory>,
+    iova: u64,
+    access: Access,
+    generation: u8,
+}
+
+struct Slot {
+    region: Option<Region>,
+    generation: u8,
+}
+
+/// The memory regions of one endpoint.
+#[derive(Default)]
+pub struct MrTable {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+/// Largest number of regions per endpoint (24-bit index in the key).
+const MAX_REGIONS: usize = 1 << 24;
+
+impl MrTable {
+    /// An empty table.
+    pub fn new() -> MrTable {
+        MrTable::default()
+    }
+
+    /// Register `memory` at I/O virtual address `iova` with `access` rights.
+    /// Returns `None` when the table is full or `iova + len` overflows.
+    pub fn register(
+        &mut self,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+    ) -> Option<MrKeys> {
+        iova.checked_add(memory.len() as u64)?;
+        let index = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                if self.slots.len() >= MAX_REGIONS {
+                    return None;
+                }
+                self.slots.push(Slot {
+                    region: None,
+                    generation: 0,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.slots[index as usize];
+        slot.generation = slot.generation.wrapping_add(1);
+        let generation = slot.generation;
+        slot.region = Some(Region {
+            memory,
+            iova,
+            access,
+            generation,
+        });
+        let key = (index << 8) | u32::from(generation);
+        Some(MrKeys {
+            lkey: key,
+            rkey: key,
+        })
+    }
+
+    /// Deregister the region with this key and hand its memory back.
+    pub fn deregister(&mut self, key: u32) -> Option<Box<dyn RegionMemory>> {
+        let index = key >> 8;
+        let slot = self.slots.get_mut(index as usize)?;
+        match &slot.region {
+            Some(r) if r.generation == (key & 0xFF) as u8 => {}
+            _ => return None,
+        }
+        let region = slot.region.take()?;
+        self.free.push(index);
+        Some(region.memory)
+    }
+
+    #[inline]
+    fn region(&self, key: u32) -> Result<&Region, AccessError> {
+        match self
+            .slots
+            .get((key >> 8) as usize)
+            .and_then(|s| s.region.as_ref())
+        {
+            Some(r) if r.generation == (key & 0xFF) as u8 => Ok(r),
+            _ => Err(AccessError::UnknownKey),
+        }
+    }
+
+    #[inline]
+    fn region_mut(&mut self, key: u32) -> Result<&mut Region, AccessError> {
+        match self
+            .slots
+            .get_mut((key >> 8) as usize)
+            .and_then(|s| s.region.as_mut())
+        {
+            Some(r) if r.generation == (key & 0xFF) as u8 => Ok(r),
+            _ => Err(AccessError::UnknownKey),
+        }
+    }
+
+    /// Check that `[addr, addr + len)` lies inside the region of `key` and
+    /// that the region grants `need`; return the byte offset of `addr`.
+    #[inline]
+    pub fn check(&self, key: u32, addr: u64, len: u64, need: Access) -> Result<usize, AccessError> {
+        let r = self.region(key)?;
+        Self::check_region(r, addr, len, need)
+    }
+
+    #[inline]
+    fn check_region(r: &Region, addr: u64, len: u64, need: Access) -> Result<usize, AccessError> {
+        if !r.access.contains(need) {
+            return Err(AccessError::NotPermitted);
+        }
+        let offset = addr.checked_sub(r.iova).ok_or(AccessError::OutOfBounds)?;
+        let end = offset.checked_add(len).ok_or(AccessError::OutOfBounds)?;
+        if end > r.memory.len() as u64 {
+            return Err(AccessError::OutOfBounds);
+        }
+        Ok(offset as usize)
+    }
+
+    /// The bytes `[addr, addr + len)` of the region, after the checks.
+    #[inline]
+    pub fn slice(
+        &self,
+        key: u32,
+        addr: u64,
+        len: usize,
+        need: Access,
+    ) -> Result<&[u8], AccessError> {
+        let r = self.region(key)?;
+        let off = Self::check_region(r, addr, len as u64, need)?;
+        Ok(&r.memory.as_slice()[off..off + len])
+    }
+
+    /// The bytes `[addr, addr + len)` of the region for writing, after the checks.
+    #[inline]
+    pub fn slice_mut(
+        &mut self,
+        key: u32,
+        addr: u64,
+        len: usize,
+        need: Access,
+    ) -> Result<&mut [u8], AccessError> {
+        let r = self.region_mut(key)?;
+        let off = Self::check_region(r, addr, len as u64, need)?;
+        Ok(&mut r.memory.as_mut_slice()[off..off + len])
+    }
+
+    /// Copy `data` into the region at `addr` (checked against `need`).
+    #[inline]
+    pub fn write(
+        &mut self,
+        key: u32,
+        addr: u64,
+        data: &[u8],
+        need: Access,
+    ) -> Result<(), AccessError> {
+        self.slice_mut(key, addr, data.len(), need)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+
+    /// Copy bytes of the region at `addr` into `out` (local read: always allowed).
+    pub fn read(&self, key: u32, addr: u64, out: &mut [u8]) -> Result<(), AccessError> {
+        out.copy_from_slice(self.slice(key, addr, out.len(), Access::NONE)?);
+        Ok(())
+    }
+
+    /// Run an 8-byte atomic at `addr`: compare-and-swap when `compare` is
+    /// `Some`, fetch-and-add otherwise. Returns the original value.
+    ///
+    /// Byte order: the 64-bit word is read and written little-endian, the
+    /// byte order of the x86/arm hosts this engine runs on, matching what a
+    /// local application sees when it reads the word as a `u64`.
+    pub fn atomic(
+        &mut self,
+        key: u32,
+        addr: u64,
+        compare: Option<u64>,
+        swap_add: u64,
+    ) -> Result<u64, AccessError> {
+        if addr % 8 != 0 {
+            // Checked after the key so an unknown key reports UnknownKey.
+            self.region(key)?;
+            return Err(AccessError::Misaligned);
+        }
+        let bytes = self.slice_mut(key, addr, 8, Access::REMOTE_ATOMIC)?;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(bytes);
+        let orig = u64::from_le_bytes(word);
+        let new = match compare {
+            Some(c) => {
+                if orig == c {
+                    swap_add
+                } else {
+                    orig
+                }
+            }
+            None => orig.wrapping_add(swap_add),
+        };
+        bytes.copy_from_slice(&new.to_le_bytes());
+        Ok(orig)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_key_range_and_rights() {
+        let mut t = MrTable::new();
+        let k = t
+            .register(
+                Box::new(vec![0u8; 100]),
+                0x1000,
+                Access::REMOTE_WRITE | Access::LOCAL_WRITE,
+            )
+            .unwrap();
+        assert_eq!(t.check(k.rkey, 0x1000, 100, Access::REMOTE_WRITE), Ok(0));
+        assert_eq!(t.check(k.rkey, 0x1010, 10, Access::REMOTE_WRITE), Ok(0x10));
+        assert_eq!(
+            t.check(k.rkey, 0x1000, 101, Access::REMOTE_WRITE),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            t.check(k.rkey, 0xFFF, 1, Access::REMOTE_WRITE),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            t.check(k.rkey, u64::MAX, 2, Access::REMOTE_WRITE),
+            Err(AccessError::OutOfBounds)
+        );
+        assert_eq!(
+            t.check(k.rkey, 0x1000, 8, Access::REMOTE_READ),
+            Err(AccessError::NotPermitted)
+        );
+        assert_eq!(
+            t.check(k.rkey ^ 0x100, 0x1000, 8, Access::REMOTE_WRITE),
+            Err(AccessError::UnknownKey)
+        );
+        assert!(t
+            .write(k.rkey, 0x1060, &[1; 5], Access::REMOTE_WRITE)
+            .is_ok());
+        assert_eq!(
+            t.write(k.rkey, 0x1060, &[1; 5], Access::REMOTE_ATOMIC),
+            Err(AccessError::NotPermitted)
+        );
+        let mut out = [0u8; 5];
+        t.read(k.lkey, 0x1060, &mut out).unwrap();
+        assert_eq!(out, [1; 5]);
+    }
+
+    #[test]
+    fn stale_key_after_deregister_is_refused() {
+        let mut t = MrTable::new();
+        let k = t.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
+        assert!(t.deregister(k.lkey).is_some());
+        assert!(t.deregister(k.lkey).is_none());
+        let k2 = t.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
+        assert_ne!(k.lkey, k2.lkey);
+        assert_eq!(
+            t.check(k.rkey, 0, 8, Access::NONE),
+            Err(AccessError::UnknownKey)
+        );
+    }
+
+    #[test]
+    fn atomics_compare_swap_and_fetch_add() {
+        let mut t = MrTable::new();
+        let k = t
+            .register(Box::new(vec![0u8; 16]), 0x100, Access::REMOTE_ATOMIC)
+            .unwrap();
+        assert_eq!(t.atomic(k.rkey, 0x108, None, 5), Ok(0));
+        assert_eq!(t.atomic(k.rkey, 0x108, Some(4), 9), Ok(5));
+        assert_eq!(t.atomic(k.rkey, 0x108, Some(5), 9), Ok(5));
+        assert_eq!(t.atomic(k.rkey, 0x108, None, 0), Ok(9));
+        assert_eq!(
+            t.atomic(k.rkey, 0x104, None, 0),
+            Err(AccessError::Misaligned)
+        );
+        assert_eq!(
+            t.atomic(k.rkey, 0x110, None, 0),
+            Err(AccessError::OutOfBounds)
+        );
+    }
+}

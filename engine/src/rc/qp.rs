@@ -1,0 +1,481 @@
+//! A queue pair: state, attributes, and the glue between its requester,
+//! completer and responder.
+
+use super::attr::{self, default_udp_src_port, transition_requires, QpAttr, QpAttrMask, QpState};
+use super::completer::CompletionSink;
+use super::congestion::QpCongestion;
+use super::counters::Counters;
+use super::cq::Cq;
+use super::error::VerbsError;
+use super::frame::{class, ecn_of, FrameTemplate};
+use super::mr::{Access, MrTable};
+use super::psn::Psn;
+use super::requester::{Requester, TxOutcome, MAX_MESSAGE_LEN};
+use super::responder::Responder;
+use super::wqe::{RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion};
+use crate::time::Instant;
+use crate::wire::{emit_frame, Ecn, Opcode, RoceFrame};
+use core::net::IpAddr;
+
+/// Creation attributes of a QP (`ibv_qp_init_attr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpInitAttr {
+    /// CQ for send completions.
+    pub send_cq: u32,
+    /// CQ for receive completions (may equal `send_cq`).
+    pub recv_cq: u32,
+    /// Send queue depth.
+    pub max_send_wr: u32,
+    /// Receive queue depth.
+    pub max_recv_wr: u32,
+    /// Every send request completes, as if `signaled` were always set.
+    pub sq_sig_all: bool,
+}
+
+impl Default for QpInitAttr {
+    fn default() -> Self {
+        QpInitAttr {
+            send_cq: 0,
+            recv_cq: 0,
+            max_send_wr: 128,
+            max_recv_wr: 128,
+            sq_sig_all: false,
+        }
+    }
+}
+
+/// DSCP of CNPs (NVIDIA default 48, notes "Congestion").
+pub const CNP_DSCP: u8 = 48;
+
+/// One RC queue pair.
+#[derive(Debug)]
+pub struct Qp {
+    pub(crate) qpn: u32,
+    pub(crate) attr: QpAttr,
+    pub(crate) init: QpInitAttr,
+    pub(crate) req: Requester,
+    pub(crate) resp: Responder,
+    pub(crate) cc: QpCongestion,
+    pub(crate) counters: Counters,
+    pub(crate) tpl: Option<FrameTemplate>,
+    /// Alternates the responder and the requester on the wire.
+    responder_turn: bool,
+}
+
+fn sink(cqs: &mut [Cq], cq: u32, qpn: u32, sq_sig_all: bool) -> CompletionSink<'_> {
+    CompletionSink {
+        cq: cqs.get_mut(cq as usize),
+        qpn,
+        sq_sig_all,
+    }
+}
+
+impl Qp {
+    /// A QP in RESET.
+    pub(crate) fn new(qpn: u32, init: QpInitAttr) -> Qp {
+        Qp {
+            qpn,
+            attr: QpAttr::default(),
+            init,
+            req: Requester::new(init.max_send_wr as usize),
+            resp: Responder::new(init.max_recv_wr as usize),
+            cc: QpCongestion::new(),
+            counters: Counters::default(),
+            tpl: None,
+            responder_turn: true,
+        }
+    }
+
+    /// Current state.
+    pub fn state(&self) -> QpState {
+        self.attr.state
+    }
+
+    /// Current attributes.
+    pub fn attr(&self) -> &QpAttr {
+        &self.attr
+    }
+
+    /// Counters of this QP.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The QP's congestion-control state (hook for `engine::cc`).
+    pub fn congestion(&mut self) -> &mut QpCongestion {
+        &mut self.cc
+    }
+
+    /// Apply `attr` fields selected by `mask`, following the verbs state machine.
+    pub(crate) fn modify(
+        &mut self,
+        attr: &QpAttr,
+        mask: QpAttrMask,
+        local_mac: [u8; 6],
+        local_ip: IpAddr,
+        cqs: &mut [Cq],
+    ) -> Result<(), VerbsError> {
+        let cur = self.attr.state;
+        let target = if mask.contains(QpAttrMask::STATE) {
+            attr.state
+        } else {
+            cur
+        };
+        let required = transition_requires(cur, target).ok_or(VerbsError::InvalidTransition)?;
+        if !mask.contains(required) {
+            return Err(VerbsError::MissingAttribute);
+        }
+        attr::validate(attr, mask).map_err(VerbsError::InvalidArgument)?;
+        if mask.contains(QpAttrMask::PATH_MTU) && matches!(cur, QpState::Rts) {
+            return Err(VerbsError::InvalidArgument(
+                "path_mtu can only change before RTS",
+            ));
+        }
+        let mut new = self.attr;
+        macro_rules! take {
+            ($bit:ident, $($f:ident),+) => {
+                if mask.contains(QpAttrMask::$bit) { $(new.$f = attr.$f;)+ }
+            };
+        }
+        take!(PATH_MTU, path_mtu);
+        take!(TIMEOUT, timeout);
+        take!(RETRY_CNT, retry_cnt);
+        take!(RNR_RETRY, rnr_retry);
+        take!(MIN_RNR_TIMER, min_rnr_timer);
+        take!(MAX_QP_RD_ATOMIC, max_rd_atomic);
+        take!(MAX_DEST_RD_ATOMIC, max_dest_rd_atomic);
+        take!(SQ_PSN, sq_psn);
+        take!(RQ_PSN, rq_psn);
+        take!(DEST_QPN, dest_qpn);
+        take!(AV, remote);
+        take!(UDP_SRC_PORT, udp_src_port);
+        take!(TRAFFIC_CLASS, dscp, ecn);
+        take!(PKEY, pkey);
+        take!(HOP_LIMIT, hop_limit);
+        if new.udp_src_port == 0 {
+            new.udp_src_port = default_udp_src_port(self.qpn);
+        }
+        let tpl = if matches!(target, QpState::Rtr | QpState::Rts) {
+            Some(
+                FrameTemplate::new(
+                    local_mac,
+                    local_ip,
+                    new.remote.mac,
+                    new.remote.ip,
+                    new.udp_src_port,
+                    new.dscp,
+                    new.ecn,
+                    new.hop_limit,
+                    new.pkey,
+                    new.dest_qpn,
+                )
+                .ok_or(VerbsError::InvalidArgument(
+                    "remote IP must be the same family (IPv4/IPv6) as the endpoint's",
+                ))?,
+            )
+        } else {
+            self.tpl
+        };
+        // Everything checked: apply.
+        new.state = target;
+        self.attr = new;
+        self.tpl = tpl;
+        match (cur, target) {
+            (_, QpState::Reset) => {
+                self.req = Requester::new(self.init.max_send_wr as usize);
+                self.resp = Responder::new(self.init.max_recv_wr as usize);
+                self.cc = QpCongestion::new();
+                self.tpl = None;
+            }
+            (QpState::Error, QpState::Error) => {}
+            (_, QpState::Error) => self.enter_error(cqs),
+            (QpState::Init, QpState::Rtr) => self.resp.start(Psn::new(new.rq_psn), &new),
+            (QpState::Rtr, QpState::Rts) => self.req.start(Psn::new(new.sq_psn), &new),
+            (QpState::Rts, QpState::Rts) => self.req.reset_budgets(&new),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Move to ERROR: fail/flush every outstanding request and receive.
+    pub(crate) fn enter_error(&mut self, cqs: &mut [Cq]) {
+        self.attr.state = QpState::Error;
+        let mut s = sink(cqs, self.init.send_cq, self.qpn, self.init.sq_sig_all);
+        self.req.flush(&mut s, &mut self.counters);
+        let mut rcq = cqs.get_mut(self.init.recv_cq as usize);
+        self.resp.flush(&mut rcq, self.qpn, &mut self.counters);
+    }
+
+    /// Post a send request (checked: state, lengths, local key and rights).
+    pub(crate) fn post_send(
+        &mut self,
+        wr: SendWr,
+        mrs: &MrTable,
+        cqs: &mut [Cq],
+    ) -> Result<(), VerbsError> {
+        match self.attr.state {
+            QpState::Rts => {}
+            QpState::Error => {
+                // Verbs: work posted to a QP in error completes as flushed.
+                let wc = WorkCompletion {
+                    wr_id: wr.wr_id,
+                    qpn: self.qpn,
+                    status: WcStatus::Flushed,
+                    opcode: WcOpcode::of_send(wr.opcode),
+                    byte_len: 0,
+                    imm: None,
+                };
+                if let Some(cq) = cqs.get_mut(self.init.send_cq as usize) {
+                    if !cq.push(wc) {
+                        self.counters.cq_overflow += 1;
+                    }
+                }
+                return Ok(());
+            }
+            _ => return Err(VerbsError::InvalidState),
+        }
+        if wr.local.length > MAX_MESSAGE_LEN {
+            return Err(VerbsError::InvalidArgument("message longer than 1 GiB"));
+        }
+        let (need, len) = if wr.opcode.is_atomic() {
+            if wr.local.length < 8 {
+                return Err(VerbsError::InvalidArgument(
+                    "atomic needs an 8-byte local buffer",
+                ));
+            }
+            if wr.remote_addr % 8 != 0 {
+                return Err(VerbsError::InvalidArgument(
+                    "atomic remote address must be 8-byte aligned",
+                ));
+            }
+            (Access::LOCAL_WRITE, 8)
+        } else if wr.opcode == super::wqe::SendOp::Read {
+            (Access::LOCAL_WRITE, wr.local.length)
+        } else {
+            (Access::NONE, wr.local.length)
+        };
+        if len > 0
+            && mrs
+                .check(wr.local.lkey, wr.local.addr, u64::from(len), need)
+                .is_err()
+        {
+            return Err(VerbsError::LocalProtection);
+        }
+        if !self.req.post(wr, self.attr.path_mtu.bytes()) {
+            return Err(VerbsError::QueueFull);
+        }
+        Ok(())
+    }
+
+    /// Post a receive request.
+    pub(crate) fn post_recv(
+        &mut self,
+        wr: RecvWr,
+        mrs: &MrTable,
+        cqs: &mut [Cq],
+    ) -> Result<(), VerbsError> {
+        match self.attr.state {
+            QpState::Reset => return Err(VerbsError::InvalidState),
+            QpState::Error => {
+                let wc = WorkCompletion {
+                    wr_id: wr.wr_id,
+                    qpn: self.qpn,
+                    status: WcStatus::Flushed,
+                    opcode: WcOpcode::Recv,
+                    byte_len: 0,
+                    imm: None,
+                };
+                if let Some(cq) = cqs.get_mut(self.init.recv_cq as usize) {
+                    if !cq.push(wc) {
+                        self.counters.cq_overflow += 1;
+                    }
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        if wr.sge.length > 0
+            && mrs
+                .check(
+                    wr.sge.lkey,
+                    wr.sge.addr,
+                    u64::from(wr.sge.length),
+                    Access::LOCAL_WRITE,
+                )
+                .is_err()
+        {
+            return Err(VerbsError::LocalProtection);
+        }
+        if !self.resp.post_recv(wr) {
+            return Err(VerbsError::QueueFull);
+        }
+        Ok(())
+    }
+
+    /// A parsed RoCE packet addressed to this QP.
+    pub(crate) fn handle_packet(
+        &mut self,
+        now: Instant,
+        frame: &RoceFrame<'_>,
+        mrs: &mut MrTable,
+        cqs: &mut [Cq],
+    ) {
+        let state = self.attr.state;
+        if !matches!(state, QpState::Rtr | QpState::Rts) {
+            self.counters.dropped_malformed += 1;
+            return;
+        }
+        self.counters.rcvd_pkts += 1;
+        let ecn = ecn_of(&frame.headers);
+        if ecn == Ecn::Ce {
+            self.counters.ecn_marked_packets += 1;
+        }
+        self.cc.on_packet_received(now, ecn);
+        let op = frame.headers.bth.opcode;
+        let result = if class::is_request(op) {
+            let mut rcq = cqs.get_mut(self.init.recv_cq as usize);
+            self.resp.handle_request(
+                frame,
+                &self.attr,
+                mrs,
+                &mut rcq,
+                self.qpn,
+                &mut self.counters,
+            )
+        } else if class::is_response(op) && state == QpState::Rts {
+            let mut s = sink(cqs, self.init.send_cq, self.qpn, self.init.sq_sig_all);
+            self.req
+                .handle_response(now, frame, &self.attr, mrs, &mut s, &mut self.counters)
+        } else {
+            self.counters.dropped_malformed += 1;
+            Ok(())
+        };
+        if result.is_err() {
+            self.enter_error(cqs);
+        }
+    }
+
+    /// Whether this QP has a frame to send now (ignoring rate limits).
+    pub(crate) fn wants_to_send(&self) -> bool {
+        match self.attr.state {
+            QpState::Rts => self.resp.has_work() || self.req.has_work(&self.attr),
+            QpState::Rtr | QpState::Error => self.resp.has_work(),
+            _ => false,
+        }
+    }
+
+    /// Emit this QP's next frame (CNP, answer or request) into `buf`.
+    pub(crate) fn poll_transmit(
+        &mut self,
+        now: Instant,
+        mrs: &MrTable,
+        cqs: &mut [Cq],
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let state = self.attr.state;
+        let tpl = self.tpl?;
+        if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Error) {
+            return None;
+        }
+        if state != QpState::Error && self.cc.poll_cnp(now) {
+            // CNP (notes, "Congestion"): opcode 0x81 to the sender's QP,
+            // BECN=1, PSN 0, 16 zero bytes, own DSCP, not ECN-capable.
+            let mut h = FrameTemplate::with_traffic_class(
+                tpl.headers(Opcode::Cnp, Psn::new(0), false),
+                CNP_DSCP,
+                Ecn::NotEct,
+            );
+            h.bth.becn = true;
+            if let Ok(n) = emit_frame(&h, &[0u8; 16], buf) {
+                self.counters.sent_pkts += 1;
+                return Some(n);
+            }
+        }
+        for _ in 0..2 {
+            if self.responder_turn {
+                if self.resp.has_work() {
+                    match self.resp.poll_transmit(
+                        now,
+                        &self.attr,
+                        &tpl,
+                        mrs,
+                        &mut self.cc,
+                        &mut self.counters,
+                        buf,
+                    ) {
+                        Ok(Some(n)) => {
+                            self.responder_turn = false;
+                            return Some(n);
+                        }
+                        Ok(None) => {}
+                        Err(_) => {
+                            self.enter_error(cqs);
+                            return self.poll_transmit(now, mrs, cqs, buf);
+                        }
+                    }
+                }
+            } else if self.attr.state == QpState::Rts {
+                match self.req.poll_transmit(
+                    now,
+                    &self.attr,
+                    &tpl,
+                    mrs,
+                    &mut self.cc,
+                    &mut self.counters,
+                    buf,
+                ) {
+                    TxOutcome::Sent(n) => {
+                        self.responder_turn = true;
+                        return Some(n);
+                    }
+                    TxOutcome::Idle => {}
+                    TxOutcome::Fatal => {
+                        let mut s = sink(cqs, self.init.send_cq, self.qpn, self.init.sq_sig_all);
+                        self.req.fail_front(
+                            WcStatus::LocalProtectionError,
+                            &mut s,
+                            &mut self.counters,
+                        );
+                        self.enter_error(cqs);
+                        return self.poll_transmit(now, mrs, cqs, buf);
+                    }
+                }
+            }
+            self.responder_turn = !self.responder_turn;
+        }
+        None
+    }
+
+    /// Earliest deadline of this QP (timers, and the rate limiter when it
+    /// holds back a packet).
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.cc.poll_timeout();
+        let mut fold = |x: Option<Instant>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        };
+        if self.attr.state == QpState::Rts {
+            fold(self.req.timers.earliest());
+            if self.req.has_work(&self.attr) || self.resp.has_work() {
+                fold(self.cc.next_send_time());
+            }
+        }
+        t
+    }
+
+    /// Run timers due at `now`.
+    pub(crate) fn handle_timeout(&mut self, now: Instant, cqs: &mut [Cq]) {
+        self.cc.handle_timeout(now);
+        if self.attr.state == QpState::Rts {
+            let mut s = sink(cqs, self.init.send_cq, self.qpn, self.init.sq_sig_all);
+            if self
+                .req
+                .handle_timeout(now, &mut s, &mut self.counters)
+                .is_err()
+            {
+                self.enter_error(cqs);
+            }
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Requester: turns send work requests into request packets.
+//!
+//! Rules (roce-v2-notes.md, "Reliable Connection: retransmission"):
+//! - segmentation by path MTU: FIRST/MIDDLE carry exactly PMTU bytes, LAST
+//!   1..PMTU, ONLY 0..PMTU; a READ consumes ceil(len / PMTU) PSNs (at least 1);
+//! - AckReq on the last packet of each message and every
+//!   [`ACK_REQ_EVERY`] packets of long messages (rxe uses 64), and on the packet
+//!   that fills the outstanding window;
+//! - at most [`MAX_OUTSTANDING_PSNS`] PSNs outstanding (rxe's cap of 128), and
+//!   at most `max_rd_atomic` READ/atomic requests in flight;
+//! - go-back-N rebuilds packets from the work request and the cursor
+//!   (`cur`, `cur_pkt`): nothing is stored per packet. A READ resumed in the
+//!   middle is a new READ request for the remaining bytes at the resume PSN.
+//!
+//! The completer (ACK/NAK/response handling, retries, timers) lives in
+//! `completer.rs` as more methods on [`Requester`].
+
+use std::collections::VecDeque;
+
+use super::attr::QpAttr;
+use super::congestion::QpCongestion;
+use super::counters::Counters;
+use super::frame::FrameTemplate;
+use super::mr::MrTable;
+use super::psn::Psn;
+use super::timer::{Timer, TimerTable};
+use super::wqe::{SendOp, SendWr};
+use crate::time::Instant;
+use crate::wire::{emit_frame, frame_len, AtomicEthRepr, Opcode, RethRepr};
+
+/// Largest number of PSNs a requester leaves unacknowledged (rxe: 128).
+pub const MAX_OUTSTANDING_PSNS: u32 = 128;
+/// AckReq at least every this many packets of one message (rxe: 64).
+pub const ACK_REQ_EVERY: u32 = 64;
+/// Largest message (1 GiB): keeps a READ's PSN span far below 2^23.
+pub const MAX_MESSAGE_LEN: u32 = 1 << 30;
+
+/// One posted send work request and its progress.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SendWqe {
+    pub wr: SendWr,
+    /// PSN of its first packet (assigned at post time: PSNs are contiguous).
+    pub first_psn: Psn,
+    /// Packets (PSNs) it consumes.
+    pub npkts: u32,
+    /// READ: response packets received and placed, in order.
+    pub resp_pkts: u32,
+}
+
+impl SendWqe {
+    /// One past its last PSN.
+    #[inline]
+    pub fn end_psn(&self) -> Psn {
+        self.first_psn.add(self.npkts)
+    }
+
+    /// `psn` is one of its PSNs.
+    #[inline]
+    pub fn contains(&self, psn: Psn) -> bool {
+        psn.in_window(self.first_psn, self.npkts)
+    }
+}
+
+/// Packets a message of `len` bytes takes at path MTU `mtu` (at least 1).
+#[inline]
+pub fn packets_for(len: u32, mtu: u32) -> u32 {
+    len.div_ceil(mtu).max(1)
+}
+
+/// What the requester did in one `poll_transmit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TxOutcome {
+    /// Wrote a frame of this many bytes.
+    Sent(usize),
+    /// Nothing to send now.
+    Idle,
+    /// A local protection error failed the front request: QP to error.
+    Fatal,
+}
+
+/// Requester and completer state of one QP (the send queue and its cursor).
+#[derive(Debug)]
+pub struct Requester {
+    pub(crate) wqes: VecDeque<SendWqe>,
+    pub(crate) max_wr: usize,
+    /// PSN the next posted request gets.
+    pub(crate) tail_psn: Psn,
+    /// Index in `wqes` of the request being transmitted.
+    pub(crate) cur: usize,
+    /// Next packet index within `wqes[cur]`.
+    pub(crate) cur_pkt: u32,
+    /// PSN of the next packet to transmit.
+    pub(crate) send_psn: Psn,
+    /// One past the highest PSN ever transmitted.
+    pub(crate) max_sent_psn: Psn,
+    /// Oldest PSN not yet acknowledged.
+    pub(crate) acked_psn: Psn,
+    /// READ/atomic requests transmitted and not completed.
+    pub(crate) rd_atomic_sent: u32,
+    /// Packets since the last one with AckReq.
+    pub(crate) since_ack_req: u32,
+    /// Timeout / sequence-error retries left before "retry exceeded".
+    pub(crate) retry_left: u8,
+    /// RNR retries left (unused when rnr_retry is 7 = infinite).
+    pub(crate) rnr_left: u8,
+    /// Set when go-back-N rewound to this PSN and nothing progressed since:
+    /// a second NAK / gap for the same PSN is stale and must not rewind again.
+    pub(crate) rewound_at: Option<Psn>,
+    /// Retransmit and RNR timers.
+    pub(crate) timers: TimerTable,
+}
+
+impl Requester {
+    /// An empty send queue for `max_wr` requests.
+    pub fn new(max_wr: usize) -> Requester {
+        Requester {
+            wqes: VecDeque::with_capacity(max_wr),
+            max_wr,
+            tail_psn: Psn::new(0),
+            cur: 0,
+            cur_pkt: 0,
+            send_psn: Psn::new(0),
+            max_sent_psn: Psn::new(0),
+            acked_psn: Psn::new(0),
+            rd_atomic_sent: 0,
+            since_ack_req: 0,
+            retry_left: 0,
+            rnr_left: 0,
+            rewound_at: None,
+            timers: TimerTable::default(),
+        }
+    }
+
+    /// Start sending at `sq_psn` with fresh retry budgets (RTR -> RTS).
+    pub(crate) fn start(&mut self, sq_psn: Psn, attr: &QpAttr) {
+        self.wqes.clear();
+        self.tail_psn = sq_psn;
+        self.send_psn = sq_psn;
+        self.max_sent_psn = sq_psn;
+        self.acked_psn = sq_psn;
+        self.cur = 0;
+        self.cur_pkt = 0;
+        self.rd_atomic_sent = 0;
+        self.since_ack_req = 0;
+        self.rewound_at = None;
+        self.timers = TimerTable::default();
+        self.reset_budgets(attr);
+    }
+
+    /// Refill retry budgets after forward progress.
+    #[inline]
+    pub(crate) fn reset_budgets(&mut self, attr: &QpAttr) {
+        self.retry_left = attr.retry_cnt;
+        self.rnr_left = attr.rnr_retry;
+    }
+
+    /// Requests posted and not completed.
+    pub fn outstanding_wrs(&self) -> usize {
+        self.wqes.len()
+    }
+
+    /// Queue a request (validated by the caller). `false` when full.
+    pub(crate) fn post(&mut self, wr: SendWr, mtu: u32) -> bool {
+        if self.wqes.len() >= self.max_wr {
+            return false;
+        }
+        let npkts = if wr.opcode.is_atomic() {
+            1
+        } else {
+            packets_for(wr.local.length, mtu)
+        };
+        let first_psn = self.tail_psn;
+        self.tail_psn = first_psn.add(npkts);
+        self.wqes.push_back(SendWqe {
+            wr,
+            first_psn,
+            npkts,
+            resp_pkts: 0,
+        });
+        true
+    }
+
+    /// Whether there is a request packet to send (ignoring rate limits).
+    pub(crate) fn has_work(&self, attr: &QpAttr) -> bool {
+        if self.timers.is_armed(Timer::Rnr) || self.cur >= self.wqes.len() {
+            return false;
+        }
+        if self.send_psn.diff(self.acked_psn) >= MAX_OUTSTANDING_PSNS as i32 {
+            return false;
+        }
+        let wqe = &self.wqes[self.cur];
+        !(wqe.wr.opcode.is_read_or_atomic() && self.rd_atomic_sent >= u32::from(attr.max_rd_atomic))
+    }
+
+    /// Emit the next request packet into `buf`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn poll_transmit(
+        &mut self,
+        now: Instant,
+        attr: &QpAttr,
+        tpl: &FrameTemplate,
+        mrs: &MrTable,
+        cc: &mut QpCongestion,
+        counters: &mut Counters,
+        buf: &mut [u8],
+    ) -> TxOutcome {
+        if !self.has_work(attr) {
+            return TxOutcome::Idle;
+        }
+        let mtu = attr.path_mtu.bytes();
+        let wqe = self.wqes[self.cur];
+        let wr = &wqe.wr;
+        let k = self.cur_pkt;
+        let psn = wqe.first_psn.add(k);
+        let last = k + 1 == wqe.npkts;
+        let outstanding = self.send_psn.diff(self.acked_psn) as u32;
+        let window_full = outstanding + 1 >= MAX_OUTSTANDING_PSNS;
+
+        let (h, local_off, len) = match wr.opcode {
+            SendOp::Send | SendOp::SendWithImm | SendOp::Write | SendOp::WriteWithImm => {
+                let off = k * mtu;
+                let len = (wr.local.length - off).min(mtu);
+                let is_send = matches!(wr.opcode, SendOp::Send | SendOp::SendWithImm);
+                let imm = matches!(wr.opcode, SendOp::SendWithImm | SendOp::WriteWithImm);
+                let only = wqe.npkts == 1;
+                let opcode = match (is_send, only, k == 0, last, imm) {
+                    (true, true, _, _, false) => Opcode::SendOnly,
+                    (true, true, _, _, true) => Opcode::SendOnlyImm,
+                    (true, false, true, _, _) => Opcode::SendFirst,
+                    (true, false, false, false, _) => Opcode::SendMiddle,
+                    (true, false, false, true, false) => Opcode::SendLast,
+                    (true, false, false, true, true) => Opcode::SendLastImm,
+                    (false, true, _, _, false) => Opcode::WriteOnly,
+                    (false, true, _, _, true) => Opcode::WriteOnlyImm,
+                    (false, false, true, _, _) => Opcode::WriteFirst,
+                    (false, false, false, false, _) => Opcode::WriteMiddle,
+                    (false, false, false, true, false) => Opcode::WriteLast,
+                    (false, false, false, true, true) => Opcode::WriteLastImm,
+                };
+                let ack_req = last || (self.since_ack_req + 1 >= ACK_REQ_EVERY) || window_full;
+                let mut h = tpl.headers(opcode, psn, ack_req);
+                if !is_send && k == 0 {
+                    h.reth = Some(RethRepr {
+                        va: wr.remote_addr,
+                        rkey: wr.rkey,
+                        dma_len: wr.local.length,
+                    });
+                }
+                if imm && last {
+                    h.immdt = Some(wr.imm);
+                }
+                (h, off, len)
+            }
+            SendOp::Read => {
+                // Resuming mid-READ: ask for the bytes not yet received, from
+                // the resume PSN on (rxe req_retry does the same).
+                let off = k * mtu;
+                let mut h = tpl.headers(Opcode::ReadRequest, psn, true);
+                h.reth = Some(RethRepr {
+                    va: wr.remote_addr.wrapping_add(u64::from(off)),
+                    rkey: wr.rkey,
+                    dma_len: wr.local.length - off,
+                });
+                (h, 0, 0)
+            }
+            SendOp::CompareSwap | SendOp::FetchAdd => {
+                let opcode = if wr.opcode == SendOp::CompareSwap {
+                    Opcode::CompareSwap
+                } else {
+                    Opcode::FetchAdd
+                };
+                let mut h = tpl.headers(opcode, psn, true);
+                let (swap_add, compare) = if wr.opcode == SendOp::CompareSwap {
+                    (wr.swap, wr.compare_add)
+                } else {
+                    (wr.compare_add, 0)
+                };
+                h.atomic_eth = Some(AtomicEthRepr {
+                    va: wr.remote_addr,
+                    rkey: wr.rkey,
+                    swap_add,
+                    compare,
+                });
+                (h, 0, 0)
+            }
+        };
+
+        let flen = frame_len(&h, len as usize);
+        if flen > buf.len() {
+            counters.tx_buffer_too_small += 1;
+            return TxOutcome::Idle;
+        }
+        if !cc.may_send(now, flen) {
+            return TxOutcome::Idle;
+        }
+        let payload: &[u8] = if len == 0 {
+            &[]
+        } else {
+            match mrs.slice(
+                wr.local.lkey,
+                wr.local.addr.wrapping_add(u64::from(local_off)),
+                len as usize,
+                super::mr::Access::NONE,
+            ) {
+                Ok(p) => p,
+                Err(_) => return TxOutcome::Fatal,
+            }
+        };
+        let written = match emit_frame(&h, payload, buf) {
+            Ok(n) => n,
+            Err(_) => {
+                counters.tx_buffer_too_small += 1;
+                return TxOutcome::Idle;
+            }
+        };
+        cc.on_sent(now, written);
+        counters.sent_pkts += 1;
+        if psn.before(self.max_sent_psn) {
+            counters.retransmitted_packets += 1;
+        }
+        if h.bth.ack_req {
+            self.since_ack_req = 0;
+        } else {
+            self.since_ack_req += 1;
+        }
+
+        // Advance the cursor.
+        if wr.opcode.is_read_or_atomic() {
+            self.rd_atomic_sent += 1;
+            self.send_psn = wqe.end_psn();
+            self.cur += 1;
+            self.cur_pkt = 0;
+        } else {
+            self.send_psn = psn.add(1);
+            self.cur_pkt += 1;
+            if self.cur_pkt == wqe.npkts {
+                self.cur += 1;
+                self.cur_pkt = 0;
+            }
+        }
+        if self.send_psn.after(self.max_sent_psn) {
+            self.max_sent_psn = self.send_psn;
+        }
+        if !self.timers.is_armed(Timer::Retransmit) {
+            if let Some(t) = attr.ack_timeout() {
+                self.timers.set(Timer::Retransmit, now + t);
+            }
+        }
+        TxOutcome::Sent(written)
+    }
+}
