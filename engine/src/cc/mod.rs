@@ -2,8 +2,11 @@
 //! CNP, paced per QP) and reaction point (per-QP rate limiter), with the
 //! counters RDMA users know. roce-v2-notes.md, "Congestion: ECN, CNP, DCQCN".
 //!
-//! [`CongestionControl`] is what an endpoint holds: one per endpoint, sized
-//! for its maximum number of QPs, allocated once. Its per-packet calls are
+//! [`QpCongestion`] is the per-QP state the endpoint keeps inside each QP
+//! (the RC transport's hook). [`CongestionControl`] is the same machinery
+//! over a fixed-capacity table, for code that keeps QPs elsewhere: one per
+//! endpoint, sized for its maximum number of QPs, allocated once. Its
+//! per-packet calls are
 //! - [`CongestionControl::on_ce_marked`] for every received RoCE packet
 //!   whose IP ECN field is CE (true = send a CNP to the peer QP now),
 //! - [`CongestionControl::on_cnp`] for every received CNP,
@@ -14,14 +17,18 @@ pub mod config;
 pub mod dcqcn;
 pub mod notification_point;
 pub mod pacer;
+pub mod qp_congestion;
 pub mod qp_table;
 
 use core::time::Duration;
 
 pub use config::{ip_ecn, EcnMarking, MarkingError, DEFAULT_CNP_DSCP, DEFAULT_DATA_DSCP};
 pub use dcqcn::{CnpOutcome, Dcqcn, DcqcnParams, IncreaseStage};
-pub use notification_point::{NotificationPoint, NpCounters, DEFAULT_MIN_TIME_BETWEEN_CNPS};
+pub use notification_point::{
+    CnpPacer, NotificationPoint, NpCounters, DEFAULT_MIN_TIME_BETWEEN_CNPS,
+};
 pub use pacer::Pacer;
+pub use qp_congestion::QpCongestion;
 pub use qp_table::{QpTable, TableFull};
 
 use crate::time::Instant;
@@ -40,6 +47,10 @@ pub struct CcConfig {
     pub dcqcn_enabled: bool,
     /// DCQCN parameters (default [`DcqcnParams::nvidia_default`]).
     pub dcqcn: DcqcnParams,
+    /// Line rate of the endpoint's link, Gb/s: where DCQCN starts and the
+    /// most it recovers to (unless `dcqcn.max_rate_mbps` is lower).
+    /// Default 100.
+    pub line_rate_gbps: f64,
 }
 
 impl Default for CcConfig {
@@ -49,6 +60,7 @@ impl Default for CcConfig {
             min_time_between_cnps: DEFAULT_MIN_TIME_BETWEEN_CNPS,
             dcqcn_enabled: true,
             dcqcn: DcqcnParams::nvidia_default(),
+            line_rate_gbps: 100.0,
         }
     }
 }

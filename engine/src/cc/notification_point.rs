@@ -31,12 +31,35 @@ pub struct NpCounters {
     pub np_cnp_unpaced: u64,
 }
 
-/// Per-QP CNP pacer (see the module docs).
+/// The CNP pacing state of one QP, for code that keeps per-QP state in the
+/// QP itself (the endpoint does); [`NotificationPoint`] is the same rule
+/// over a table of QPs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CnpPacer {
+    last_cnp: Option<Instant>,
+}
+
+impl CnpPacer {
+    /// May a CNP be sent at `now`, at most one per `min_interval`? Records
+    /// the CNP if so.
+    #[inline]
+    pub fn allow(&mut self, now: Instant, min_interval: Duration) -> bool {
+        match self.last_cnp {
+            Some(last) if now.saturating_duration_since(last) < min_interval => false,
+            _ => {
+                self.last_cnp = Some(now);
+                true
+            }
+        }
+    }
+}
+
+/// Per-QP CNP pacer over a fixed-capacity table (see the module docs).
 #[derive(Debug, Clone)]
 pub struct NotificationPoint {
     min_time_between_cnps: Duration,
     /// Time of the last CNP per local QPN.
-    last_cnp: QpTable<Instant>,
+    last_cnp: QpTable<CnpPacer>,
     counters: NpCounters,
 }
 
@@ -66,22 +89,17 @@ impl NotificationPoint {
         self.counters.np_ecn_marked_roce_packets += 1;
         let interval = self.min_time_between_cnps;
         let send = match self.last_cnp.get_mut(qpn) {
-            Some(last) => {
-                if now.saturating_duration_since(*last) >= interval {
-                    *last = now;
-                    true
-                } else {
-                    false
-                }
-            }
+            Some(pacer) => pacer.allow(now, interval),
             None => {
-                if self.last_cnp.insert(qpn, now).is_err() {
+                let mut pacer = CnpPacer::default();
+                let send = pacer.allow(now, interval);
+                if self.last_cnp.insert(qpn, pacer).is_err() {
                     // Better an unpaced congestion signal than none: the
                     // reaction point still applies at most one reduction
                     // per monitor period.
                     self.counters.np_cnp_unpaced += 1;
                 }
-                true
+                send
             }
         };
         if send {

@@ -1,0 +1,263 @@
+//! Everything congestion control keeps for one QP, behind the calls the RC
+//! transport makes (the hook `crate::rc::congestion` re-exports this type):
+//!
+//! - receive side (notification point): [`QpCongestion::on_packet_received`]
+//!   sees the IP ECN field of every RoCE packet accepted for the QP; a CE
+//!   mark, if the per-QP pacer allows, arms a CNP that
+//!   [`QpCongestion::poll_cnp`] hands out once;
+//! - send side (reaction point): [`QpCongestion::may_send`] before each data
+//!   packet, [`QpCongestion::on_sent`] after it, [`QpCongestion::on_cnp`]
+//!   for each CNP received; [`QpCongestion::next_send_time`] says when a
+//!   refused sender may retry.
+//!
+//! No allocation: a few words of state per QP.
+
+use core::time::Duration;
+
+use super::config::EcnMarking;
+use super::dcqcn::{CnpOutcome, Dcqcn};
+use super::notification_point::CnpPacer;
+use super::{CcConfig, CcCounters};
+use crate::time::Instant;
+use crate::wire::Ecn;
+
+/// Per-QP congestion-control state (see the module docs).
+#[derive(Debug, Clone)]
+pub struct QpCongestion {
+    min_time_between_cnps: Duration,
+    dcqcn_enabled: bool,
+    marking: EcnMarking,
+    pacer: CnpPacer,
+    cnp_pending: bool,
+    rp: Dcqcn,
+    /// Set when `may_send` refused: when to try again.
+    blocked_until: Option<Instant>,
+    counters: CcCounters,
+}
+
+impl Default for QpCongestion {
+    fn default() -> Self {
+        Self::with_config(&CcConfig::default())
+    }
+}
+
+impl QpCongestion {
+    /// State with the default configuration ([`CcConfig::default`]).
+    pub fn new() -> QpCongestion {
+        QpCongestion::default()
+    }
+
+    /// State for a QP of an endpoint configured with `config`.
+    pub fn with_config(config: &CcConfig) -> QpCongestion {
+        QpCongestion {
+            min_time_between_cnps: config.min_time_between_cnps,
+            dcqcn_enabled: config.dcqcn_enabled,
+            marking: config.marking,
+            pacer: CnpPacer::default(),
+            cnp_pending: false,
+            rp: Dcqcn::new(config.dcqcn, config.line_rate_gbps * 1e9),
+            blocked_until: None,
+            counters: CcCounters::default(),
+        }
+    }
+
+    /// Back to the initial state (QP reset), keeping the configuration.
+    pub fn reset(&mut self) {
+        let rp = Dcqcn::new(*self.rp.params(), self.rp.max_rate_bps());
+        *self = QpCongestion {
+            pacer: CnpPacer::default(),
+            cnp_pending: false,
+            rp,
+            blocked_until: None,
+            counters: CcCounters::default(),
+            ..*self
+        };
+    }
+
+    /// A RoCE packet for this QP arrived with IP ECN `ecn`.
+    #[inline]
+    pub fn on_packet_received(&mut self, now: Instant, ecn: Ecn) {
+        if ecn != Ecn::Ce {
+            return;
+        }
+        self.counters.np_ecn_marked_roce_packets += 1;
+        if self.pacer.allow(now, self.min_time_between_cnps) {
+            self.cnp_pending = true;
+        }
+    }
+
+    /// Whether a CNP should be sent now (consumes the request; counts it
+    /// as `np_cnp_sent`).
+    #[inline]
+    pub fn poll_cnp(&mut self, _now: Instant) -> bool {
+        let send = core::mem::take(&mut self.cnp_pending);
+        if send {
+            self.counters.np_cnp_sent += 1;
+        }
+        send
+    }
+
+    /// DSCP to send CNPs with (they are always Not-ECT).
+    pub fn cnp_dscp(&self) -> u8 {
+        self.marking.cnp_dscp
+    }
+
+    /// A CNP for this QP arrived (reaction point).
+    #[inline]
+    pub fn on_cnp(&mut self, now: Instant) -> CnpOutcome {
+        let outcome = if self.dcqcn_enabled {
+            self.rp.on_cnp(now)
+        } else {
+            CnpOutcome::Ignored
+        };
+        match outcome {
+            CnpOutcome::Handled => {
+                self.counters.rp_cnp_handled += 1;
+                // The rate changed: a pending retry time is stale.
+                self.blocked_until = None;
+            }
+            CnpOutcome::Ignored => self.counters.rp_cnp_ignored += 1,
+        }
+        outcome
+    }
+
+    /// May the QP send a data packet of `bytes` bytes (whole frame) at `now`?
+    #[inline]
+    pub fn may_send(&mut self, now: Instant, bytes: usize) -> bool {
+        if !self.dcqcn_enabled {
+            return true;
+        }
+        match self.rp.may_send(now, bytes as u64) {
+            Ok(()) => {
+                self.blocked_until = None;
+                true
+            }
+            Err(retry) => {
+                self.blocked_until = Some(retry);
+                false
+            }
+        }
+    }
+
+    /// When a refused sender may try again (`None` = not held back).
+    #[inline]
+    pub fn next_send_time(&self) -> Option<Instant> {
+        self.blocked_until
+    }
+
+    /// The QP sent a data packet of `bytes` bytes (whole frame) at `now`.
+    #[inline]
+    pub fn on_sent(&mut self, now: Instant, bytes: usize) {
+        if self.dcqcn_enabled {
+            self.rp.consume(now, bytes as u64);
+        }
+    }
+
+    /// The DCQCN rate-increase timer, while the QP is rate-limited.
+    #[inline]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.dcqcn_enabled {
+            self.rp.next_deadline()
+        } else {
+            None
+        }
+    }
+
+    /// Run the rate-increase timers due at `now`.
+    #[inline]
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.dcqcn_enabled {
+            self.rp.on_timer(now);
+        }
+    }
+
+    /// Whether the reaction point is on.
+    pub fn dcqcn_enabled(&self) -> bool {
+        self.dcqcn_enabled
+    }
+
+    /// Current rate, bit/s (the line rate when DCQCN is off or unlimited).
+    pub fn rate_bps(&self) -> f64 {
+        if self.dcqcn_enabled {
+            self.rp.rate_bps()
+        } else {
+            self.rp.max_rate_bps()
+        }
+    }
+
+    /// The DCQCN state (rate, target, alpha, stages).
+    pub fn reaction_point(&self) -> &Dcqcn {
+        &self.rp
+    }
+
+    /// This QP's congestion counters.
+    pub fn counters(&self) -> CcCounters {
+        self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn us(t: u64) -> Instant {
+        Instant::from_micros(t)
+    }
+
+    #[test]
+    fn ce_marks_arm_one_cnp_per_interval() {
+        let mut q = QpCongestion::new();
+        q.on_packet_received(us(0), Ecn::Ect0);
+        assert!(!q.poll_cnp(us(0)));
+        for t in 0..4 {
+            q.on_packet_received(us(t), Ecn::Ce);
+        }
+        assert!(q.poll_cnp(us(3)));
+        assert!(!q.poll_cnp(us(3)));
+        q.on_packet_received(us(4), Ecn::Ce);
+        assert!(q.poll_cnp(us(4)));
+        let c = q.counters();
+        assert_eq!((c.np_ecn_marked_roce_packets, c.np_cnp_sent), (5, 2));
+        assert_eq!(q.cnp_dscp(), 48);
+    }
+
+    #[test]
+    fn cnp_limits_the_sender_and_reset_restores() {
+        let mut q = QpCongestion::new();
+        assert_eq!(q.rate_bps(), 100e9);
+        assert_eq!(q.on_cnp(us(0)), CnpOutcome::Handled);
+        assert_eq!(q.on_cnp(us(1)), CnpOutcome::Ignored);
+        assert!(q.rate_bps() < 51e9);
+        assert_eq!(q.poll_timeout(), Some(us(300)));
+        let mut sent = 0;
+        while q.may_send(us(0), 4096) {
+            q.on_sent(us(0), 4096);
+            sent += 1;
+        }
+        assert!(sent >= 2, "the bucket lets a burst through");
+        let retry = q.next_send_time().expect("held back");
+        assert!(retry > us(0));
+        assert!(q.may_send(retry, 4096));
+        q.reset();
+        assert_eq!(q.rate_bps(), 100e9);
+        assert_eq!(q.counters(), CcCounters::default());
+    }
+
+    #[test]
+    fn dcqcn_off_never_limits() {
+        let mut q = QpCongestion::with_config(&CcConfig {
+            dcqcn_enabled: false,
+            ..CcConfig::default()
+        });
+        assert_eq!(q.on_cnp(us(0)), CnpOutcome::Ignored);
+        for _ in 0..1000 {
+            assert!(q.may_send(us(0), 4096));
+            q.on_sent(us(0), 4096);
+        }
+        assert_eq!(q.poll_timeout(), None);
+        assert_eq!(q.counters().rp_cnp_ignored, 1);
+        // The notification point still works.
+        q.on_packet_received(us(0), Ecn::Ce);
+        assert!(q.poll_cnp(us(0)));
+    }
+}
