@@ -13,6 +13,7 @@ pub mod crc32;
 pub mod frame;
 pub mod icrc;
 pub mod opcode;
+pub mod pcap;
 
 pub use contract::*;
 pub use frame::{pad_for, parse_frame_lenient, parse_frame_unchecked_icrc, CNP_RESERVED_LEN};
