@@ -1,0 +1,229 @@
+#!/bin/bash
+# interop/run.sh - roce-xdp pingpong against stock ibv_rc_pingpong on Linux
+# Soft-RoCE (rxe), both directions, several sizes; captures the traffic and
+# checks it with tshark and an independent ICRC (Scapy).
+#
+#   sudo interop/run.sh                 # defaults below; exits non-zero on failure
+#
+# Environment knobs:
+#   SIZES="1 100 1024 1025 4096 8192 65536"  message sizes (bytes)
+#   ITERS=20                  ping-pong iterations per run (-n)
+#   MTU=1024                  path MTU (-m)
+#   MODE=generic              XDP attach mode for the engine (native|generic)
+#   PEER=engine               engine | vm: "vm" puts a second rxe VM where the
+#                             engine would be (self-test of this harness)
+#   ROCE_XDP=path             roce-xdp binary (default: cargo build --release)
+#   OUT=dir                   where logs and the capture go (default: mktemp)
+#   RXE_PEER_DIR=/var/tmp/rxe-peer   VM image (built here if missing)
+#
+# Topology (all inside namespaces this script creates and deletes):
+#   netns pr-host: bridge prbr0 10.99.0.1/24, tap prtap1 -> vm1 10.99.0.11 (rxe0)
+#                  veth prveth0 (bridge port) <-> eng0 in netns pr-eng,
+#                  10.99.0.2/24, XDP + AF_XDP: the engine.
+#   (PEER=vm: vm2 10.99.0.12 on prtap2 instead of the engine.)
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(dirname "$HERE")
+export RXE_PEER_DIR=${RXE_PEER_DIR:-/var/tmp/rxe-peer}
+RXE_PEER_TOOLS=${RXE_PEER_TOOLS:-$REPO/../shared/tools/rxe-peer}
+[ -d "$RXE_PEER_TOOLS" ] || RXE_PEER_TOOLS=/work/shared/tools/rxe-peer
+SIZES=${SIZES:-"1 100 1024 1025 4096 8192 65536"}
+ITERS=${ITERS:-20}
+MTU=${MTU:-1024}
+MODE=${MODE:-generic}
+PEER=${PEER:-engine}
+PORT=18515
+VM_IP=10.99.0.11
+ENG_NS=pr-eng ENG_IF=eng0 BR_VETH=prveth0
+if [ "$PEER" = vm ]; then ENG_IP=10.99.0.12; else ENG_IP=10.99.0.2; fi
+OUT=${OUT:-$(mktemp -d /tmp/roce-xdp-interop.XXXXXX)}
+mkdir -p "$OUT"
+PCAP=$OUT/interop.pcap
+T0=$(date +%s)
+
+log() { printf '[interop %3ss] %s\n' $(( $(date +%s) - T0 )) "$*"; }
+die() { log "FAIL: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "needs root (network namespaces, XDP, qemu taps)"
+for t in tcpdump tshark ip; do command -v $t >/dev/null || die "$t not installed (build-image.sh installs it)"; done
+
+# ------------------------------------------------------------------ image
+if [ ! -e "$RXE_PEER_DIR/img/rootfs.img" ] || [ ! -e "$RXE_PEER_DIR/env.sh" ]; then
+    log "building the rxe VM image in $RXE_PEER_DIR (~3 min, once)"
+    "$RXE_PEER_TOOLS/build-image.sh" > "$OUT/build-image.log" 2>&1 ||
+        { tail -20 "$OUT/build-image.log"; die "image build failed (log: $OUT/build-image.log)"; }
+fi
+PY=$RXE_PEER_DIR/venv/bin/python
+"$PY" -c 'import scapy.contrib.roce' 2>/dev/null || die "no scapy in $RXE_PEER_DIR/venv (re-run build-image.sh)"
+
+# ------------------------------------------------------------------ engine binary
+if [ "$PEER" = engine ]; then
+    if [ -z "${ROCE_XDP:-}" ]; then
+        log "building roce-xdp (cargo build --release -p roce-xdp)"
+        (cd "$REPO" && cargo build --release -q -p roce-xdp) > "$OUT/cargo.log" 2>&1 ||
+            { tail -30 "$OUT/cargo.log"; die "cargo build failed"; }
+        ROCE_XDP=${CARGO_TARGET_DIR:-$REPO/target}/release/roce-xdp
+    fi
+    [ -x "$ROCE_XDP" ] || die "no roce-xdp binary at $ROCE_XDP"
+fi
+
+# ------------------------------------------------------------------ teardown
+. "$RXE_PEER_TOOLS/vmlib.sh"
+BG_PIDS=()
+cleanup() {
+    local p
+    for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    vm_stop vm1 2>/dev/null
+    [ "$PEER" = vm ] && vm_stop vm2 2>/dev/null
+    ip netns del $ENG_NS 2>/dev/null
+    pr_net_down
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ------------------------------------------------------------------ network + VMs
+log "network: netns $NS bridge $BR, vm1 $VM_IP, ${PEER} $ENG_IP"
+ip netns del $ENG_NS 2>/dev/null
+if [ "$PEER" = vm ]; then pr_net_up 2; else pr_net_up 1; fi
+if [ "$PEER" = engine ]; then
+    ip netns add $ENG_NS
+    ip -n $NS link add $BR_VETH type veth peer name $ENG_IF netns $ENG_NS
+    ip -n $NS link set $BR_VETH master $BR up
+    ip -n $ENG_NS link set lo up
+    ip -n $ENG_NS addr add $ENG_IP/24 dev $ENG_IF
+    ip -n $ENG_NS link set $ENG_IF up
+fi
+vm_start 1 || die "qemu failed to start vm1"
+[ "$PEER" = vm ] && { vm_start 2 || die "qemu failed to start vm2"; }
+vm_wait_ready vm1 240 || die "vm1 did not boot"
+[ "$PEER" = vm ] && { vm_wait_ready vm2 240 || die "vm2 did not boot"; }
+log "vm1 up ($(cat $RUN/vm1/ready))"
+RXE_VERSION=$(vm_exec vm1 20 'echo "kernel $(uname -r), rdma-core $(dpkg-query -W -f "\${Version}" rdma-core)"')
+
+ip netns exec $NS tcpdump -i $BR -s 0 -U -w "$PCAP" "udp port 4791 or tcp port $PORT" 2>"$OUT/tcpdump.log" &
+BG_PIDS+=($!)
+sleep 1
+
+# ------------------------------------------------------------------ one case
+vm_listening() {   # vm_listening vmN: wait until ibv_rc_pingpong listens there
+    vm_exec "$1" 20 "for i in \$(seq 100); do ss -Htln 'sport = :$PORT' | grep -q . && exit 0; sleep 0.1; done; exit 1" >/dev/null
+}
+eng_listening() {
+    local i
+    for i in $(seq 100); do
+        ip netns exec $ENG_NS ss -Htln "sport = :$PORT" | grep -q . && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# check_output FILE SIZE: the two rc_pingpong result lines, with the right byte count
+check_output() {
+    grep -q "^$(( $2 * ITERS * 2 )) bytes in [0-9.]* seconds = [0-9.]* Mbit/sec$" "$1" &&
+        grep -q "^$ITERS iters in [0-9.]* seconds = [0-9.]* usec/iter$" "$1"
+}
+PP_OPTS="-g 1 -m $MTU -n $ITERS"
+ENG_OPTS="--iface $ENG_IF --mode $MODE"
+RESULTS=()
+FAILED=0
+run_case() {   # run_case DIRECTION SIZE ; DIRECTION = engine-client | engine-server
+    local dir=$1 size=$2 base="$OUT/$1-$2" id erc=0 vrc=0 epid
+    local vm_pp="timeout 120 ibv_rc_pingpong $PP_OPTS -s $size"
+    if [ "$dir" = engine-client ]; then
+        # rxe on vm1 serves; the engine connects.
+        id=$(vm_spawn vm1 "$vm_pp")
+        vm_listening vm1 || { vm_wait vm1 "$id" 5 > "$base.rxe.log"; erc=99; }
+        if [ $erc = 0 ]; then
+            if [ "$PEER" = vm ]; then
+                vm_exec vm2 150 "$vm_pp $VM_IP" > "$base.engine.log" 2>&1 || erc=$?
+            else
+                timeout 150 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $PP_OPTS -s $size $VM_IP \
+                    > "$base.engine.log" 2>&1 || erc=$?
+            fi
+            vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
+        fi
+    else
+        # the engine serves; rxe on vm1 connects.
+        if [ "$PEER" = vm ]; then
+            id=$(vm_spawn vm2 "$vm_pp")
+            vm_listening vm2 || erc=99
+        else
+            timeout 150 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $PP_OPTS -s $size \
+                > "$base.engine.log" 2>&1 &
+            epid=$!
+            BG_PIDS+=($epid)
+            eng_listening || erc=99
+        fi
+        if [ $erc = 0 ]; then
+            vm_exec vm1 150 "$vm_pp $ENG_IP" > "$base.rxe.log" 2>&1 || vrc=$?
+            if [ "$PEER" = vm ]; then
+                vm_wait vm2 "$id" 150 > "$base.engine.log" 2>&1 || erc=$?
+            else
+                wait $epid || erc=$?
+            fi
+        elif [ "$PEER" = engine ]; then
+            kill $epid 2>/dev/null; wait $epid 2>/dev/null
+        fi
+    fi
+    local verdict=PASS
+    { [ $erc = 0 ] && [ $vrc = 0 ] && check_output "$base.engine.log" $size && check_output "$base.rxe.log" $size; } || verdict=FAIL
+    local eline vline
+    eline=$(grep -h 'usec/iter' "$base.engine.log" 2>/dev/null | head -1)
+    vline=$(grep -h 'usec/iter' "$base.rxe.log" 2>/dev/null | head -1)
+    RESULTS+=("$(printf '%-4s %-13s size %6s x %s: %s (exit %s) | rxe: %s (exit %s)' \
+        $verdict $dir $size $ITERS "${eline:-no result}" $erc "${vline:-no result}" $vrc)")
+    log "${RESULTS[-1]}"
+    if [ $verdict = FAIL ]; then
+        FAILED=$((FAILED + 1))
+        sed 's/^/    engine| /' "$base.engine.log" | tail -8
+        sed 's/^/    rxe   | /' "$base.rxe.log" | tail -8
+    fi
+}
+
+for size in $SIZES; do
+    run_case engine-client $size
+    run_case engine-server $size
+done
+sleep 1
+kill "${BG_PIDS[0]}" 2>/dev/null; wait "${BG_PIDS[0]}" 2>/dev/null
+
+# ------------------------------------------------------------------ checks
+log "capture: $PCAP ($(du -h "$PCAP" | cut -f1))"
+TSHARK="tshark -n -r $PCAP --disable-heuristic rpcrdma_infiniband"
+N_ROCE=$($TSHARK -Y 'udp.dstport == 4791' 2>/dev/null | wc -l)
+N_IB=$($TSHARK -Y 'udp.dstport == 4791 && infiniband.bth' 2>/dev/null | wc -l)
+N_BAD=$($TSHARK -Y 'udp.dstport == 4791 && (_ws.malformed || _ws.expert.severity >= 0x00600000)' 2>/dev/null | wc -l)
+$TSHARK -q -z "expert,warn,udp.dstport == 4791" > "$OUT/tshark-expert.txt" 2>/dev/null
+N_FROM_ENG=$($TSHARK -Y "ip.src == $ENG_IP && infiniband.bth" 2>/dev/null | wc -l)
+N_FROM_VM=$($TSHARK -Y "ip.src == $VM_IP && infiniband.bth" 2>/dev/null | wc -l)
+TSHARK_OK=1
+{ [ "$N_ROCE" -gt 0 ] && [ "$N_IB" = "$N_ROCE" ] && [ "$N_BAD" = 0 ] && [ "$N_FROM_ENG" -gt 0 ] && [ "$N_FROM_VM" -gt 0 ]; } || TSHARK_OK=0
+OPCODES=$($TSHARK -Y 'infiniband.bth' -T fields -e ip.src -e infiniband.bth.opcode 2>/dev/null |
+    awk '{c[$1" op"$2]++} END{for (k in c) print k "=" c[k]}' | sort -V | paste -sd, | sed 's/,/, /g')
+
+"$PY" "$HERE/icrc_check.py" --expect-src $ENG_IP --expect-src $VM_IP "$PCAP" > "$OUT/icrc.txt" 2>&1
+ICRC_RC=$?
+
+# ------------------------------------------------------------------ summary
+echo
+echo "=== roce-xdp interop summary ($(date -u +%FT%TZ), $(( $(date +%s) - T0 )) s) ==="
+echo "peer: Soft-RoCE rxe0 on vm1 $VM_IP ($RXE_VERSION), ibv_rc_pingpong -g 1 -m $MTU -n $ITERS"
+if [ "$PEER" = vm ]; then
+    echo "other side: vm2 $ENG_IP running ibv_rc_pingpong (PEER=vm harness self-test, not the engine)"
+else
+    echo "other side: roce-xdp pingpong on $ENG_IF $ENG_IP (XDP $MODE), $($ROCE_XDP --version 2>/dev/null)"
+fi
+for r in "${RESULTS[@]}"; do echo "  $r"; done
+echo "runs: $(( ${#RESULTS[@]} - FAILED ))/${#RESULTS[@]} passed"
+echo "tshark $(tshark --version 2>/dev/null | head -1 | awk '{print $3}'): $N_ROCE RoCE frames, $N_IB decoded as InfiniBand (BTH), $N_BAD malformed/expert>=warning; from $ENG_IP: $N_FROM_ENG, from $VM_IP: $N_FROM_VM"
+grep -v '^$' "$OUT/tshark-expert.txt" | sed 's/^/  tshark expert| /'
+echo "  opcodes: $OPCODES"
+sed 's/^/  /' "$OUT/icrc.txt" | grep -v '^  /'
+echo "logs and capture: $OUT"
+if [ $FAILED = 0 ] && [ $TSHARK_OK = 1 ] && [ $ICRC_RC = 0 ]; then
+    echo "RESULT: PASS"
+    exit 0
+fi
+echo "RESULT: FAIL (runs failed: $FAILED, tshark ok: $TSHARK_OK, icrc exit: $ICRC_RC)"
+exit 1
