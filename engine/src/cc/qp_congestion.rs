@@ -28,7 +28,10 @@ pub struct QpCongestion {
     dcqcn_enabled: bool,
     marking: EcnMarking,
     pacer: CnpPacer,
-    cnp_pending: bool,
+    /// CNPs allowed by the pacer and not yet handed out (several when
+    /// `min_time_between_cnps` is zero and marks arrive faster than the QP
+    /// transmits).
+    cnp_pending: u32,
     rp: Dcqcn,
     /// Set when `may_send` refused: when to try again.
     blocked_until: Option<Instant>,
@@ -54,7 +57,7 @@ impl QpCongestion {
             dcqcn_enabled: config.dcqcn_enabled,
             marking: config.marking,
             pacer: CnpPacer::default(),
-            cnp_pending: false,
+            cnp_pending: 0,
             rp: Dcqcn::new(config.dcqcn, config.line_rate_gbps * 1e9),
             blocked_until: None,
             counters: CcCounters::default(),
@@ -66,7 +69,7 @@ impl QpCongestion {
         let rp = Dcqcn::new(*self.rp.params(), self.rp.max_rate_bps());
         *self = QpCongestion {
             pacer: CnpPacer::default(),
-            cnp_pending: false,
+            cnp_pending: 0,
             rp,
             blocked_until: None,
             counters: CcCounters::default(),
@@ -82,7 +85,7 @@ impl QpCongestion {
         }
         self.counters.np_ecn_marked_roce_packets += 1;
         if self.pacer.allow(now, self.min_time_between_cnps) {
-            self.cnp_pending = true;
+            self.cnp_pending = self.cnp_pending.saturating_add(1);
         }
     }
 
@@ -90,11 +93,12 @@ impl QpCongestion {
     /// as `np_cnp_sent`).
     #[inline]
     pub fn poll_cnp(&mut self, _now: Instant) -> bool {
-        let send = core::mem::take(&mut self.cnp_pending);
-        if send {
-            self.counters.np_cnp_sent += 1;
+        if self.cnp_pending == 0 {
+            return false;
         }
-        send
+        self.cnp_pending -= 1;
+        self.counters.np_cnp_sent += 1;
+        true
     }
 
     /// DSCP to send CNPs with (they are always Not-ECT).

@@ -37,6 +37,7 @@
 
 use core::net::{IpAddr, Ipv4Addr};
 
+use crate::cc::{CcConfig, CnpOutcome};
 use crate::rc::attr::{Mtu, QpAttr, QpAttrMask, QpState, RemoteAddress};
 use crate::rc::congestion::QpCongestion;
 use crate::rc::counters::Counters;
@@ -52,7 +53,7 @@ use crate::wire::{parse_frame, Ecn, Opcode, ParseError};
 pub const FIRST_QPN: u32 = 0x11;
 
 /// Endpoint configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EndpointConfig {
     /// Source MAC of every frame.
     pub local_mac: [u8; 6],
@@ -60,6 +61,9 @@ pub struct EndpointConfig {
     pub local_ip: IpAddr,
     /// Most QPs this endpoint will create.
     pub max_qps: u32,
+    /// Congestion control: CNP pacing, CNP DSCP, DCQCN on/off and
+    /// parameters, line rate (see [`crate::cc::CcConfig`]).
+    pub cc: CcConfig,
 }
 
 impl Default for EndpointConfig {
@@ -68,6 +72,7 @@ impl Default for EndpointConfig {
             local_mac: [0x02, 0, 0, 0, 0, 1],
             local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
             max_qps: 4096,
+            cc: CcConfig::default(),
         }
     }
 }
@@ -224,7 +229,9 @@ impl Endpoint {
             }
         };
         let qpn = FIRST_QPN + index as u32;
-        self.qps[index] = Some(Qp::new(qpn, init));
+        let mut qp = Qp::new(qpn, init);
+        qp.cc = QpCongestion::with_config(&self.config.cc);
+        self.qps[index] = Some(qp);
         Ok(qpn)
     }
 
@@ -405,7 +412,10 @@ impl Endpoint {
         };
         if f.headers.bth.opcode == Opcode::Cnp {
             qp.counters.cnp_received += 1;
-            qp.cc.on_cnp(now);
+            match qp.cc.on_cnp(now) {
+                CnpOutcome::Handled => qp.counters.rp_cnp_handled += 1,
+                CnpOutcome::Ignored => qp.counters.rp_cnp_ignored += 1,
+            }
             return;
         }
         qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs);

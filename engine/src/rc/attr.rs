@@ -132,7 +132,7 @@ impl Default for QpAttr {
             dest_qpn: 0,
             remote: RemoteAddress::default(),
             udp_src_port: 0,
-            dscp: 0,
+            dscp: crate::cc::DEFAULT_DATA_DSCP,
             ecn: Ecn::Ect0,
             pkey: crate::wire::DEFAULT_PKEY,
             hop_limit: 64,

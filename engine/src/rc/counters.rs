@@ -75,8 +75,17 @@ counters! {
         cq_overflow,
         /// CNPs received (handed to congestion control).
         cnp_received,
-        /// Packets received with ECN CE.
-        ecn_marked_packets,
+        /// Notification point: RoCE packets received with IP ECN = CE
+        /// (NVIDIA's name).
+        np_ecn_marked_roce_packets,
+        /// Notification point: CNPs sent (at most one per QP per
+        /// `min_time_between_cnps`).
+        np_cnp_sent,
+        /// Reaction point: CNPs that reduced the QP's rate.
+        rp_cnp_handled,
+        /// Reaction point: CNPs ignored (inside the rate-reduce monitor
+        /// period, or DCQCN off).
+        rp_cnp_ignored,
     }
 }
 

@@ -44,8 +44,9 @@ impl Default for QpInitAttr {
     }
 }
 
-/// DSCP of CNPs (NVIDIA default 48, notes "Congestion").
-pub const CNP_DSCP: u8 = 48;
+/// Default DSCP of CNPs (NVIDIA default 48, notes "Congestion"); the
+/// endpoint's `CcConfig::marking.cnp_dscp` sets it.
+pub const CNP_DSCP: u8 = crate::cc::DEFAULT_CNP_DSCP;
 
 /// One RC queue pair.
 #[derive(Debug)]
@@ -184,7 +185,7 @@ impl Qp {
             (_, QpState::Reset) => {
                 self.req = Requester::new(self.init.max_send_wr as usize);
                 self.resp = Responder::new(self.init.max_recv_wr as usize);
-                self.cc = QpCongestion::new();
+                self.cc.reset();
                 self.tpl = None;
             }
             (QpState::Error, QpState::Error) => {}
@@ -328,7 +329,7 @@ impl Qp {
         self.counters.rcvd_pkts += 1;
         let ecn = ecn_of(&frame.headers);
         if ecn == Ecn::Ce {
-            self.counters.ecn_marked_packets += 1;
+            self.counters.np_ecn_marked_roce_packets += 1;
         }
         self.cc.on_packet_received(now, ecn);
         let op = frame.headers.bth.opcode;
@@ -382,12 +383,13 @@ impl Qp {
             // BECN=1, PSN 0, 16 zero bytes, own DSCP, not ECN-capable.
             let mut h = FrameTemplate::with_traffic_class(
                 tpl.headers(Opcode::Cnp, Psn::new(0), false),
-                CNP_DSCP,
+                self.cc.cnp_dscp(),
                 Ecn::NotEct,
             );
             h.bth.becn = true;
             if let Ok(n) = emit_frame(&h, &[0u8; 16], buf) {
                 self.counters.sent_pkts += 1;
+                self.counters.np_cnp_sent += 1;
                 return Some(n);
             }
         }
