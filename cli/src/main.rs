@@ -1,4 +1,61 @@
 //! `roce-xdp`: the command-line front end.
+//!
+//! Each subcommand lives in its own `cmd_<name>.rs`; this file only parses
+//! the command line, sets up logging and maps errors to exit codes
+//! (2 for mistakes the user can fix, see `errors.rs`).
+
+mod cmd_pingpong;
+mod cmd_stats;
+#[allow(dead_code)] // some variants are used by serve and the perftest tools (in progress)
+mod errors;
+mod logging;
+#[allow(dead_code)] // used by serve and the perftest tools (in progress)
+mod perftest;
+#[allow(dead_code)]
+mod preflight;
+mod privileges;
+
+use clap::{Parser, Subcommand};
+
+/// Software RoCE v2 over AF_XDP.
+#[derive(Debug, Parser)]
+#[command(name = "roce-xdp", version, about)]
+struct Cli {
+    /// Log level (error, warn, info, debug, trace) or a tracing filter
+    /// such as `engine=debug`; overrides RUST_LOG. Quiet (warnings only)
+    /// by default.
+    #[arg(long = "log-level", global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the counters of the engines running on an interface.
+    Stats(cmd_stats::StatsArgs),
+    /// RC SEND/RECV ping-pong, wire-compatible with rdma-core's ibv_rc_pingpong.
+    Pingpong(cmd_pingpong::PingpongArgs),
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Stats(a) => cmd_stats::run(a),
+        Command::Pingpong(a) => cmd_pingpong::run(a),
+    }
+}
+
 fn main() {
-    println!("roce-xdp");
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        // Usage errors (and --help / --version) as clap prints them: exit 2
+        // for mistakes, 0 for help.
+        Err(e) => e.exit(),
+    };
+    if let Err(e) = logging::init(cli.log_level.as_deref()) {
+        std::process::exit(errors::report(&e));
+    }
+    if let Err(e) = run(cli) {
+        std::process::exit(errors::report(&e));
+    }
 }

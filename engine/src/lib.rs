@@ -23,3 +23,4 @@ pub mod io;
 pub mod loader;
 pub mod netns;
 pub mod oob;
+pub mod stats;

@@ -1,0 +1,280 @@
+//! `roce-xdp stats --iface IF [--watch] [--json]`: the counters of the
+//! engines running on an interface, read from their local stats channel
+//! (engine::stats), per queue and totalled, plus the XDP program's
+//! counters; with `--watch`, one refresh per second with rates.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::errors::UserError;
+
+/// Options of `roce-xdp stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Interface the engines run on.
+    #[arg(short = 'd', long = "iface", value_name = "IF")]
+    pub iface: String,
+    /// Refresh every second (or --interval), showing rates.
+    #[arg(short = 'w', long = "watch")]
+    pub watch: bool,
+    /// Seconds between refreshes with --watch.
+    #[arg(long = "interval", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Stop after this many refreshes (with --watch).
+    #[arg(long = "count")]
+    pub count: Option<u64>,
+    /// Print JSON (one document per refresh, one per line with --watch).
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+/// One queue in the engine's snapshot.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct QueueStats {
+    pub queue: u32,
+    pub core: Option<usize>,
+    /// In the engine's display order (serde_json preserves it).
+    pub counters: Map<String, Value>,
+}
+
+/// The engine's snapshot (engine::stats JSON, schema 1).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Snapshot {
+    pub schema_version: u32,
+    pub iface: String,
+    pub pid: u32,
+    pub uptime_ns: u64,
+    pub xdp_mode: String,
+    pub zero_copy: bool,
+    pub xdp: Map<String, Value>,
+    pub queues: Vec<QueueStats>,
+}
+
+fn as_u64(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+impl Snapshot {
+    /// Counter names, in order of first appearance over the queues.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for q in &self.queues {
+            for k in q.counters.keys() {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
+            }
+        }
+        names
+    }
+
+    /// Sum over queues of every counter.
+    pub fn totals(&self) -> Vec<(String, u64)> {
+        self.names()
+            .into_iter()
+            .map(|n| {
+                let sum = self
+                    .queues
+                    .iter()
+                    .map(|q| q.counters.get(&n).map(as_u64).unwrap_or(0))
+                    .sum();
+                (n, sum)
+            })
+            .collect()
+    }
+}
+
+/// Reads one snapshot of `iface`'s engines.
+pub fn fetch(iface: &str) -> anyhow::Result<Snapshot> {
+    let raw = engine::stats::fetch(iface).map_err(|e| match e {
+        engine::stats::StatsError::NotRunning { .. } => {
+            anyhow::Error::new(UserError::Usage(e.to_string()))
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    serde_json::from_str(&raw).context("the engine's stats document is not valid JSON")
+}
+
+/// Per-second rates between two snapshots.
+fn rates(prev: &[(String, u64)], cur: &[(String, u64)], secs: f64) -> Vec<(String, f64)> {
+    cur.iter()
+        .map(|(n, v)| {
+            let p = prev
+                .iter()
+                .find(|(pn, _)| pn == n)
+                .map(|x| x.1)
+                .unwrap_or(0);
+            (n.clone(), v.saturating_sub(p) as f64 / secs)
+        })
+        .collect()
+}
+
+fn xdp_pairs(s: &Snapshot) -> Vec<(String, u64)> {
+    s.xdp.iter().map(|(k, v)| (k.clone(), as_u64(v))).collect()
+}
+
+/// Renders the human table; `rates` are (totals, xdp) per second.
+pub fn render(s: &Snapshot, rates: Option<(&[(String, f64)], &[(String, f64)])>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "roce-xdp on {}: pid {}, up {:.1} s, XDP {}{}, {} queue(s)",
+        s.iface,
+        s.pid,
+        s.uptime_ns as f64 / 1e9,
+        s.xdp_mode,
+        if s.zero_copy { " zero-copy" } else { " copy" },
+        s.queues.len()
+    );
+    let mut header = format!("{:<26}", "counter");
+    for q in &s.queues {
+        let _ = write!(header, " {:>14}", format!("q{}", q.queue));
+    }
+    let _ = write!(header, " {:>14}", "total");
+    if rates.is_some() {
+        let _ = write!(header, " {:>14}", "rate/s");
+    }
+    let _ = writeln!(out, "{header}");
+    for (i, (name, total)) in s.totals().iter().enumerate() {
+        let mut line = format!("{name:<26}");
+        for q in &s.queues {
+            let v = q.counters.get(name).map(as_u64).unwrap_or(0);
+            let _ = write!(line, " {v:>14}");
+        }
+        let _ = write!(line, " {total:>14}");
+        if let Some((r, _)) = rates {
+            let _ = write!(line, " {:>14.1}", r.get(i).map(|x| x.1).unwrap_or(0.0));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "XDP program");
+    for (i, (name, v)) in xdp_pairs(s).iter().enumerate() {
+        let mut line = format!("{name:<26} {v:>14}");
+        if let Some((_, r)) = rates {
+            let _ = write!(line, " {:>14.1}", r.get(i).map(|x| x.1).unwrap_or(0.0));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    out
+}
+
+/// The `--json` document: the snapshot plus totals (and rates when watching).
+pub fn json_document(s: &Snapshot, rates: Option<(&[(String, f64)], &[(String, f64)])>) -> Value {
+    let mut v = serde_json::to_value(s).expect("snapshot serialises");
+    let totals: Map<String, Value> = s.totals().into_iter().map(|(k, n)| (k, n.into())).collect();
+    v["totals"] = Value::Object(totals);
+    if let Some((t, x)) = rates {
+        let m = |r: &[(String, f64)]| -> Value {
+            Value::Object(r.iter().map(|(k, n)| (k.clone(), (*n).into())).collect())
+        };
+        v["rates_per_sec"] = serde_json::json!({ "totals": m(t), "xdp": m(x) });
+    }
+    v
+}
+
+/// Runs `roce-xdp stats`.
+pub fn run(args: StatsArgs) -> anyhow::Result<()> {
+    if !(args.interval > 0.0 && args.interval.is_finite()) {
+        return Err(
+            UserError::Usage("--interval must be a positive number of seconds".into()).into(),
+        );
+    }
+    let mut snap = fetch(&args.iface)?;
+    if !args.watch {
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json_document(&snap, None))?
+            );
+        } else {
+            print!("{}", render(&snap, None));
+        }
+        return Ok(());
+    }
+    let clear = !args.json && std::io::stdout().is_terminal();
+    let mut taken = Instant::now();
+    let mut shown = 0u64;
+    loop {
+        std::thread::sleep(Duration::from_secs_f64(args.interval));
+        let next = match fetch(&args.iface) {
+            Ok(n) => n,
+            Err(e) => {
+                // The engine stopped while we watched: say so and end.
+                eprintln!("roce-xdp stats: {e:#}");
+                return Ok(());
+            }
+        };
+        let now = Instant::now();
+        let secs = now.duration_since(taken).as_secs_f64();
+        let tr = rates(&snap.totals(), &next.totals(), secs);
+        let xr = rates(&xdp_pairs(&snap), &xdp_pairs(&next), secs);
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string(&json_document(&next, Some((&tr, &xr))))?
+            );
+        } else {
+            if clear {
+                print!("\x1b[2J\x1b[H");
+            }
+            println!("{}", render(&next, Some((&tr, &xr))));
+        }
+        snap = next;
+        taken = now;
+        shown += 1;
+        if args.count.is_some_and(|c| shown >= c) {
+            return Ok(());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_engine_snapshot() {
+        let eng = engine::stats::Snapshot {
+            iface: "v0".into(),
+            pid: 1,
+            uptime_ns: 2_000_000_000,
+            xdp_mode: "generic".into(),
+            zero_copy: false,
+            xdp: vec![("seen".into(), 10), ("redirected".into(), 9)],
+            queues: vec![
+                engine::stats::QueueSnapshot {
+                    queue: 0,
+                    core: Some(1),
+                    counters: vec![("sent_pkts".into(), 5), ("rcvd_pkts".into(), 1)],
+                },
+                engine::stats::QueueSnapshot {
+                    queue: 1,
+                    core: None,
+                    counters: vec![("sent_pkts".into(), 7), ("rcvd_pkts".into(), 2)],
+                },
+            ],
+        };
+        let s: Snapshot = serde_json::from_str(&eng.to_json()).unwrap();
+        assert_eq!(
+            s.totals(),
+            vec![("sent_pkts".to_string(), 12), ("rcvd_pkts".to_string(), 3)]
+        );
+        let text = render(&s, None);
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["sent_pkts", "5", "7", "12"]),
+            "{text}"
+        );
+        assert!(text.contains("redirected"));
+        let r = rates(&[("a".into(), 10)], &[("a".into(), 30)], 2.0);
+        assert_eq!(r[0].1, 10.0);
+        let j = json_document(&s, None);
+        assert_eq!(j["totals"]["sent_pkts"], 12);
+    }
+}

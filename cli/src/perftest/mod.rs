@@ -1,0 +1,9 @@
+//! Shared pieces of the perftest-style tools (`write-bw`, `read-lat`, ...):
+//! options, message sizes, statistics, output and the progress bar.
+
+pub mod bandwidth;
+pub mod latency;
+pub mod options;
+pub mod progress;
+pub mod report;
+pub mod sizes;

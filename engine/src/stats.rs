@@ -1,0 +1,309 @@
+//! The local stats channel: a running engine serves snapshots of its
+//! counters (per queue, plus the XDP program's) on a Unix socket,
+//! `/run/roce-xdp/IFACE.sock` (directory overridable with
+//! `ROCE_XDP_RUN_DIR`). A client connects and reads one JSON document; the
+//! server closes the connection after writing it. No log scraping, no
+//! shared memory layout to keep stable: the names are the interface.
+//!
+//! JSON layout (schema 1):
+//! `{"schema_version":1,"iface":"eth0","pid":123,"uptime_ns":5,
+//!   "xdp_mode":"native","zero_copy":false,
+//!   "xdp":{"seen":1,...},
+//!   "queues":[{"queue":0,"core":2,"counters":{"sent_pkts":1,...}}]}`
+
+use std::fmt::Write as _;
+use std::io::{self, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use thiserror::Error;
+
+/// Default directory of the sockets.
+pub const DEFAULT_RUN_DIR: &str = "/run/roce-xdp";
+/// Environment variable overriding [`DEFAULT_RUN_DIR`].
+pub const RUN_DIR_ENV: &str = "ROCE_XDP_RUN_DIR";
+/// Version of the JSON layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The directory holding the sockets.
+pub fn run_dir() -> PathBuf {
+    std::env::var_os(RUN_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_RUN_DIR))
+}
+
+/// The socket of the engine attached to `iface`.
+pub fn socket_path(iface: &str) -> PathBuf {
+    run_dir().join(format!("{iface}.sock"))
+}
+
+/// Counters of one queue's engine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueSnapshot {
+    pub queue: u32,
+    /// The core the engine thread is pinned to, if pinned.
+    pub core: Option<usize>,
+    /// `(name, value)` in display order.
+    pub counters: Vec<(String, u64)>,
+}
+
+/// Everything one snapshot reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    pub iface: String,
+    pub pid: u32,
+    /// Nanoseconds since the engines started.
+    pub uptime_ns: u64,
+    pub xdp_mode: String,
+    pub zero_copy: bool,
+    /// XDP program counters (summed over CPUs).
+    pub xdp: Vec<(String, u64)>,
+    pub queues: Vec<QueueSnapshot>,
+}
+
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_counters(out: &mut String, c: &[(String, u64)]) {
+    out.push('{');
+    for (i, (k, v)) in c.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_str(out, k);
+        let _ = write!(out, ":{v}");
+    }
+    out.push('}');
+}
+
+impl Snapshot {
+    /// The JSON document (layout in the module docs).
+    pub fn to_json(&self) -> String {
+        let mut s = String::with_capacity(1024);
+        let _ = write!(s, "{{\"schema_version\":{SCHEMA_VERSION},\"iface\":");
+        json_str(&mut s, &self.iface);
+        let _ = write!(
+            s,
+            ",\"pid\":{},\"uptime_ns\":{},\"xdp_mode\":",
+            self.pid, self.uptime_ns
+        );
+        json_str(&mut s, &self.xdp_mode);
+        let _ = write!(s, ",\"zero_copy\":{},\"xdp\":", self.zero_copy);
+        json_counters(&mut s, &self.xdp);
+        s.push_str(",\"queues\":[");
+        for (i, q) in self.queues.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            let _ = write!(s, "{{\"queue\":{},\"core\":", q.queue);
+            match q.core {
+                Some(c) => {
+                    let _ = write!(s, "{c}");
+                }
+                None => s.push_str("null"),
+            }
+            s.push_str(",\"counters\":");
+            json_counters(&mut s, &q.counters);
+            s.push('}');
+        }
+        s.push_str("]}\n");
+        s
+    }
+}
+
+/// Why the channel could not be opened or read.
+#[derive(Debug, Error)]
+pub enum StatsError {
+    #[error("creating {dir} failed ({source}): run as root or set {RUN_DIR_ENV}")]
+    RunDir { dir: String, source: io::Error },
+    #[error("another roce-xdp engine already serves {0}: stop it first")]
+    InUse(String),
+    #[error("binding the stats socket {path} failed: {source}")]
+    Bind { path: String, source: io::Error },
+    #[error("no roce-xdp engine is running on {iface} (no stats socket at {path}): start `roce-xdp serve --iface {iface}`")]
+    NotRunning { iface: String, path: String },
+    #[error("reading stats from {path} failed: {source}")]
+    Read { path: String, source: io::Error },
+}
+
+/// Serves snapshots on the interface's socket until dropped; dropping it
+/// removes the socket file.
+#[derive(Debug)]
+pub struct StatsServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StatsServer {
+    /// Binds `socket_path(iface)` and answers every connection with
+    /// `source()`'s snapshot, from a background thread.
+    pub fn start<F>(iface: &str, source: F) -> Result<StatsServer, StatsError>
+    where
+        F: Fn() -> Snapshot + Send + 'static,
+    {
+        Self::start_at(&socket_path(iface), source)
+    }
+
+    /// As [`StatsServer::start`], at an explicit path.
+    pub fn start_at<F>(path: &Path, source: F) -> Result<StatsServer, StatsError>
+    where
+        F: Fn() -> Snapshot + Send + 'static,
+    {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StatsError::RunDir {
+                dir: dir.display().to_string(),
+                source,
+            })?;
+        }
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(StatsError::InUse(path.display().to_string()));
+            }
+            // Left behind by an engine that died: take it over.
+            let _ = std::fs::remove_file(path);
+        }
+        let listener = UnixListener::bind(path).map_err(|source| StatsError::Bind {
+            path: path.display().to_string(),
+            source,
+        })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| StatsError::Bind {
+                path: path.display().to_string(),
+                source,
+            })?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("roce-xdp-stats".into())
+            .spawn(move || serve(listener, &stop2, source))
+            .map_err(|source| StatsError::Bind {
+                path: path.display().to_string(),
+                source,
+            })?;
+        Ok(StatsServer {
+            path: path.to_path_buf(),
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn serve<F: Fn() -> Snapshot>(listener: UnixListener, stop: &AtomicBool, source: F) {
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((mut conn, _)) => {
+                let _ = conn.set_nonblocking(false);
+                let _ = conn.set_write_timeout(Some(Duration::from_secs(1)));
+                let _ = conn.write_all(source().to_json().as_bytes());
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+impl Drop for StatsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Reads one snapshot (the raw JSON document) from the engine on `iface`.
+pub fn fetch(iface: &str) -> Result<String, StatsError> {
+    fetch_at(iface, &socket_path(iface))
+}
+
+/// As [`fetch`], at an explicit path.
+pub fn fetch_at(iface: &str, path: &Path) -> Result<String, StatsError> {
+    let mut conn = UnixStream::connect(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => StatsError::NotRunning {
+            iface: iface.to_string(),
+            path: path.display().to_string(),
+        },
+        _ => StatsError::Read {
+            path: path.display().to_string(),
+            source: e,
+        },
+    })?;
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    let mut s = String::new();
+    conn.read_to_string(&mut s)
+        .map_err(|source| StatsError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serves_snapshots_and_cleans_up() {
+        let dir = std::env::temp_dir().join(format!("roce-xdp-stats-test-{}", std::process::id()));
+        let path = dir.join("t0.sock");
+        let server = StatsServer::start_at(&path, || Snapshot {
+            iface: "t\"0".into(),
+            pid: 7,
+            xdp: vec![("seen".into(), 3)],
+            queues: vec![QueueSnapshot {
+                queue: 1,
+                core: None,
+                counters: vec![("sent_pkts".into(), 5)],
+            }],
+            ..Default::default()
+        })
+        .unwrap();
+        // A second engine on the same interface is refused.
+        assert!(matches!(
+            StatsServer::start_at(&path, Snapshot::default),
+            Err(StatsError::InUse(_))
+        ));
+        let json = fetch_at("t0", &path).unwrap();
+        assert!(json.contains("\"iface\":\"t\\\"0\""), "{json}");
+        assert!(
+            json.contains(
+                "\"queues\":[{\"queue\":1,\"core\":null,\"counters\":{\"sent_pkts\":5}}]"
+            ),
+            "{json}"
+        );
+        assert!(json.contains("\"xdp\":{\"seen\":3}"), "{json}");
+        drop(server);
+        assert!(!path.exists());
+        assert!(matches!(
+            fetch_at("t0", &path),
+            Err(StatsError::NotRunning { .. })
+        ));
+        let _ = std::fs::remove_dir(&dir);
+    }
+}
