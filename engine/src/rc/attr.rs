@@ -85,8 +85,10 @@ pub struct QpAttr {
     pub path_mtu: Mtu,
     /// Local ACK timeout exponent: 4.096 us * 2^timeout; 0 = wait forever.
     pub timeout: u8,
-    /// Retries (0..=7) after a timeout or sequence error before "retry exceeded".
-    /// 7 means 7 here (the spec's reading); rxe treats it as infinite.
+    /// Retries (0..=7) after a timeout or sequence error before "retry
+    /// exceeded". 7 = infinite, as rxe does (notes: an implementation choice;
+    /// we follow it so a 7 behaves the same against rxe peers and so long
+    /// simulations at high loss never give up; use 0..=6 for a finite budget).
     pub retry_cnt: u8,
     /// Retries (0..=7) after RNR NAKs; 7 = infinite.
     pub rnr_retry: u8,
@@ -106,7 +108,8 @@ pub struct QpAttr {
     pub remote: RemoteAddress,
     /// UDP source port (flow entropy); 0 = derive `0xC000 | hash(qpn)`.
     pub udp_src_port: u16,
-    /// DSCP of outgoing data packets.
+    /// DSCP of outgoing data packets (default 26: with ECT(0), traffic class
+    /// 106, NVIDIA's RoCE default; see `cc::config`).
     pub dscp: u8,
     /// ECN codepoint of outgoing packets (RoCE senders mark ECT(0)).
     pub ecn: Ecn,

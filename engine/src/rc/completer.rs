@@ -11,7 +11,8 @@
 //! - implied NAK: an ACK or response whose PSN skips past a READ/atomic that
 //!   still waits for its response: go-back-N from that request;
 //! - retry_cnt bounds consecutive timeout/sequence-error retries (refilled on
-//!   progress); exhausted -> "retry exceeded" and the QP goes to error;
+//!   progress; 7 = infinite as in rxe); exhausted -> "retry exceeded" and the
+//!   QP goes to error;
 //! - RNR NAK: wait the RNR timer, then resend from the NAK'd PSN, bounded by
 //!   rnr_retry (7 = infinite).
 //! Reference behaviour: Linux rxe `rxe_comp.c` (check_psn, check_ack,
@@ -204,9 +205,11 @@ impl Requester {
             counters.retry_exceeded_err += 1;
             return Err(self.fail_front(WcStatus::RetryExceeded, sink, counters));
         }
-        // retry_cnt 7 counts down like any other value (spec); rxe treats 7
-        // as infinite, an implementation choice we do not copy.
-        self.retry_left -= 1;
+        // retry_cnt 7 = infinite, as in rxe (rxe_comp.c: "if (retry_cnt != 7)
+        // retry_cnt--"); see QpAttr::retry_cnt.
+        if self.retry_left != 7 {
+            self.retry_left -= 1;
+        }
         counters.completer_retry_err += 1;
         self.rewind();
         Ok(())

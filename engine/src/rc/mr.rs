@@ -380,14 +380,14 @@ mod tests {
             Err(AccessError::UnknownKey)
         );
         assert!(t
-            .write(k.rkey, 0x1060, &[1; 5], Access::REMOTE_WRITE)
+            .write(k.rkey, 0x1050, &[1; 5], Access::REMOTE_WRITE)
             .is_ok());
         assert_eq!(
-            t.write(k.rkey, 0x1060, &[1; 5], Access::REMOTE_ATOMIC),
+            t.write(k.rkey, 0x1050, &[1; 5], Access::REMOTE_ATOMIC),
             Err(AccessError::NotPermitted)
         );
         let mut out = [0u8; 5];
-        t.read(k.lkey, 0x1060, &mut out).unwrap();
+        t.read(k.lkey, 0x1050, &mut out).unwrap();
         assert_eq!(out, [1; 5]);
     }
 
