@@ -20,7 +20,11 @@ pub mod wire;
 
 #[allow(unsafe_code)]
 pub mod io;
+pub mod driver;
+pub mod driver_capture;
 pub mod loader;
 pub mod netns;
+pub mod verbs;
+pub mod verbs_loopback;
 pub mod oob;
 pub mod stats;

@@ -141,15 +141,106 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
     Some(mac)
 }
 
-fn link_mac(side_ns: &str, ifname: &str) -> Result<[u8; 6], NetnsError> {
-    let out = ip(&["-n", side_ns, "-o", "link", "show", "dev", ifname])?;
-    let mac = out
-        .split_whitespace()
+fn ip_in(netns: Option<&str>, args: &[&str]) -> Result<String, NetnsError> {
+    let mut v: Vec<&str> = Vec::new();
+    if let Some(ns) = netns {
+        v.extend_from_slice(&["-n", ns]);
+    }
+    v.extend_from_slice(args);
+    ip(&v)
+}
+
+/// MAC address of `ifname` (in `netns`, or the current namespace).
+pub fn interface_mac(netns: Option<&str>, ifname: &str) -> Result<[u8; 6], NetnsError> {
+    let out = ip_in(netns, &["-o", "link", "show", "dev", ifname])?;
+    out.split_whitespace()
         .skip_while(|w| *w != "link/ether")
         .nth(1)
         .and_then(parse_mac)
-        .ok_or_else(|| NetnsError::Parse(out.clone()))?;
-    Ok(mac)
+        .ok_or_else(|| NetnsError::Parse(out.clone()))
+}
+
+/// First global address of the requested family on `ifname`.
+pub fn interface_addr(netns: Option<&str>, ifname: &str, ipv6: bool) -> Result<IpAddr, NetnsError> {
+    let fam = if ipv6 { "-6" } else { "-4" };
+    let out = ip_in(
+        netns,
+        &[fam, "-o", "addr", "show", "dev", ifname, "scope", "global"],
+    )?;
+    out.split_whitespace()
+        .skip_while(|w| *w != "inet" && *w != "inet6")
+        .nth(1)
+        .and_then(|a| a.split('/').next())
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| {
+            NetnsError::Parse(format!(
+                "no {} address on {ifname}: {out}",
+                if ipv6 { "IPv6" } else { "IPv4" }
+            ))
+        })
+}
+
+/// The MAC of `addr` from the kernel's neighbour table, if resolved.
+pub fn neighbour_mac(
+    netns: Option<&str>,
+    ifname: &str,
+    addr: IpAddr,
+) -> Result<Option<[u8; 6]>, NetnsError> {
+    let a = addr.to_string();
+    let out = ip_in(netns, &["neigh", "show", "to", &a, "dev", ifname])?;
+    Ok(out
+        .lines()
+        .filter(|l| !l.contains("FAILED") && !l.contains("INCOMPLETE"))
+        .find_map(|l| {
+            l.split_whitespace()
+                .skip_while(|w| *w != "lladdr")
+                .nth(1)
+                .and_then(parse_mac)
+        }))
+}
+
+/// Resolves `addr` to a MAC through the kernel's neighbour table: looks it
+/// up, and if absent makes the kernel resolve it (ARP or ND) by sending a
+/// UDP datagram to the discard port from inside `netns`, then polls the
+/// table for up to `timeout`.
+pub fn resolve_mac(
+    netns: Option<&str>,
+    ifname: &str,
+    addr: IpAddr,
+    timeout: std::time::Duration,
+) -> Result<[u8; 6], NetnsError> {
+    if let Some(mac) = neighbour_mac(netns, ifname, addr)? {
+        return Ok(mac);
+    }
+    let ns = netns.map(str::to_string);
+    let deadline = std::time::Instant::now() + timeout;
+    let poke = move || {
+        if let Some(ns) = &ns {
+            enter_netns(ns)?;
+        }
+        let bind: IpAddr = if addr.is_ipv6() {
+            Ipv6Addr::UNSPECIFIED.into()
+        } else {
+            Ipv4Addr::UNSPECIFIED.into()
+        };
+        if let Ok(s) = std::net::UdpSocket::bind((bind, 0)) {
+            let _ = s.send_to(b"arp", (addr, 9));
+        }
+        Ok::<(), NetnsError>(())
+    };
+    loop {
+        let p = poke.clone();
+        std::thread::spawn(p).join().unwrap_or(Ok(()))?;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        if let Some(mac) = neighbour_mac(netns, ifname, addr)? {
+            return Ok(mac);
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(NetnsError::Parse(format!(
+                "{addr} did not resolve on {ifname} (ARP/ND): is the peer up?"
+            )));
+        }
+    }
 }
 
 /// Removes namespaces named by this module whose creating process is gone.
@@ -238,8 +329,8 @@ impl VethPair {
         for side in [&pair.a, &pair.b] {
             side.run_ip(&["link", "set", &side.ifname, "up"])?;
         }
-        pair.a.mac = link_mac(&ns_a, &if_a)?;
-        pair.b.mac = link_mac(&ns_b, &if_b)?;
+        pair.a.mac = interface_mac(Some(&ns_a), &if_a)?;
+        pair.b.mac = interface_mac(Some(&ns_b), &if_b)?;
         Ok(pair)
     }
 }

@@ -10,12 +10,16 @@ mod ring;
 mod socket;
 mod sys;
 mod umem;
+mod waker;
 
 pub mod echo;
 pub mod region;
 
+pub use echo::PollMode;
+pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
     XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy, MAX_PACKET,
 };
 pub use sys::{if_index, set_thread_netns};
 pub use umem::{FrameAccounting, Umem, UmemConfig};
+pub use waker::Waker;

@@ -85,3 +85,29 @@ impl SharedRegion {
         Some(unsafe { &*(self.map.as_ptr().add(off) as *const AtomicU64) })
     }
 }
+
+/// A [`SharedRegion`] registered with an endpoint: the engine thread
+/// accesses it through [`RegionMemory`], the application through the
+/// `SharedRegion` (copies).
+#[derive(Debug, Clone)]
+pub struct RegisteredRegion(pub std::sync::Arc<SharedRegion>);
+
+impl crate::rc::RegionMemory for RegisteredRegion {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: the mapping lives as long as the Arc we hold. Other
+        // threads may only copy into or out of ranges that have no work
+        // request outstanding (the RDMA ownership contract, see the module
+        // docs), so the engine's view of the ranges it touches is stable.
+        unsafe { std::slice::from_raw_parts(self.0.map.as_ptr(), self.0.len()) }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`; the endpoint is the only holder of a
+        // RegisteredRegion for this mapping that creates references.
+        unsafe { std::slice::from_raw_parts_mut(self.0.map.as_ptr(), self.0.len()) }
+    }
+}

@@ -517,24 +517,38 @@ impl XskSocket {
         Some(len)
     }
 
-    /// Publishes queued packets and wakes the kernel if it needs it (in
-    /// copy mode the kernel transmits only when kicked, so it is kicked
-    /// while the TX ring holds unconsumed entries).
+    /// Publishes queued packets and wakes the kernel if it needs it. In
+    /// copy mode the kernel transmits only when kicked, and a kick sends at
+    /// most a small batch (32 frames), so it is kicked until the TX ring is
+    /// drained or the kernel stops making progress (e.g. the completion
+    /// ring is full: call [`complete`](Self::complete)).
     pub fn flush(&mut self) -> io::Result<()> {
         self.tx.prod_submit(self.tx_pending);
         self.tx_pending = 0;
-        let size = self.tx.size();
-        let unconsumed = self.tx.prod_free(size) < size;
-        let kick = if self.zero_copy && self.need_wakeup {
-            self.tx.needs_wakeup()
-        } else {
-            unconsumed
-        };
-        if kick {
+        if self.zero_copy && self.need_wakeup {
+            if self.tx.needs_wakeup() {
+                self.counters.tx_kicks += 1;
+                sys::kick_tx(self.fd.as_fd())?;
+            }
+            return Ok(());
+        }
+        let mut left = self.tx_unconsumed();
+        while left > 0 {
             self.counters.tx_kicks += 1;
             sys::kick_tx(self.fd.as_fd())?;
+            let now = self.tx_unconsumed();
+            if now >= left {
+                break;
+            }
+            left = now;
         }
         Ok(())
+    }
+
+    /// TX descriptors published but not yet taken by the kernel.
+    pub fn tx_unconsumed(&mut self) -> u32 {
+        let size = self.tx.size();
+        size - self.tx.prod_free(size).min(size)
     }
 
     /// Takes transmitted frames back from the completion ring; returns how many.

@@ -1,0 +1,398 @@
+//! The engine thread of one queue: pinned to a core, it polls its AF_XDP
+//! socket and feeds the sans-IO [`Endpoint`] in batches:
+//!
+//! 1. take work posted by applications (lock-free `ArrayQueue`s),
+//! 2. `handle_packet` for every received frame,
+//! 3. `handle_timeout` when `poll_timeout` has passed,
+//! 4. `poll_transmit` into TX frames until the endpoint has nothing due or
+//!    the ring is full,
+//! 5. move work completions to the application's completion queue.
+//!
+//! Time is read here (a monotonic clock, origin = thread start) and passed
+//! to the endpoint; the endpoint never reads a clock. When idle, the loop
+//! either spins ([`PollMode::Busy`]) or spins briefly and then sleeps in
+//! poll(2) on the socket and a [`Waker`] until the endpoint's next deadline
+//! ([`PollMode::Adaptive`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_queue::ArrayQueue;
+use thiserror::Error;
+
+use crate::driver_capture::CaptureSink;
+use crate::endpoint::{Endpoint, EndpointConfig};
+use crate::io::{
+    PollMode, Waker, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, MAX_PACKET,
+};
+use crate::loader::SteerProgram;
+use crate::rc::{Counters, RecvWr, SendWr, VerbsError, WorkCompletion};
+use crate::time::Instant;
+
+/// A control operation run on the engine thread with exclusive access to
+/// the endpoint (QP creation, connection, memory registration, ...).
+pub type Control = Box<dyn FnOnce(&mut Endpoint, u32) + Send>;
+
+/// Work posted by applications.
+pub enum Work {
+    Send { qpn: u32, wr: SendWr },
+    Recv { qpn: u32, wr: RecvWr },
+    Control(Control),
+}
+
+/// A post the endpoint refused (returned to the application).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostError {
+    pub qpn: u32,
+    pub wr_id: u64,
+    pub error: VerbsError,
+}
+
+/// Per-queue statistics, refreshed by the engine thread every few
+/// milliseconds and when it stops.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueueStats {
+    pub transport: Counters,
+    pub socket: XskCounters,
+    pub kernel: XskStatistics,
+    /// Loop iterations and sleeps (to see how busy the thread was).
+    pub loops: u64,
+    pub sleeps: u64,
+    /// Completions waiting because the application's queue was full.
+    pub completion_backlog_events: u64,
+}
+
+/// State shared between the engine thread and applications.
+pub struct Shared {
+    pub(crate) work: ArrayQueue<Work>,
+    pub(crate) completions: ArrayQueue<WorkCompletion>,
+    pub(crate) post_errors: ArrayQueue<PostError>,
+    stop: AtomicBool,
+    sleeping: AtomicBool,
+    waker: Waker,
+    stats: Mutex<QueueStats>,
+}
+
+impl Shared {
+    /// Queues work for the engine thread and wakes it if it sleeps.
+    /// Returns the work back if the queue is full.
+    pub fn post(&self, work: Work) -> Result<(), Work> {
+        self.work.push(work)?;
+        if self.sleeping.load(Ordering::SeqCst) {
+            self.waker.wake();
+        }
+        Ok(())
+    }
+
+    /// Takes one completion.
+    pub fn pop_completion(&self) -> Option<WorkCompletion> {
+        self.completions.pop()
+    }
+
+    /// Takes one refused post.
+    pub fn pop_post_error(&self) -> Option<PostError> {
+        self.post_errors.pop()
+    }
+
+    /// The latest statistics snapshot.
+    pub fn stats(&self) -> QueueStats {
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Configuration of one engine thread.
+#[derive(Clone)]
+pub struct QueueConfig {
+    /// AF_XDP socket (interface, queue, UMEM, rings, zero-copy).
+    pub xsk: XskConfig,
+    /// Network namespace to enter first (`ip netns` name), if any.
+    pub netns: Option<String>,
+    /// Core to pin the thread to.
+    pub core: Option<usize>,
+    pub poll: PollMode,
+    pub endpoint: EndpointConfig,
+    /// Capacity of the work and completion queues.
+    pub queue_depth: usize,
+    /// Frame capture (`--pcap`), off when None.
+    pub capture: Option<CaptureSink>,
+}
+
+/// Why an engine thread could not start.
+#[derive(Debug, Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    Netns(#[from] crate::netns::NetnsError),
+    #[error(transparent)]
+    Xsk(#[from] XskError),
+    #[error(transparent)]
+    Loader(#[from] crate::loader::LoaderError),
+    #[error("creating the engine's wake-up eventfd failed: {0}")]
+    Waker(std::io::Error),
+    #[error("spawning the engine thread failed: {0}")]
+    Spawn(std::io::Error),
+    #[error("the engine thread of queue {0} died during start-up")]
+    StartupPanicked(u32),
+}
+
+/// A running engine thread.
+pub struct Driver {
+    shared: Arc<Shared>,
+    queue: u32,
+    zero_copy: bool,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("queue", &self.queue)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Frames moved per batch.
+const BATCH: usize = 64;
+/// TX frames a single packet may need (a 9216-byte packet in 4 KiB frames).
+const MAX_FRAMES_PER_PACKET: usize = MAX_PACKET.div_ceil(4096);
+/// How often the statistics snapshot is refreshed.
+const STATS_PERIOD: Duration = Duration::from_millis(5);
+/// Longest sleep in adaptive mode when the endpoint has no deadline.
+const MAX_SLEEP: Duration = Duration::from_millis(5);
+
+impl Driver {
+    /// Starts the engine thread: it enters `cfg.netns`, pins itself, opens
+    /// its socket, registers it in the XDP program's XSKMAP and runs.
+    pub fn start(
+        cfg: QueueConfig,
+        program: Arc<Mutex<SteerProgram>>,
+    ) -> Result<Driver, DriverError> {
+        let shared = Arc::new(Shared {
+            work: ArrayQueue::new(cfg.queue_depth.max(16)),
+            completions: ArrayQueue::new(cfg.queue_depth.max(16)),
+            post_errors: ArrayQueue::new(cfg.queue_depth.max(16)),
+            stop: AtomicBool::new(false),
+            sleeping: AtomicBool::new(false),
+            waker: Waker::new().map_err(DriverError::Waker)?,
+            stats: Mutex::new(QueueStats::default()),
+        });
+        let queue = cfg.xsk.queue;
+        let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Result<bool, DriverError>>(1);
+        let sh = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("roce-q{queue}"))
+            .spawn(move || {
+                let sock = match setup(&cfg, &program) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(sock.is_zero_copy()));
+                run(sock, cfg, &sh, &program);
+            })
+            .map_err(DriverError::Spawn)?;
+        match ready_rx.recv() {
+            Ok(Ok(zero_copy)) => Ok(Driver {
+                shared,
+                queue,
+                zero_copy,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(DriverError::StartupPanicked(queue))
+            }
+        }
+    }
+
+    /// The queue this thread serves.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+
+    /// Whether the socket is bound in zero-copy mode.
+    pub fn is_zero_copy(&self) -> bool {
+        self.zero_copy
+    }
+
+    /// The state shared with the application.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Stops the thread and returns its final statistics.
+    pub fn stop(mut self) -> QueueStats {
+        self.stop_inner();
+        self.shared.stats()
+    }
+
+    fn stop_inner(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.waker.wake();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.stop_inner();
+    }
+}
+
+fn setup(cfg: &QueueConfig, program: &Mutex<SteerProgram>) -> Result<XskSocket, DriverError> {
+    if let Some(ns) = &cfg.netns {
+        crate::netns::enter_netns(ns)?;
+    }
+    if let Some(core) = cfg.core {
+        // Best effort: an unknown core id leaves the thread unpinned.
+        let _ = core_affinity::set_for_current(core_affinity::CoreId { id: core });
+    }
+    let sock = XskSocket::open(&cfg.xsk)?;
+    program
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .register_socket(cfg.xsk.queue, &sock)?;
+    Ok(sock)
+}
+
+fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<SteerProgram>) {
+    let origin = std::time::Instant::now();
+    let clock = || Instant::from_nanos(origin.elapsed().as_nanos() as u64);
+    let mut ep = Endpoint::new(cfg.endpoint);
+    let cq = ep.create_cq(cfg.queue_depth.max(16) * 2);
+    let mut tx_buf = vec![0u8; MAX_PACKET].into_boxed_slice();
+    let mut wcs = vec![WorkCompletion::default(); BATCH];
+    let mut stats = QueueStats::default();
+    let mut last_stats = origin;
+    let mut idle_since: Option<std::time::Instant> = None;
+    let capture = cfg.capture.clone();
+
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        stats.loops += 1;
+        let mut progress = false;
+        let now = clock();
+
+        // 1. application work
+        for _ in 0..BATCH {
+            let Some(work) = shared.work.pop() else { break };
+            progress = true;
+            let refused = match work {
+                Work::Send { qpn, wr } => ep.post_send(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
+                Work::Recv { qpn, wr } => ep.post_recv(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
+                Work::Control(f) => {
+                    f(&mut ep, cq);
+                    None
+                }
+            };
+            if let Some((qpn, wr_id, error)) = refused {
+                let _ = shared.post_errors.push(PostError { qpn, wr_id, error });
+            }
+        }
+
+        // 2. receive
+        let n = sock.recv(BATCH, |frame| {
+            if let Some(c) = &capture {
+                c.record(frame);
+            }
+            ep.handle_packet(now, frame);
+        });
+        progress |= n > 0;
+
+        // 3. timers
+        let now = clock();
+        if ep.poll_timeout().is_some_and(|t| t <= now) {
+            ep.handle_timeout(now);
+            progress = true;
+        }
+
+        // 4. transmit
+        sock.complete();
+        let mut sent = 0;
+        while sent < BATCH && sock.tx_room() >= MAX_FRAMES_PER_PACKET {
+            let Some(len) = ep.poll_transmit(now, &mut tx_buf) else {
+                break;
+            };
+            if let Some(c) = &capture {
+                c.record(&tx_buf[..len]);
+            }
+            let queued = sock.send(&tx_buf[..len]);
+            debug_assert!(queued, "room was checked");
+            sent += 1;
+        }
+        if sent > 0 || sock.tx_in_flight() > 0 {
+            let _ = sock.flush();
+        }
+        progress |= sent > 0;
+
+        // 5. completions
+        let room = shared.completions.capacity() - shared.completions.len();
+        if room > 0 {
+            let k = ep.poll_cq(cq, &mut wcs[..room.min(BATCH)]);
+            for wc in &wcs[..k] {
+                let _ = shared.completions.push(*wc);
+            }
+            progress |= k > 0;
+        } else {
+            stats.completion_backlog_events += 1;
+        }
+
+        let wall = std::time::Instant::now();
+        if wall.duration_since(last_stats) >= STATS_PERIOD {
+            publish(shared, &mut stats, &ep, &sock);
+            last_stats = wall;
+        }
+
+        if progress {
+            idle_since = None;
+            continue;
+        }
+        if let PollMode::Adaptive { spin } = cfg.poll {
+            let since = *idle_since.get_or_insert(wall);
+            if wall.duration_since(since) < spin {
+                continue;
+            }
+            // Sleep until the next deadline, a packet, or a post.
+            let now = clock();
+            let sleep = match ep.poll_timeout() {
+                Some(t) => t.saturating_duration_since(now).min(MAX_SLEEP),
+                None => MAX_SLEEP,
+            };
+            if sleep.is_zero() || sock.tx_unconsumed() > 0 {
+                continue;
+            }
+            shared.sleeping.store(true, Ordering::SeqCst);
+            if shared.work.is_empty() && !shared.stop.load(Ordering::SeqCst) {
+                stats.sleeps += 1;
+                let _ = shared.waker.wait_with(&sock, sleep);
+            }
+            shared.sleeping.store(false, Ordering::SeqCst);
+            idle_since = None;
+        }
+    }
+    publish(shared, &mut stats, &ep, &sock);
+    let _ = program
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .unregister_socket(cfg.xsk.queue);
+}
+
+fn publish(shared: &Shared, stats: &mut QueueStats, ep: &Endpoint, sock: &XskSocket) {
+    stats.transport = ep.counters();
+    stats.socket = sock.counters();
+    if let Ok(k) = sock.statistics() {
+        stats.kernel = k;
+    }
+    *shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = *stats;
+}

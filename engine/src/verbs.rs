@@ -1,0 +1,514 @@
+//! Verbs-style application API over the AF_XDP datapath.
+//!
+//! ```text
+//! let dev = Device::open(DeviceConfig::new("eth0"))?;        // XDP + one engine thread per queue
+//! let mr  = dev.register_memory(0, 1 << 20, Access::ALL)?;  // shared memory the app sees
+//! let qp  = dev.create_qp(0, QpCaps::default())?;           // bound to queue 0
+//! let mac = dev.resolve_mac(peer_ip)?;                       // kernel neighbour table (ARP/ND)
+//! qp.connect(RemoteQp { qpn, psn, mac, ip: peer_ip }, ConnectOptions::default())?;
+//! mr.write(0, b"hello");
+//! qp.post_send(SendWr { .. local: mr.sge(0, 5), .. })?;
+//! let n = dev.poll_cq(0, &mut wcs);
+//! ```
+//!
+//! Each queue runs its own [`Endpoint`](crate::endpoint::Endpoint) on its
+//! own thread: memory regions and QPs belong to one queue. Applications
+//! never touch an endpoint: posts and completions cross lock-free queues,
+//! control operations run on the engine thread.
+
+use std::net::IpAddr;
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::driver::{Driver, DriverError, PostError, QueueConfig, QueueStats, Shared, Work};
+use crate::driver_capture::CaptureSink;
+use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use crate::io::{PollMode, RegisteredRegion, SharedRegion, UmemConfig, XskConfig, ZeroCopy};
+use crate::loader::{
+    AttachMode, AttachedMode, Impairment, LoaderError, SteerCounters, SteerProgram,
+};
+use crate::netns::NetnsError;
+use crate::rc::{Access, QpInitAttr, QpState, RecvWr, SendWr, Sge, VerbsError, WorkCompletion};
+
+/// How to open a device.
+#[derive(Clone)]
+pub struct DeviceConfig {
+    pub ifname: String,
+    /// Network namespace of the interface (`ip netns` name); None = ours.
+    pub netns: Option<String>,
+    /// Number of queues (one engine thread and AF_XDP socket each).
+    pub queues: u32,
+    /// Cores to pin the engine threads to (queue i -> cores[i % len]);
+    /// empty = not pinned.
+    pub cores: Vec<usize>,
+    pub attach: AttachMode,
+    /// Remove an XDP program attached by netlink first.
+    pub force: bool,
+    pub zero_copy: ZeroCopy,
+    pub poll: PollMode,
+    /// Local IP (GID); None = the interface's first global address of the
+    /// family `ipv6` selects.
+    pub local_ip: Option<IpAddr>,
+    pub ipv6: bool,
+    pub umem: UmemConfig,
+    /// RX/TX and fill/completion ring sizes.
+    pub ring_size: u32,
+    /// Multi-buffer AF_XDP frames (needed for PMTU 4096).
+    pub multi_buffer: bool,
+    /// Depth of the work and completion queues between app and engine.
+    pub queue_depth: usize,
+    pub capture: Option<CaptureSink>,
+}
+
+impl DeviceConfig {
+    /// Defaults: one queue, unpinned, native XDP with generic fallback,
+    /// zero-copy auto, adaptive polling, IPv4, 4096 x 4 KiB frames.
+    pub fn new(ifname: &str) -> DeviceConfig {
+        DeviceConfig {
+            ifname: ifname.to_string(),
+            netns: None,
+            queues: 1,
+            cores: Vec::new(),
+            attach: AttachMode::Auto,
+            force: false,
+            zero_copy: ZeroCopy::Auto,
+            poll: PollMode::default(),
+            local_ip: None,
+            ipv6: false,
+            umem: UmemConfig::default(),
+            ring_size: 2048,
+            multi_buffer: true,
+            queue_depth: 4096,
+            capture: None,
+        }
+    }
+}
+
+/// Errors of the verbs API.
+#[derive(Debug, Error)]
+pub enum DeviceError {
+    #[error(transparent)]
+    Loader(#[from] LoaderError),
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
+    #[error("{0}")]
+    Verbs(#[from] VerbsError),
+    #[error("queue {0} does not exist (the device has {1})")]
+    NoSuchQueue(u32, u32),
+    #[error("the engine thread of queue {0} did not answer (stopped or stuck)")]
+    EngineGone(u32),
+    #[error("registering memory failed: {0}")]
+    Memory(std::io::Error),
+    #[error("the work queue of queue {0} is full: poll completions first")]
+    WouldBlock(u32),
+}
+
+/// An open device: the XDP program on one interface and one engine thread
+/// per queue.
+pub struct Device {
+    // Drivers stop (and unregister their sockets) before the program detaches.
+    drivers: Vec<Driver>,
+    program: Arc<Mutex<SteerProgram>>,
+    ifname: String,
+    netns: Option<String>,
+    mac: [u8; 6],
+    ip: IpAddr,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("ifname", &self.ifname)
+            .field("ip", &self.ip)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `f` on a thread inside `netns` (or directly when None).
+fn in_netns<R: Send>(netns: Option<&str>, f: impl FnOnce() -> R + Send) -> Result<R, NetnsError> {
+    match netns {
+        None => Ok(f()),
+        Some(ns) => std::thread::scope(|s| {
+            s.spawn(|| {
+                crate::netns::enter_netns(ns)?;
+                Ok(f())
+            })
+            .join()
+            .unwrap_or_else(|_| Err(NetnsError::Parse("setup thread panicked".into())))
+        }),
+    }
+}
+
+impl Device {
+    /// Attaches the XDP program and starts the engine threads.
+    pub fn open(cfg: DeviceConfig) -> Result<Device, DeviceError> {
+        let ns = cfg.netns.as_deref();
+        let mac = crate::netns::interface_mac(ns, &cfg.ifname)?;
+        let ip = match cfg.local_ip {
+            Some(ip) => ip,
+            None => crate::netns::interface_addr(ns, &cfg.ifname, cfg.ipv6)?,
+        };
+        let program = in_netns(ns, || {
+            SteerProgram::attach(&cfg.ifname, cfg.attach, cfg.force)
+        })??;
+        let program = Arc::new(Mutex::new(program));
+        let mut drivers = Vec::new();
+        for q in 0..cfg.queues.max(1) {
+            let mut xsk = XskConfig::new(&cfg.ifname, q);
+            xsk.umem = cfg.umem;
+            xsk.ring_size = cfg.ring_size;
+            xsk.fill_size = cfg.ring_size;
+            xsk.zero_copy = cfg.zero_copy;
+            xsk.multi_buffer = cfg.multi_buffer;
+            let qc = QueueConfig {
+                xsk,
+                netns: cfg.netns.clone(),
+                core: (!cfg.cores.is_empty()).then(|| cfg.cores[q as usize % cfg.cores.len()]),
+                poll: cfg.poll,
+                endpoint: EndpointConfig {
+                    local_mac: mac,
+                    local_ip: ip,
+                    ..EndpointConfig::default()
+                },
+                queue_depth: cfg.queue_depth,
+                capture: cfg.capture.clone(),
+            };
+            drivers.push(Driver::start(qc, program.clone())?);
+        }
+        Ok(Device {
+            drivers,
+            program,
+            ifname: cfg.ifname,
+            netns: cfg.netns,
+            mac,
+            ip,
+        })
+    }
+
+    /// The interface's MAC.
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// The local IP (GID).
+    pub fn ip(&self) -> IpAddr {
+        self.ip
+    }
+
+    /// Number of queues.
+    pub fn queues(&self) -> u32 {
+        self.drivers.len() as u32
+    }
+
+    /// The XDP attach mode in use.
+    pub fn attached_mode(&self) -> AttachedMode {
+        self.program
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .mode()
+    }
+
+    /// Whether queue `q`'s socket is bound in zero-copy mode.
+    pub fn is_zero_copy(&self, q: u32) -> bool {
+        self.drivers
+            .get(q as usize)
+            .is_some_and(Driver::is_zero_copy)
+    }
+
+    fn shared(&self, q: u32) -> Result<&Arc<Shared>, DeviceError> {
+        self.drivers
+            .get(q as usize)
+            .map(Driver::shared)
+            .ok_or(DeviceError::NoSuchQueue(q, self.drivers.len() as u32))
+    }
+
+    /// Registers `len` bytes of fresh shared memory on queue `q` (usable by
+    /// that queue's QPs). Its I/O virtual address is its real address.
+    pub fn register_memory(
+        &self,
+        q: u32,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion, DeviceError> {
+        let region = Arc::new(SharedRegion::new(len).map_err(DeviceError::Memory)?);
+        let iova = region.addr();
+        let handle = RegisteredRegion(region.clone());
+        let keys = call(self.shared(q)?, q, move |ep, _| {
+            ep.reg_mr(Box::new(handle), iova, access)
+        })??;
+        Ok(MemoryRegion {
+            region,
+            lkey: keys.lkey,
+            rkey: keys.rkey,
+            queue: q,
+        })
+    }
+
+    /// Creates an RC QP on queue `q`.
+    pub fn create_qp(&self, q: u32, caps: QpCaps) -> Result<QueuePair, DeviceError> {
+        let shared = self.shared(q)?.clone();
+        let qpn = call(&shared, q, move |ep, cq| {
+            ep.create_qp(QpInitAttr {
+                send_cq: cq,
+                recv_cq: cq,
+                max_send_wr: caps.max_send_wr,
+                max_recv_wr: caps.max_recv_wr,
+                sq_sig_all: false,
+            })
+        })??;
+        Ok(QueuePair {
+            qpn,
+            queue: q,
+            shared,
+        })
+    }
+
+    /// The MAC of `ip` from the kernel's neighbour table (resolving it with
+    /// ARP/ND through the kernel if needed).
+    pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], DeviceError> {
+        Ok(crate::netns::resolve_mac(
+            self.netns.as_deref(),
+            &self.ifname,
+            ip,
+            Duration::from_secs(3),
+        )?)
+    }
+
+    /// Takes up to `out.len()` completions of queue `q`.
+    pub fn poll_cq(&self, q: u32, out: &mut [WorkCompletion]) -> usize {
+        let Ok(sh) = self.shared(q) else { return 0 };
+        let mut n = 0;
+        while n < out.len() {
+            match sh.pop_completion() {
+                Some(wc) => {
+                    out[n] = wc;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        n
+    }
+
+    /// Takes one post the engine refused on queue `q` (bad key, wrong
+    /// state, queue full...).
+    pub fn poll_post_error(&self, q: u32) -> Option<PostError> {
+        self.shared(q).ok()?.pop_post_error()
+    }
+
+    /// The XDP program's counters.
+    pub fn steer_counters(&self) -> Result<SteerCounters, DeviceError> {
+        Ok(self
+            .program
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .counters()?)
+    }
+
+    /// Sets the XDP program's test impairments (RX side of this interface).
+    pub fn set_impairment(&self, imp: Impairment) -> Result<(), DeviceError> {
+        Ok(self
+            .program
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .set_impairment(imp)?)
+    }
+
+    /// Statistics of queue `q` (refreshed every few milliseconds).
+    pub fn stats(&self, q: u32) -> Result<QueueStats, DeviceError> {
+        Ok(self.shared(q)?.stats())
+    }
+
+    /// Statistics summed over queues.
+    pub fn total_stats(&self) -> QueueStats {
+        let mut t = QueueStats::default();
+        for d in &self.drivers {
+            add_stats(&mut t, &d.shared().stats());
+        }
+        t
+    }
+
+    /// Stops the engine threads, detaches the program, and returns the
+    /// final statistics summed over queues.
+    pub fn close(mut self) -> QueueStats {
+        let mut t = QueueStats::default();
+        for d in self.drivers.drain(..) {
+            add_stats(&mut t, &d.stop());
+        }
+        t
+    }
+}
+
+fn add_stats(t: &mut QueueStats, s: &QueueStats) {
+    t.transport.accumulate(&s.transport);
+    let (a, b) = (&mut t.socket, &s.socket);
+    a.rx_packets += b.rx_packets;
+    a.rx_bytes += b.rx_bytes;
+    a.rx_multi_buffer += b.rx_multi_buffer;
+    a.rx_bad_descs += b.rx_bad_descs;
+    a.tx_packets += b.tx_packets;
+    a.tx_bytes += b.tx_bytes;
+    a.tx_full += b.tx_full;
+    a.tx_kicks += b.tx_kicks;
+    a.rx_kicks += b.rx_kicks;
+    let (a, b) = (&mut t.kernel, &s.kernel);
+    a.rx_dropped += b.rx_dropped;
+    a.rx_invalid_descs += b.rx_invalid_descs;
+    a.tx_invalid_descs += b.tx_invalid_descs;
+    a.rx_ring_full += b.rx_ring_full;
+    a.rx_fill_ring_empty_descs += b.rx_fill_ring_empty_descs;
+    a.tx_ring_empty_descs += b.tx_ring_empty_descs;
+    t.loops += s.loops;
+    t.sleeps += s.sleeps;
+    t.completion_backlog_events += s.completion_backlog_events;
+}
+
+/// Runs `f` on queue `q`'s engine thread and waits for its result.
+fn call<R: Send + 'static>(
+    shared: &Shared,
+    q: u32,
+    f: impl FnOnce(&mut Endpoint, u32) -> R + Send + 'static,
+) -> Result<R, DeviceError> {
+    let (tx, rx) = sync_channel(1);
+    let mut work = Work::Control(Box::new(move |ep, cq| {
+        let _ = tx.send(f(ep, cq));
+    }));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match shared.post(work) {
+            Ok(()) => break,
+            Err(w) if std::time::Instant::now() < deadline => {
+                work = w;
+                std::thread::yield_now();
+            }
+            Err(_) => return Err(DeviceError::WouldBlock(q)),
+        }
+    }
+    rx.recv_timeout(Duration::from_secs(5))
+        .map_err(|_| DeviceError::EngineGone(q))
+}
+
+/// Queue depths of a new QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpCaps {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+}
+
+impl Default for QpCaps {
+    fn default() -> Self {
+        QpCaps {
+            max_send_wr: 256,
+            max_recv_wr: 256,
+        }
+    }
+}
+
+/// A registered memory region: shared memory the application reads and
+/// writes by copies, and keys for work requests and peers.
+#[derive(Debug, Clone)]
+pub struct MemoryRegion {
+    region: Arc<SharedRegion>,
+    pub lkey: u32,
+    pub rkey: u32,
+    pub queue: u32,
+}
+
+impl MemoryRegion {
+    /// I/O virtual address of byte 0 (give it to peers with the rkey).
+    pub fn addr(&self) -> u64 {
+        self.region.addr()
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.region.len()
+    }
+
+    /// Whether the region is empty (never).
+    pub fn is_empty(&self) -> bool {
+        self.region.is_empty()
+    }
+
+    /// Copies bytes out of the region; false if out of bounds.
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> bool {
+        self.region.read(offset, out)
+    }
+
+    /// Copies bytes into the region; false if out of bounds.
+    pub fn write(&self, offset: usize, data: &[u8]) -> bool {
+        self.region.write(offset, data)
+    }
+
+    /// A scatter/gather entry for `len` bytes at `offset`.
+    pub fn sge(&self, offset: usize, len: u32) -> Sge {
+        Sge {
+            lkey: self.lkey,
+            addr: self.addr() + offset as u64,
+            length: len,
+        }
+    }
+}
+
+/// An RC queue pair bound to one queue.
+#[derive(Clone)]
+pub struct QueuePair {
+    qpn: u32,
+    queue: u32,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for QueuePair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueuePair")
+            .field("qpn", &self.qpn)
+            .field("queue", &self.queue)
+            .finish()
+    }
+}
+
+impl QueuePair {
+    /// QP number (give it to the peer).
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The queue (engine thread) this QP is bound to.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+
+    /// RESET -> INIT -> RTR -> RTS with the peer's parameters.
+    pub fn connect(&self, remote: RemoteQp, opts: ConnectOptions) -> Result<(), DeviceError> {
+        let qpn = self.qpn;
+        Ok(call(&self.shared, self.queue, move |ep, _| {
+            ep.connect(qpn, &remote, &opts)
+        })??)
+    }
+
+    /// The QP's state.
+    pub fn state(&self) -> Result<Option<QpState>, DeviceError> {
+        let qpn = self.qpn;
+        call(&self.shared, self.queue, move |ep, _| ep.qp_state(qpn))
+    }
+
+    /// Posts a send work request (SEND, WRITE, READ, atomics). Refusals by
+    /// the engine arrive through [`Device::poll_post_error`].
+    pub fn post_send(&self, wr: SendWr) -> Result<(), DeviceError> {
+        self.shared
+            .post(Work::Send { qpn: self.qpn, wr })
+            .map_err(|_| DeviceError::WouldBlock(self.queue))
+    }
+
+    /// Posts a receive work request.
+    pub fn post_recv(&self, wr: RecvWr) -> Result<(), DeviceError> {
+        self.shared
+            .post(Work::Recv { qpn: self.qpn, wr })
+            .map_err(|_| DeviceError::WouldBlock(self.queue))
+    }
+}

@@ -1,0 +1,291 @@
+//! Two engines over a veth pair in namespaces this test creates: WRITE,
+//! SEND, READ and atomics, native and generic XDP, IPv4 and IPv6, PMTU
+//! 1024 and 4096, with and without injected loss; every byte verified.
+//! Needs root; skipped (with a message) otherwise.
+
+use engine::loader::AttachMode;
+use engine::rc::Mtu;
+use engine::verbs_loopback::{run_loopback, LoopbackOp, LoopbackOptions};
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn run(op: LoopbackOp, mode: AttachMode, ipv6: bool, mtu: Mtu, loss: f64) {
+    if !is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let messages = if loss > 0.0 { 150 } else { 300 };
+    let opts = LoopbackOptions {
+        op,
+        messages,
+        size: 3 * mtu.bytes() + 100,
+        mtu,
+        qps: 2,
+        loss,
+        mode,
+        ipv6,
+        // 4.2 ms: short enough for loss recovery, long enough for a loaded 2-core CI box.
+        ack_timeout: 10,
+        ..Default::default()
+    };
+    let r = run_loopback(&opts).expect("loopback runs");
+    eprintln!(
+        "{op:?} {mode:?} ipv6={ipv6} mtu={} loss={loss}: {} msgs, {} bytes, {} errors, {} retransmitted, {:.2} Gb/s, steer a {:?} b {:?}",
+        mtu.bytes(),
+        r.messages_completed,
+        r.bytes_verified,
+        r.data_errors,
+        r.retransmitted_packets,
+        r.gbps,
+        r.steer_requester,
+        r.steer_responder
+    );
+    assert!(r.success(messages), "{r:#?}");
+    let size = if op == LoopbackOp::Atomic {
+        8
+    } else {
+        opts.size as u64
+    };
+    assert_eq!(r.bytes_verified, messages * size);
+    assert_eq!(
+        r.attached_mode,
+        if mode == AttachMode::Generic {
+            "generic"
+        } else {
+            "native"
+        }
+    );
+    if loss > 0.0 {
+        assert!(r.steer_requester.dropped_impairment + r.steer_responder.dropped_impairment > 0);
+        assert!(r.retransmitted_packets > 0);
+    }
+}
+
+#[test]
+fn write_native_ipv4_pmtu4096() {
+    run(
+        LoopbackOp::Write,
+        AttachMode::Native,
+        false,
+        Mtu::Mtu4096,
+        0.0,
+    );
+}
+
+#[test]
+fn write_generic_ipv6_pmtu1024() {
+    run(
+        LoopbackOp::Write,
+        AttachMode::Generic,
+        true,
+        Mtu::Mtu1024,
+        0.0,
+    );
+}
+
+#[test]
+fn write_native_ipv6_pmtu1024_loss() {
+    run(
+        LoopbackOp::Write,
+        AttachMode::Native,
+        true,
+        Mtu::Mtu1024,
+        0.02,
+    );
+}
+
+#[test]
+fn write_generic_ipv4_pmtu4096_loss() {
+    run(
+        LoopbackOp::Write,
+        AttachMode::Generic,
+        false,
+        Mtu::Mtu4096,
+        0.02,
+    );
+}
+
+#[test]
+fn send_native_ipv4_pmtu4096() {
+    run(
+        LoopbackOp::Send,
+        AttachMode::Native,
+        false,
+        Mtu::Mtu4096,
+        0.0,
+    );
+}
+
+#[test]
+fn send_generic_ipv6_pmtu1024() {
+    run(
+        LoopbackOp::Send,
+        AttachMode::Generic,
+        true,
+        Mtu::Mtu1024,
+        0.0,
+    );
+}
+
+#[test]
+fn send_native_ipv6_pmtu1024_loss() {
+    run(
+        LoopbackOp::Send,
+        AttachMode::Native,
+        true,
+        Mtu::Mtu1024,
+        0.02,
+    );
+}
+
+#[test]
+fn send_generic_ipv4_pmtu4096_loss() {
+    run(
+        LoopbackOp::Send,
+        AttachMode::Generic,
+        false,
+        Mtu::Mtu4096,
+        0.02,
+    );
+}
+
+#[test]
+fn read_native_ipv4_pmtu4096() {
+    run(
+        LoopbackOp::Read,
+        AttachMode::Native,
+        false,
+        Mtu::Mtu4096,
+        0.0,
+    );
+}
+
+#[test]
+fn read_generic_ipv6_pmtu1024() {
+    run(
+        LoopbackOp::Read,
+        AttachMode::Generic,
+        true,
+        Mtu::Mtu1024,
+        0.0,
+    );
+}
+
+#[test]
+fn read_native_ipv6_pmtu1024_loss() {
+    run(
+        LoopbackOp::Read,
+        AttachMode::Native,
+        true,
+        Mtu::Mtu1024,
+        0.02,
+    );
+}
+
+#[test]
+fn read_generic_ipv4_pmtu4096_loss() {
+    run(
+        LoopbackOp::Read,
+        AttachMode::Generic,
+        false,
+        Mtu::Mtu4096,
+        0.02,
+    );
+}
+
+#[test]
+fn atomic_native_ipv4_pmtu4096() {
+    run(
+        LoopbackOp::Atomic,
+        AttachMode::Native,
+        false,
+        Mtu::Mtu4096,
+        0.0,
+    );
+}
+
+#[test]
+fn atomic_generic_ipv6_pmtu1024() {
+    run(
+        LoopbackOp::Atomic,
+        AttachMode::Generic,
+        true,
+        Mtu::Mtu1024,
+        0.0,
+    );
+}
+
+#[test]
+fn atomic_native_ipv6_pmtu1024_loss() {
+    run(
+        LoopbackOp::Atomic,
+        AttachMode::Native,
+        true,
+        Mtu::Mtu1024,
+        0.02,
+    );
+}
+
+#[test]
+fn atomic_generic_ipv4_pmtu4096_loss() {
+    run(
+        LoopbackOp::Atomic,
+        AttachMode::Generic,
+        false,
+        Mtu::Mtu4096,
+        0.02,
+    );
+}
+
+/// Four QPs over two queues (two engine threads per side).
+#[test]
+fn write_two_queues_four_qps() {
+    if !is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let opts = LoopbackOptions {
+        op: LoopbackOp::Write,
+        messages: 400,
+        size: 8192,
+        qps: 4,
+        queues: 2,
+        mode: AttachMode::Native,
+        ..Default::default()
+    };
+    let r = run_loopback(&opts).unwrap();
+    assert!(r.success(400), "{r:#?}");
+    assert_eq!(r.bytes_verified, 400 * 8192);
+}
+
+/// Ping and a TCP exchange cross the same veth while a transfer runs.
+#[test]
+fn kernel_traffic_flows_during_transfer() {
+    if !is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let opts = LoopbackOptions {
+        op: LoopbackOp::Write,
+        messages: 20_000,
+        size: 4096,
+        check_kernel_traffic: true,
+        ..Default::default()
+    };
+    let r = run_loopback(&opts).unwrap();
+    assert_eq!(
+        r.kernel_traffic_ok,
+        Some(true),
+        "ping/TCP failed during the transfer"
+    );
+    assert!(r.success(20_000), "{r:#?}");
+    // The kernel traffic was passed, not redirected.
+    assert!(r.steer_responder.passed > 0 && r.steer_requester.passed > 0);
+}
