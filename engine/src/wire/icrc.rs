@@ -9,8 +9,8 @@
 //! limit; the UDP checksum; BTH byte 4 (FECN, BECN, resv6). The result is
 //! carried least-significant byte first after the pad.
 
-use super::contract::ParseError;
 use super::crc32::{crc32_update, LRH_CRC};
+use super::ParseError;
 
 /// Length of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
@@ -74,16 +74,14 @@ fn mask_udp_bth(udp_bth: &mut [u8]) {
     udp_bth[8 + 4] = 0xFF; // BTH FECN | BECN | resv6
 }
 
-/// Compute the ICRC a whole Ethernet frame should carry, locating the IP
-/// header and the ICRC from the frame's own headers (the frame must parse up
-/// to its lengths; its carried ICRC is ignored). Used by `decode` to report
-/// the expected value, and by anyone who rewrites a header in place.
+/// Compute the ICRC a whole Ethernet frame should carry (alias of
+/// [`super::frame_icrc`]): locates the IP header and the ICRC from the
+/// frame's own headers; the carried ICRC is ignored.
 pub fn compute_frame(frame: &[u8]) -> Result<u32, ParseError> {
-    let layout = super::frame::Layout::of(frame)?;
-    Ok(layout.compute_icrc(frame))
+    super::frame::frame_icrc(frame)
 }
 
-/// Read the ICRC carried at the end of `packet` (little-endian).
+/// Read an ICRC trailer as carried on the wire (little-endian).
 #[inline]
 pub fn read(trailer: &[u8; ICRC_LEN]) -> u32 {
     u32::from_le_bytes(*trailer)

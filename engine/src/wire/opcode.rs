@@ -4,7 +4,35 @@
 //! as mirrored by Linux `include/rdma/ib_pack.h`; see
 //! `roce-v2-notes.md`, "RC opcodes".
 
-pub use super::contract::Opcode;
+/// BTH opcodes of the RC transport (0x00-0x17) plus the RoCE v2 CNP (0x81).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Opcode {
+    SendFirst = 0x00,
+    SendMiddle = 0x01,
+    SendLast = 0x02,
+    SendLastImm = 0x03,
+    SendOnly = 0x04,
+    SendOnlyImm = 0x05,
+    WriteFirst = 0x06,
+    WriteMiddle = 0x07,
+    WriteLast = 0x08,
+    WriteLastImm = 0x09,
+    WriteOnly = 0x0A,
+    WriteOnlyImm = 0x0B,
+    ReadRequest = 0x0C,
+    ReadRespFirst = 0x0D,
+    ReadRespMiddle = 0x0E,
+    ReadRespLast = 0x0F,
+    ReadRespOnly = 0x10,
+    Acknowledge = 0x11,
+    AtomicAcknowledge = 0x12,
+    CompareSwap = 0x13,
+    FetchAdd = 0x14,
+    SendLastInv = 0x16,
+    SendOnlyInv = 0x17,
+    Cnp = 0x81,
+}
 
 impl Opcode {
     /// Every supported opcode, in numeric order (RC 0x00-0x17 without the
