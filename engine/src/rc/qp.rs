@@ -97,6 +97,16 @@ impl Qp {
         &self.attr
     }
 
+    /// Send requests posted and not yet completed.
+    pub fn outstanding_send_wrs(&self) -> usize {
+        self.req.outstanding_wrs()
+    }
+
+    /// Receive requests posted and not yet consumed.
+    pub fn posted_recv_wrs(&self) -> usize {
+        self.resp.rq.len()
+    }
+
     /// Counters of this QP.
     pub fn counters(&self) -> &Counters {
         &self.counters

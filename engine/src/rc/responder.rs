@@ -489,15 +489,15 @@ impl Responder {
     /// RNR NAK for the current ePSN (nothing executed, ePSN unchanged).
     fn rnr_nak(&mut self, attr: &QpAttr, counters: &mut Counters) {
         counters.send_rnr_err += 1;
-        if !self.nak_sent {
-            self.out.push_back(Answer::Ack {
-                psn: self.e_psn,
-                syndrome: syndrome::RNR_NAK | (attr.min_rnr_timer & 0x1F),
-                msn: self.msn,
-            });
-            // Later packets of the same burst are out of sequence: stay quiet.
-            self.nak_sent = true;
-        }
+        // The packet is in order (a retry after an earlier RNR NAK too), so
+        // it always gets its RNR NAK; the rest of its burst arrives out of
+        // sequence and stays silent (nak_sent).
+        self.out.push_back(Answer::Ack {
+            psn: self.e_psn,
+            syndrome: syndrome::RNR_NAK | (attr.min_rnr_timer & 0x1F),
+            msn: self.msn,
+        });
+        self.nak_sent = true;
     }
 
     fn save_atomic(&mut self, psn: Psn, orig: u64) {

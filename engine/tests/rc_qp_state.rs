@@ -1,0 +1,273 @@
+//! QP state machine, attribute checks, posting rules and flush.
+
+mod rc_support;
+use rc_support::*;
+
+use engine::endpoint::{Endpoint, EndpointConfig};
+use engine::rc::{
+    Access, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendOp, SendWr, Sge, VerbsError,
+    WcStatus,
+};
+
+#[test]
+fn transitions_follow_the_verbs_state_machine() {
+    let mut ep = Endpoint::new(EndpointConfig::default());
+    let cq = ep.create_cq(16);
+    let q = ep
+        .create_qp(QpInitAttr {
+            send_cq: cq,
+            recv_cq: cq,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(ep.qp_state(q), Some(QpState::Reset));
+    let to = |s| QpAttr {
+        state: s,
+        ..QpAttr::default()
+    };
+    assert_eq!(
+        ep.modify_qp(q, &to(QpState::Rts), QpAttrMask::STATE),
+        Err(VerbsError::InvalidTransition)
+    );
+    ep.modify_qp(q, &to(QpState::Init), QpAttrMask::STATE)
+        .unwrap();
+    // INIT -> RTR needs the remote QPN, PSN and address.
+    assert_eq!(
+        ep.modify_qp(q, &to(QpState::Rtr), QpAttrMask::STATE),
+        Err(VerbsError::MissingAttribute)
+    );
+    let m = QpAttrMask::STATE | QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN | QpAttrMask::AV;
+    let bad = QpAttr {
+        state: QpState::Rtr,
+        dest_qpn: 1 << 24,
+        ..QpAttr::default()
+    };
+    assert!(matches!(
+        ep.modify_qp(q, &bad, m),
+        Err(VerbsError::InvalidArgument(_))
+    ));
+    let v6 = QpAttr {
+        state: QpState::Rtr,
+        remote: engine::rc::RemoteAddress {
+            mac: MAC_B,
+            ip: "fe80::1".parse().unwrap(),
+        },
+        ..QpAttr::default()
+    };
+    assert!(
+        matches!(ep.modify_qp(q, &v6, m), Err(VerbsError::InvalidArgument(_))),
+        "address family must match"
+    );
+    let rtr = QpAttr {
+        state: QpState::Rtr,
+        remote: engine::rc::RemoteAddress {
+            mac: MAC_B,
+            ip: "10.0.0.2".parse().unwrap(),
+        },
+        ..QpAttr::default()
+    };
+    ep.modify_qp(q, &rtr, m).unwrap();
+    assert_eq!(ep.qp_state(q), Some(QpState::Rtr));
+    let sge = Sge {
+        lkey: 0,
+        addr: 0,
+        length: 0,
+    };
+    assert_eq!(
+        ep.post_send(q, SendWr::new(1, SendOp::Send, sge)),
+        Err(VerbsError::InvalidState),
+        "no sends before RTS"
+    );
+    assert_eq!(
+        ep.modify_qp(
+            q,
+            &QpAttr {
+                state: QpState::Rts,
+                retry_cnt: 9,
+                ..QpAttr::default()
+            },
+            QpAttrMask::STATE | QpAttrMask::SQ_PSN | QpAttrMask::RETRY_CNT
+        ),
+        Err(VerbsError::InvalidArgument("retry_cnt must be 0..=7"))
+    );
+    ep.modify_qp(
+        q,
+        &QpAttr {
+            state: QpState::Rts,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE | QpAttrMask::SQ_PSN,
+    )
+    .unwrap();
+    assert_eq!(
+        ep.modify_qp(q, &to(QpState::Rtr), QpAttrMask::STATE),
+        Err(VerbsError::InvalidTransition)
+    );
+    ep.modify_qp(q, &to(QpState::Error), QpAttrMask::STATE)
+        .unwrap();
+    assert_eq!(
+        ep.modify_qp(q, &to(QpState::Rts), QpAttrMask::STATE),
+        Err(VerbsError::InvalidTransition)
+    );
+    ep.modify_qp(q, &to(QpState::Reset), QpAttrMask::STATE)
+        .unwrap();
+    assert_eq!(ep.qp_state(q), Some(QpState::Reset));
+}
+
+#[test]
+fn moving_to_error_flushes_posted_work() {
+    let mut p = Pair::default_pair();
+    for i in 0..3 {
+        p.b.post_recv(
+            p.qb,
+            RecvWr {
+                wr_id: i,
+                sge: Sge {
+                    lkey: p.mr_b.lkey,
+                    addr: IOVA_B,
+                    length: 64,
+                },
+            },
+        )
+        .unwrap();
+    }
+    p.b.modify_qp(
+        p.qb,
+        &QpAttr {
+            state: QpState::Error,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE,
+    )
+    .unwrap();
+    let wc = p.wcs_b();
+    assert_eq!(wc.len(), 3);
+    assert!(wc.iter().all(|w| w.status == WcStatus::Flushed));
+    assert_eq!(wc.iter().map(|w| w.wr_id).collect::<Vec<_>>(), [0, 1, 2]);
+}
+
+#[test]
+fn posts_check_local_keys_and_queue_depth() {
+    let mut p = Pair::default_pair();
+    let ro =
+        p.a.reg_mr(Box::new(vec![0u8; 64]), 0x7000, Access::NONE)
+            .unwrap();
+    let mut rd = SendWr::new(
+        1,
+        SendOp::Read,
+        Sge {
+            lkey: ro.lkey,
+            addr: 0x7000,
+            length: 8,
+        },
+    );
+    rd.rkey = p.mr_b.rkey;
+    rd.remote_addr = IOVA_B;
+    assert_eq!(
+        p.a.post_send(p.qa, rd),
+        Err(VerbsError::LocalProtection),
+        "READ target needs LOCAL_WRITE"
+    );
+    let wr = SendWr::new(
+        1,
+        SendOp::Send,
+        Sge {
+            lkey: p.mr_a.lkey,
+            addr: IOVA_A + MR_LEN as u64 - 4,
+            length: 8,
+        },
+    );
+    assert_eq!(p.a.post_send(p.qa, wr), Err(VerbsError::LocalProtection));
+    let mut at = SendWr::new(
+        1,
+        SendOp::FetchAdd,
+        Sge {
+            lkey: p.mr_a.lkey,
+            addr: IOVA_A,
+            length: 8,
+        },
+    );
+    at.remote_addr = IOVA_B + 4;
+    assert!(matches!(
+        p.a.post_send(p.qa, at),
+        Err(VerbsError::InvalidArgument(_))
+    ));
+    for i in 0..64 {
+        p.a.post_send(
+            p.qa,
+            SendWr::new(
+                i,
+                SendOp::Send,
+                Sge {
+                    lkey: p.mr_a.lkey,
+                    addr: IOVA_A,
+                    length: 1,
+                },
+            ),
+        )
+        .unwrap();
+    }
+    let wr = SendWr::new(
+        99,
+        SendOp::Send,
+        Sge {
+            lkey: p.mr_a.lkey,
+            addr: IOVA_A,
+            length: 1,
+        },
+    );
+    assert_eq!(p.a.post_send(p.qa, wr), Err(VerbsError::QueueFull));
+    assert_eq!(p.a.post_send(0x999, wr), Err(VerbsError::UnknownQp));
+}
+
+#[test]
+fn deregistered_region_is_unreachable_by_its_old_key() {
+    let mut p = Pair::default_pair();
+    let k =
+        p.b.reg_mr(Box::new(vec![0u8; 64]), 0x9000, Access::ALL)
+            .unwrap();
+    let mem = p.b.dereg_mr(k.lkey).unwrap();
+    assert_eq!(mem.len(), 64);
+    p.a.mr_write(p.mr_a.lkey, IOVA_A, &[1; 8]).unwrap();
+    let mut wr = SendWr::new(
+        1,
+        SendOp::Write,
+        Sge {
+            lkey: p.mr_a.lkey,
+            addr: IOVA_A,
+            length: 8,
+        },
+    );
+    wr.rkey = k.rkey;
+    wr.remote_addr = 0x9000;
+    p.a.post_send(p.qa, wr).unwrap();
+    p.settle();
+    assert_eq!(p.wcs_a()[0].status, WcStatus::RemoteAccessError);
+}
+
+#[test]
+fn counters_iterate_with_rxe_names() {
+    let p = Pair::default_pair();
+    let c = p.a.counters();
+    let names: Vec<&str> = c.iter().map(|(n, _)| n).collect();
+    for want in [
+        "sent_pkts",
+        "rcvd_pkts",
+        "duplicate_request",
+        "out_of_seq_request",
+        "rcvd_seq_err",
+        "rcvd_rnr_err",
+        "send_rnr_err",
+        "retry_exceeded_err",
+        "retry_rnr_exceeded_err",
+        "completer_retry_err",
+        "retransmitted_packets",
+        "naks_sent",
+        "timeouts",
+        "dropped_bad_icrc",
+        "dropped_unknown_qp",
+        "dropped_malformed",
+    ] {
+        assert!(names.contains(&want), "{want}");
+    }
+}
