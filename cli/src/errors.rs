@@ -6,8 +6,10 @@
 
 use std::io;
 
+use engine::driver::DriverError;
 use engine::io::XskError;
 use engine::loader::LoaderError;
+use engine::verbs::DeviceError;
 
 use crate::privileges::Capability;
 
@@ -92,32 +94,72 @@ pub fn classify_connect(e: io::Error, addr: &str, tool: &str) -> anyhow::Error {
     }
 }
 
+fn loader_message(l: &LoaderError) -> Option<String> {
+    match l {
+        LoaderError::NeedsPrivileges(_)
+        | LoaderError::NoSuchInterface(_)
+        | LoaderError::ModeUnsupported { .. }
+        | LoaderError::QueueOutOfRange(_) => Some(l.to_string()),
+        LoaderError::AlreadyAttached(iface) => Some(
+            UserError::XdpAlreadyAttached {
+                iface: iface.clone(),
+                prog: "held by another process".into(),
+            }
+            .to_string(),
+        ),
+        _ => None,
+    }
+}
+
+fn xsk_message(x: &XskError) -> Option<String> {
+    match x {
+        XskError::Umem(_)
+        | XskError::Socket(_)
+        | XskError::NoSuchInterface(_)
+        | XskError::Bind { .. } => Some(x.to_string()),
+        XskError::ZeroCopyUnsupported { ifname, source } => Some(
+            UserError::ZeroCopyUnsupported {
+                iface: ifname.clone(),
+                detail: source.to_string(),
+            }
+            .to_string(),
+        ),
+        _ => None,
+    }
+}
+
+fn driver_message(d: &DriverError) -> Option<String> {
+    match d {
+        DriverError::Xsk(x) => xsk_message(x),
+        DriverError::Loader(l) => loader_message(l),
+        _ => None,
+    }
+}
+
 /// If the error (or one of its causes) is something the user can fix,
 /// the message to print.
 pub fn user_message(err: &anyhow::Error) -> Option<String> {
     for cause in err.chain() {
+        // Transparent wrappers hide their inner error from `source()`:
+        // look inside them explicitly.
+        if let Some(d) = cause.downcast_ref::<DeviceError>() {
+            return match d {
+                DeviceError::Loader(l) => loader_message(l),
+                DeviceError::Driver(dr) => driver_message(dr),
+                _ => None,
+            };
+        }
+        if let Some(d) = cause.downcast_ref::<DriverError>() {
+            return driver_message(d);
+        }
         if let Some(u) = cause.downcast_ref::<UserError>() {
             return Some(u.to_string());
         }
         if let Some(l) = cause.downcast_ref::<LoaderError>() {
-            return match l {
-                LoaderError::NeedsPrivileges(_)
-                | LoaderError::NoSuchInterface(_)
-                | LoaderError::AlreadyAttached(_)
-                | LoaderError::ModeUnsupported { .. }
-                | LoaderError::QueueOutOfRange(_) => Some(l.to_string()),
-                _ => None,
-            };
+            return loader_message(l);
         }
         if let Some(x) = cause.downcast_ref::<XskError>() {
-            return match x {
-                XskError::Umem(_)
-                | XskError::Socket(_)
-                | XskError::NoSuchInterface(_)
-                | XskError::ZeroCopyUnsupported { .. }
-                | XskError::Bind { .. } => Some(x.to_string()),
-                _ => None,
-            };
+            return xsk_message(x);
         }
         if let Some(c) = cause.downcast_ref::<clap::Error>() {
             return Some(c.to_string());

@@ -85,6 +85,34 @@ pub fn link_info(iface: &str) -> anyhow::Result<LinkInfo> {
         .ok_or_else(|| UserError::NoSuchInterface(iface.into()).into())
 }
 
+/// The kernel's route to `addr`: `(interface, preferred source address)`.
+pub fn route_to(addr: std::net::IpAddr) -> anyhow::Result<(String, Option<std::net::IpAddr>)> {
+    #[derive(Deserialize)]
+    struct Route {
+        dev: String,
+        #[serde(default)]
+        prefsrc: Option<std::net::IpAddr>,
+    }
+    let out = std::process::Command::new("ip")
+        .args(["-j", "route", "get", &addr.to_string()])
+        .output()
+        .context("running `ip` (install iproute2)")?;
+    if !out.status.success() {
+        return Err(UserError::PeerUnreachable {
+            addr: addr.to_string(),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }
+        .into());
+    }
+    let mut v: Vec<Route> =
+        serde_json::from_slice(&out.stdout).context("parsing `ip -j route get`")?;
+    let r = v.pop().ok_or_else(|| UserError::PeerUnreachable {
+        addr: addr.to_string(),
+        detail: "no route".into(),
+    })?;
+    Ok((r.dev, r.prefsrc))
+}
+
 /// RoCE v2 bytes on top of the payload inside the IP MTU: IP header,
 /// UDP (8), BTH (12), the largest data-packet extension (RETH 16 +
 /// ImmDt 4) and ICRC (4). See roce-v2-notes "Frame layout".

@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 /// Summary of one bandwidth run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct BandwidthStats {
     pub bw_peak_gbps: f64,
     pub bw_avg_gbps: f64,

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 /// Summary of latency samples, in microseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct LatencyStats {
     pub t_min_us: f64,
     pub t_max_us: f64,

@@ -2,8 +2,12 @@
 //! options, message sizes, statistics, output and the progress bar.
 
 pub mod bandwidth;
+pub mod conn;
+pub mod datapath;
+pub mod kind;
 pub mod latency;
 pub mod options;
 pub mod progress;
 pub mod report;
+pub mod session;
 pub mod sizes;

@@ -38,7 +38,7 @@ pub struct TestInfo {
 }
 
 /// One line of a bandwidth table.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct BwRow {
     pub bytes: u64,
     pub iterations: u64,
@@ -47,7 +47,7 @@ pub struct BwRow {
 }
 
 /// One line of a latency table.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, serde::Deserialize)]
 pub struct LatRow {
     pub bytes: u64,
     pub iterations: u64,

@@ -7,6 +7,7 @@
 
 pub mod gid;
 pub mod pingpong;
+pub mod perftest;
 pub mod pingpong_loop;
 
 pub use gid::Gid;

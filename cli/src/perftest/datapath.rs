@@ -1,0 +1,153 @@
+//! Opening the datapath for a tool or `serve`: preflight checks, the verbs
+//! [`Device`], the stats channel and, with `--pcap`, the capture writer.
+//! Closing it stops the engines, detaches XDP and finishes the pcap file.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use engine::driver::QueueStats;
+use engine::driver_capture::{capture_channel, PcapWriter};
+use engine::io::{PollMode, ZeroCopy};
+use engine::loader::AttachMode;
+use engine::stats::{Snapshot, StatsServer};
+use engine::verbs::{Device, DeviceConfig};
+
+use super::options::{ModeArg, ZeroCopyArg};
+use crate::preflight;
+
+/// What to open.
+#[derive(Debug, Clone)]
+pub struct DatapathOpts {
+    pub iface: String,
+    /// Queues 0..queues.
+    pub queues: u32,
+    pub cores: Vec<usize>,
+    pub mode: ModeArg,
+    pub zero_copy: ZeroCopyArg,
+    pub force: bool,
+    pub pmtu: u32,
+    pub ipv6: bool,
+    pub local_ip: Option<IpAddr>,
+    pub pcap: Option<PathBuf>,
+    /// Busy polling instead of adaptive (spin, then sleep).
+    pub busy_poll: bool,
+}
+
+/// An open datapath.
+pub struct Datapath {
+    pub dev: Arc<Device>,
+    pub iface: String,
+    pub cores: Vec<usize>,
+    pub started: Instant,
+    stats: Option<StatsServer>,
+    capture: Option<JoinHandle<std::io::Result<u64>>>,
+}
+
+/// Frames buffered between the engines and the pcap writer.
+const CAPTURE_QUEUE: usize = 65536;
+
+impl Datapath {
+    /// Checks, opens, and starts the stats channel (and capture).
+    pub fn open(o: &DatapathOpts, what: &str) -> anyhow::Result<Datapath> {
+        let queues: Vec<u32> = (0..o.queues.max(1)).collect();
+        preflight::check(&preflight::Plan {
+            what: what.to_string(),
+            iface: &o.iface,
+            queues: &queues,
+            pmtu: o.pmtu,
+            ipv6: o.ipv6,
+            force: o.force,
+        })?;
+        let mut cfg = DeviceConfig::new(&o.iface);
+        cfg.queues = o.queues.max(1);
+        cfg.cores = o.cores.clone();
+        cfg.attach = match o.mode {
+            ModeArg::Auto => AttachMode::Auto,
+            ModeArg::Native => AttachMode::Native,
+            ModeArg::Generic => AttachMode::Generic,
+        };
+        cfg.force = o.force;
+        cfg.zero_copy = match o.zero_copy {
+            ZeroCopyArg::Auto => ZeroCopy::Auto,
+            ZeroCopyArg::On => ZeroCopy::On,
+            ZeroCopyArg::Off => ZeroCopy::Off,
+        };
+        if o.busy_poll {
+            cfg.poll = PollMode::Busy;
+        }
+        cfg.ipv6 = o.ipv6;
+        cfg.local_ip = o.local_ip;
+        // PMTU 4096 frames exceed one 4 KiB UMEM frame: multi-buffer.
+        cfg.multi_buffer = true;
+        let mut capture = None;
+        if let Some(path) = &o.pcap {
+            let (sink, rx) = capture_channel(CAPTURE_QUEUE);
+            let mut w = PcapWriter::create(path)
+                .with_context(|| format!("creating the capture file {}", path.display()))?;
+            cfg.capture = Some(sink);
+            capture = Some(std::thread::spawn(move || {
+                let mut n = 0u64;
+                // Ends when every sink (engine thread) is gone.
+                while let Ok(f) = rx.recv() {
+                    w.write(&f)?;
+                    n += 1;
+                }
+                w.finish()?;
+                Ok(n)
+            }));
+        }
+        let dev = Arc::new(Device::open(cfg)?);
+        tracing::info!(iface = %o.iface, mode = %dev.attached_mode(), queues = dev.queues(), "datapath open");
+        let started = Instant::now();
+        let stats = {
+            let dev = dev.clone();
+            let (iface, cores) = (o.iface.clone(), o.cores.clone());
+            match StatsServer::start(&o.iface, move || {
+                crate::snapshot::of_device(&dev, &iface, &cores, started)
+            }) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!("stats channel unavailable: {e}");
+                    None
+                }
+            }
+        };
+        Ok(Datapath {
+            dev,
+            iface: o.iface.clone(),
+            cores: o.cores.clone(),
+            started,
+            stats,
+            capture,
+        })
+    }
+
+    /// A snapshot of the counters now.
+    pub fn snapshot(&self) -> Snapshot {
+        crate::snapshot::of_device(&self.dev, &self.iface, &self.cores, self.started)
+    }
+
+    /// Stops the stats channel and the engines, detaches XDP and finishes
+    /// the capture. Returns the last per-queue snapshot (taken just before
+    /// the engines stopped), the final totals and the frames captured.
+    pub fn close(mut self) -> anyhow::Result<(Snapshot, QueueStats, Option<u64>)> {
+        self.stats.take();
+        let snap = self.snapshot();
+        let dev = Arc::try_unwrap(self.dev)
+            .map_err(|_| anyhow::anyhow!("the device is still in use by a session thread"))?;
+        let totals = dev.close();
+        let frames = match self.capture.take() {
+            Some(h) => Some(
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("the capture writer panicked"))?
+                    .context("writing the capture file")?,
+            ),
+            None => None,
+        };
+        Ok((snap, totals, frames))
+    }
+}

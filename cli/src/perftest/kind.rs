@@ -1,0 +1,57 @@
+//! The six perftest-style tests.
+
+/// Which test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    WriteBw,
+    ReadBw,
+    SendBw,
+    WriteLat,
+    ReadLat,
+    SendLat,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::WriteBw,
+        Kind::ReadBw,
+        Kind::SendBw,
+        Kind::WriteLat,
+        Kind::ReadLat,
+        Kind::SendLat,
+    ];
+
+    /// The command name, e.g. `write-bw`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::WriteBw => "write-bw",
+            Kind::ReadBw => "read-bw",
+            Kind::SendBw => "send-bw",
+            Kind::WriteLat => "write-lat",
+            Kind::ReadLat => "read-lat",
+            Kind::SendLat => "send-lat",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// perftest's name of the verb.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Kind::WriteBw | Kind::WriteLat => "RDMA_Write",
+            Kind::ReadBw | Kind::ReadLat => "RDMA_Read",
+            Kind::SendBw | Kind::SendLat => "Send",
+        }
+    }
+
+    pub fn is_latency(self) -> bool {
+        matches!(self, Kind::WriteLat | Kind::ReadLat | Kind::SendLat)
+    }
+
+    /// The server must post receives.
+    pub fn uses_send(self) -> bool {
+        matches!(self, Kind::SendBw | Kind::SendLat)
+    }
+}
