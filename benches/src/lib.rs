@@ -1,5 +1,16 @@
 //! roce-xdp benchmarks: criterion microbenchmarks live in `benches/benches/`;
-//! this library holds the pieces of the end-to-end harness.
+//! this library holds the end-to-end harness behind `roce-xdp bench`
+//! ([`harness::run`]) and its pieces.
 #![deny(unsafe_code)]
 
+pub mod engine_path;
+pub mod floor;
+pub mod frontend;
+pub mod harness;
+pub mod output;
+pub mod protocol_path;
+pub mod report;
+pub mod stats;
+pub mod svg;
+pub mod sysinfo;
 pub mod udp_baseline;

@@ -164,6 +164,30 @@ pub fn pingpong_server(
     Ok(echoed)
 }
 
+/// Sets the socket's send and receive buffers to `bytes` each, above
+/// `net.core.{r,w}mem_max` (SO_*BUFFORCE; needs CAP_NET_ADMIN), so the
+/// baseline is not limited by a small default buffer.
+pub fn set_buffer_sizes(socket: &UdpSocket, bytes: usize) -> io::Result<()> {
+    let v = bytes.min(i32::MAX as usize) as libc::c_int;
+    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
+        // SAFETY: setsockopt reads one c_int from a live local.
+        #[allow(unsafe_code)]
+        let r = unsafe {
+            libc::setsockopt(
+                socket.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// One `sendmmsg` of `batch` copies of `payload` on a connected socket.
 /// Returns how many datagrams the kernel took.
 fn send_batch(socket: &UdpSocket, payload: &[u8], batch: usize) -> io::Result<usize> {

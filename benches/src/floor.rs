@@ -1,0 +1,200 @@
+//! The I/O floor: bare AF_XDP over the same veth pair, same rings and batch
+//! sizes as the engine, with no protocol work. A one-way stream (the sender
+//! keeps the TX ring full, the receiver counts) gives the packet rate and
+//! goodput the engine is compared with; a ping-pong against the datapath's
+//! echo loop (`engine::io::echo`) gives the round-trip floor.
+//!
+//! Frames are Ethernet/IPv4/UDP to port 4791, so the XDP program steers
+//! them to the socket, and as long as the engine's RoCE packet carrying the
+//! same payload (see [`frame_len_for`]); their content is not RoCE.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use engine::io::XskSocket;
+use engine::netns::Side;
+
+/// Packets queued per `flush`/taken per `recv` (the echo loop's batch).
+pub const BATCH: usize = 64;
+
+/// Ethernet + IPv4 + UDP + BTH + ICRC bytes around a RoCE payload.
+pub const ROCE_OVERHEAD: usize = 14 + 20 + 8 + 12 + 4;
+/// RETH, carried by the first (or only) packet of an RDMA WRITE.
+pub const RETH_LEN: usize = 16;
+
+/// Length of the frame that carries `payload` bytes of a WRITE message the
+/// way the engine sends it: a WRITE-only packet (with RETH) if the message
+/// fits one PMTU, otherwise full-PMTU middle packets (no RETH).
+pub fn frame_len_for(message: usize, pmtu: usize) -> (usize, usize) {
+    if message <= pmtu {
+        (message + ROCE_OVERHEAD + RETH_LEN, message)
+    } else {
+        (pmtu + ROCE_OVERHEAD, pmtu)
+    }
+}
+
+/// An Ethernet/IPv4/UDP frame of `len` bytes from `src` to `dst`, UDP
+/// destination port `dport`, with a valid IPv4 header checksum.
+pub fn udp_frame(src: &Side, dst: &Side, dport: u16, len: usize) -> Vec<u8> {
+    assert!(len >= 42, "a UDP/IPv4 frame has at least 42 bytes");
+    let mut f = vec![0u8; len];
+    f[0..6].copy_from_slice(&dst.mac);
+    f[6..12].copy_from_slice(&src.mac);
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip_len = (len - 14) as u16;
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[20] = 0x40; // don't fragment
+    f[22] = 64;
+    f[23] = 17;
+    f[26..30].copy_from_slice(&src.ipv4.octets());
+    f[30..34].copy_from_slice(&dst.ipv4.octets());
+    let mut sum: u32 = (14..34)
+        .step_by(2)
+        .map(|i| u16::from_be_bytes([f[i], f[i + 1]]) as u32)
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f[34..36].copy_from_slice(&49152u16.to_be_bytes());
+    f[36..38].copy_from_slice(&dport.to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    for (i, b) in f[42..].iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    f
+}
+
+/// What one side of a floor stream counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FloorStats {
+    pub packets: u64,
+    pub bytes: u64,
+    /// From the first to the last packet (receiver) or the whole send loop.
+    pub elapsed: Duration,
+}
+
+/// Sends `frame` as fast as the rings take it for `duration`, `BATCH`
+/// packets per flush. Returns what was queued.
+pub fn stream_send(sock: &mut XskSocket, frame: &[u8], duration: Duration) -> FloorStats {
+    let start = Instant::now();
+    let mut stats = FloorStats::default();
+    while start.elapsed() < duration {
+        sock.complete();
+        let mut queued = 0;
+        while queued < BATCH && sock.send(frame) {
+            queued += 1;
+        }
+        stats.packets += queued as u64;
+        stats.bytes += (queued * frame.len()) as u64;
+        let _ = sock.flush();
+    }
+    // Let the kernel drain what is queued.
+    let drain = Instant::now();
+    while sock.tx_in_flight() > 0 && drain.elapsed() < Duration::from_millis(200) {
+        let _ = sock.flush();
+        sock.complete();
+    }
+    stats.elapsed = start.elapsed();
+    stats
+}
+
+/// Receives until `stop` is set and nothing arrived for `idle`; counts
+/// packets and bytes from the first packet to the last.
+pub fn stream_receive(sock: &mut XskSocket, stop: &AtomicBool, idle: Duration) -> FloorStats {
+    let mut stats = FloorStats::default();
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    loop {
+        let mut bytes = 0u64;
+        let n = sock.recv(BATCH, |p| bytes += p.len() as u64);
+        if n > 0 {
+            let now = Instant::now();
+            first.get_or_insert(now);
+            last = now;
+            stats.packets += n as u64;
+            stats.bytes += bytes;
+        } else if stop.load(Ordering::Relaxed) && last.elapsed() >= idle {
+            break;
+        } else if last.elapsed() > Duration::from_micros(200) {
+            let _ = sock.wait(Duration::from_millis(5));
+        }
+    }
+    stats.elapsed = first.map(|f| last - f).unwrap_or_default();
+    stats
+}
+
+/// Sends `frame` `iterations` times to an echoing peer, one at a time,
+/// and returns each round-trip time. A packet not echoed within `timeout`
+/// ends the run with an error.
+pub fn pingpong(
+    sock: &mut XskSocket,
+    frame: &[u8],
+    iterations: usize,
+    timeout: Duration,
+) -> Result<Vec<Duration>, String> {
+    let mut rtts = Vec::with_capacity(iterations);
+    for i in 0..iterations {
+        sock.complete();
+        let start = Instant::now();
+        while !sock.send(frame) {
+            sock.complete();
+            if start.elapsed() > timeout {
+                return Err(format!("no TX room for ping {i}"));
+            }
+        }
+        let _ = sock.flush();
+        loop {
+            if sock.recv(1, |_| {}) > 0 {
+                break;
+            }
+            if start.elapsed() > timeout {
+                return Err(format!("ping {i} not echoed within {timeout:?}"));
+            }
+        }
+        rtts.push(start.elapsed());
+    }
+    Ok(rtts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn side(last: u8) -> Side {
+        Side {
+            netns: "x".into(),
+            ifname: "y".into(),
+            mac: [2, 0, 0, 0, 0, last],
+            ipv4: Ipv4Addr::new(10, 47, 0, last),
+            ipv6: "fd00:47::1".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn frame_has_valid_ipv4_checksum_and_lengths() {
+        let f = udp_frame(&side(1), &side(2), 4791, 138);
+        assert_eq!(f.len(), 138);
+        assert_eq!(&f[0..6], &[2, 0, 0, 0, 0, 2]);
+        let mut sum: u32 = (14..34)
+            .step_by(2)
+            .map(|i| u16::from_be_bytes([f[i], f[i + 1]]) as u32)
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        assert_eq!(sum, 0xffff, "checksum over the header folds to all ones");
+        assert_eq!(u16::from_be_bytes([f[16], f[17]]), 124);
+        assert_eq!(u16::from_be_bytes([f[36], f[37]]), 4791);
+        assert_eq!(u16::from_be_bytes([f[38], f[39]]), 104);
+    }
+
+    #[test]
+    fn frame_lengths_follow_the_engine_packets() {
+        assert_eq!(frame_len_for(64, 4096), (64 + 58 + 16, 64));
+        assert_eq!(frame_len_for(4096, 4096), (4096 + 58 + 16, 4096));
+        assert_eq!(frame_len_for(65536, 4096), (4096 + 58, 4096));
+    }
+}

@@ -1,0 +1,101 @@
+//! What `roce-xdp bench` (and the `roce-xdp-bench` binary) do with the
+//! command line: run the harness, print the table (or JSON), write
+//! `--out DIR`.
+
+use std::path::PathBuf;
+
+use crate::harness::{self, HarnessError, Options};
+use crate::output;
+use crate::report::Report;
+
+/// Command-line choices of the harness.
+#[derive(Debug, Clone, Default)]
+pub struct BenchArgs {
+    /// CI smoke run (under two minutes).
+    pub quick: bool,
+    /// Print the report as JSON on stdout instead of the table.
+    pub json: bool,
+    /// Also write results.md, results.json and goodput.svg here.
+    pub out: Option<PathBuf>,
+}
+
+/// Usage of the standalone binary.
+pub const USAGE: &str = "usage: roce-xdp-bench [--quick] [--json] [--out DIR]\n\
+Runs the end-to-end benchmark (kernel UDP, AF_XDP floor, engine) on a veth\n\
+pair in fresh network namespaces; needs root.";
+
+impl BenchArgs {
+    /// Parses `--quick`, `--json`, `--out DIR` (for the standalone binary).
+    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<BenchArgs, String> {
+        let mut a = BenchArgs::default();
+        let mut it = args.into_iter();
+        while let Some(arg) = it.next() {
+            match arg.as_str() {
+                "--quick" => a.quick = true,
+                "--json" => a.json = true,
+                "--out" => {
+                    a.out = Some(
+                        it.next()
+                            .ok_or("--out needs a directory: --out DIR")?
+                            .into(),
+                    )
+                }
+                s if s.starts_with("--out=") => a.out = Some(s["--out=".len()..].into()),
+                "-h" | "--help" => return Err(USAGE.into()),
+                other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            }
+        }
+        Ok(a)
+    }
+}
+
+/// Why `bench` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+    #[error("writing the results to {dir}: {source}")]
+    Out { dir: String, source: std::io::Error },
+}
+
+/// Runs the harness and prints/writes the report. Progress goes to stderr.
+pub fn run(args: &BenchArgs) -> Result<Report, BenchError> {
+    let report = harness::run(&Options {
+        quick: args.quick,
+        progress: true,
+    })?;
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_text());
+    }
+    if let Some(dir) = &args.out {
+        let files = output::write_dir(&report, dir).map_err(|source| BenchError::Out {
+            dir: dir.display().to_string(),
+            source,
+        })?;
+        for f in files {
+            eprintln!("bench: wrote {}", f.display());
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(v: &[&str]) -> Result<BenchArgs, String> {
+        BenchArgs::parse(v.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn parses_flags() {
+        let a = parse(&["--quick", "--json", "--out", "d"]).unwrap();
+        assert!(a.quick && a.json);
+        assert_eq!(a.out, Some(PathBuf::from("d")));
+        assert_eq!(parse(&["--out=x"]).unwrap().out, Some(PathBuf::from("x")));
+        assert!(parse(&["--out"]).is_err());
+        assert!(parse(&["--fast"]).unwrap_err().contains("unknown argument"));
+    }
+}

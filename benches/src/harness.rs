@@ -1,0 +1,545 @@
+//! The end-to-end harness behind `roce-xdp bench`: creates a fresh pair of
+//! network namespaces joined by a veth pair, and measures on it, in one
+//! process, the kernel UDP path, the bare AF_XDP floor and the engine;
+//! then derives the ratios, the multi-queue scaling and the projection.
+//!
+//! Each side of a measurement runs on its own thread that first enters its
+//! namespace (`setns`), so sockets, interface lookups and XDP attachments
+//! happen there. The namespaces (and with them the veth pair and any XDP
+//! program) are removed when the pair is dropped, also on error or panic.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use engine::io::echo::PollMode;
+use engine::io::{XskConfig, XskSocket};
+use engine::loader::{AttachMode, SteerProgram};
+use engine::netns::{PairConfig, Side, VethPair};
+use thiserror::Error;
+
+use crate::floor;
+use crate::protocol_path;
+use crate::report::{
+    GoodputRow, Latency, MessageRate, Projection, ProjectionRow, Report, Setup, SCHEMA_VERSION,
+};
+use crate::stats::{per_second, Percentiles};
+use crate::sysinfo::Machine;
+use crate::udp_baseline;
+
+/// Link MTU of the veth pair: room for a 4096-byte RoCE payload with
+/// IPv4, UDP, BTH, RETH and ICRC.
+pub const LINK_MTU: u32 = 4200;
+/// RoCE path MTU (payload bytes per packet).
+pub const ROCE_PMTU: u32 = 4096;
+/// Largest UDP payload that fits the link MTU without IP fragmentation.
+pub const UDP_CHUNK: u32 = LINK_MTU - 20 - 8;
+/// Message size of the message-rate and latency figures.
+pub const SMALL: u64 = 64;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// CI smoke run: fewer sizes, shorter points (under two minutes).
+    pub quick: bool,
+    /// Print progress lines to stderr.
+    pub progress: bool,
+}
+
+impl Options {
+    /// Message sizes of the goodput sweep.
+    pub fn sizes(&self) -> Vec<u64> {
+        if self.quick {
+            vec![64, 4096, 65536, 1 << 20]
+        } else {
+            vec![64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20]
+        }
+    }
+
+    /// Length of one throughput point.
+    pub fn point(&self) -> Duration {
+        if self.quick {
+            Duration::from_millis(300)
+        } else {
+            Duration::from_secs(2)
+        }
+    }
+
+    /// Round trips per latency figure.
+    pub fn pingpongs(&self) -> usize {
+        if self.quick {
+            2_000
+        } else {
+            50_000
+        }
+    }
+}
+
+/// Why the harness could not run.
+#[derive(Debug, Error)]
+pub enum HarnessError {
+    #[error(
+        "the benchmark harness needs root (network namespaces, XDP, AF_XDP): run it with sudo"
+    )]
+    NotRoot,
+    #[error(transparent)]
+    Netns(#[from] engine::netns::NetnsError),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("AF_XDP floor: {0}")]
+    Floor(String),
+    #[error("engine: {0}")]
+    Engine(String),
+    #[error("a measurement thread panicked: {0}")]
+    Panicked(String),
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
+    let what = what.into();
+    move |source| HarnessError::Io { what, source }
+}
+
+/// Whether the process runs with uid 0.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Runs `f` on a new thread inside `side`'s network namespace.
+pub fn spawn_in<T, F>(side: &Side, f: F) -> JoinHandle<Result<T, HarnessError>>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T, HarnessError> + Send + 'static,
+{
+    let side = side.clone();
+    std::thread::spawn(move || {
+        side.enter()?;
+        f()
+    })
+}
+
+/// Joins a measurement thread, turning a panic into an error.
+pub fn join<T>(h: JoinHandle<Result<T, HarnessError>>) -> Result<T, HarnessError> {
+    h.join().map_err(|p| {
+        HarnessError::Panicked(
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default(),
+        )
+    })?
+}
+
+fn progress(opts: &Options, msg: &str) {
+    if opts.progress {
+        eprintln!("bench: {msg}");
+    }
+}
+
+/// Process CPU time (user + system) so far.
+pub fn process_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    #[allow(unsafe_code)]
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if r != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Runs everything and returns the report.
+pub fn run(opts: &Options) -> Result<Report, HarnessError> {
+    if !is_root() {
+        return Err(HarnessError::NotRoot);
+    }
+    let machine = Machine::detect();
+    progress(opts, "creating namespaces and veth pair");
+    let pair = VethPair::create(&PairConfig {
+        mtu: LINK_MTU,
+        queues: 2,
+    })?;
+    let sizes = opts.sizes();
+    let mut notes = vec![
+        format!(
+            "kernel UDP: messages larger than {UDP_CHUNK} B are sent as {UDP_CHUNK}-byte datagrams (the largest that fits the {LINK_MTU}-byte link MTU unfragmented); its goodput counts UDP payload received"
+        ),
+        format!(
+            "AF_XDP floor: one-way stream of Ethernet/IPv4/UDP frames as long as the engine's WRITE packets (payload + {} B headers, RETH included for single-packet messages), no protocol work; goodput counts the payload those frames would carry",
+            floor::ROCE_OVERHEAD
+        ),
+        "engine goodput counts message bytes completed at the requester (WRITE/SEND) or read back (READ)".into(),
+    ];
+    let mut missing = Vec::new();
+
+    // 1. Kernel UDP.
+    let mut kernel = Vec::new();
+    for &size in &sizes {
+        let datagram = size.min(UDP_CHUNK as u64) as usize;
+        let s = match kernel.iter().find(|(d, _)| *d == datagram) {
+            Some((_, s)) => *s,
+            None => {
+                let s = kernel_stream(&pair, datagram, opts.point())?;
+                progress(
+                    opts,
+                    &format!(
+                        "kernel UDP {datagram} B datagrams: {:.2} Gb/s, {:.3} Mpps",
+                        s.gbps(),
+                        s.mpps()
+                    ),
+                );
+                kernel.push((datagram, s));
+                s
+            }
+        };
+        let _ = s;
+    }
+    let kernel_gbps = |size: u64| {
+        let d = size.min(UDP_CHUNK as u64) as usize;
+        kernel.iter().find(|(k, _)| *k == d).map(|(_, s)| s.gbps())
+    };
+    let kernel_mpps = kernel
+        .iter()
+        .find(|(d, _)| *d as u64 == SMALL)
+        .map(|(_, s)| s.mpps());
+    let kernel_lat = kernel_pingpong(&pair, SMALL as usize, opts.pingpongs())?;
+    progress(opts, &format!("kernel UDP ping-pong: {kernel_lat:?}"));
+
+    // 2. AF_XDP floor.
+    let mut floor_pts: Vec<(usize, FloorPoint)> = Vec::new();
+    let mut xdp_mode = String::from("unknown");
+    let mut zero_copy = false;
+    for &size in &sizes {
+        let (frame_len, payload) = floor::frame_len_for(size as usize, ROCE_PMTU as usize);
+        if floor_pts.iter().any(|(f, _)| *f == frame_len) {
+            continue;
+        }
+        let p = floor_stream(&pair, frame_len, payload, opts.point())?;
+        progress(
+            opts,
+            &format!(
+                "AF_XDP floor {frame_len} B frames: {:.2} Gb/s payload, {:.3} Mpps",
+                p.gbps, p.mpps
+            ),
+        );
+        xdp_mode = p.mode.clone();
+        zero_copy = p.zero_copy;
+        floor_pts.push((frame_len, p));
+    }
+    let floor_at = |size: u64| {
+        let (f, _) = floor::frame_len_for(size as usize, ROCE_PMTU as usize);
+        floor_pts
+            .iter()
+            .find(|(k, _)| *k == f)
+            .map(|(_, p)| p.clone())
+    };
+    let floor_lat = floor_pingpong(&pair, SMALL as usize, opts.pingpongs())?;
+    progress(opts, &format!("AF_XDP floor ping-pong: {floor_lat:?}"));
+
+    // 3. The engine.
+    let engine = crate::engine_path::measure(&pair, &sizes, opts, &mut notes, &mut missing);
+
+    let goodput = sizes
+        .iter()
+        .map(|&s| GoodputRow {
+            message_bytes: s,
+            kernel_udp_gbps: kernel_gbps(s),
+            floor_gbps: floor_at(s).map(|p| p.gbps),
+            write_gbps: engine.write_gbps(s),
+            send_gbps: engine.send_gbps(s),
+            read_gbps: engine.read_gbps(s),
+        })
+        .collect();
+    let machine_mhz = machine.cpu_mhz;
+    let mut missing_late = Vec::new();
+    let mut report = Report {
+        schema: SCHEMA_VERSION,
+        machine,
+        setup: Setup {
+            quick: opts.quick,
+            link_mtu: LINK_MTU,
+            roce_pmtu: ROCE_PMTU,
+            udp_chunk: UDP_CHUNK,
+            xdp_mode,
+            xsk_zero_copy: zero_copy,
+            batch: floor::BATCH as u32,
+            seconds_per_point: opts.point().as_secs_f64(),
+            pingpong_iterations: opts.pingpongs() as u32,
+        },
+        goodput,
+        message_rate: MessageRate {
+            message_bytes: SMALL,
+            kernel_udp_mpps: kernel_mpps,
+            floor_mpps: floor_at(SMALL).map(|p| p.mpps),
+            write_mpps: engine.write_mpps(SMALL),
+            send_mpps: engine.send_mpps(SMALL),
+            read_mpps: engine.read_mpps(SMALL),
+        },
+        latency: Latency {
+            message_bytes: SMALL,
+            kernel_udp: kernel_lat,
+            floor: floor_lat,
+            engine_send: engine.send_latency,
+        },
+        ratios: vec![],
+        scaling: engine.scaling,
+        projection: Some(projection(
+            opts,
+            &machine_mhz,
+            floor_at(1 << 20).and_then(|p| p.cpu_ns_per_packet),
+            engine.write_cpu_ns_per_full_packet(),
+            &mut missing_late,
+        )),
+        notes,
+        missing,
+    };
+    report.missing.append(&mut missing_late);
+    report.ratios = report.target_ratios();
+    drop(pair);
+    Ok(report)
+}
+
+/// Wire bytes of one RoCE packet with 4096 B of payload: RoCE headers
+/// and ICRC, plus Ethernet FCS (4), preamble (8) and inter-frame gap (12).
+pub const WIRE_BYTES_4096: u32 = 4096 + floor::ROCE_OVERHEAD as u32 + 4 + 8 + 12;
+
+/// Builds the projection from measured cycles per packet.
+fn projection(
+    opts: &Options,
+    mhz: &f64,
+    floor_cpu_ns: Option<f64>,
+    engine_cpu_ns: Option<f64>,
+    missing: &mut Vec<String>,
+) -> Projection {
+    let mhz = *mhz;
+    let cycles = |ns: f64| ns * mhz / 1e3;
+    let row =
+        |basis: &str, ns: f64| ProjectionRow::project(basis, cycles(ns), mhz, WIRE_BYTES_4096);
+    let mut rows = Vec::new();
+    progress(opts, "timing the protocol path in memory");
+    match protocol_path::measure(opts.point()) {
+        Ok(t) => {
+            rows.push(row(
+                "engine requester, in memory (WRITE segmentation + ACK handling, no I/O)",
+                t.requester_ns_per_packet,
+            ));
+            rows.push(row(
+                "engine responder, in memory (parse + ICRC + checks + placement + ACK, no I/O)",
+                t.responder_ns_per_packet,
+            ));
+        }
+        Err(e) => missing.push(format!("in-memory protocol path timing failed: {e}")),
+    }
+    if let Some(ns) = floor_cpu_ns {
+        rows.push(row(
+            "AF_XDP floor on this veth (copy mode; CPU time of both ends incl. veth, per packet)",
+            ns,
+        ));
+    }
+    if let Some(ns) = engine_cpu_ns {
+        rows.push(row(
+            "engine WRITE on this veth (copy mode; CPU time of both ends incl. veth, per packet)",
+            ns,
+        ));
+    }
+    Projection {
+        cpu_mhz: mhz,
+        wire_bytes_per_packet: WIRE_BYTES_4096,
+        rows,
+    }
+}
+
+/// One kernel UDP stream of `datagram`-byte datagrams from a to b.
+fn kernel_stream(
+    pair: &VethPair,
+    datagram: usize,
+    duration: Duration,
+) -> Result<udp_baseline::StreamStats, HarnessError> {
+    let dst = SocketAddr::new(pair.b.ipv4.into(), 7001);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_rx = stop.clone();
+    let receiver = spawn_in(&pair.b, move || {
+        let sock = UdpSocket::bind(dst).map_err(io_err("binding the UDP receiver"))?;
+        udp_baseline::set_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_RCVBUFFORCE"))?;
+        let _ = ready_tx.send(());
+        udp_baseline::stream_receive(&sock, datagram, &stop_rx, Duration::from_millis(100))
+            .map_err(io_err("receiving the UDP stream"))
+    });
+    let _ = ready_rx.recv_timeout(Duration::from_secs(5));
+    let sender = spawn_in(&pair.a, move || {
+        let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP sender"))?;
+        udp_baseline::set_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_SNDBUFFORCE"))?;
+        udp_baseline::stream_send(&sock, dst, datagram, udp_baseline::MAX_BATCH, duration)
+            .map_err(io_err("sending the UDP stream"))
+    });
+    let sent = join(sender);
+    stop.store(true, Ordering::Relaxed);
+    let got = join(receiver)?;
+    sent?;
+    Ok(got)
+}
+
+/// UDP ping-pong: a echoes from b.
+fn kernel_pingpong(
+    pair: &VethPair,
+    payload: usize,
+    iterations: usize,
+) -> Result<Option<Percentiles>, HarnessError> {
+    let addr = SocketAddr::new(pair.b.ipv4.into(), 7002);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_srv = stop.clone();
+    let server = spawn_in(&pair.b, move || {
+        let sock = UdpSocket::bind(addr).map_err(io_err("binding the UDP echo server"))?;
+        let _ = ready_tx.send(());
+        udp_baseline::pingpong_server(&sock, payload, &stop_srv).map_err(io_err("UDP echo server"))
+    });
+    let _ = ready_rx.recv_timeout(Duration::from_secs(5));
+    let client = spawn_in(&pair.a, move || {
+        let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP client"))?;
+        let warm = iterations / 10;
+        let mut rtts = udp_baseline::pingpong_client(
+            &sock,
+            addr,
+            payload,
+            iterations + warm,
+            Duration::from_secs(2),
+        )
+        .map_err(io_err("UDP ping-pong"))?;
+        Ok(Percentiles::of(&mut rtts[warm..]))
+    });
+    let r = join(client);
+    stop.store(true, Ordering::Relaxed);
+    join(server)?;
+    r
+}
+
+/// What one floor stream measured.
+#[derive(Debug, Clone)]
+pub struct FloorPoint {
+    /// Payload goodput the received frames stand for, Gb/s.
+    pub gbps: f64,
+    /// Frames received per second, millions.
+    pub mpps: f64,
+    pub mode: String,
+    pub zero_copy: bool,
+    /// Process CPU time (both ends, plus the veth work done in their
+    /// system calls) per received frame, ns.
+    pub cpu_ns_per_packet: Option<f64>,
+}
+
+/// Opens an AF_XDP socket on queue `queue` of `side`'s veth end with the
+/// steering program attached and the socket registered. Must run on a
+/// thread inside `side`'s namespace.
+pub fn open_xsk(side: &Side, queue: u32) -> Result<(SteerProgram, XskSocket), HarnessError> {
+    let mut prog = SteerProgram::attach(&side.ifname, AttachMode::Auto, false)
+        .map_err(|e| HarnessError::Floor(e.to_string()))?;
+    let sock = XskSocket::open(&XskConfig::new(&side.ifname, queue))
+        .map_err(|e| HarnessError::Floor(e.to_string()))?;
+    prog.register_socket(queue, &sock)
+        .map_err(|e| HarnessError::Floor(e.to_string()))?;
+    Ok((prog, sock))
+}
+
+/// One-way AF_XDP stream of `frame_len`-byte frames from a to b.
+fn floor_stream(
+    pair: &VethPair,
+    frame_len: usize,
+    payload: usize,
+    duration: Duration,
+) -> Result<FloorPoint, HarnessError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_rx = stop.clone();
+    let b = pair.b.clone();
+    let receiver = spawn_in(&pair.b, move || {
+        let (prog, mut sock) = open_xsk(&b, 0)?;
+        let _ = ready_tx.send(());
+        let stats = floor::stream_receive(&mut sock, &stop_rx, Duration::from_millis(100));
+        Ok((stats, prog.mode().to_string(), sock.is_zero_copy()))
+    });
+    if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+        return Err(join(receiver)
+            .err()
+            .unwrap_or(HarnessError::Floor("the receiver did not start".into())));
+    }
+    let frame = floor::udp_frame(&pair.a, &pair.b, 4791, frame_len);
+    let a = pair.a.clone();
+    let cpu0 = process_cpu_time();
+    let sender = spawn_in(&pair.a, move || {
+        let (_prog, mut sock) = open_xsk(&a, 0)?;
+        Ok(floor::stream_send(&mut sock, &frame, duration))
+    });
+    let sent = join(sender);
+    stop.store(true, Ordering::Relaxed);
+    let (got, mode, zero_copy) = join(receiver)?;
+    let cpu = process_cpu_time().saturating_sub(cpu0);
+    sent?;
+    if got.packets == 0 {
+        return Err(HarnessError::Floor(format!(
+            "no {frame_len}-byte frame arrived: is XDP steering UDP 4791 on {}?",
+            pair.b.ifname
+        )));
+    }
+    Ok(FloorPoint {
+        gbps: per_second((got.packets * payload as u64 * 8) as f64, got.elapsed) / 1e9,
+        mpps: per_second(got.packets as f64, got.elapsed) / 1e6,
+        mode,
+        zero_copy,
+        cpu_ns_per_packet: (got.packets > 0).then(|| cpu.as_nanos() as f64 / got.packets as f64),
+    })
+}
+
+/// AF_XDP ping-pong: a sends one frame at a time, b's echo loop returns it.
+fn floor_pingpong(
+    pair: &VethPair,
+    payload: usize,
+    iterations: usize,
+) -> Result<Option<Percentiles>, HarnessError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_echo = stop.clone();
+    let b = pair.b.clone();
+    let echo = spawn_in(&pair.b, move || {
+        let (_prog, mut sock) = open_xsk(&b, 0)?;
+        let _ = ready_tx.send(());
+        Ok(engine::io::echo::echo(
+            &mut sock,
+            &stop_echo,
+            PollMode::Busy,
+        ))
+    });
+    if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+        return Err(join(echo)
+            .err()
+            .unwrap_or(HarnessError::Floor("the echo loop did not start".into())));
+    }
+    let (frame_len, _) = floor::frame_len_for(payload, ROCE_PMTU as usize);
+    let frame = floor::udp_frame(&pair.a, &pair.b, 4791, frame_len);
+    let a = pair.a.clone();
+    let client = spawn_in(&pair.a, move || {
+        let (_prog, mut sock) = open_xsk(&a, 0)?;
+        let warm = iterations / 10;
+        let mut rtts =
+            floor::pingpong(&mut sock, &frame, iterations + warm, Duration::from_secs(2))
+                .map_err(HarnessError::Floor)?;
+        Ok(Percentiles::of(&mut rtts[warm..]))
+    });
+    let r = join(client);
+    stop.store(true, Ordering::Relaxed);
+    join(echo)?;
+    r
+}

@@ -1,0 +1,693 @@
+//! The harness's result: every figure, the ratios against the targets of
+//! issue 7, and renderings as a plain-text table, Markdown and JSON.
+//! A figure that could not be measured is `None`, and `missing` says why;
+//! nothing here is ever filled in by hand.
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::Percentiles;
+use crate::sysinfo::Machine;
+
+/// Version of the JSON layout; bump on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Everything one harness run measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: u32,
+    pub machine: Machine,
+    pub setup: Setup,
+    /// Goodput by message size, one row per size.
+    pub goodput: Vec<GoodputRow>,
+    /// Message rate at the smallest message size.
+    pub message_rate: MessageRate,
+    /// 64 B round trips.
+    pub latency: Latency,
+    /// The ratios the targets are stated in.
+    pub ratios: Vec<Ratio>,
+    pub scaling: Option<Scaling>,
+    pub projection: Option<Projection>,
+    /// How the figures were obtained (chunking, modes, ...).
+    pub notes: Vec<String>,
+    /// What was not measured, and why.
+    pub missing: Vec<String>,
+}
+
+/// How the run was set up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Setup {
+    pub quick: bool,
+    /// MTU of both veth ends.
+    pub link_mtu: u32,
+    /// RoCE path MTU the engine used (payload bytes per packet).
+    pub roce_pmtu: u32,
+    /// Largest UDP datagram the kernel baseline sends; bigger messages are
+    /// sent as several datagrams of this size.
+    pub udp_chunk: u32,
+    /// XDP attach mode on the veth ends (`native`/`generic`).
+    pub xdp_mode: String,
+    /// Whether the AF_XDP sockets were bound zero-copy (veth: never).
+    pub xsk_zero_copy: bool,
+    /// Packets per ring batch.
+    pub batch: u32,
+    /// Length of one throughput measurement, seconds.
+    pub seconds_per_point: f64,
+    /// Round trips per latency measurement.
+    pub pingpong_iterations: u32,
+}
+
+/// Goodput (payload bits per second, received) at one message size.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct GoodputRow {
+    pub message_bytes: u64,
+    pub kernel_udp_gbps: Option<f64>,
+    pub floor_gbps: Option<f64>,
+    pub write_gbps: Option<f64>,
+    pub send_gbps: Option<f64>,
+    pub read_gbps: Option<f64>,
+}
+
+/// Messages per second (millions) at `message_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MessageRate {
+    pub message_bytes: u64,
+    pub kernel_udp_mpps: Option<f64>,
+    pub floor_mpps: Option<f64>,
+    pub write_mpps: Option<f64>,
+    pub send_mpps: Option<f64>,
+    pub read_mpps: Option<f64>,
+}
+
+/// Round-trip latency of 64 B ping-pongs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub message_bytes: u64,
+    pub kernel_udp: Option<Percentiles>,
+    pub floor: Option<Percentiles>,
+    pub engine_send: Option<Percentiles>,
+}
+
+/// A ratio of two measured figures and the target it is held against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub name: String,
+    pub value: Option<f64>,
+    /// The comparison and bound, e.g. `>= 0.8` or `< 1`.
+    pub target: String,
+    /// Whether the target is met (`None` if not measured).
+    pub met: Option<bool>,
+}
+
+impl Ratio {
+    /// `numerator / denominator` held against `op bound`.
+    pub fn new(
+        name: &str,
+        numerator: Option<f64>,
+        denominator: Option<f64>,
+        op: Cmp,
+        bound: f64,
+    ) -> Ratio {
+        let value = match (numerator, denominator) {
+            (Some(n), Some(d)) if d > 0.0 => Some(n / d),
+            _ => None,
+        };
+        Ratio {
+            name: name.to_string(),
+            value,
+            target: format!("{} {bound}", op.symbol()),
+            met: value.map(|v| op.holds(v, bound)),
+        }
+    }
+}
+
+/// Comparison of a ratio with its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    AtLeast,
+    Below,
+}
+
+impl Cmp {
+    fn symbol(self) -> &'static str {
+        match self {
+            Cmp::AtLeast => ">=",
+            Cmp::Below => "<",
+        }
+    }
+
+    fn holds(self, v: f64, bound: f64) -> bool {
+        match self {
+            Cmp::AtLeast => v >= bound,
+            Cmp::Below => v < bound,
+        }
+    }
+}
+
+/// The WRITE test on one queue and on several.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Scaling {
+    pub message_bytes: u64,
+    pub queues: u32,
+    pub one_queue_gbps: f64,
+    pub many_queues_gbps: f64,
+    /// `many_queues_gbps / one_queue_gbps`.
+    pub ratio: f64,
+}
+
+/// Line rate one core would sustain at 4096-byte MTU, derived from
+/// measured cycles per packet. A projection, not a measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Projection {
+    pub cpu_mhz: f64,
+    /// Wire bytes of one 4096-byte-payload RoCE packet, including the
+    /// Ethernet FCS, preamble and inter-frame gap.
+    pub wire_bytes_per_packet: u32,
+    pub rows: Vec<ProjectionRow>,
+}
+
+/// One basis of the projection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProjectionRow {
+    /// What was measured.
+    pub basis: String,
+    pub cycles_per_packet: f64,
+    /// Payload goodput one core would sustain with 4096 B packets.
+    pub gbps_per_core: f64,
+    /// Cores needed to fill 100, 200 and 400 Gb/s links at 4096 B packets.
+    pub cores_for_100g: f64,
+    pub cores_for_200g: f64,
+    pub cores_for_400g: f64,
+}
+
+impl ProjectionRow {
+    /// Projects `cycles_per_packet` at `cpu_mhz` onto 4096-byte packets
+    /// of `wire_bytes` each.
+    pub fn project(basis: &str, cycles_per_packet: f64, cpu_mhz: f64, wire_bytes: u32) -> Self {
+        let pps = if cycles_per_packet > 0.0 {
+            cpu_mhz * 1e6 / cycles_per_packet
+        } else {
+            0.0
+        };
+        let cores = |gbps: f64| {
+            let link_pps = gbps * 1e9 / (wire_bytes as f64 * 8.0);
+            if pps > 0.0 {
+                link_pps / pps
+            } else {
+                f64::INFINITY
+            }
+        };
+        ProjectionRow {
+            basis: basis.to_string(),
+            cycles_per_packet,
+            gbps_per_core: pps * 4096.0 * 8.0 / 1e9,
+            cores_for_100g: cores(100.0),
+            cores_for_200g: cores(200.0),
+            cores_for_400g: cores(400.0),
+        }
+    }
+}
+
+/// A table of strings: a title, a header row and body rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Fixed-width plain text.
+    pub fn to_text(&self) -> String {
+        let widths: Vec<usize> = (0..self.header.len())
+            .map(|c| {
+                std::iter::once(&self.header)
+                    .chain(&self.rows)
+                    .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |r: &[String]| {
+            let cells: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (s, w))| {
+                    if i == 0 {
+                        format!("{s:<w$}")
+                    } else {
+                        format!("{s:>w$}")
+                    }
+                })
+                .collect();
+            cells.join("  ").trim_end().to_string()
+        };
+        let mut out = format!("{}\n{}\n", self.title, line(&self.header));
+        for r in &self.rows {
+            out.push_str(&line(r));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// GitHub-flavoured Markdown.
+    pub fn to_markdown(&self) -> String {
+        let mut out = format!("**{}**\n\n| {} |\n", self.title, self.header.join(" | "));
+        let aligns: Vec<&str> = (0..self.header.len())
+            .map(|i| if i == 0 { "---" } else { "---:" })
+            .collect();
+        out.push_str(&format!("|{}|\n", aligns.join("|")));
+        for r in &self.rows {
+            out.push_str(&format!("| {} |\n", r.join(" | ")));
+        }
+        out
+    }
+}
+
+fn num(v: Option<f64>, decimals: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.decimals$}"),
+        Some(_) => "inf".into(),
+        None => "n/a".into(),
+    }
+}
+
+fn ratio(n: Option<f64>, d: Option<f64>) -> String {
+    match (n, d) {
+        (Some(n), Some(d)) if d > 0.0 => format!("{:.2}", n / d),
+        _ => "n/a".into(),
+    }
+}
+
+/// `64 B`, `4 KiB`, `1 MiB`.
+pub fn size_label(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+impl Report {
+    /// The ratio rows the issue's targets are stated in, from the figures.
+    pub fn target_ratios(&self) -> Vec<Ratio> {
+        let mr = &self.message_rate;
+        let at = |size: u64| self.goodput.iter().find(|r| r.message_bytes == size);
+        let g64k = at(64 * 1024);
+        let p50 = |p: Option<Percentiles>| p.map(|p| p.p50_us);
+        vec![
+            Ratio::new(
+                "engine / AF_XDP floor, 64 B WRITE message rate",
+                mr.write_mpps,
+                mr.floor_mpps,
+                Cmp::AtLeast,
+                0.8,
+            ),
+            Ratio::new(
+                "engine / AF_XDP floor, 64 KiB WRITE goodput",
+                g64k.and_then(|r| r.write_gbps),
+                g64k.and_then(|r| r.floor_gbps),
+                Cmp::AtLeast,
+                0.9,
+            ),
+            Ratio::new(
+                "engine / kernel UDP, 64 B message rate (WRITE)",
+                mr.write_mpps,
+                mr.kernel_udp_mpps,
+                Cmp::AtLeast,
+                2.0,
+            ),
+            Ratio::new(
+                "engine / kernel UDP, 64 B p50 round trip (SEND)",
+                p50(self.latency.engine_send),
+                p50(self.latency.kernel_udp),
+                Cmp::Below,
+                1.0,
+            ),
+        ]
+    }
+
+    /// All tables, in the order they are printed.
+    pub fn tables(&self) -> Vec<Table> {
+        let mut t = Vec::new();
+        t.push(Table {
+            title: "Goodput (Gb/s of payload received) by message size".into(),
+            header: [
+                "message",
+                "kernel UDP",
+                "AF_XDP floor",
+                "WRITE",
+                "SEND",
+                "READ",
+                "WRITE/floor",
+                "WRITE/UDP",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: self
+                .goodput
+                .iter()
+                .map(|r| {
+                    vec![
+                        size_label(r.message_bytes),
+                        num(r.kernel_udp_gbps, 2),
+                        num(r.floor_gbps, 2),
+                        num(r.write_gbps, 2),
+                        num(r.send_gbps, 2),
+                        num(r.read_gbps, 2),
+                        ratio(r.write_gbps, r.floor_gbps),
+                        ratio(r.write_gbps, r.kernel_udp_gbps),
+                    ]
+                })
+                .collect(),
+        });
+        let mr = &self.message_rate;
+        let rate_row =
+            |name: &str, v: Option<f64>| vec![name.to_string(), num(v, 3), ratio(mr.write_mpps, v)];
+        t.push(Table {
+            title: format!(
+                "Message rate at {} (millions of messages/s received)",
+                size_label(mr.message_bytes)
+            ),
+            header: ["path", "Mmsg/s", "engine WRITE / this"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![
+                rate_row("kernel UDP (sendmmsg/recvmmsg)", mr.kernel_udp_mpps),
+                rate_row("AF_XDP floor (no protocol)", mr.floor_mpps),
+                rate_row("engine RDMA WRITE", mr.write_mpps),
+                rate_row("engine SEND", mr.send_mpps),
+                rate_row("engine RDMA READ", mr.read_mpps),
+            ],
+        });
+        let lat = &self.latency;
+        let lat_row = |name: &str, p: Option<Percentiles>| {
+            vec![
+                name.to_string(),
+                num(p.map(|p| p.p50_us), 1),
+                num(p.map(|p| p.p99_us), 1),
+                num(p.map(|p| p.p999_us), 1),
+                p.map_or("0".into(), |p| p.samples.to_string()),
+            ]
+        };
+        t.push(Table {
+            title: format!(
+                "Round-trip latency, {} ping-pong (µs)",
+                size_label(lat.message_bytes)
+            ),
+            header: ["path", "p50", "p99", "p99.9", "samples"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![
+                lat_row("kernel UDP", lat.kernel_udp),
+                lat_row("AF_XDP floor (echo loop)", lat.floor),
+                lat_row("engine SEND", lat.engine_send),
+            ],
+        });
+        t.push(Table {
+            title: "Ratios against the targets".into(),
+            header: ["ratio", "measured", "target", "met"]
+                .map(String::from)
+                .to_vec(),
+            rows: self
+                .ratios
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.name.clone(),
+                        num(r.value, 2),
+                        r.target.clone(),
+                        match r.met {
+                            Some(true) => "yes".into(),
+                            Some(false) => "NO".into(),
+                            None => "not measured".into(),
+                        },
+                    ]
+                })
+                .collect(),
+        });
+        if let Some(s) = &self.scaling {
+            t.push(Table {
+                title: format!(
+                    "Multi-queue scaling, {} RDMA WRITE goodput",
+                    size_label(s.message_bytes)
+                ),
+                header: ["queues", "Gb/s"].map(String::from).to_vec(),
+                rows: vec![
+                    vec!["1".into(), num(Some(s.one_queue_gbps), 2)],
+                    vec![s.queues.to_string(), num(Some(s.many_queues_gbps), 2)],
+                    vec![format!("ratio {}/1", s.queues), num(Some(s.ratio), 2)],
+                ],
+            });
+        }
+        if let Some(p) = &self.projection {
+            t.push(Table {
+                title: format!(
+                    "PROJECTION (not a measurement): one core at {:.0} MHz, 4096 B payload per packet ({} wire bytes)",
+                    p.cpu_mhz, p.wire_bytes_per_packet
+                ),
+                header: [
+                    "basis",
+                    "cycles/pkt",
+                    "Gb/s per core",
+                    "cores for 100G",
+                    "200G",
+                    "400G",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows: p
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.basis.clone(),
+                            num(Some(r.cycles_per_packet), 0),
+                            num(Some(r.gbps_per_core), 1),
+                            num(Some(r.cores_for_100g), 2),
+                            num(Some(r.cores_for_200g), 2),
+                            num(Some(r.cores_for_400g), 2),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
+        t
+    }
+
+    fn header_lines(&self) -> Vec<String> {
+        let m = &self.machine;
+        let s = &self.setup;
+        vec![
+            format!(
+                "Run: {} ({} run); CPU: {} ({} cores, {:.0} MHz); kernel {}",
+                m.date_utc,
+                if s.quick { "quick" } else { "full" },
+                m.cpu_model,
+                m.cores,
+                m.cpu_mhz,
+                m.kernel
+            ),
+            format!(
+                "Link: veth pair in two fresh network namespaces, MTU {}; RoCE PMTU {}; XDP {} mode, AF_XDP {}; batch {}; {:.2} s per throughput point; {} round trips per latency figure",
+                s.link_mtu,
+                s.roce_pmtu,
+                s.xdp_mode,
+                if s.xsk_zero_copy { "zero-copy" } else { "copy mode" },
+                s.batch,
+                s.seconds_per_point,
+                s.pingpong_iterations
+            ),
+        ]
+    }
+
+    /// The report as plain text (what the CLI prints).
+    pub fn to_text(&self) -> String {
+        let mut out = self.header_lines().join("\n");
+        out.push_str("\n\n");
+        for t in self.tables() {
+            out.push_str(&t.to_text());
+            out.push('\n');
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        for m in &self.missing {
+            out.push_str(&format!("not measured: {m}\n"));
+        }
+        out
+    }
+
+    /// The report as Markdown (what the README's Results section is
+    /// pasted from). `plot` is the file name of the SVG, if written.
+    pub fn to_markdown(&self, plot: Option<&str>) -> String {
+        let mut out = String::new();
+        for l in self.header_lines() {
+            out.push_str(&format!("{l}\n\n"));
+        }
+        out.push_str("Every figure below was measured by that run (`roce-xdp bench --out DIR`); none is written by hand.\n\n");
+        if let Some(p) = plot {
+            out.push_str(&format!("![goodput versus message size]({p})\n\n"));
+        }
+        for t in self.tables() {
+            out.push_str(&t.to_markdown());
+            out.push('\n');
+        }
+        if !self.notes.is_empty() {
+            out.push_str("Notes:\n\n");
+            for n in &self.notes {
+                out.push_str(&format!("- {n}\n"));
+            }
+            out.push('\n');
+        }
+        if !self.missing.is_empty() {
+            out.push_str("Not measured in this run:\n\n");
+            for m in &self.missing {
+                out.push_str(&format!("- {m}\n"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The report as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a report always serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> Report {
+        let mut r = Report {
+            schema: SCHEMA_VERSION,
+            machine: Machine {
+                date_utc: "2026-11-29 20:00:00 UTC".into(),
+                cpu_model: "Test CPU".into(),
+                cpu_mhz: 2000.0,
+                cores: 2,
+                kernel: "6.18".into(),
+            },
+            setup: Setup {
+                quick: true,
+                link_mtu: 4200,
+                roce_pmtu: 4096,
+                udp_chunk: 4172,
+                xdp_mode: "native".into(),
+                xsk_zero_copy: false,
+                batch: 64,
+                seconds_per_point: 0.25,
+                pingpong_iterations: 1000,
+            },
+            goodput: vec![
+                GoodputRow {
+                    message_bytes: 64,
+                    kernel_udp_gbps: Some(0.5),
+                    floor_gbps: Some(1.0),
+                    write_gbps: Some(0.9),
+                    send_gbps: None,
+                    read_gbps: None,
+                },
+                GoodputRow {
+                    message_bytes: 65536,
+                    kernel_udp_gbps: Some(10.0),
+                    floor_gbps: Some(20.0),
+                    write_gbps: Some(17.0),
+                    send_gbps: None,
+                    read_gbps: None,
+                },
+            ],
+            message_rate: MessageRate {
+                message_bytes: 64,
+                kernel_udp_mpps: Some(1.0),
+                floor_mpps: Some(2.5),
+                write_mpps: Some(2.25),
+                send_mpps: None,
+                read_mpps: None,
+            },
+            latency: Latency {
+                message_bytes: 64,
+                kernel_udp: Some(Percentiles {
+                    samples: 10,
+                    p50_us: 20.0,
+                    p99_us: 40.0,
+                    p999_us: 50.0,
+                }),
+                floor: None,
+                engine_send: Some(Percentiles {
+                    samples: 10,
+                    p50_us: 10.0,
+                    p99_us: 30.0,
+                    p999_us: 35.0,
+                }),
+            },
+            ratios: vec![],
+            scaling: None,
+            projection: None,
+            notes: vec!["a note".into()],
+            missing: vec!["READ: not built".into()],
+        };
+        r.ratios = r.target_ratios();
+        r
+    }
+
+    #[test]
+    fn ratios_follow_the_figures_and_targets() {
+        let r = sample();
+        let v: Vec<(Option<f64>, Option<bool>)> =
+            r.ratios.iter().map(|r| (r.value, r.met)).collect();
+        assert_eq!(v[0], (Some(0.9), Some(true))); // 2.25 / 2.5 >= 0.8
+        assert_eq!(v[1], (Some(0.85), Some(false))); // 17 / 20 < 0.9
+        assert_eq!(v[2], (Some(2.25), Some(true))); // 2.25 / 1.0 >= 2
+        assert_eq!(v[3], (Some(0.5), Some(true))); // 10 / 20 < 1
+    }
+
+    #[test]
+    fn missing_figures_make_unmeasured_ratios() {
+        let r = Ratio::new("x", None, Some(1.0), Cmp::AtLeast, 1.0);
+        assert_eq!((r.value, r.met), (None, None));
+        assert_eq!(r.target, ">= 1");
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let r = sample();
+        let back: Report = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn text_and_markdown_carry_every_figure() {
+        let r = sample();
+        let text = r.to_text();
+        assert!(text.contains("64 KiB"));
+        assert!(text.contains("17.00"));
+        assert!(text.contains("0.85"));
+        assert!(text.contains("not measured: READ: not built"));
+        let md = r.to_markdown(Some("goodput.svg"));
+        assert!(md.contains("| 64 KiB | 10.00 | 20.00 | 17.00 | n/a | n/a | 0.85 | 1.70 |"));
+        assert!(md.contains("![goodput versus message size](goodput.svg)"));
+        assert!(md.contains("Test CPU"));
+    }
+
+    #[test]
+    fn projection_converts_cycles_to_line_rate() {
+        // 2000 cycles at 2000 MHz = 1 Mpps = 32.768 Gb/s of 4096 B payload.
+        let p = ProjectionRow::project("x", 2000.0, 2000.0, 4178);
+        assert!((p.gbps_per_core - 32.768).abs() < 1e-9);
+        // 100 Gb/s of 4178-byte wire packets = 2.9919 Mpps = 2.99 cores.
+        assert!((p.cores_for_100g - 100e9 / (4178.0 * 8.0) / 1e6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn size_labels() {
+        assert_eq!(size_label(64), "64 B");
+        assert_eq!(size_label(4096), "4 KiB");
+        assert_eq!(size_label(1 << 20), "1 MiB");
+        assert_eq!(size_label(1500), "1500 B");
+    }
+}
