@@ -6,15 +6,14 @@
 
 mod cmd_decode;
 mod cmd_pingpong;
+mod cmd_perftest;
 mod cmd_stats;
-#[allow(dead_code)] // some variants are used by serve and the perftest tools (in progress)
 mod errors;
 mod logging;
-#[allow(dead_code)] // used by serve and the perftest tools (in progress)
 mod perftest;
-#[allow(dead_code)]
 mod preflight;
 mod privileges;
+mod snapshot;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +36,18 @@ enum Command {
     Decode(cmd_decode::DecodeArgs),
     /// Show the counters of the engines running on an interface.
     Stats(cmd_stats::StatsArgs),
+    /// RDMA WRITE bandwidth (perftest's ib_write_bw): server without an address, client with it.
+    WriteBw(perftest::options::PerftestArgs),
+    /// RDMA READ bandwidth (perftest's ib_read_bw).
+    ReadBw(perftest::options::PerftestArgs),
+    /// SEND bandwidth (perftest's ib_send_bw).
+    SendBw(perftest::options::PerftestArgs),
+    /// RDMA WRITE latency, half round trip (perftest's ib_write_lat).
+    WriteLat(perftest::options::PerftestArgs),
+    /// RDMA READ latency, full round trip (perftest's ib_read_lat).
+    ReadLat(perftest::options::PerftestArgs),
+    /// SEND latency, half round trip (perftest's ib_send_lat).
+    SendLat(perftest::options::PerftestArgs),
     /// RC SEND/RECV ping-pong, wire-compatible with rdma-core's ibv_rc_pingpong.
     Pingpong(cmd_pingpong::PingpongArgs),
 }
@@ -45,6 +56,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Decode(a) => cmd_decode::run(a),
         Command::Stats(a) => cmd_stats::run(a),
+        Command::WriteBw(a) => cmd_perftest::run(perftest::kind::Kind::WriteBw, a),
+        Command::ReadBw(a) => cmd_perftest::run(perftest::kind::Kind::ReadBw, a),
+        Command::SendBw(a) => cmd_perftest::run(perftest::kind::Kind::SendBw, a),
+        Command::WriteLat(a) => cmd_perftest::run(perftest::kind::Kind::WriteLat, a),
+        Command::ReadLat(a) => cmd_perftest::run(perftest::kind::Kind::ReadLat, a),
+        Command::SendLat(a) => cmd_perftest::run(perftest::kind::Kind::SendLat, a),
         Command::Pingpong(a) => cmd_pingpong::run(a),
     }
 }
