@@ -57,7 +57,7 @@ fn datapath_opts(
         ipv6,
         local_ip,
         pcap: args.pcap.clone(),
-        busy_poll: false,
+        busy_poll: args.busy_poll,
     }
 }
 

@@ -132,7 +132,15 @@ pub fn render(s: &Snapshot, rates: Option<(&[(String, f64)], &[(String, f64)])>)
         if s.zero_copy { " zero-copy" } else { " copy" },
         s.queues.len()
     );
-    let mut header = format!("{:<26}", "counter");
+    let names = s.names();
+    let w = names
+        .iter()
+        .chain(s.xdp.keys())
+        .map(|n| n.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let mut header = format!("{:<w$}", "counter");
     for q in &s.queues {
         let _ = write!(header, " {:>14}", format!("q{}", q.queue));
     }
@@ -142,7 +150,7 @@ pub fn render(s: &Snapshot, rates: Option<(&[(String, f64)], &[(String, f64)])>)
     }
     let _ = writeln!(out, "{header}");
     for (i, (name, total)) in s.totals().iter().enumerate() {
-        let mut line = format!("{name:<26}");
+        let mut line = format!("{name:<w$}");
         for q in &s.queues {
             let v = q.counters.get(name).map(as_u64).unwrap_or(0);
             let _ = write!(line, " {v:>14}");
@@ -155,7 +163,7 @@ pub fn render(s: &Snapshot, rates: Option<(&[(String, f64)], &[(String, f64)])>)
     }
     let _ = writeln!(out, "XDP program");
     for (i, (name, v)) in xdp_pairs(s).iter().enumerate() {
-        let mut line = format!("{name:<26} {v:>14}");
+        let mut line = format!("{name:<w$} {v:>14}");
         if let Some((_, r)) = rates {
             let _ = write!(line, " {:>14.1}", r.get(i).map(|x| x.1).unwrap_or(0.0));
         }

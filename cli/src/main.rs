@@ -7,6 +7,7 @@
 mod cmd_decode;
 mod cmd_pingpong;
 mod cmd_perftest;
+mod cmd_serve;
 mod cmd_stats;
 mod errors;
 mod logging;
@@ -34,6 +35,8 @@ struct Cli {
 enum Command {
     /// Decode the RoCE v2 packets of a pcap/pcapng capture (ICRC checked), as text or JSON lines.
     Decode(cmd_decode::DecodeArgs),
+    /// Serve RDMA clients: attach to the NIC queues, register memory, answer connection requests.
+    Serve(cmd_serve::ServeArgs),
     /// Show the counters of the engines running on an interface.
     Stats(cmd_stats::StatsArgs),
     /// RDMA WRITE bandwidth (perftest's ib_write_bw): server without an address, client with it.
@@ -55,6 +58,7 @@ enum Command {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Decode(a) => cmd_decode::run(a),
+        Command::Serve(a) => cmd_serve::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::WriteBw(a) => cmd_perftest::run(perftest::kind::Kind::WriteBw, a),
         Command::ReadBw(a) => cmd_perftest::run(perftest::kind::Kind::ReadBw, a),

@@ -86,6 +86,10 @@ pub struct PerftestArgs {
     /// Record the RoCE frames sent and received to this pcap file.
     #[arg(long = "pcap", value_name = "FILE")]
     pub pcap: Option<std::path::PathBuf>,
+    /// Spin on the rings instead of sleeping when idle (lower latency; one
+    /// core per engine).
+    #[arg(long = "busy-poll")]
+    pub busy_poll: bool,
     /// Seconds to wait for the peer (connection exchange and transfers).
     #[arg(long = "timeout", default_value_t = 30.0)]
     pub timeout: f64,
