@@ -157,7 +157,8 @@ impl QpCongestion {
         }
     }
 
-    /// The DCQCN rate-increase timer, while the QP is rate-limited.
+    /// The DCQCN rate-increase timer, while the QP is rate-limited. (The
+    /// pacer's retry time is [`Self::next_send_time`].)
     #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
         if self.dcqcn_enabled {
@@ -172,6 +173,11 @@ impl QpCongestion {
     pub fn handle_timeout(&mut self, now: Instant) {
         if self.dcqcn_enabled {
             self.rp.on_timer(now);
+        }
+        // The retry time has come: the QP will be asked again by the next
+        // transmit; a past deadline must not stay in `poll_timeout`.
+        if self.blocked_until.is_some_and(|t| t <= now) {
+            self.blocked_until = None;
         }
     }
 

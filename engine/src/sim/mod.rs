@@ -10,7 +10,9 @@
 //! [`workload`] runs verified traffic between two endpoints; `roce-xdp sim`
 //! and the `sim_*` tests use it.
 
+pub mod bottleneck;
 pub mod impair;
+pub mod incast;
 pub mod link;
 pub mod rng;
 pub mod workload;
@@ -79,6 +81,9 @@ pub struct Simulator {
     pool: Vec<Vec<u8>>,
     tx_buf: Vec<u8>,
     pub stats: SimStats,
+    /// Congestion: every frame passes this switch, if set (egress queues
+    /// that mark CE and drop, random CE marking; see [`bottleneck`]).
+    pub switch: Option<bottleneck::Switch>,
 }
 
 impl Simulator {
@@ -93,6 +98,7 @@ impl Simulator {
             pool: Vec::new(),
             tx_buf: vec![0u8; MAX_FRAME],
             stats: SimStats::default(),
+            switch: None,
         }
     }
 
@@ -108,6 +114,16 @@ impl Simulator {
     /// Current simulated time.
     pub fn now(&self) -> Instant {
         self.now
+    }
+
+    /// Move the clock forward to `t` without processing anything (for
+    /// callers that act at times no event marks, e.g. a flow that starts
+    /// later). Only valid while no event is due before `t`.
+    pub fn advance_to(&mut self, t: Instant) {
+        debug_assert!(self.next_event().is_none_or(|e| e >= t));
+        if t > self.now {
+            self.now = t;
+        }
     }
 
     /// A node.
@@ -178,7 +194,17 @@ impl Simulator {
                     let at = d.at + self.nodes[i].link.serialization(len);
                     self.push(at, dst, copy);
                 }
-                self.push(d.at, dst, frame);
+                let at = match self.switch.as_mut() {
+                    None => d.at,
+                    Some(sw) => match sw.forward(d.at, dst, &mut frame, &mut self.rng) {
+                        Some(at) => at,
+                        None => {
+                            self.pool.push(frame);
+                            continue;
+                        }
+                    },
+                };
+                self.push(at, dst, frame);
             }
         }
     }
@@ -223,9 +249,12 @@ impl Simulator {
             if f.at > self.now {
                 break;
             }
-            let Some(Reverse(f)) = self.in_flight.pop() else {
+            let Some(Reverse(mut f)) = self.in_flight.pop() else {
                 break;
             };
+            if let Some(sw) = self.switch.as_mut() {
+                sw.deliver(self.now, f.dst, &mut f.frame, &mut self.rng);
+            }
             self.stats.delivered += 1;
             self.nodes[f.dst].endpoint.handle_packet(self.now, &f.frame);
             self.pool.push(f.frame);
