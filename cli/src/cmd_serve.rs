@@ -83,7 +83,8 @@ pub fn parse_list(s: &str) -> Result<CpuList, String> {
         let bad = || format!("{s:?} is not a list like 0-3 or 0,2,4-5");
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
                 if a > b || b - a > 1024 {
                     return Err(bad());
                 }
@@ -154,7 +155,9 @@ fn session(sh: &Shared, q: u32, mut conn: LineConn) -> anyhow::Result<()> {
     let qps = Side::create_qps(&sh.dev, q, nqps, remote.tx_depth.max(64))?;
     let (tx, rx) = channel();
     {
-        let mut r = sh.routes[q as usize].lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = sh.routes[q as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         for qp in &qps {
             r.insert(qp.qpn(), tx.clone());
         }
@@ -164,7 +167,11 @@ fn session(sh: &Shared, q: u32, mut conn: LineConn) -> anyhow::Result<()> {
     let mr = sh.regions[q as usize].clone();
     let local = Hello {
         test: "serve".into(),
-        qps: qps.iter().zip(&psns).map(|(qp, &p)| (qp.qpn(), p)).collect(),
+        qps: qps
+            .iter()
+            .zip(&psns)
+            .map(|(qp, &p)| (qp.qpn(), p))
+            .collect(),
         ip: sh.dev.ip(),
         mac: sh.dev.mac(),
         va: mr.addr(),
@@ -295,12 +302,22 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn serve_loop(args: &ServeArgs, dp: &Datapath, listener: &TcpListener, stop: &Arc<AtomicBool>) -> anyhow::Result<()> {
+fn serve_loop(
+    args: &ServeArgs,
+    dp: &Datapath,
+    listener: &TcpListener,
+    stop: &Arc<AtomicBool>,
+) -> anyhow::Result<()> {
     let n = dp.dev.queues();
     let regions = (0..n)
-        .map(|q| dp.dev.register_memory(q, (2 * args.region) as usize, Access::ALL))
+        .map(|q| {
+            dp.dev
+                .register_memory(q, (2 * args.region) as usize, Access::ALL)
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let routes: Vec<Routes> = (0..n).map(|_| Arc::new(Mutex::new(HashMap::new()))).collect();
+    let routes: Vec<Routes> = (0..n)
+        .map(|_| Arc::new(Mutex::new(HashMap::new())))
+        .collect();
     let sh = Arc::new(Shared {
         dev: dp.dev.clone(),
         regions,
@@ -319,7 +336,11 @@ fn serve_loop(args: &ServeArgs, dp: &Datapath, listener: &TcpListener, stop: &Ar
         "roce-xdp serve: {} (XDP {}, {}), queues 0-{}, TCP port {}, path MTU up to {}",
         args.iface,
         dp.dev.attached_mode(),
-        if (0..n).all(|q| dp.dev.is_zero_copy(q)) { "zero-copy" } else { "copy" },
+        if (0..n).all(|q| dp.dev.is_zero_copy(q)) {
+            "zero-copy"
+        } else {
+            "copy"
+        },
         n - 1,
         args.port,
         args.mtu
@@ -351,7 +372,9 @@ fn serve_loop(args: &ServeArgs, dp: &Datapath, listener: &TcpListener, stop: &Ar
                 }));
                 sessions.retain(|h| !h.is_finished());
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
             Err(e) => return Err(e).context("accepting a client"),
         }
     }

@@ -100,6 +100,9 @@ pub fn fetch(iface: &str) -> anyhow::Result<Snapshot> {
     serde_json::from_str(&raw).context("the engine's stats document is not valid JSON")
 }
 
+/// Per-second rates of the totals and of the XDP counters.
+pub type Rates<'a> = (&'a [(String, f64)], &'a [(String, f64)]);
+
 /// Per-second rates between two snapshots.
 fn rates(prev: &[(String, u64)], cur: &[(String, u64)], secs: f64) -> Vec<(String, f64)> {
     cur.iter()
@@ -119,7 +122,7 @@ fn xdp_pairs(s: &Snapshot) -> Vec<(String, u64)> {
 }
 
 /// Renders the human table; `rates` are (totals, xdp) per second.
-pub fn render(s: &Snapshot, rates: Option<(&[(String, f64)], &[(String, f64)])>) -> String {
+pub fn render(s: &Snapshot, rates: Option<Rates<'_>>) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let _ = writeln!(
@@ -173,7 +176,7 @@ pub fn render(s: &Snapshot, rates: Option<(&[(String, f64)], &[(String, f64)])>)
 }
 
 /// The `--json` document: the snapshot plus totals (and rates when watching).
-pub fn json_document(s: &Snapshot, rates: Option<(&[(String, f64)], &[(String, f64)])>) -> Value {
+pub fn json_document(s: &Snapshot, rates: Option<Rates<'_>>) -> Value {
     let mut v = serde_json::to_value(s).expect("snapshot serialises");
     let totals: Map<String, Value> = s.totals().into_iter().map(|(k, n)| (k, n.into())).collect();
     v["totals"] = Value::Object(totals);

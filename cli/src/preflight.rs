@@ -10,17 +10,13 @@ use serde::Deserialize;
 use crate::errors::UserError;
 use crate::privileges;
 
-/// What `ip -j -d link show dev IF` says about an interface.
+/// What `ip -j -d link show dev IF` says about an interface (the fields
+/// the checks use).
 #[derive(Debug, Clone, Deserialize)]
 pub struct LinkInfo {
-    pub ifname: String,
     pub mtu: u32,
     #[serde(default)]
-    pub address: Option<String>,
-    #[serde(default)]
     pub num_rx_queues: Option<u32>,
-    #[serde(default)]
-    pub num_tx_queues: Option<u32>,
     #[serde(default)]
     pub xdp: Option<XdpInfo>,
 }
@@ -28,8 +24,6 @@ pub struct LinkInfo {
 /// The `xdp` object of `ip -j link`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct XdpInfo {
-    #[serde(default)]
-    pub mode: Option<u32>,
     #[serde(default)]
     pub prog: Option<XdpProg>,
     #[serde(default)]
@@ -158,7 +152,8 @@ pub fn check_link(plan: &Plan<'_>, link: &LinkInfo) -> Result<(), UserError> {
     let count = rx_queue_count(plan.iface)
         .or(link.num_rx_queues)
         .unwrap_or(1);
-    if let Some(&q) = plan.queues.iter().find(|&&q| q >= count) {
+    // The largest: the one the user named (tools open 0..=queue).
+    if let Some(&q) = plan.queues.iter().rev().find(|&&q| q >= count) {
         return Err(UserError::QueueOutOfRange {
             iface: plan.iface.into(),
             queue: q,
@@ -217,11 +212,8 @@ mod tests {
         assert_eq!(largest_pmtu(4160, false), Some(4096));
         assert_eq!(largest_pmtu(4159, false), Some(2048));
         let link = LinkInfo {
-            ifname: "nonexistent-test-if".into(),
             mtu: 1500,
-            address: None,
             num_rx_queues: Some(1),
-            num_tx_queues: Some(1),
             xdp: None,
         };
         let plan = Plan {

@@ -155,7 +155,11 @@ impl LineConn {
     pub fn read_hello(&mut self, timeout: Duration) -> anyhow::Result<Hello> {
         let l = self.read_line(timeout)?;
         if let Some(e) = l.strip_prefix("ERROR ") {
-            bail!("{} refused the connection: {e}", self.peer);
+            // The server explains a mismatch the user can fix (other test,
+            // sizes too large for its region).
+            return Err(
+                UserError::Usage(format!("{} refused the connection: {e}", self.peer)).into(),
+            );
         }
         Ok(Hello::decode(&l)?)
     }

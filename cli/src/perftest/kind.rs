@@ -49,9 +49,4 @@ impl Kind {
     pub fn is_latency(self) -> bool {
         matches!(self, Kind::WriteLat | Kind::ReadLat | Kind::SendLat)
     }
-
-    /// The server must post receives.
-    pub fn uses_send(self) -> bool {
-        matches!(self, Kind::SendBw | Kind::SendLat)
-    }
 }

@@ -213,7 +213,7 @@ impl Side {
         if *spins > 64 {
             std::thread::yield_now();
         }
-        if *spins % 1024 == 0 {
+        if (*spins).is_multiple_of(1024) {
             if self.stop.load(Ordering::Relaxed) {
                 bail!("interrupted");
             }
@@ -440,7 +440,7 @@ impl Side {
                 if spins > 64 {
                     std::thread::yield_now();
                 }
-                if spins % 256 == 0 {
+                if spins.is_multiple_of(256) {
                     if self.stop.load(Ordering::Relaxed) {
                         bail!("interrupted");
                     }

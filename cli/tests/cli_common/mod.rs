@@ -1,0 +1,149 @@
+//! Shared helpers of the CLI integration tests: run `roce-xdp` inside the
+//! network namespaces a test creates (engine::netns::VethPair), wait for a
+//! server to listen, and serialise the tests that attach engines (the
+//! machine may have only two cores).
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use engine::netns::{PairConfig, VethPair};
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_roce-xdp")
+}
+
+/// Whether we can create namespaces and attach XDP.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|u| u.split_whitespace().next() == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// Held by every test that runs engines.
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A veth pair in two fresh namespaces plus a private stats directory.
+pub struct Net {
+    pub pair: VethPair,
+    pub run_dir: PathBuf,
+}
+
+impl Net {
+    pub fn new(mtu: u32) -> Net {
+        let pair = VethPair::create(&PairConfig { mtu, queues: 1 })
+            .expect("creating the veth pair (needs root)");
+        let run_dir = std::env::temp_dir().join(format!(
+            "roce-xdp-cli-test-{}-{}",
+            std::process::id(),
+            pair.a.netns
+        ));
+        std::fs::create_dir_all(&run_dir).unwrap();
+        Net { pair, run_dir }
+    }
+
+    /// `roce-xdp ARGS` inside namespace `ns`.
+    pub fn cmd(&self, ns: &str, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, bin()]).args(args);
+        c.env("ROCE_XDP_RUN_DIR", &self.run_dir);
+        c.env_remove("RUST_LOG");
+        c
+    }
+
+    /// Server side (namespace b).
+    pub fn server(&self, args: &[&str]) -> Child {
+        self.cmd(&self.pair.b.netns, args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning the server")
+    }
+
+    /// Client side (namespace a), to completion.
+    pub fn client(&self, args: &[&str]) -> Output {
+        self.cmd(&self.pair.a.netns, args)
+            .output()
+            .expect("running the client")
+    }
+
+    /// The server's address as the client sees it.
+    pub fn server_ip(&self) -> String {
+        self.pair.b.ipv4.to_string()
+    }
+
+    /// Waits until something listens on TCP `port` in namespace b.
+    pub fn wait_listening(&self, port: u16) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            let out = Command::new("ip")
+                .args(["netns", "exec", &self.pair.b.netns, "ss", "-Hltn"])
+                .output()
+                .expect("ss");
+            if String::from_utf8_lossy(&out.stdout).contains(&format!(":{port} ")) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("nothing listens on port {port} in {}", self.pair.b.netns);
+    }
+
+    /// Whether an XDP program is attached to `side`'s interface.
+    pub fn xdp_attached(&self, b_side: bool) -> bool {
+        let s = if b_side { &self.pair.b } else { &self.pair.a };
+        let out = s.run_ip(&["-j", "link", "show", "dev", &s.ifname]).unwrap();
+        out.contains("\"xdp\"")
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.run_dir);
+    }
+}
+
+/// Waits for a child with a deadline, killing it on timeout.
+pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "timed out; stdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Skips (returns true) when not root, saying so.
+pub fn skip_unless_root() -> bool {
+    if is_root() {
+        false
+    } else {
+        eprintln!("skipped: needs root (network namespaces, XDP)");
+        true
+    }
+}

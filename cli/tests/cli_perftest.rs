@@ -1,0 +1,216 @@
+//! The six perftest-style tools, client to server between two network
+//! namespaces over veth: table output (sizes, iterations, nonzero
+//! bandwidth, every latency column) and the `--json` schema.
+
+mod cli_common;
+
+use std::time::Duration;
+
+use cli_common::*;
+
+/// Runs `tool` server + client with the same extra args; returns (server
+/// stdout, client stdout).
+fn run_tool(net: &Net, tool: &str, extra: &[&str]) -> (String, String) {
+    let server_ip = net.server_ip();
+    let mut sargs = vec![tool, "--iface", &net.pair.b.ifname];
+    sargs.extend_from_slice(extra);
+    let server = net.server(&sargs);
+    net.wait_listening(18515);
+    let mut cargs = vec![tool, server_ip.as_str()];
+    cargs.extend_from_slice(extra);
+    let client = net.client(&cargs);
+    let server = wait_output(server, Duration::from_secs(60));
+    assert!(
+        client.status.success() && server.status.success(),
+        "{tool}: client {:?} server {:?}\nclient stderr: {}\nserver stderr: {}",
+        client.status,
+        server.status,
+        text(&client.stderr),
+        text(&server.stderr)
+    );
+    for o in [&client, &server] {
+        assert!(!text(&o.stderr).contains("panicked"), "{}", text(&o.stderr));
+    }
+    (text(&server.stdout), text(&client.stdout))
+}
+
+/// The data lines of a table: the lines after the header up to the rule.
+fn rows(out: &str, header_start: &str) -> Vec<Vec<f64>> {
+    let mut lines = out
+        .lines()
+        .skip_while(|l| !l.starts_with(header_start))
+        .skip(1);
+    let mut v = Vec::new();
+    for l in lines.by_ref() {
+        if l.starts_with("---") {
+            break;
+        }
+        v.push(
+            l.split_whitespace()
+                .map(|x| x.parse::<f64>().expect("numeric column"))
+                .collect(),
+        );
+    }
+    v
+}
+
+#[test]
+fn every_tool_between_two_namespaces() {
+    if skip_unless_root() {
+        return;
+    }
+    let _g = serial();
+    let net = Net::new(1500);
+    for tool in ["write-bw", "read-bw", "send-bw"] {
+        let (server, client) = run_tool(&net, tool, &["-s", "4096", "-n", "300"]);
+        assert!(client.contains("#bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   BW average[MB/sec]   MsgRate[Mpps]"), "{client}");
+        for out in [&client, &server] {
+            let r = rows(out, " #bytes");
+            assert_eq!(r.len(), 1, "{tool}: {out}");
+            assert_eq!(r[0].len(), 6);
+            assert_eq!((r[0][0], r[0][1]), (4096.0, 300.0), "{tool}: {out}");
+            assert!(
+                r[0][2] > 0.0 && r[0][3] > 0.0 && r[0][4] > 0.0 && r[0][5] > 0.0,
+                "{tool}: {out}"
+            );
+            assert!(r[0][2] >= r[0][3], "peak >= average: {out}");
+        }
+    }
+    for tool in ["write-lat", "read-lat", "send-lat"] {
+        let (server, client) = run_tool(&net, tool, &["-s", "64", "-n", "100"]);
+        assert!(client.contains("t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"), "{client}");
+        for out in [&client, &server] {
+            let r = rows(out, " #bytes #iterations");
+            assert_eq!(r.len(), 1, "{tool}: {out}");
+            let r = &r[0];
+            assert_eq!(r.len(), 9, "{tool}: {out}");
+            assert_eq!((r[0], r[1]), (64.0, 100.0));
+            let (min, max, typ, avg, p99, p999) = (r[2], r[3], r[4], r[5], r[7], r[8]);
+            assert!(
+                min > 0.0 && min <= typ && typ <= max && min <= avg && avg <= max,
+                "{out}"
+            );
+            assert!(typ <= p99 && p99 <= p999 && p999 <= max, "{out}");
+        }
+    }
+    assert!(
+        !net.xdp_attached(true) && !net.xdp_attached(false),
+        "XDP left attached"
+    );
+}
+
+#[test]
+fn json_schema_and_size_sweep() {
+    if skip_unless_root() {
+        return;
+    }
+    let _g = serial();
+    let net = Net::new(1500);
+    // -a: every power of two from 2 B to 8 MiB.
+    let (server, client) = run_tool(&net, "write-bw", &["-a", "-n", "2", "--json"]);
+    for out in [&client, &server] {
+        let v: serde_json::Value =
+            serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["test"]["tool"], "write-bw");
+        assert_eq!(v["test"]["verb"], "RDMA_Write");
+        assert_eq!(v["test"]["kind"], "bw");
+        assert_eq!(v["test"]["mtu"], 1024);
+        let rows = v["results"].as_array().unwrap();
+        let sizes: Vec<u64> = rows.iter().map(|r| r["bytes"].as_u64().unwrap()).collect();
+        assert_eq!(sizes, (1..=23).map(|i| 1u64 << i).collect::<Vec<_>>());
+        for r in rows {
+            assert_eq!(r["iterations"], 2);
+            for k in [
+                "bw_peak_gbps",
+                "bw_avg_gbps",
+                "bw_avg_mbps",
+                "msg_rate_mpps",
+            ] {
+                assert!(r[k].as_f64().unwrap() > 0.0, "{k} in {r}");
+            }
+        }
+    }
+    assert_eq!(client.lines().next(), Some("{"), "JSON only on stdout");
+
+    let (_, client) = run_tool(&net, "read-lat", &["-s", "128", "-n", "50", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&client).unwrap();
+    assert_eq!(v["test"]["kind"], "lat");
+    let r = &v["results"][0];
+    assert_eq!(
+        (r["bytes"].as_u64(), r["iterations"].as_u64()),
+        (Some(128), Some(50))
+    );
+    for k in [
+        "t_min_us",
+        "t_max_us",
+        "t_typical_us",
+        "t_avg_us",
+        "t_stdev_us",
+        "p99_us",
+        "p99_9_us",
+    ] {
+        assert!(r[k].is_number(), "{k} in {r}");
+    }
+
+    // -D: a timed run reports whatever iterations fit.
+    let (_, client) = run_tool(&net, "send-bw", &["-s", "1024", "-D", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&client).unwrap();
+    assert!(v["results"][0]["iterations"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn pcap_capture_is_readable_by_decode_and_tshark() {
+    if skip_unless_root() {
+        return;
+    }
+    let _g = serial();
+    let net = Net::new(1500);
+    let pcap = net.run_dir.join("client.pcap");
+    let server = net.server(&["write-bw", "--iface", &net.pair.b.ifname]);
+    net.wait_listening(18515);
+    let ip = net.server_ip();
+    let out = net.client(&[
+        "write-bw",
+        &ip,
+        "-s",
+        "2048",
+        "-n",
+        "20",
+        "--pcap",
+        pcap.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let _ = wait_output(server, Duration::from_secs(30));
+    assert!(
+        text(&out.stderr).contains("captured"),
+        "{}",
+        text(&out.stderr)
+    );
+    // 20 messages of 2 KiB at PMTU 1024 = 40 WRITE packets at least.
+    let dec = std::process::Command::new(bin())
+        .args(["decode", pcap.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(dec.status.success(), "{}", text(&dec.stderr));
+    let d = text(&dec.stdout);
+    assert!(d.matches("WRITE").count() >= 40, "{d}");
+    if let Ok(t) = std::process::Command::new("tshark")
+        .args([
+            "-r",
+            pcap.to_str().unwrap(),
+            "-Y",
+            "infiniband",
+            "-T",
+            "fields",
+            "-e",
+            "infiniband.bth.opcode",
+        ])
+        .output()
+    {
+        if t.status.success() {
+            let n = text(&t.stdout).lines().count();
+            assert!(n >= 40, "tshark saw {n} RoCE frames");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! `roce-xdp serve`: clients run the perftest-style tools against it,
+//! `roce-xdp stats` reads its counters through the stats channel, and
+//! SIGINT during a transfer ends it cleanly: exit 0, final counters
+//! printed, nothing left attached, the stats socket removed.
+
+mod cli_common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use cli_common::*;
+
+#[test]
+fn serve_stats_and_sigint_during_a_transfer() {
+    if skip_unless_root() {
+        return;
+    }
+    let _g = serial();
+    let net = Net::new(1500);
+    let b = &net.pair.b;
+    let serve = net
+        .cmd(
+            &b.netns,
+            &[
+                "serve", "--iface", &b.ifname, "--queues", "0", "--region", "1M",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    net.wait_listening(18515);
+    let ip = net.server_ip();
+
+    // Finished runs of three tools against the same server.
+    for tool in ["write-bw", "read-lat", "send-bw"] {
+        let out = net.client(&[tool, &ip, "-n", "50", "-s", "4096"]);
+        assert!(out.status.success(), "{tool}: {}", text(&out.stderr));
+    }
+    // Messages larger than the region are refused with a reason.
+    let out = net.client(&["write-bw", &ip, "-n", "5", "-s", "2M"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("region holds 1048576 bytes"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Stats through the channel: by name, per queue and totalled.
+    let st = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", text(&st.stderr));
+    let v: serde_json::Value = serde_json::from_str(&text(&st.stdout)).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["iface"], b.ifname.as_str());
+    assert!(
+        v["queues"][0]["counters"]["rcvd_pkts"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    assert!(v["totals"]["sent_pkts"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["xdp"]["redirected"].as_u64().unwrap() > 0, "{v}");
+    let st = net
+        .cmd(
+            &b.netns,
+            &["stats", "--iface", &b.ifname, "--watch", "--count", "2"],
+        )
+        .output()
+        .unwrap();
+    let t = text(&st.stdout);
+    assert!(st.status.success(), "{}", text(&st.stderr));
+    assert_eq!(t.matches("rate/s").count(), 2, "{t}");
+    assert!(t.lines().any(|l| l.starts_with("rcvd_pkts")), "{t}");
+
+    // A long transfer, interrupted half-way.
+    let client = net
+        .cmd(
+            &net.pair.a.netns,
+            &["write-bw", &ip, "-D", "6", "-s", "4096", "--timeout", "3"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let before = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text(&before.stdout)).unwrap();
+    let rcvd_mid = v["totals"]["rcvd_pkts"].as_u64().unwrap();
+    // SAFETY-free signal delivery through kill(1).
+    let pid = serve.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = wait_output(serve, Duration::from_secs(30));
+    let so = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {so}\nstderr: {}",
+        text(&out.stderr)
+    );
+    assert!(
+        so.contains("stopping: ending sessions and draining"),
+        "{so}"
+    );
+    assert!(
+        so.contains("final counters:") && so.contains("detached from"),
+        "{so}"
+    );
+    let final_rcvd: u64 = so
+        .lines()
+        .find(|l| l.starts_with("rcvd_pkts"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|x| x.parse().ok())
+        .expect("rcvd_pkts in the final counters");
+    assert!(
+        final_rcvd >= rcvd_mid && rcvd_mid > 0,
+        "{final_rcvd} {rcvd_mid}"
+    );
+    assert!(!net.xdp_attached(true), "serve left XDP attached");
+    assert!(
+        !net.run_dir.join(format!("{}.sock", b.ifname)).exists(),
+        "stats socket left behind"
+    );
+    // The client notices the server went away and says so (not a panic).
+    let c = wait_output(client, Duration::from_secs(30));
+    assert!(!c.status.success());
+    assert!(!text(&c.stderr).contains("panicked"), "{}", text(&c.stderr));
+}
