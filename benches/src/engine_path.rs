@@ -1,12 +1,22 @@
 //! The engine's side of the harness: RDMA WRITE, SEND and READ goodput
 //! and message rate over the veth pair, 64 B SEND ping-pong latency and
-//! the multi-queue WRITE scaling, all through the engine's verbs API.
+//! the multi-queue WRITE scaling, all through the engine's verbs API
+//! (`engine::verbs`): one [`Device`] per namespace (XDP program + one
+//! engine thread per queue), one RC QP pair per queue, and one
+//! application thread (this one) posting work and polling completions.
 
-use engine::netns::VethPair;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
-use crate::harness::Options;
+use engine::endpoint::{ConnectOptions, RemoteQp};
+use engine::io::PollMode;
+use engine::netns::{Side, VethPair};
+use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
+use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
+
+use crate::harness::{process_cpu_time, Options, ROCE_PMTU};
 use crate::report::Scaling;
-use crate::stats::Percentiles;
+use crate::stats::{per_second, Percentiles};
 
 /// An RDMA operation measured by the harness.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,6 +24,16 @@ pub enum Op {
     Write,
     Send,
     Read,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Write => "WRITE",
+            Op::Send => "SEND",
+            Op::Read => "READ",
+        }
+    }
 }
 
 /// One throughput point of the engine.
@@ -63,23 +83,496 @@ impl EngineResults {
     pub fn write_cpu_ns_per_full_packet(&self) -> Option<f64> {
         self.points
             .iter()
-            .filter(|p| p.op == Op::Write && p.message_bytes >= 4096)
+            .filter(|p| p.op == Op::Write && p.message_bytes >= ROCE_PMTU as u64)
             .max_by_key(|p| p.message_bytes)
             .and_then(|p| p.cpu_ns_per_packet)
     }
 }
 
+/// Bytes kept in flight per QP (messages of at least this size: 4 in flight).
+const BYTES_IN_FLIGHT: u64 = 2 << 20;
+/// Most messages in flight per QP.
+const MAX_WINDOW: u64 = 512;
+/// Size of each side's registered region per QP.
+const REGION: usize = 4 << 20;
+/// Message size of the scaling test.
+const SCALING_SIZE: u64 = 64 * 1024;
+
+/// Messages in flight per QP for `size`-byte messages.
+pub fn window(size: u64) -> u64 {
+    (BYTES_IN_FLIGHT / size.max(1)).clamp(4, MAX_WINDOW)
+}
+
+/// Why an engine measurement failed.
+type EResult<T> = Result<T, String>;
+
+fn e<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
+    move |err| format!("{what}: {err}")
+}
+
+/// The two devices, one registered region per queue and side, and the
+/// addresses needed to connect QPs.
+struct Rig {
+    a: Device,
+    b: Device,
+    /// Requester's buffer (a) and responder's buffer (b), per queue.
+    regions: Vec<(MemoryRegion, MemoryRegion)>,
+    mac_a: [u8; 6],
+    mac_b: [u8; 6],
+    /// QP pairs created so far (for distinct starting PSNs).
+    created: std::cell::Cell<u32>,
+}
+
+/// A connected RC QP pair on one queue, with that queue's regions.
+struct QpPair {
+    a: QueuePair,
+    b: QueuePair,
+    la: MemoryRegion,
+    rb: MemoryRegion,
+}
+
+fn device_config(side: &Side, queues: u32, poll: PollMode) -> DeviceConfig {
+    let mut c = DeviceConfig::new(&side.ifname);
+    c.netns = Some(side.netns.clone());
+    c.queues = queues;
+    c.poll = poll;
+    c.multi_buffer = true;
+    c
+}
+
+impl Rig {
+    fn open(pair: &VethPair, queues: u32, poll: PollMode) -> EResult<Rig> {
+        let a =
+            Device::open(device_config(&pair.a, queues, poll)).map_err(e("opening device a"))?;
+        let b =
+            Device::open(device_config(&pair.b, queues, poll)).map_err(e("opening device b"))?;
+        let mac_b = a.resolve_mac(b.ip()).map_err(e("resolving b's MAC"))?;
+        let mac_a = b.resolve_mac(a.ip()).map_err(e("resolving a's MAC"))?;
+        let pattern: Vec<u8> = (0..REGION).map(|i| (i * 31 % 251) as u8).collect();
+        let mut regions = Vec::new();
+        for q in 0..queues {
+            let la = a
+                .register_memory(q, REGION, Access::ALL)
+                .map_err(e("registering memory a"))?;
+            let rb = b
+                .register_memory(q, REGION, Access::ALL)
+                .map_err(e("registering memory b"))?;
+            la.write(0, &pattern);
+            rb.write(0, &pattern);
+            regions.push((la, rb));
+        }
+        Ok(Rig {
+            a,
+            b,
+            regions,
+            mac_a,
+            mac_b,
+            created: std::cell::Cell::new(0),
+        })
+    }
+
+    /// Creates and connects a fresh QP pair on queue `q` (a fresh pair per
+    /// test, so one test's outcome cannot leak into the next).
+    fn connect(&self, q: u32) -> EResult<QpPair> {
+        let k = self.created.get();
+        self.created.set(k + 1);
+        let caps = QpCaps {
+            max_send_wr: (MAX_WINDOW * 2) as u32,
+            max_recv_wr: (MAX_WINDOW * 2) as u32,
+        };
+        let qa = self.a.create_qp(q, caps).map_err(e("creating QP a"))?;
+        let qb = self.b.create_qp(q, caps).map_err(e("creating QP b"))?;
+        let (ip_a, ip_b): (IpAddr, IpAddr) = (self.a.ip(), self.b.ip());
+        let opts = ConnectOptions {
+            path_mtu: Mtu::Mtu4096,
+            sq_psn: 0x100 * (k + 1),
+            ..Default::default()
+        };
+        let psn_b = 0x9_0000 + k;
+        qa.connect(
+            RemoteQp {
+                qpn: qb.qpn(),
+                psn: psn_b,
+                mac: self.mac_b,
+                ip: ip_b,
+            },
+            opts,
+        )
+        .map_err(e("connecting QP a"))?;
+        qb.connect(
+            RemoteQp {
+                qpn: qa.qpn(),
+                psn: opts.sq_psn,
+                mac: self.mac_a,
+                ip: ip_a,
+            },
+            ConnectOptions {
+                sq_psn: psn_b,
+                ..opts
+            },
+        )
+        .map_err(e("connecting QP b"))?;
+        let (la, rb) = self.regions[q as usize].clone();
+        Ok(QpPair {
+            a: qa,
+            b: qb,
+            la,
+            rb,
+        })
+    }
+
+    /// One fresh QP pair per queue.
+    fn connect_all(&self) -> EResult<Vec<QpPair>> {
+        (0..self.a.queues()).map(|q| self.connect(q)).collect()
+    }
+
+    fn close(self) {
+        self.a.close();
+        self.b.close();
+    }
+}
+
+/// Per-QP bookkeeping of a stream.
+struct Flow {
+    issued: u64,
+    completed: u64,
+    /// SEND: receives posted on b.
+    recvs_posted: u64,
+}
+
+/// What a stream measured.
+#[derive(Debug, Clone, Copy)]
+struct StreamResult {
+    messages: u64,
+    elapsed: Duration,
+    cpu: Duration,
+}
+
+/// Streams `size`-byte `op` messages on every QP of the rig for
+/// `duration` (after a warm-up), keeping `window(size)` in flight per QP,
+/// every `signal_every`-th request signaled. Counts requester completions
+/// (WRITE/READ) or receive completions (SEND).
+fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamResult> {
+    let qps = rig.connect_all()?;
+    let win = window(size);
+    let slots = (REGION as u64 / size).clamp(1, win);
+    let signal_every = (win / 4).max(1);
+    let mut flows: Vec<Flow> = qps
+        .iter()
+        .map(|_| Flow {
+            issued: 0,
+            completed: 0,
+            recvs_posted: 0,
+        })
+        .collect();
+    let mut wcs = vec![WorkCompletion::default(); 256];
+    let warmup = duration / 5 + Duration::from_millis(20);
+    let start = Instant::now();
+    let mut measured: Option<(Instant, u64, Duration)> = None;
+    let mut result: Option<StreamResult> = None;
+    let mut last_progress = Instant::now();
+    let total_completed = |f: &[Flow]| f.iter().map(|f| f.completed).sum::<u64>();
+    loop {
+        let now = Instant::now();
+        let posting = result.is_none();
+        if measured.is_none() && now - start >= warmup {
+            measured = Some((now, total_completed(&flows), process_cpu_time()));
+        }
+        if let Some((t0, c0, cpu0)) = measured {
+            if result.is_none() && now - t0 >= duration {
+                result = Some(StreamResult {
+                    messages: total_completed(&flows) - c0,
+                    elapsed: now - t0,
+                    cpu: process_cpu_time().saturating_sub(cpu0),
+                });
+            }
+        }
+        let mut progressed = false;
+        for (qp, f) in qps.iter().zip(flows.iter_mut()) {
+            if op == Op::Send {
+                // Keep the receive queue ahead of the sends.
+                while f.recvs_posted < f.completed + win + 16 {
+                    let r = qp.b.post_recv(RecvWr {
+                        wr_id: f.recvs_posted,
+                        sge: qp.rb.sge(0, size as u32),
+                    });
+                    if r.is_err() {
+                        break;
+                    }
+                    f.recvs_posted += 1;
+                }
+            }
+            while posting && f.issued < f.completed + win {
+                let slot = f.issued % slots;
+                let off = (slot * size) as usize;
+                let opcode = match op {
+                    Op::Write => SendOp::Write,
+                    Op::Send => SendOp::Send,
+                    Op::Read => SendOp::Read,
+                };
+                let mut wr = SendWr::new(f.issued, opcode, qp.la.sge(off, size as u32));
+                wr.remote_addr = qp.rb.addr() + off as u64;
+                wr.rkey = qp.rb.rkey;
+                wr.signaled = op == Op::Send || (f.issued + 1) % signal_every == 0;
+                if qp.a.post_send(wr).is_err() {
+                    break;
+                }
+                f.issued += 1;
+            }
+        }
+        for q in 0..rig.a.queues() {
+            let n = rig.a.poll_cq(q, &mut wcs);
+            for wc in &wcs[..n] {
+                if wc.status != WcStatus::Success {
+                    return Err(format!(
+                        "{} of {size} B completed with {:?}",
+                        op.name(),
+                        wc.status
+                    ));
+                }
+                progressed = true;
+                if op != Op::Send {
+                    if let Some((_, f)) = qps
+                        .iter()
+                        .zip(flows.iter_mut())
+                        .find(|(p, _)| p.a.qpn() == wc.qpn && p.a.queue() == q)
+                    {
+                        // RC completes in order: wr_id n done => 0..=n done.
+                        f.completed = f.completed.max(wc.wr_id + 1);
+                    }
+                }
+            }
+            if op == Op::Send {
+                let n = rig.b.poll_cq(q, &mut wcs);
+                for wc in &wcs[..n] {
+                    if wc.status != WcStatus::Success {
+                        return Err(format!(
+                            "receive of {size} B completed with {:?}",
+                            wc.status
+                        ));
+                    }
+                    progressed = true;
+                    if let Some((_, f)) = qps
+                        .iter()
+                        .zip(flows.iter_mut())
+                        .find(|(p, _)| p.b.qpn() == wc.qpn && p.b.queue() == q)
+                    {
+                        f.completed += 1;
+                    }
+                }
+            }
+            if let Some(err) = rig
+                .a
+                .poll_post_error(q)
+                .or_else(|| rig.b.poll_post_error(q))
+            {
+                return Err(format!("the engine refused a {} post: {err:?}", op.name()));
+            }
+        }
+        if let Some(r) = result {
+            if flows.iter().all(|f| f.completed >= f.issued) {
+                return Ok(r);
+            }
+        }
+        if progressed {
+            last_progress = Instant::now();
+        } else {
+            if last_progress.elapsed() > Duration::from_secs(5) {
+                return Err(format!(
+                    "{} of {size} B stalled: no completion for 5 s ({} issued, {} completed)",
+                    op.name(),
+                    flows.iter().map(|f| f.issued).sum::<u64>(),
+                    total_completed(&flows)
+                ));
+            }
+            if last_progress.elapsed() > Duration::from_micros(50) {
+                std::thread::sleep(Duration::from_micros(20));
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Data packets one message of `size` bytes takes.
+fn packets_per_message(size: u64) -> u64 {
+    size.div_ceil(ROCE_PMTU as u64).max(1)
+}
+
+/// 64 B SEND ping-pong between a and b on QP 0; returns the round trips.
+fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
+    let qp = &rig.connect(0)?;
+    let mut wcs = vec![WorkCompletion::default(); 16];
+    let post_recvs = |side_b: bool| -> EResult<()> {
+        for i in 0..8u64 {
+            let (q, mr) = if side_b {
+                (&qp.b, &qp.rb)
+            } else {
+                (&qp.a, &qp.la)
+            };
+            q.post_recv(RecvWr {
+                wr_id: i,
+                sge: mr.sge(0, size as u32),
+            })
+            .map_err(e("posting a receive"))?;
+        }
+        Ok(())
+    };
+    post_recvs(true)?;
+    post_recvs(false)?;
+    let mut rtts = Vec::with_capacity(iterations);
+    let wait = |dev: &Device, want_recv: bool, wcs: &mut [WorkCompletion]| -> EResult<()> {
+        let t = Instant::now();
+        loop {
+            let n = dev.poll_cq(0, wcs);
+            for wc in &wcs[..n] {
+                if wc.status != WcStatus::Success {
+                    return Err(format!("ping-pong completion {:?}", wc.status));
+                }
+                if want_recv && wc.opcode == engine::rc::WcOpcode::Recv {
+                    return Ok(());
+                }
+            }
+            if !want_recv {
+                return Ok(());
+            }
+            if t.elapsed() > Duration::from_secs(2) {
+                return Err("ping-pong: no answer within 2 s".into());
+            }
+            std::hint::spin_loop();
+        }
+    };
+    for i in 0..iterations as u64 {
+        let t0 = Instant::now();
+        let mut ping = SendWr::new(i, SendOp::Send, qp.la.sge(4096, size as u32));
+        ping.signaled = false;
+        qp.a.post_send(ping).map_err(e("posting the ping"))?;
+        wait(&rig.b, true, &mut wcs)?;
+        qp.b.post_recv(RecvWr {
+            wr_id: i,
+            sge: qp.rb.sge(0, size as u32),
+        })
+        .map_err(e("reposting a receive"))?;
+        let mut pong = SendWr::new(i, SendOp::Send, qp.rb.sge(4096, size as u32));
+        pong.signaled = false;
+        qp.b.post_send(pong).map_err(e("posting the pong"))?;
+        wait(&rig.a, true, &mut wcs)?;
+        rtts.push(t0.elapsed());
+        qp.a.post_recv(RecvWr {
+            wr_id: i,
+            sge: qp.la.sge(0, size as u32),
+        })
+        .map_err(e("reposting a receive"))?;
+    }
+    Ok(rtts)
+}
+
 /// Runs the engine measurements on `pair`. What cannot be measured is
 /// described in `missing`; how figures were obtained goes to `notes`.
 pub fn measure(
-    _pair: &VethPair,
-    _sizes: &[u64],
-    _opts: &Options,
-    _notes: &mut Vec<String>,
+    pair: &VethPair,
+    sizes: &[u64],
+    opts: &Options,
+    notes: &mut Vec<String>,
     missing: &mut Vec<String>,
 ) -> EngineResults {
-    missing.push(
-        "engine WRITE/SEND/READ over the veth, SEND ping-pong and multi-queue scaling: the harness does not drive the engine's verbs API yet".into(),
-    );
-    EngineResults::default()
+    let mut res = EngineResults::default();
+    let poll = PollMode::default();
+    notes.push(format!(
+        "engine: one verbs Device per namespace, engine threads in {poll:?} poll mode, RC QPs with PMTU 4096; up to {} B or {MAX_WINDOW} messages in flight per QP; WRITE/READ signal every window/4-th request, SEND counts receive completions",
+        BYTES_IN_FLIGHT
+    ));
+    let rig = match Rig::open(pair, 1, poll) {
+        Ok(r) => r,
+        Err(err) => {
+            missing.push(format!("engine (all figures): {err}"));
+            return res;
+        }
+    };
+    for op in [Op::Write, Op::Send, Op::Read] {
+        for &size in sizes {
+            match stream(&rig, op, size, opts.point()) {
+                Ok(r) => {
+                    let p = Point {
+                        op,
+                        message_bytes: size,
+                        gbps: per_second((r.messages * size * 8) as f64, r.elapsed) / 1e9,
+                        mpps: per_second(r.messages as f64, r.elapsed) / 1e6,
+                        cpu_ns_per_packet: (r.messages > 0).then(|| {
+                            r.cpu.as_nanos() as f64
+                                / (r.messages * packets_per_message(size)) as f64
+                        }),
+                    };
+                    if opts.progress {
+                        eprintln!(
+                            "bench: engine {} {size} B: {:.2} Gb/s, {:.3} Mmsg/s",
+                            op.name(),
+                            p.gbps,
+                            p.mpps
+                        );
+                    }
+                    res.points.push(p);
+                }
+                Err(err) => missing.push(format!("engine {} {size} B: {err}", op.name())),
+            }
+        }
+    }
+    match pingpong(
+        &rig,
+        crate::harness::SMALL,
+        opts.pingpongs() + opts.pingpongs() / 10,
+    ) {
+        Ok(mut rtts) => {
+            let warm = opts.pingpongs() / 10;
+            res.send_latency = Percentiles::of(&mut rtts[warm..]);
+            if opts.progress {
+                eprintln!("bench: engine SEND ping-pong: {:?}", res.send_latency);
+            }
+        }
+        Err(err) => missing.push(format!("engine SEND ping-pong: {err}")),
+    }
+    rig.close();
+
+    // Multi-queue scaling: the same WRITE test on 2 queues (one QP each).
+    let one = res.write_gbps(SCALING_SIZE);
+    match (one, Rig::open(pair, 2, poll)) {
+        (Some(one), Ok(rig2)) => {
+            match stream(&rig2, Op::Write, SCALING_SIZE, opts.point()) {
+                Ok(r) => {
+                    let many = per_second((r.messages * SCALING_SIZE * 8) as f64, r.elapsed) / 1e9;
+                    res.scaling = Some(Scaling {
+                        message_bytes: SCALING_SIZE,
+                        queues: 2,
+                        one_queue_gbps: one,
+                        many_queues_gbps: many,
+                        ratio: if one > 0.0 { many / one } else { 0.0 },
+                    });
+                    if opts.progress {
+                        eprintln!("bench: engine WRITE 64 KiB on 2 queues: {many:.2} Gb/s");
+                    }
+                }
+                Err(err) => missing.push(format!("multi-queue scaling: {err}")),
+            }
+            rig2.close();
+        }
+        (None, _) => missing
+            .push("multi-queue scaling: no 1-queue 64 KiB WRITE figure to compare with".into()),
+        (_, Err(err)) => missing.push(format!("multi-queue scaling: {err}")),
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_bound_bytes_and_messages() {
+        assert_eq!(window(64), MAX_WINDOW);
+        assert_eq!(window(65536), 32);
+        assert_eq!(window(1 << 20), 4);
+        assert_eq!(packets_per_message(64), 1);
+        assert_eq!(packets_per_message(4096), 1);
+        assert_eq!(packets_per_message(65536), 16);
+    }
 }
