@@ -5,6 +5,7 @@
 //! (2 for mistakes the user can fix, see `errors.rs`).
 
 mod cmd_decode;
+mod cmd_loopback;
 mod cmd_pingpong;
 mod cmd_perftest;
 mod cmd_serve;
@@ -33,6 +34,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Two engines in two network namespaces over veth: a verified transfer, throughput, counters.
+    Loopback(cmd_loopback::LoopbackArgs),
     /// Decode the RoCE v2 packets of a pcap/pcapng capture (ICRC checked), as text or JSON lines.
     Decode(cmd_decode::DecodeArgs),
     /// Serve RDMA clients: attach to the NIC queues, register memory, answer connection requests.
@@ -57,6 +60,7 @@ enum Command {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Loopback(a) => cmd_loopback::run(a),
         Command::Decode(a) => cmd_decode::run(a),
         Command::Serve(a) => cmd_serve::run(a),
         Command::Stats(a) => cmd_stats::run(a),

@@ -3,10 +3,13 @@
 //! every message. Used by the CLI and by the datapath tests.
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+use crate::driver::QueueStats;
 use crate::driver_capture::CaptureSink;
 use crate::endpoint::{ConnectOptions, RemoteQp};
 use crate::io::{PollMode, ZeroCopy};
@@ -53,6 +56,9 @@ pub struct LoopbackOptions {
     pub check_kernel_traffic: bool,
     /// Give up after this long without a completion.
     pub stall_timeout: Duration,
+    /// Set (e.g. by a SIGINT handler) to stop early; the engines are
+    /// stopped, the programs detached and the namespaces removed.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for LoopbackOptions {
@@ -74,6 +80,7 @@ impl Default for LoopbackOptions {
             capture: None,
             check_kernel_traffic: false,
             stall_timeout: Duration::from_secs(10),
+            cancel: None,
         }
     }
 }
@@ -93,6 +100,9 @@ pub struct LoopbackReport {
     /// Transport counters: requester side (a), responder side (b).
     pub requester: Counters,
     pub responder: Counters,
+    /// AF_XDP socket and engine-loop statistics of each side.
+    pub io_requester: QueueStats,
+    pub io_responder: QueueStats,
     pub steer_requester: SteerCounters,
     pub steer_responder: SteerCounters,
     pub attached_mode: String,
@@ -100,6 +110,7 @@ pub struct LoopbackReport {
     /// Result of the kernel-traffic check (None when not requested).
     pub kernel_traffic_ok: Option<bool>,
     pub stalled: bool,
+    pub cancelled: bool,
 }
 
 impl LoopbackReport {
@@ -109,6 +120,7 @@ impl LoopbackReport {
             && self.data_errors == 0
             && self.failed_completions == 0
             && !self.stalled
+            && !self.cancelled
             && self.kernel_traffic_ok != Some(false)
     }
 }
@@ -303,6 +315,14 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     }
 
     while report.messages_completed < total_messages {
+        if opts
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+        {
+            report.cancelled = true;
+            break;
+        }
         // Issue up to the window on every QP.
         for r in runs.iter_mut() {
             while r.issued < r.total && r.issued - r.completed < window as u64 {
@@ -458,7 +478,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     report.elapsed = start.elapsed();
 
     // Atomics: the remote word must equal the number of fetch-adds.
-    if opts.op == LoopbackOp::Atomic && !report.stalled {
+    if opts.op == LoopbackOp::Atomic && !report.stalled && !report.cancelled {
         for r in &runs {
             let mut w = [0u8; 8];
             r.rb.read(0, &mut w);
@@ -473,6 +493,8 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     report.steer_responder = dev_b.steer_counters()?;
     let sa = dev_a.close();
     let sb = dev_b.close();
+    report.io_requester = sa;
+    report.io_responder = sb;
     report.requester = sa.transport;
     report.responder = sb.transport;
     report.retransmitted_packets =
