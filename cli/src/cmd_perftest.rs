@@ -180,15 +180,7 @@ fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
     let result = client_session(kind, args, &dp, &mut conn, timeout);
     let closed = dp.close();
     result?;
-    if let Some(n) = closed?.2 {
-        eprintln!(
-            "captured {n} frames to {}",
-            args.pcap
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        );
-    }
+    report_capture(closed?.2, args);
     Ok(())
 }
 
@@ -301,6 +293,12 @@ fn client_session(
     Ok(())
 }
 
+fn report_capture(frames: Option<(u64, u64)>, args: &PerftestArgs) {
+    if let (Some((n, dropped)), Some(p)) = (frames, &args.pcap) {
+        eprintln!("captured {n} frames to {} ({dropped} dropped)", p.display());
+    }
+}
+
 fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
     let timeout = Duration::from_secs_f64(args.timeout);
     let iface = args
@@ -324,15 +322,7 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
     })();
     let closed = dp.close();
     result?;
-    if let Some(n) = closed?.2 {
-        eprintln!(
-            "captured {n} frames to {}",
-            args.pcap
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        );
-    }
+    report_capture(closed?.2, args);
     Ok(())
 }
 

@@ -296,8 +296,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         print!("{}", crate::cmd_stats::render(&doc, None));
         println!("detached from {}", args.iface);
     }
-    if let (Some(n), Some(p)) = (frames, &args.pcap) {
-        eprintln!("captured {n} frames to {}", p.display());
+    if let (Some((n, dropped)), Some(p)) = (frames, &args.pcap) {
+        eprintln!("captured {n} frames to {} ({dropped} dropped)", p.display());
     }
     Ok(())
 }

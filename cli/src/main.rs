@@ -4,6 +4,7 @@
 //! the command line, sets up logging and maps errors to exit codes
 //! (2 for mistakes the user can fix, see `errors.rs`).
 
+mod cmd_capture;
 mod cmd_decode;
 mod cmd_loopback;
 mod cmd_pingpong;
@@ -36,6 +37,8 @@ struct Cli {
 enum Command {
     /// Two engines in two network namespaces over veth: a verified transfer, throughput, counters.
     Loopback(cmd_loopback::LoopbackArgs),
+    /// Record the RoCE frames of the engines running on an interface to a pcap file.
+    Capture(cmd_capture::CaptureArgs),
     /// Decode the RoCE v2 packets of a pcap/pcapng capture (ICRC checked), as text or JSON lines.
     Decode(cmd_decode::DecodeArgs),
     /// Serve RDMA clients: attach to the NIC queues, register memory, answer connection requests.
@@ -61,6 +64,7 @@ enum Command {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Loopback(a) => cmd_loopback::run(a),
+        Command::Capture(a) => cmd_capture::run(a),
         Command::Decode(a) => cmd_decode::run(a),
         Command::Serve(a) => cmd_serve::run(a),
         Command::Stats(a) => cmd_stats::run(a),

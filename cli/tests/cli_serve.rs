@@ -30,13 +30,33 @@ fn serve_stats_and_sigint_during_a_transfer() {
         .spawn()
         .unwrap();
     net.wait_listening(18515);
+    net.wait_engine();
     let ip = net.server_ip();
+
+    // On-demand capture of the running engine's frames.
+    let pcap = net.run_dir.join("serve.pcap");
+    let capture = net
+        .cmd(&b.netns, &["capture", "--iface", &b.ifname, "-w", pcap.to_str().unwrap(), "-c", "40"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
 
     // Finished runs of three tools against the same server.
     for tool in ["write-bw", "read-lat", "send-bw"] {
         let out = net.client(&[tool, &ip, "-n", "50", "-s", "4096"]);
         assert!(out.status.success(), "{tool}: {}", text(&out.stderr));
     }
+    let cap = wait_output(capture, Duration::from_secs(30));
+    assert!(cap.status.success(), "{}", text(&cap.stderr));
+    assert!(text(&cap.stderr).contains("captured 40 frames"), "{}", text(&cap.stderr));
+    let dec = std::process::Command::new(bin()).args(["decode", pcap.to_str().unwrap()]).output().unwrap();
+    assert!(dec.status.success(), "{}", text(&dec.stderr));
+    let d = text(&dec.stdout);
+    assert!(d.contains("RDMA_WRITE_FIRST") && d.contains("icrc ok"), "{d}");
+    assert_eq!(d.lines().filter(|l| l.starts_with('#')).count(), 40, "{d}");
+
     // Messages larger than the region are refused with a reason.
     let out = net.client(&["write-bw", &ip, "-n", "5", "-s", "2M"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));

@@ -6,7 +6,7 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -27,11 +27,17 @@ pub struct CapturedFrame {
 pub struct CaptureSink {
     tx: SyncSender<CapturedFrame>,
     dropped: Arc<AtomicU64>,
+    /// Off: `record` returns at once (no copy), for on-demand capture
+    /// (`roce-xdp capture` through the stats channel).
+    enabled: Arc<AtomicBool>,
 }
 
 impl CaptureSink {
     /// Copies `frame` into the channel; drops (and counts) it if full.
     pub fn record(&self, frame: &[u8]) {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
         let unix_nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -46,6 +52,16 @@ impl CaptureSink {
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
+
+    /// Turns recording on or off (for every clone of this sink).
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether frames are being recorded.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
 }
 
 /// A bounded capture channel of `capacity` frames.
@@ -55,6 +71,7 @@ pub fn capture_channel(capacity: usize) -> (CaptureSink, Receiver<CapturedFrame>
         CaptureSink {
             tx,
             dropped: Arc::new(AtomicU64::new(0)),
+            enabled: Arc::new(AtomicBool::new(true)),
         },
         rx,
     )

@@ -10,10 +10,11 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use engine::driver::QueueStats;
+use engine::driver_capture::CaptureSink;
 use engine::driver_capture::{capture_channel, PcapWriter};
 use engine::io::{PollMode, ZeroCopy};
 use engine::loader::AttachMode;
-use engine::stats::{Snapshot, StatsServer};
+use engine::stats::{CaptureHub, Snapshot, StatsServer};
 use engine::verbs::{Device, DeviceConfig};
 
 use super::options::{ModeArg, ZeroCopyArg};
@@ -45,6 +46,8 @@ pub struct Datapath {
     pub started: Instant,
     stats: Option<StatsServer>,
     capture: Option<JoinHandle<std::io::Result<u64>>>,
+    /// The `--pcap` sink (for its dropped-frame count).
+    pcap_sink: Option<CaptureSink>,
 }
 
 /// Frames buffered between the engines and the pcap writer.
@@ -84,11 +87,14 @@ impl Datapath {
         // PMTU 4096 frames exceed one 4 KiB UMEM frame: multi-buffer.
         cfg.multi_buffer = true;
         let mut capture = None;
+        let mut pcap_sink = None;
+        let mut hub = None;
         if let Some(path) = &o.pcap {
             let (sink, rx) = capture_channel(CAPTURE_QUEUE);
             let mut w = PcapWriter::create(path)
                 .with_context(|| format!("creating the capture file {}", path.display()))?;
-            cfg.capture = Some(sink);
+            cfg.capture = Some(sink.clone());
+            pcap_sink = Some(sink);
             capture = Some(std::thread::spawn(move || {
                 let mut n = 0u64;
                 // Ends when every sink (engine thread) is gone.
@@ -99,6 +105,13 @@ impl Datapath {
                 w.finish()?;
                 Ok(n)
             }));
+        } else {
+            // On-demand capture (`roce-xdp capture`): paused until a
+            // client asks through the stats channel.
+            let (sink, frames) = capture_channel(CAPTURE_QUEUE);
+            sink.set_enabled(false);
+            cfg.capture = Some(sink.clone());
+            hub = Some(CaptureHub { sink, frames });
         }
         let dev = Arc::new(Device::open(cfg)?);
         tracing::info!(iface = %o.iface, mode = %dev.attached_mode(), queues = dev.queues(), "datapath open");
@@ -106,9 +119,12 @@ impl Datapath {
         let stats = {
             let dev = dev.clone();
             let (iface, cores) = (o.iface.clone(), o.cores.clone());
-            match StatsServer::start(&o.iface, move || {
-                crate::snapshot::of_device(&dev, &iface, &cores, started)
-            }) {
+            let source = move || crate::snapshot::of_device(&dev, &iface, &cores, started);
+            let server = match hub {
+                Some(h) => StatsServer::start_with_capture(&o.iface, source, h),
+                None => StatsServer::start(&o.iface, source),
+            };
+            match server {
                 Ok(s) => Some(s),
                 Err(e) => {
                     tracing::warn!("stats channel unavailable: {e}");
@@ -123,6 +139,7 @@ impl Datapath {
             started,
             stats,
             capture,
+            pcap_sink,
         })
     }
 
@@ -133,19 +150,22 @@ impl Datapath {
 
     /// Stops the stats channel and the engines, detaches XDP and finishes
     /// the capture. Returns the last per-queue snapshot (taken just before
-    /// the engines stopped), the final totals and the frames captured.
-    pub fn close(mut self) -> anyhow::Result<(Snapshot, QueueStats, Option<u64>)> {
+    /// the engines stopped), the final totals and, with `--pcap`, the
+    /// frames written and dropped.
+    pub fn close(mut self) -> anyhow::Result<(Snapshot, QueueStats, Option<(u64, u64)>)> {
         self.stats.take();
         let snap = self.snapshot();
         let dev = Arc::try_unwrap(self.dev)
             .map_err(|_| anyhow::anyhow!("the device is still in use by a session thread"))?;
         let totals = dev.close();
+        let dropped = self.pcap_sink.take().map(|s| s.dropped()).unwrap_or(0);
         let frames = match self.capture.take() {
-            Some(h) => Some(
+            Some(h) => Some((
                 h.join()
                     .map_err(|_| anyhow::anyhow!("the capture writer panicked"))?
                     .context("writing the capture file")?,
-            ),
+                dropped,
+            )),
             None => None,
         };
         Ok((snap, totals, frames))

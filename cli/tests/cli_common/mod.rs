@@ -100,6 +100,17 @@ impl Net {
         panic!("nothing listens on port {port} in {}", self.pair.b.netns);
     }
 
+    /// Waits until the engine on namespace b's interface serves its stats
+    /// socket (the datapath is open).
+    pub fn wait_engine(&self) {
+        let path = self.run_dir.join(format!("{}.sock", self.pair.b.ifname));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !path.exists() {
+            assert!(Instant::now() < deadline, "no engine on {}", self.pair.b.ifname);
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Whether an XDP program is attached to `side`'s interface.
     pub fn xdp_attached(&self, b_side: bool) -> bool {
         let s = if b_side { &self.pair.b } else { &self.pair.a };
