@@ -37,12 +37,18 @@ pub struct RedEcn {
 
 impl RedEcn {
     /// A profile from one threshold, the way `roce-xdp sim
-    /// --ecn-threshold-kb K` sets it: Kmin = K, Kmax = 5 K, Pmax = 0.1.
+    /// --ecn-threshold-kb K` sets it by default: Kmin = K, Kmax = 200 KB
+    /// (or 2 K if K is larger), Pmax = 1 % (the DCQCN paper's switch
+    /// settings for K = 5 KB).
     pub fn from_threshold(kmin_bytes: u64) -> Self {
         RedEcn {
             kmin_bytes,
-            kmax_bytes: kmin_bytes.saturating_mul(5),
-            pmax: 0.1,
+            kmax_bytes: if kmin_bytes < 200_000 {
+                200_000
+            } else {
+                kmin_bytes.saturating_mul(2)
+            },
+            pmax: 0.01,
         }
     }
 
@@ -444,7 +450,12 @@ mod tests {
         assert_eq!(red.probability(100), 0.0);
         assert_eq!(red.probability(200), 0.1);
         assert_eq!(red.probability(300), 1.0);
-        assert_eq!(RedEcn::from_threshold(10_000).kmax_bytes, 50_000);
+        let paper = RedEcn::from_threshold(5_000);
+        assert_eq!(
+            (paper.kmin_bytes, paper.kmax_bytes, paper.pmax),
+            (5_000, 200_000, 0.01)
+        );
+        assert_eq!(RedEcn::from_threshold(300_000).kmax_bytes, 600_000);
     }
 
     #[test]
