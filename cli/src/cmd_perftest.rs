@@ -305,21 +305,30 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         .iface
         .clone()
         .expect("validated: the server has --iface");
+    // Check what can be checked before waiting for a client; the engine
+    // attaches once the client's hello says which IP family it speaks.
+    preflight::check(&preflight::Plan {
+        what: format!("{} on the server", kind.name()),
+        iface: &iface,
+        queues: &(0..=args.queue).collect::<Vec<_>>(),
+        pmtu: args.mtu,
+        ipv6: false,
+        force: args.force,
+    })?;
     let listener = listen(args.port)?;
-    let dp = Datapath::open(
-        &datapath_opts(args, iface, false, None),
-        &format!("{} on the server", kind.name()),
-    )?;
     if !args.json {
         println!("************************************");
         println!("* Waiting for client to connect... *");
         println!("************************************");
     }
-    let result = (|| {
-        let (stream, _) = listener.accept().context("accepting the client")?;
-        let mut conn = LineConn::new(stream);
-        server_session(kind, args, &dp, &mut conn, timeout)
-    })();
+    let (stream, _) = listener.accept().context("accepting the client")?;
+    let mut conn = LineConn::new(stream);
+    let remote = conn.read_hello(timeout)?;
+    let dp = Datapath::open(
+        &datapath_opts(args, iface, remote.ip.is_ipv6(), None),
+        &format!("{} on the server", kind.name()),
+    )?;
+    let result = server_session(kind, args, &dp, &mut conn, timeout, remote);
     let closed = dp.close();
     result?;
     report_capture(closed?.2, args);
@@ -332,9 +341,9 @@ fn server_session(
     dp: &Datapath,
     conn: &mut LineConn,
     timeout: Duration,
+    remote: Hello,
 ) -> anyhow::Result<()> {
     let q = args.queue;
-    let remote = conn.read_hello(timeout)?;
     if remote.test != kind.name() {
         let msg = format!(
             "this server runs {}, the client asked for {}",

@@ -66,6 +66,10 @@ pub struct ServeArgs {
     /// Record the RoCE frames sent and received to this pcap file.
     #[arg(long = "pcap", value_name = "FILE")]
     pub pcap: Option<PathBuf>,
+    /// Serve IPv6 clients (the GID is the interface's global IPv6
+    /// address) instead of IPv4.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
     /// Print the final counters as JSON.
     #[arg(long = "json")]
     pub json: bool,
@@ -269,7 +273,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             zero_copy: args.zero_copy,
             force: args.force,
             pmtu: args.mtu,
-            ipv6: false,
+            ipv6: args.ipv6,
             local_ip: None,
             pcap: args.pcap.clone(),
             busy_poll: args.busy_poll,

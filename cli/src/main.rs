@@ -7,8 +7,8 @@
 mod cmd_capture;
 mod cmd_decode;
 mod cmd_loopback;
-mod cmd_pingpong;
 mod cmd_perftest;
+mod cmd_pingpong;
 mod cmd_serve;
 mod cmd_stats;
 mod errors;

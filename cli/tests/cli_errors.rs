@@ -125,13 +125,14 @@ fn datapath_mistakes() {
     assert_user_error(&in_a(&["send-lat", &ip]), &["refused", "roce-xdp send-lat"]);
 
     // Zero-copy on veth (copy mode only).
-    let out = in_a(&["write-bw", "--iface", &a.ifname, "--zero-copy", "on"]);
+    let out = in_a(&["serve", "--iface", &a.ifname, "--zero-copy", "on"]);
     assert_user_error(&out, &["zero-copy", "--zero-copy auto"]);
     assert!(!net.xdp_attached(false), "a failed start left XDP attached");
 
     // XDP already attached: a running server holds the interface.
-    let server = net.server(&["write-bw", "--iface", &b.ifname]);
+    let serve = net.server(&["serve", "--iface", &b.ifname]);
     net.wait_listening(18515);
+    net.wait_engine();
     let out = net
         .cmd(&b.netns, &["read-bw", "--iface", &b.ifname, "-p", "18600"])
         .output()
@@ -140,5 +141,13 @@ fn datapath_mistakes() {
     // The first server is unharmed: a client still runs against it.
     let out = net.client(&["write-bw", &ip, "-n", "10", "-s", "1024"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let _ = wait_output(server, Duration::from_secs(30));
+    let pid = serve.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = wait_output(serve, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!net.xdp_attached(true));
 }

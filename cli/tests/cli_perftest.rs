@@ -153,10 +153,52 @@ fn json_schema_and_size_sweep() {
         assert!(r[k].is_number(), "{k} in {r}");
     }
 
+    // IPv6: the client speaks to the server's IPv6 address; GIDs are IPv6.
+    let server = net.server(&["send-lat", "--iface", &net.pair.b.ifname, "--json"]);
+    net.wait_listening(18515);
+    let v6 = net.pair.b.ipv6.to_string();
+    let out = net.client(&[
+        "send-lat",
+        &v6,
+        "-n",
+        "20",
+        "-s",
+        "32",
+        "--json",
+        "--log-level",
+        "info",
+    ]);
+    let _ = wait_output(server, Duration::from_secs(30));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    assert!(
+        v["test"]["remote"]
+            .as_str()
+            .unwrap()
+            .contains("GID fd00:47::2"),
+        "{v}"
+    );
+    assert_eq!(v["results"][0]["iterations"], 20);
+    // --log-level info shows the engine's start; the default is quiet.
+    assert!(
+        text(&out.stderr).contains("datapath open"),
+        "{}",
+        text(&out.stderr)
+    );
+
     // -D: a timed run reports whatever iterations fit.
     let (_, client) = run_tool(&net, "send-bw", &["-s", "1024", "-D", "1", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&client).unwrap();
     assert!(v["results"][0]["iterations"].as_u64().unwrap() > 0);
+    let quiet = net
+        .cmd(&net.pair.a.netns, &["write-bw", "--iface", "nosuch0"])
+        .output()
+        .unwrap();
+    assert!(
+        !text(&quiet.stderr).contains("INFO"),
+        "{}",
+        text(&quiet.stderr)
+    );
 }
 
 #[test]

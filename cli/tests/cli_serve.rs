@@ -36,7 +36,18 @@ fn serve_stats_and_sigint_during_a_transfer() {
     // On-demand capture of the running engine's frames.
     let pcap = net.run_dir.join("serve.pcap");
     let capture = net
-        .cmd(&b.netns, &["capture", "--iface", &b.ifname, "-w", pcap.to_str().unwrap(), "-c", "40"])
+        .cmd(
+            &b.netns,
+            &[
+                "capture",
+                "--iface",
+                &b.ifname,
+                "-w",
+                pcap.to_str().unwrap(),
+                "-c",
+                "40",
+            ],
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -50,11 +61,21 @@ fn serve_stats_and_sigint_during_a_transfer() {
     }
     let cap = wait_output(capture, Duration::from_secs(30));
     assert!(cap.status.success(), "{}", text(&cap.stderr));
-    assert!(text(&cap.stderr).contains("captured 40 frames"), "{}", text(&cap.stderr));
-    let dec = std::process::Command::new(bin()).args(["decode", pcap.to_str().unwrap()]).output().unwrap();
+    assert!(
+        text(&cap.stderr).contains("captured 40 frames"),
+        "{}",
+        text(&cap.stderr)
+    );
+    let dec = std::process::Command::new(bin())
+        .args(["decode", pcap.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(dec.status.success(), "{}", text(&dec.stderr));
     let d = text(&dec.stdout);
-    assert!(d.contains("RDMA_WRITE_FIRST") && d.contains("icrc ok"), "{d}");
+    assert!(
+        d.contains("RDMA_WRITE_FIRST") && d.contains("icrc ok"),
+        "{d}"
+    );
     assert_eq!(d.lines().filter(|l| l.starts_with('#')).count(), 40, "{d}");
 
     // Messages larger than the region are refused with a reason.

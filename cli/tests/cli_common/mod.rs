@@ -106,7 +106,11 @@ impl Net {
         let path = self.run_dir.join(format!("{}.sock", self.pair.b.ifname));
         let deadline = Instant::now() + Duration::from_secs(20);
         while !path.exists() {
-            assert!(Instant::now() < deadline, "no engine on {}", self.pair.b.ifname);
+            assert!(
+                Instant::now() < deadline,
+                "no engine on {}",
+                self.pair.b.ifname
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }

@@ -6,8 +6,8 @@
 //! owns the TCP socket.
 
 pub mod gid;
-pub mod pingpong;
 pub mod perftest;
+pub mod pingpong;
 pub mod pingpong_loop;
 
 pub use gid::Gid;
