@@ -5,6 +5,7 @@
 //! (2 for mistakes the user can fix, see `errors.rs`).
 
 mod cmd_capture;
+mod cmd_bench;
 mod cmd_decode;
 mod cmd_loopback;
 mod cmd_perftest;
@@ -35,6 +36,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// End-to-end benchmark: engine vs bare AF_XDP vs kernel UDP on a veth pair (needs root).
+    Bench(cmd_bench::BenchArgs),
     /// Two engines in two network namespaces over veth: a verified transfer, throughput, counters.
     Loopback(cmd_loopback::LoopbackArgs),
     /// Record the RoCE frames of the engines running on an interface to a pcap file.
@@ -63,6 +66,7 @@ enum Command {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Bench(a) => cmd_bench::run(a),
         Command::Loopback(a) => cmd_loopback::run(a),
         Command::Capture(a) => cmd_capture::run(a),
         Command::Decode(a) => cmd_decode::run(a),
