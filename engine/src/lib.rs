@@ -22,6 +22,7 @@ pub mod wire;
 pub mod io;
 pub mod driver;
 pub mod driver_capture;
+pub mod driver_floor;
 pub mod loader;
 pub mod netns;
 pub mod verbs;

@@ -148,3 +148,22 @@ fn echo_native_multi_buffer_frames() {
     // 4154 bytes: a 4096-byte PMTU RoCE frame, two UMEM frames.
     run_echo(AttachMode::Native, 4154, 4200);
 }
+
+#[test]
+fn echo_floor_runs_on_a_fresh_pair() {
+    if !is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let opts = engine::driver_floor::FloorOptions {
+        packets: 20_000,
+        ..Default::default()
+    };
+    let r = engine::driver_floor::run_echo_floor(&opts).unwrap();
+    eprintln!(
+        "echo floor: {:.3} Mpps, {:.2} Gb/s ({:?})",
+        r.mpps, r.gbps, r.stats
+    );
+    assert_eq!(r.stats.packets_received, 20_000);
+    assert_eq!(r.stats.bytes_received, 20_000 * opts.frame_len as u64);
+}

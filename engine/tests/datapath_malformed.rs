@@ -10,17 +10,26 @@ use engine::io::{XskConfig, XskSocket};
 use engine::netns::{PairConfig, VethPair};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, QpCaps};
-use engine::wire::{emit_frame, BthRepr, EthRepr, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr, Ecn};
+use engine::wire::{
+    emit_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr,
+};
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
-        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
 fn write_only(pair: &VethPair, dest_qp: u32) -> Vec<u8> {
     let h = RoceHeaders {
-        eth: EthRepr { dst: pair.b.mac, src: pair.a.mac, vlan: None },
+        eth: EthRepr {
+            dst: pair.b.mac,
+            src: pair.a.mac,
+            vlan: None,
+        },
         ip: IpRepr::V4 {
             src: pair.a.ipv4,
             dst: pair.b.ipv4,
@@ -30,7 +39,10 @@ fn write_only(pair: &VethPair, dest_qp: u32) -> Vec<u8> {
             ident: 1,
             dont_fragment: true,
         },
-        udp: UdpRepr { src_port: 0xc000, dst_port: 4791 },
+        udp: UdpRepr {
+            src_port: 0xc000,
+            dst_port: 4791,
+        },
         bth: BthRepr {
             opcode: Opcode::WriteOnly,
             solicited: false,
@@ -43,7 +55,11 @@ fn write_only(pair: &VethPair, dest_qp: u32) -> Vec<u8> {
             ack_req: true,
             psn: 0,
         },
-        reth: Some(RethRepr { va: 0x1000, rkey: 0x1234, dma_len: 64 }),
+        reth: Some(RethRepr {
+            va: 0x1000,
+            rkey: 0x1234,
+            dma_len: 64,
+        }),
         aeth: None,
         atomic_eth: None,
         atomic_ack_eth: None,
@@ -103,7 +119,14 @@ fn bad_frames_are_counted_and_dropped_and_the_engine_keeps_running() {
         assert!(Instant::now() < deadline, "drops not counted: {t:?}");
         std::thread::sleep(Duration::from_millis(10));
     };
-    assert_eq!((t.dropped_unknown_qp, t.dropped_bad_icrc, t.dropped_malformed), (10, 10, 10));
+    assert_eq!(
+        (
+            t.dropped_unknown_qp,
+            t.dropped_bad_icrc,
+            t.dropped_malformed
+        ),
+        (10, 10, 10)
+    );
 
     // The engine still works: a WRITE from a fresh engine in namespace a.
     let dev_a = Device::open(cfg(&pair.a)).unwrap();
@@ -112,17 +135,41 @@ fn bad_frames_are_counted_and_dropped_and_the_engine_keeps_running() {
     let la = dev_a.register_memory(0, 8192, Access::ALL).unwrap();
     let rb = dev_b.register_memory(0, 8192, Access::ALL).unwrap();
     let (ip_a, ip_b): (IpAddr, IpAddr) = (dev_a.ip(), dev_b.ip());
-    let opts = ConnectOptions { sq_psn: 100, ..Default::default() };
-    qa.connect(RemoteQp { qpn: qb.qpn(), psn: 200, mac: dev_a.resolve_mac(ip_b).unwrap(), ip: ip_b }, opts).unwrap();
+    let opts = ConnectOptions {
+        sq_psn: 100,
+        ..Default::default()
+    };
+    qa.connect(
+        RemoteQp {
+            qpn: qb.qpn(),
+            psn: 200,
+            mac: dev_a.resolve_mac(ip_b).unwrap(),
+            ip: ip_b,
+        },
+        opts,
+    )
+    .unwrap();
     qb.connect(
-        RemoteQp { qpn: qa.qpn(), psn: 100, mac: dev_b.resolve_mac(ip_a).unwrap(), ip: ip_a },
-        ConnectOptions { sq_psn: 200, ..opts },
+        RemoteQp {
+            qpn: qa.qpn(),
+            psn: 100,
+            mac: dev_b.resolve_mac(ip_a).unwrap(),
+            ip: ip_a,
+        },
+        ConnectOptions {
+            sq_psn: 200,
+            ..opts
+        },
     )
     .unwrap();
     let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 + 3) as u8).collect();
     la.write(0, &data);
-    qa.post_send(SendWr { remote_addr: rb.addr() + 100, rkey: rb.rkey, ..SendWr::new(9, SendOp::Write, la.sge(0, 5000)) })
-        .unwrap();
+    qa.post_send(SendWr {
+        remote_addr: rb.addr() + 100,
+        rkey: rb.rkey,
+        ..SendWr::new(9, SendOp::Write, la.sge(0, 5000))
+    })
+    .unwrap();
     let mut wcs = [WorkCompletion::default(); 4];
     let deadline = Instant::now() + Duration::from_secs(5);
     let wc = loop {
