@@ -1,0 +1,31 @@
+//! `roce-xdp bench`: the end-to-end benchmark harness (engine, bare AF_XDP
+//! floor, kernel UDP on a veth pair in fresh namespaces); see
+//! `benches/README.md`.
+
+use std::path::PathBuf;
+
+use roce_xdp_benches::frontend::{self, BenchArgs as HarnessArgs};
+
+/// Arguments of `roce-xdp bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Smoke run for CI: fewer message sizes, short points (under two minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Print the report as JSON on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Also write results.md, results.json and goodput.svg into DIR.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// Runs the harness.
+pub fn run(a: BenchArgs) -> anyhow::Result<()> {
+    frontend::run(&HarnessArgs {
+        quick: a.quick,
+        json: a.json,
+        out: a.out,
+    })?;
+    Ok(())
+}
