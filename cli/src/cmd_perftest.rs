@@ -180,7 +180,7 @@ fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
     let result = client_session(kind, args, &dp, &mut conn, timeout);
     let closed = dp.close();
     result?;
-    report_capture(closed?.2, args);
+    report_capture(closed?.pcap, args);
     Ok(())
 }
 
@@ -331,7 +331,7 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
     let result = server_session(kind, args, &dp, &mut conn, timeout, remote);
     let closed = dp.close();
     result?;
-    report_capture(closed?.2, args);
+    report_capture(closed?.pcap, args);
     Ok(())
 }
 

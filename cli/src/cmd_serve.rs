@@ -283,7 +283,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let result = serve_loop(&args, &dp, &listener, &stop);
     // Drain: let the engines send the last ACKs / READ responses.
     std::thread::sleep(Duration::from_millis(200));
-    let (snap, totals, frames) = dp.close()?;
+    let closed = dp.close()?;
+    let (snap, totals, frames) = (closed.snapshot, closed.totals, closed.pcap);
     result?;
     let doc = serde_json::from_str::<crate::cmd_stats::Snapshot>(&snap.to_json())?;
     if args.json {

@@ -50,6 +50,17 @@ pub struct Datapath {
     pcap_sink: Option<CaptureSink>,
 }
 
+/// What [`Datapath::close`] reports.
+#[derive(Debug)]
+pub struct Closed {
+    /// The last per-queue snapshot, taken just before the engines stopped.
+    pub snapshot: Snapshot,
+    /// The final totals over queues.
+    pub totals: QueueStats,
+    /// With `--pcap`: frames written and frames dropped.
+    pub pcap: Option<(u64, u64)>,
+}
+
 /// Frames buffered between the engines and the pcap writer.
 const CAPTURE_QUEUE: usize = 65536;
 
@@ -149,10 +160,8 @@ impl Datapath {
     }
 
     /// Stops the stats channel and the engines, detaches XDP and finishes
-    /// the capture. Returns the last per-queue snapshot (taken just before
-    /// the engines stopped), the final totals and, with `--pcap`, the
-    /// frames written and dropped.
-    pub fn close(mut self) -> anyhow::Result<(Snapshot, QueueStats, Option<(u64, u64)>)> {
+    /// the capture.
+    pub fn close(mut self) -> anyhow::Result<Closed> {
         self.stats.take();
         let snap = self.snapshot();
         let dev = Arc::try_unwrap(self.dev)
@@ -168,6 +177,10 @@ impl Datapath {
             )),
             None => None,
         };
-        Ok((snap, totals, frames))
+        Ok(Closed {
+            snapshot: snap,
+            totals,
+            pcap: frames,
+        })
     }
 }
