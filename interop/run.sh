@@ -127,43 +127,55 @@ PP_OPTS="-g 1 -m $MTU -n $ITERS"
 ENG_OPTS="--iface $ENG_IF --mode $MODE"
 RESULTS=()
 FAILED=0
+# The "engine side" of a case: roce-xdp in netns pr-eng (or, with PEER=vm,
+# ibv_rc_pingpong on vm2). eng_start ARGS... -> background; eng_wait -> rc.
+ENG_JOB=
+eng_start() {   # eng_start LOGFILE [SERVER]
+    if [ "$PEER" = vm ]; then
+        ENG_JOB=$(vm_spawn vm2 "timeout 120 ibv_rc_pingpong $PP_OPTS -s $size ${2:-}")
+    else
+        timeout 150 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $PP_OPTS -s $size ${2:-} > "$1" 2>&1 &
+        ENG_JOB=$!
+        BG_PIDS+=($ENG_JOB)
+    fi
+}
+eng_wait() {   # eng_wait LOGFILE -> exit code of the engine side
+    if [ "$PEER" = vm ]; then vm_wait vm2 "$ENG_JOB" 150 > "$1" 2>&1; else wait "$ENG_JOB"; fi
+}
+eng_listening_any() {
+    if [ "$PEER" = vm ]; then vm_listening vm2; else eng_listening; fi
+}
+# ibv_rc_pingpong on rxe retries forever (retry_cnt 7): when one side failed,
+# end the other (our own VM, our own process) instead of waiting it out.
+vm_abort() { vm_exec "$1" 10 'pkill -x ibv_rc_pingpong' >/dev/null 2>&1; }
+
 run_case() {   # run_case DIRECTION SIZE ; DIRECTION = engine-client | engine-server
-    local dir=$1 size=$2 base="$OUT/$1-$2" id erc=0 vrc=0 epid
+    local dir=$1 size=$2 base="$OUT/$1-$2" id erc=0 vrc=0
     local vm_pp="timeout 120 ibv_rc_pingpong $PP_OPTS -s $size"
+    : > "$base.engine.log"; : > "$base.rxe.log"
     if [ "$dir" = engine-client ]; then
         # rxe on vm1 serves; the engine connects.
         id=$(vm_spawn vm1 "$vm_pp")
-        vm_listening vm1 || { vm_wait vm1 "$id" 5 > "$base.rxe.log"; erc=99; }
-        if [ $erc = 0 ]; then
-            if [ "$PEER" = vm ]; then
-                vm_exec vm2 150 "$vm_pp $VM_IP" > "$base.engine.log" 2>&1 || erc=$?
-            else
-                timeout 150 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $PP_OPTS -s $size $VM_IP \
-                    > "$base.engine.log" 2>&1 || erc=$?
-            fi
-            vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
+        if vm_listening vm1; then
+            eng_start "$base.engine.log" $VM_IP
+            eng_wait "$base.engine.log" || erc=$?
+        else
+            erc=98
         fi
+        [ $erc = 0 ] || vm_abort vm1
+        vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
     else
         # the engine serves; rxe on vm1 connects.
-        if [ "$PEER" = vm ]; then
-            id=$(vm_spawn vm2 "$vm_pp")
-            vm_listening vm2 || erc=99
+        eng_start "$base.engine.log"
+        if eng_listening_any; then
+            id=$(vm_spawn vm1 "$vm_pp $ENG_IP")
+            eng_wait "$base.engine.log" || erc=$?
+            [ $erc = 0 ] || vm_abort vm1
+            vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
         else
-            timeout 150 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $PP_OPTS -s $size \
-                > "$base.engine.log" 2>&1 &
-            epid=$!
-            BG_PIDS+=($epid)
-            eng_listening || erc=99
-        fi
-        if [ $erc = 0 ]; then
-            vm_exec vm1 150 "$vm_pp $ENG_IP" > "$base.rxe.log" 2>&1 || vrc=$?
-            if [ "$PEER" = vm ]; then
-                vm_wait vm2 "$id" 150 > "$base.engine.log" 2>&1 || erc=$?
-            else
-                wait $epid || erc=$?
-            fi
-        elif [ "$PEER" = engine ]; then
-            kill $epid 2>/dev/null; wait $epid 2>/dev/null
+            erc=98
+            [ "$PEER" = vm ] && vm_abort vm2
+            eng_wait "$base.engine.log"
         fi
     fi
     local verdict=PASS

@@ -9,7 +9,7 @@ mod oob_support;
 
 use core::net::Ipv4Addr;
 
-use engine::oob::pingpong::{is_done, Dest, DEST_MSG_LEN, DEFAULT_TCP_PORT, DONE};
+use engine::oob::pingpong::{is_done, Dest, DEFAULT_TCP_PORT, DEST_MSG_LEN, DONE};
 use engine::oob::Gid;
 use oob_support::{read_pcap, tcp_payload};
 

@@ -16,8 +16,8 @@ fn parse_all(name: &str) -> Vec<(u64, RoceFrame<'static>)> {
     recs.iter()
         .enumerate()
         .map(|(i, r)| {
-            let f = parse_frame(&r.data)
-                .unwrap_or_else(|e| panic!("{name} frame {}: {e:?}", i + 1));
+            let f =
+                parse_frame(&r.data).unwrap_or_else(|e| panic!("{name} frame {}: {e:?}", i + 1));
             (r.ts_usec, f)
         })
         .collect()
@@ -92,7 +92,10 @@ fn pingpong_frames_parse_with_correct_icrc() {
             other => panic!("unexpected opcode {other:?}"),
         }
         if h.bth.opcode != Opcode::Acknowledge {
-            assert!(f.payload.iter().all(|&b| b == 0x7b), "rc_pingpong fills with 0x7b");
+            assert!(
+                f.payload.iter().all(|&b| b == 0x7b),
+                "rc_pingpong fills with 0x7b"
+            );
         }
     }
     // SEND_ONLY sizes 1 and 100: pad to 4 bytes.
@@ -176,9 +179,7 @@ fn retransmissions_and_naks_under_loss() {
     assert!(retransmits >= 10, "{retransmits} retransmissions");
     // Timeout 14 = 67.1 ms: the first retransmission of the run came after
     // 61-76 ms (rxe's timer runs in jiffies).
-    assert!(timeout_gaps
-        .iter()
-        .any(|&g| (60_000..80_000).contains(&g)));
+    assert!(timeout_gaps.iter().any(|&g| (60_000..80_000).contains(&g)));
 }
 
 #[test]

@@ -365,7 +365,10 @@ mod tests {
     fn qp_attrs_match_rc_pingpong() {
         let a = RC_PINGPONG_QP_ATTRS;
         assert_eq!((a.timeout, a.retry_cnt, a.rnr_retry), (14, 7, 7));
-        assert_eq!((a.min_rnr_timer, a.max_dest_rd_atomic, a.max_rd_atomic), (12, 1, 1));
+        assert_eq!(
+            (a.min_rnr_timer, a.max_dest_rd_atomic, a.max_rd_atomic),
+            (12, 1, 1)
+        );
         assert!(is_valid_mtu(1024) && !is_valid_mtu(1500));
     }
 }

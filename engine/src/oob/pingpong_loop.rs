@@ -181,7 +181,11 @@ mod tests {
             };
             let a = rx.on_completion(Completion::Recv).unwrap();
             if a.post_send {
-                in_flight.push(if sender == Role::Client { Role::Server } else { Role::Client });
+                in_flight.push(if sender == Role::Client {
+                    Role::Server
+                } else {
+                    Role::Client
+                });
             }
             let b = tx.on_completion(Completion::Send).unwrap();
             if b.post_send {
@@ -199,7 +203,13 @@ mod tests {
         assert_eq!((client.sends_done(), client.recvs_done()), (5, 5));
         assert_eq!((server.sends_done(), server.recvs_done()), (5, 5));
         let expected: Vec<Role> = (0..10)
-            .map(|i| if i % 2 == 0 { Role::Client } else { Role::Server })
+            .map(|i| {
+                if i % 2 == 0 {
+                    Role::Client
+                } else {
+                    Role::Server
+                }
+            })
             .collect();
         assert_eq!(order, expected);
     }
