@@ -216,6 +216,7 @@ fn client_session(
         len: max,
         mtu: args.mtu,
         tx_depth: args.tx_depth,
+        queue: q,
     };
     conn.send_hello(&local)?;
     let remote = conn.read_hello(timeout)?;
@@ -384,6 +385,7 @@ fn server_session(
         len: half,
         mtu,
         tx_depth: args.tx_depth,
+        queue: q,
     };
     let mut side = Side {
         dev: dp.dev.clone(),

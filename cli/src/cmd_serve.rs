@@ -143,9 +143,18 @@ struct Shared {
 
 /// One client's session: exchange, QPs, then the perftest control loop
 /// until BYE, an error, or shutdown.
-fn session(sh: &Shared, q: u32, mut conn: LineConn) -> anyhow::Result<()> {
+fn session(sh: &Shared, fallback_queue: u32, mut conn: LineConn) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(30);
     let remote = conn.read_hello(Duration::from_secs(10))?;
+    // The client's frames arrive on the RX queue matching the one it sends
+    // from when the path is symmetric (veth, one flow per queue pair):
+    // use that queue when it exists; otherwise round robin.
+    let n = sh.regions.len() as u32;
+    let q = if remote.queue < n {
+        remote.queue
+    } else {
+        fallback_queue
+    };
     let kind = Kind::from_name(&remote.test);
     if remote.len > sh.half {
         let msg = format!(
@@ -183,6 +192,7 @@ fn session(sh: &Shared, q: u32, mut conn: LineConn) -> anyhow::Result<()> {
         len: sh.half,
         mtu,
         tx_depth: remote.tx_depth,
+        queue: q,
     };
     let qpns: Vec<String> = qps.iter().map(|qp| format!("0x{:06x}", qp.qpn())).collect();
     let mut side = Side {

@@ -174,3 +174,59 @@ fn serve_stats_and_sigint_during_a_transfer() {
     assert!(!c.status.success());
     assert!(!text(&c.stderr).contains("panicked"), "{}", text(&c.stderr));
 }
+
+#[test]
+fn serve_two_queues_pinned() {
+    if skip_unless_root() {
+        return;
+    }
+    let _g = serial();
+    let net = Net::with_queues(1500, 2);
+    let b = &net.pair.b;
+    let serve = net
+        .cmd(
+            &b.netns,
+            &[
+                "serve", "--iface", &b.ifname, "--queues", "0-1", "--cores", "0-1", "--json",
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    net.wait_listening(18515);
+    net.wait_engine();
+    let ip = net.server_ip();
+    // One client per queue: its QP lands on the queue it sends from.
+    for (tool, q) in [("write-bw", "1"), ("send-lat", "0")] {
+        let out = net.client(&[tool, &ip, "-n", "50", "-s", "2048", "--queue", q]);
+        assert!(out.status.success(), "{tool}: {}", text(&out.stderr));
+    }
+    let st = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text(&st.stdout)).unwrap();
+    let queues = v["queues"].as_array().unwrap();
+    assert_eq!(queues.len(), 2);
+    for (i, q) in queues.iter().enumerate() {
+        assert_eq!(q["queue"], i);
+        assert_eq!(q["core"], i);
+        assert!(q["counters"]["rcvd_pkts"].as_u64().unwrap() > 0, "{v}");
+        assert_eq!(q["counters"]["dropped_unknown_qp"], 0, "{v}");
+    }
+    let pid = serve.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = wait_output(serve, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // --json: the final counters as one document after the log lines.
+    let so = text(&out.stdout);
+    let doc = &so[so.find("{\n").expect("a JSON document")..];
+    let v: serde_json::Value = serde_json::from_str(doc).unwrap();
+    assert!(v["final_totals"]["rcvd_pkts"].as_u64().unwrap() > 0, "{v}");
+    assert!(!net.xdp_attached(true));
+}

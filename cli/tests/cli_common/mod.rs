@@ -43,7 +43,12 @@ pub struct Net {
 
 impl Net {
     pub fn new(mtu: u32) -> Net {
-        let pair = VethPair::create(&PairConfig { mtu, queues: 1 })
+        Net::with_queues(mtu, 1)
+    }
+
+    /// As [`Net::new`] with `queues` RX/TX queues on each veth end.
+    pub fn with_queues(mtu: u32, queues: u32) -> Net {
+        let pair = VethPair::create(&PairConfig { mtu, queues })
             .expect("creating the veth pair (needs root)");
         let run_dir = std::env::temp_dir().join(format!(
             "roce-xdp-cli-test-{}-{}",

@@ -44,6 +44,11 @@ pub struct Hello {
     pub mtu: u32,
     /// Work requests in flight per QP.
     pub tx_depth: u32,
+    /// The NIC queue this side's QPs use. A server with several queues
+    /// puts the client's QPs on the same index: frames of a flow must
+    /// arrive on the queue whose engine holds the QP (AF_XDP sockets only
+    /// see their own RX queue). Absent = 0.
+    pub queue: u32,
 }
 
 /// Why a line could not be parsed.
@@ -95,7 +100,7 @@ impl Hello {
             .map(|(q, p)| format!("{:06x}/{:06x}", q & 0xff_ffff, p & 0xff_ffff))
             .collect();
         format!(
-            "{MAGIC} test={} qps={} ip={} mac={} va=0x{:x} rkey=0x{:08x} len={} mtu={} tx_depth={}\n",
+            "{MAGIC} test={} qps={} ip={} mac={} va=0x{:x} rkey=0x{:08x} len={} mtu={} tx_depth={} queue={}\n",
             self.test,
             qps.join(","),
             self.ip,
@@ -104,7 +109,8 @@ impl Hello {
             self.rkey,
             self.len,
             self.mtu,
-            self.tx_depth
+            self.tx_depth,
+            self.queue
         )
     }
 
@@ -126,6 +132,7 @@ impl Hello {
         }
         let (mut test, mut qps, mut ip, mut mac, mut va, mut rkey, mut len, mut mtu, mut depth) =
             (None, None, None, None, None, None, None, None, None);
+        let mut queue = 0u32;
         for w in words {
             let Some((k, v)) = w.split_once('=') else {
                 return err(format!("expected key=value, got {w:?}"));
@@ -179,6 +186,11 @@ impl Hello {
                             .map_err(|_| ParseError(format!("bad tx_depth {v:?}")))?,
                     )
                 }
+                "queue" => {
+                    queue = v
+                        .parse()
+                        .map_err(|_| ParseError(format!("bad queue {v:?}")))?
+                }
                 _ => {} // unknown keys: ignored, for later additions
             }
         }
@@ -193,6 +205,7 @@ impl Hello {
             len: len.ok_or_else(|| missing("len"))?,
             mtu: mtu.ok_or_else(|| missing("mtu"))?,
             tx_depth: depth.ok_or_else(|| missing("tx_depth"))?,
+            queue,
         })
     }
 }
@@ -290,6 +303,7 @@ mod tests {
             len: 8 << 20,
             mtu: 1024,
             tx_depth: 128,
+            queue: 1,
         }
     }
 
