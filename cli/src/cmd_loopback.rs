@@ -145,6 +145,7 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
         qps: a.qps,
         queues: a.queues,
         loss: a.loss,
+        ce: 0.0,
         mode: match a.mode {
             ModeArg::Auto => AttachMode::Auto,
             ModeArg::Native => AttachMode::Native,

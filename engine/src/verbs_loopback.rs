@@ -43,6 +43,9 @@ pub struct LoopbackOptions {
     pub queues: u32,
     /// Frame loss probability injected by the XDP program on both sides.
     pub loss: f64,
+    /// Probability that the XDP program marks an ECN-capable RoCE frame CE
+    /// (congestion tests).
+    pub ce: f64,
     pub mode: AttachMode,
     pub ipv6: bool,
     pub zero_copy: ZeroCopy,
@@ -71,6 +74,7 @@ impl Default for LoopbackOptions {
             qps: 1,
             queues: 1,
             loss: 0.0,
+            ce: 0.0,
             mode: AttachMode::Auto,
             ipv6: false,
             zero_copy: ZeroCopy::Auto,
@@ -205,7 +209,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     let dev_b = Device::open(dev_cfg(&pair.b))?;
     let imp = Impairment {
         drop_ppm: Impairment::ppm(opts.loss),
-        ce_ppm: 0,
+        ce_ppm: Impairment::ppm(opts.ce),
     };
     dev_a.set_impairment(imp)?;
     dev_b.set_impairment(imp)?;

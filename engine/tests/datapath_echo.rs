@@ -167,3 +167,32 @@ fn echo_floor_runs_on_a_fresh_pair() {
     assert_eq!(r.stats.packets_received, 20_000);
     assert_eq!(r.stats.bytes_received, 20_000 * opts.frame_len as u64);
 }
+
+/// veth has no AF_XDP zero-copy: `On` fails with a clear error, `Auto`
+/// falls back to copy mode.
+#[test]
+fn zero_copy_on_veth_errors_or_falls_back() {
+    if !is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let pair = VethPair::create(&PairConfig::default()).unwrap();
+    let b = pair.b.clone();
+    std::thread::spawn(move || {
+        b.enter().unwrap();
+        let _prog = SteerProgram::attach(&b.ifname, AttachMode::Native, false).unwrap();
+        let mut cfg = XskConfig::new(&b.ifname, 0);
+        cfg.zero_copy = ZeroCopy::On;
+        let err = XskSocket::open(&cfg).unwrap_err();
+        assert!(
+            matches!(err, engine::io::XskError::ZeroCopyUnsupported { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("zero-copy"), "{err}");
+        cfg.zero_copy = ZeroCopy::Auto;
+        let s = XskSocket::open(&cfg).unwrap();
+        assert!(!s.is_zero_copy());
+    })
+    .join()
+    .unwrap();
+}

@@ -289,3 +289,33 @@ fn kernel_traffic_flows_during_transfer() {
     // The kernel traffic was passed, not redirected.
     assert!(r.steer_responder.passed > 0 && r.steer_requester.passed > 0);
 }
+
+/// The XDP program's CE-marking impairment: marked frames still verify
+/// (ICRC masks ECN; the IPv4 checksum is fixed incrementally) and the
+/// responder sees the marks.
+#[test]
+fn ce_marking_impairment_ipv4_and_ipv6() {
+    if !is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    for ipv6 in [false, true] {
+        let opts = LoopbackOptions {
+            messages: 200,
+            size: 4096,
+            mtu: Mtu::Mtu1024,
+            ce: 0.5,
+            ipv6,
+            ..Default::default()
+        };
+        let r = run_loopback(&opts).unwrap();
+        assert!(r.success(200), "{r:#?}");
+        assert!(r.steer_responder.ce_marked > 0, "{:?}", r.steer_responder);
+        assert!(
+            r.responder.np_ecn_marked_roce_packets > 0,
+            "{:?}",
+            r.responder
+        );
+        assert_eq!(r.responder.dropped_malformed, 0);
+    }
+}

@@ -394,3 +394,96 @@ fn sigkill(pid: u32) {
         .unwrap();
     assert!(st.success());
 }
+
+fn ipv4_checksum(hdr: &[u8]) -> u16 {
+    let mut sum = 0u32;
+    for c in hdr.chunks(2) {
+        sum += u16::from_be_bytes([c[0], c[1]]) as u32;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+/// The CE-marking impairment sets ECN to CE (IPv4 TOS with the header
+/// checksum fixed incrementally; IPv6 traffic class) and only on
+/// ECN-capable frames.
+#[test]
+fn ce_marking_rewrites_ecn_and_fixes_the_checksum() {
+    if !is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let pair = VethPair::create(&PairConfig::default()).unwrap();
+    let (a, b) = (pair.a.clone(), pair.b.clone());
+    let mut v4_ect0 = build(ROCE4, b.mac, a.mac);
+    v4_ect0[15] = 0x68 | 0b10; // DSCP 26, ECT(0)
+    let c = ipv4_checksum(&v4_ect0[14..34]);
+    v4_ect0[24..26].copy_from_slice(&c.to_be_bytes());
+    let mut v4_not_ect = v4_ect0.clone();
+    v4_not_ect[15] = 0x68;
+    v4_not_ect[24..26].copy_from_slice(&[0, 0]);
+    let c = ipv4_checksum(&v4_not_ect[14..34]);
+    v4_not_ect[24..26].copy_from_slice(&c.to_be_bytes());
+    let mut v6_ect1 = build(
+        FrameSpec {
+            ipv6: true,
+            ..ROCE4
+        },
+        b.mac,
+        a.mac,
+    );
+    v6_ect1[14] = 0x66; // version 6, traffic class high nibble 6
+    v6_ect1[15] = 0x90; // traffic class low nibble 9 (..01 = ECT(1)), flow label 0
+    let sent = vec![v4_ect0.clone(), v4_not_ect.clone(), v6_ect1.clone()];
+
+    let got = std::thread::spawn(move || {
+        b.enter().unwrap();
+        let mut prog = SteerProgram::attach(&b.ifname, AttachMode::Native, false).unwrap();
+        prog.set_impairment(engine::loader::Impairment {
+            drop_ppm: 0,
+            ce_ppm: 1_000_000,
+        })
+        .unwrap();
+        let mut sock = XskSocket::open(&XskConfig::new(&b.ifname, 0)).unwrap();
+        prog.register_socket(0, &sock).unwrap();
+        std::thread::spawn(move || {
+            a.enter().unwrap();
+            let mut s = XskSocket::open(&XskConfig::new(&a.ifname, 0)).unwrap();
+            for f in &sent {
+                assert!(s.send(f));
+            }
+            while s.tx_in_flight() > 0 {
+                s.flush().unwrap();
+                s.complete();
+            }
+        })
+        .join()
+        .unwrap();
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while got.len() < 3 && Instant::now() < deadline {
+            sock.recv(8, |p| got.push(p.to_vec()));
+        }
+        (got, prog.counters().unwrap())
+    })
+    .join()
+    .unwrap();
+    let (got, counters) = got;
+    assert_eq!(got.len(), 3);
+    assert_eq!(counters.ce_marked, 2);
+    // IPv4 ECT(0) -> CE, checksum still valid, nothing else changed.
+    assert_eq!(got[0][15], 0x68 | 0b11);
+    assert_eq!(
+        ipv4_checksum(&got[0][14..34]),
+        0,
+        "header checksum verifies"
+    );
+    assert_eq!(got[0][34..], v4_ect0[34..]);
+    // Not ECN-capable: untouched.
+    assert_eq!(got[1], v4_not_ect);
+    // IPv6 ECT(1) -> CE: traffic class low bits (byte 15 bits 5..4).
+    assert_eq!(got[2][15], 0xb0);
+    assert_eq!(got[2][14], 0x66);
+}
