@@ -192,7 +192,11 @@ fn client_session(
     timeout: Duration,
 ) -> anyhow::Result<()> {
     let q = args.queue;
-    let sizes = args.sizes();
+    let sizes = if kind.is_atomic() {
+        vec![8]
+    } else {
+        args.sizes()
+    };
     let max = *sizes.iter().max().expect("at least one size");
     let mr = dp.dev.register_memory(q, (2 * max) as usize, Access::ALL)?;
     let nqps = if kind.is_latency() {

@@ -60,6 +60,10 @@ enum Command {
     ReadLat(perftest::options::PerftestArgs),
     /// SEND latency, half round trip (perftest's ib_send_lat).
     SendLat(perftest::options::PerftestArgs),
+    /// FETCH_AND_ADD bandwidth, 8-byte atomics (perftest's ib_atomic_bw).
+    AtomicBw(perftest::options::PerftestArgs),
+    /// FETCH_AND_ADD latency, full round trip (perftest's ib_atomic_lat).
+    AtomicLat(perftest::options::PerftestArgs),
     /// RC SEND/RECV ping-pong, wire-compatible with rdma-core's ibv_rc_pingpong.
     Pingpong(cmd_pingpong::PingpongArgs),
 }
@@ -78,6 +82,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::WriteLat(a) => cmd_perftest::run(perftest::kind::Kind::WriteLat, a),
         Command::ReadLat(a) => cmd_perftest::run(perftest::kind::Kind::ReadLat, a),
         Command::SendLat(a) => cmd_perftest::run(perftest::kind::Kind::SendLat, a),
+        Command::AtomicBw(a) => cmd_perftest::run(perftest::kind::Kind::AtomicBw, a),
+        Command::AtomicLat(a) => cmd_perftest::run(perftest::kind::Kind::AtomicLat, a),
         Command::Pingpong(a) => cmd_pingpong::run(a),
     }
 }

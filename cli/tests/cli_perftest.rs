@@ -93,6 +93,15 @@ fn every_tool_between_two_namespaces() {
             assert!(typ <= p99 && p99 <= p999 && p999 <= max, "{out}");
         }
     }
+    // Atomics: 8-byte FETCH_AND_ADDs whatever -s says; atomic-lat checks
+    // that the returned old values increase.
+    let (_, client) = run_tool(&net, "atomic-bw", &["-n", "200"]);
+    let r = rows(&client, " #bytes");
+    assert_eq!((r[0][0], r[0][1]), (8.0, 200.0), "{client}");
+    assert!(r[0][5] > 0.0, "{client}");
+    let (_, client) = run_tool(&net, "atomic-lat", &["-n", "200"]);
+    let r = rows(&client, " #bytes #iterations");
+    assert_eq!((r[0][0], r[0][1], r[0].len()), (8.0, 200.0, 9), "{client}");
     assert!(
         !net.xdp_attached(true) && !net.xdp_attached(false),
         "XDP left attached"

@@ -55,7 +55,7 @@ fn serve_stats_and_sigint_during_a_transfer() {
     std::thread::sleep(Duration::from_millis(500));
 
     // Finished runs of three tools against the same server.
-    for tool in ["write-bw", "read-lat", "send-bw"] {
+    for tool in ["write-bw", "read-lat", "send-bw", "atomic-lat"] {
         let out = net.client(&[tool, &ip, "-n", "50", "-s", "4096"]);
         assert!(out.status.success(), "{tool}: {}", text(&out.stderr));
     }

@@ -9,16 +9,20 @@ pub enum Kind {
     WriteLat,
     ReadLat,
     SendLat,
+    AtomicBw,
+    AtomicLat,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 8] = [
         Kind::WriteBw,
         Kind::ReadBw,
         Kind::SendBw,
         Kind::WriteLat,
         Kind::ReadLat,
         Kind::SendLat,
+        Kind::AtomicBw,
+        Kind::AtomicLat,
     ];
 
     /// The command name, e.g. `write-bw`.
@@ -30,6 +34,8 @@ impl Kind {
             Kind::WriteLat => "write-lat",
             Kind::ReadLat => "read-lat",
             Kind::SendLat => "send-lat",
+            Kind::AtomicBw => "atomic-bw",
+            Kind::AtomicLat => "atomic-lat",
         }
     }
 
@@ -43,10 +49,19 @@ impl Kind {
             Kind::WriteBw | Kind::WriteLat => "RDMA_Write",
             Kind::ReadBw | Kind::ReadLat => "RDMA_Read",
             Kind::SendBw | Kind::SendLat => "Send",
+            Kind::AtomicBw | Kind::AtomicLat => "Atomic FETCH_AND_ADD",
         }
     }
 
     pub fn is_latency(self) -> bool {
-        matches!(self, Kind::WriteLat | Kind::ReadLat | Kind::SendLat)
+        matches!(
+            self,
+            Kind::WriteLat | Kind::ReadLat | Kind::SendLat | Kind::AtomicLat
+        )
+    }
+
+    /// Atomics move 8 bytes, whatever `-s` says (as perftest's).
+    pub fn is_atomic(self) -> bool {
+        matches!(self, Kind::AtomicBw | Kind::AtomicLat)
     }
 }

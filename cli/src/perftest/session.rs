@@ -201,10 +201,15 @@ impl Side {
             Kind::SendBw | Kind::SendLat => {
                 (SendOp::Send, self.mr.sge(self.half as usize, size as u32))
             }
+            // The old value lands in the first 8 bytes of our landing area.
+            Kind::AtomicBw | Kind::AtomicLat => (SendOp::FetchAdd, self.mr.sge(0, 8)),
         };
         let mut wr = SendWr::new(wr_id, opcode, local);
         wr.remote_addr = self.peer.va;
         wr.rkey = self.peer.rkey;
+        if kind.is_atomic() {
+            wr.compare_add = 1;
+        }
         wr
     }
 
@@ -311,6 +316,7 @@ impl Side {
             self.post_recv(&qp)?;
         }
         let mut i = 0u64;
+        let mut last_old: Option<u64> = None;
         while i < total && end.is_none_or(|e| Instant::now() < e) {
             let start = Instant::now();
             if kind == Kind::WriteLat {
@@ -330,6 +336,21 @@ impl Side {
                     check_wc(wc, kind.name())?;
                     match (kind, wc.opcode) {
                         (Kind::ReadLat, WcOpcode::Read) => done = true,
+                        (Kind::AtomicLat, WcOpcode::FetchAdd) => {
+                            // Each FETCH_AND_ADD returns the value before
+                            // it: the sequence must increase.
+                            let mut old = [0u8; 8];
+                            self.mr.read(0, &mut old);
+                            let old = u64::from_ne_bytes(old);
+                            if last_old.is_some_and(|p| old <= p) {
+                                bail!(
+                                    "atomic-lat: FETCH_AND_ADD returned {old} after {}: the remote counter went backwards",
+                                    last_old.unwrap_or(0)
+                                );
+                            }
+                            last_old = Some(old);
+                            done = true;
+                        }
                         (Kind::SendLat, WcOpcode::Recv) => {
                             self.recvs[0] = self.recvs[0].saturating_sub(1);
                             self.post_recv(&qp)?;
@@ -347,7 +368,10 @@ impl Side {
                 }
             }
             let rtt = start.elapsed().as_nanos() as u64;
-            samples.push(if kind == Kind::ReadLat { rtt } else { rtt / 2 });
+            // READ and atomics: the full round trip (as perftest); WRITE
+            // and SEND ping-pongs: half of it.
+            let full = matches!(kind, Kind::ReadLat | Kind::AtomicLat);
+            samples.push(if full { rtt } else { rtt / 2 });
             i += 1;
             progress.update(i);
         }
