@@ -23,6 +23,18 @@ use crate::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
 use crate::perftest::session::{initial_psn, Cq, Side};
 use crate::preflight;
 
+/// A flag raised by SIGINT / SIGTERM, so a run stops, detaches and
+/// finishes its pcap file; a second signal ends the process at once.
+fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+            .context("installing the signal handler")?;
+        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+    }
+    Ok(stop)
+}
+
 /// Largest message the tools accept (the `-a` maximum).
 const MAX_SIZE: u64 = crate::perftest::sizes::ALL_SIZES_MAX;
 
@@ -178,6 +190,11 @@ fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
         &format!("{} on the client", kind.name()),
     )?;
     let result = client_session(kind, args, &dp, &mut conn, timeout);
+    if let Err(e) = &result {
+        // Tell the server why, so it ends with a reason instead of a
+        // closed connection.
+        let _ = conn.send_control(&Control::Error(format!("{e:#}")));
+    }
     let closed = dp.close();
     result?;
     report_capture(closed?.pcap, args);
@@ -253,7 +270,7 @@ fn client_session(
         cq: Cq::Direct(dp.dev.clone(), q),
         half: max,
         peer: remote.clone(),
-        stop: Arc::new(AtomicBool::new(false)),
+        stop: stop_flag()?,
         timeout,
         recvs: vec![0; nqps],
     };
@@ -399,7 +416,7 @@ fn server_session(
         cq: Cq::Direct(dp.dev.clone(), q),
         half,
         peer: remote.clone(),
-        stop: Arc::new(AtomicBool::new(false)),
+        stop: stop_flag()?,
         timeout,
         recvs: vec![0; nqps],
     };

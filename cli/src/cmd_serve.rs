@@ -220,7 +220,7 @@ fn session(sh: &Shared, fallback_queue: u32, mut conn: LineConn) -> anyhow::Resu
         let line = loop {
             if sh.stop.load(Ordering::Relaxed) {
                 let _ = conn.send_control(&Control::Error("the server is shutting down".into()));
-                bail!("interrupted");
+                return Err(crate::errors::Interrupted.into());
             }
             match conn.poll_line()? {
                 Some(l) => break l,

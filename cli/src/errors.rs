@@ -17,6 +17,13 @@ use crate::privileges::Capability;
 pub const USER_ERROR_EXIT: i32 = 2;
 /// Exit code for anything else.
 pub const INTERNAL_ERROR_EXIT: i32 = 1;
+/// Exit code after Ctrl-C / SIGTERM ended a run (128 + SIGINT).
+pub const INTERRUPTED_EXIT: i32 = 130;
+
+/// A run ended by SIGINT or SIGTERM (after cleaning up).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub struct Interrupted;
 
 /// An error the user can fix, with the fix in its message.
 #[derive(Debug, thiserror::Error)]
@@ -170,6 +177,10 @@ pub fn user_message(err: &anyhow::Error) -> Option<String> {
 
 /// Prints `err` the way the user should see it and returns the exit code.
 pub fn report(err: &anyhow::Error) -> i32 {
+    if err.chain().any(|c| c.is::<Interrupted>()) {
+        eprintln!("roce-xdp: interrupted");
+        return INTERRUPTED_EXIT;
+    }
     if let Some(msg) = user_message(err) {
         eprintln!("roce-xdp: error: {msg}");
         USER_ERROR_EXIT

@@ -220,7 +220,7 @@ impl Side {
         }
         if (*spins).is_multiple_of(1024) {
             if self.stop.load(Ordering::Relaxed) {
-                bail!("interrupted");
+                return Err(crate::errors::Interrupted.into());
             }
             check_post_errors(&self.dev, self.queue)?;
             if last_progress.elapsed() > self.timeout {
@@ -274,6 +274,9 @@ impl Side {
                 continue;
             }
             spins = 0;
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(crate::errors::Interrupted.into());
+            }
             let now = Instant::now();
             last_progress = now;
             let ns = now.duration_since(t0).as_nanos() as u64;
@@ -318,6 +321,9 @@ impl Side {
         let mut i = 0u64;
         let mut last_old: Option<u64> = None;
         while i < total && end.is_none_or(|e| Instant::now() < e) {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(crate::errors::Interrupted.into());
+            }
             let start = Instant::now();
             if kind == Kind::WriteLat {
                 self.mr.write((self.half + size - 1) as usize, &[marker(i)]);
@@ -466,7 +472,7 @@ impl Side {
                 }
                 if spins.is_multiple_of(256) {
                     if self.stop.load(Ordering::Relaxed) {
-                        bail!("interrupted");
+                        return Err(crate::errors::Interrupted.into());
                     }
                     check_post_errors(&self.dev, self.queue)?;
                     if let Some(line) = conn.poll_line()? {
