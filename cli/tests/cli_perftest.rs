@@ -195,10 +195,29 @@ fn json_schema_and_size_sweep() {
         text(&out.stderr)
     );
 
-    // -D: a timed run reports whatever iterations fit.
-    let (_, client) = run_tool(&net, "send-bw", &["-s", "1024", "-D", "1", "--json"]);
+    // -D: a timed run reports whatever iterations fit; -q spreads the
+    // messages over several QPs, --tx-depth bounds each one's window.
+    let (_, client) = run_tool(
+        &net,
+        "send-bw",
+        &[
+            "-s",
+            "1024",
+            "-D",
+            "1",
+            "-q",
+            "3",
+            "--tx-depth",
+            "8",
+            "--json",
+        ],
+    );
     let v: serde_json::Value = serde_json::from_str(&client).unwrap();
     assert!(v["results"][0]["iterations"].as_u64().unwrap() > 0);
+    assert_eq!(
+        (v["test"]["qps"].as_u64(), v["test"]["tx_depth"].as_u64()),
+        (Some(3), Some(8))
+    );
     let quiet = net
         .cmd(&net.pair.a.netns, &["write-bw", "--iface", "nosuch0"])
         .output()
