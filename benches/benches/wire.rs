@@ -76,19 +76,32 @@ fn parse_and_verify(c: &mut Criterion) {
 }
 
 fn crc_candidates(c: &mut Criterion) {
-    let data: Vec<u8> = (0..4096u32).map(|i| (i * 31) as u8).collect();
-    let mut group = c.benchmark_group("crc32_4KiB");
-    group.throughput(Throughput::Bytes(data.len() as u64));
-    group.bench_function("crc32fast", |b| {
-        b.iter(|| crc32fast::hash(black_box(&data)))
-    });
-    group.bench_function("crc-fast", |b| {
-        b.iter(|| crc_fast::crc32_iso_hdlc(black_box(&data)))
-    });
-    group.bench_function("zlib-rs", |b| {
-        b.iter(|| zlib_rs::crc32::crc32(0, black_box(&data)))
-    });
-    group.finish();
+    // CRC-32 (IEEE) candidates at the sizes the ICRC sees: a 64 B-payload
+    // frame's ICRC input (~116 B), 1 KiB and 4 KiB payloads.
+    for size in [116usize, 1024, 4096] {
+        let data: Vec<u8> = (0..size as u32).map(|i| (i * 31) as u8).collect();
+        let mut group = c.benchmark_group(format!("crc32_{size}B"));
+        group.throughput(Throughput::Bytes(size as u64));
+        group.bench_function("crc32fast", |b| {
+            b.iter(|| crc32fast::hash(black_box(&data)))
+        });
+        // crc32fast's portable slice-by-16 table path (what it falls back
+        // to without PCLMULQDQ).
+        group.bench_function("crc32fast_table", |b| {
+            b.iter(|| {
+                let mut h = crc32fast::Hasher::internal_new_baseline(0, 0);
+                h.update(black_box(&data));
+                h.finalize()
+            })
+        });
+        group.bench_function("crc-fast", |b| {
+            b.iter(|| crc_fast::crc32_iso_hdlc(black_box(&data)))
+        });
+        group.bench_function("zlib-rs", |b| {
+            b.iter(|| zlib_rs::crc32::crc32(0, black_box(&data)))
+        });
+        group.finish();
+    }
 
     // The engine's ICRC (masking + pseudo-LRH + backend) over a frame with a
     // 4 KiB payload, against plain crc32fast over the same bytes.

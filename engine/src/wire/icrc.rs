@@ -34,35 +34,53 @@ pub enum IpVersion {
 /// Returns `None` if `packet` is shorter than IP + UDP + BTH.
 #[inline]
 pub fn compute(version: IpVersion, packet: &[u8]) -> Option<u32> {
+    let masked_len = match version {
+        IpVersion::V4 => V4_MASKED_LEN,
+        IpVersion::V6 => V6_MASKED_LEN,
+    };
+    if packet.len() < masked_len {
+        return None;
+    }
+    // Small packets (ACKs, CNPs, short messages): one contiguous CRC call
+    // over a masked copy is faster than two calls (measured with crc32fast,
+    // whose per-call cost dominates below ~128 bytes).
+    if packet.len() <= SMALL_PACKET {
+        let mut copy = [0u8; SMALL_PACKET];
+        let copy = &mut copy[..packet.len()];
+        copy.copy_from_slice(packet);
+        mask(version, copy);
+        return Some(crc32_update(LRH_CRC, copy));
+    }
+    let mut hdr = [0u8; V6_MASKED_LEN];
+    let hdr = &mut hdr[..masked_len];
+    hdr.copy_from_slice(&packet[..masked_len]);
+    mask(version, hdr);
+    let crc = crc32_update(LRH_CRC, hdr);
+    Some(crc32_update(crc, &packet[masked_len..]))
+}
+
+/// Packets up to this many bytes are CRCed from one masked stack copy.
+const SMALL_PACKET: usize = 256;
+
+/// Replace the variant fields of the IP + UDP + BTH headers at the start of
+/// `hdr` with all-ones.
+#[inline(always)]
+fn mask(version: IpVersion, hdr: &mut [u8]) {
     match version {
         IpVersion::V4 => {
-            if packet.len() < V4_MASKED_LEN {
-                return None;
-            }
-            let mut hdr = [0u8; V4_MASKED_LEN];
-            hdr.copy_from_slice(&packet[..V4_MASKED_LEN]);
             hdr[1] = 0xFF; // TOS (DSCP + ECN)
             hdr[8] = 0xFF; // TTL
             hdr[10] = 0xFF; // header checksum
             hdr[11] = 0xFF;
             mask_udp_bth(&mut hdr[20..]);
-            let crc = crc32_update(LRH_CRC, &hdr);
-            Some(crc32_update(crc, &packet[V4_MASKED_LEN..]))
         }
         IpVersion::V6 => {
-            if packet.len() < V6_MASKED_LEN {
-                return None;
-            }
-            let mut hdr = [0u8; V6_MASKED_LEN];
-            hdr.copy_from_slice(&packet[..V6_MASKED_LEN]);
             hdr[0] |= 0x0F; // traffic class, high nibble (version kept)
             hdr[1] = 0xFF; // traffic class low nibble + flow label
             hdr[2] = 0xFF;
             hdr[3] = 0xFF;
             hdr[7] = 0xFF; // hop limit
             mask_udp_bth(&mut hdr[40..]);
-            let crc = crc32_update(LRH_CRC, &hdr);
-            Some(crc32_update(crc, &packet[V6_MASKED_LEN..]))
         }
     }
 }
@@ -91,4 +109,58 @@ pub fn read(trailer: &[u8; ICRC_LEN]) -> u32 {
 #[inline]
 pub fn write(icrc: u32, trailer: &mut [u8; ICRC_LEN]) {
     *trailer = icrc.to_le_bytes();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::crc32::crc32_bitwise;
+
+    /// The definition, written out: CRC-32 over 8 x 0xFF then the masked
+    /// packet.
+    fn reference(version: IpVersion, packet: &[u8]) -> u32 {
+        let mut data = vec![0xFFu8; 8];
+        data.extend_from_slice(packet);
+        let ip = 8;
+        match version {
+            IpVersion::V4 => {
+                for i in [1, 8, 10, 11] {
+                    data[ip + i] = 0xFF;
+                }
+                for i in [20 + 6, 20 + 7, 20 + 8 + 4] {
+                    data[ip + i] = 0xFF;
+                }
+            }
+            IpVersion::V6 => {
+                data[ip] |= 0x0F;
+                for i in [1, 2, 3, 7, 40 + 6, 40 + 7, 40 + 8 + 4] {
+                    data[ip + i] = 0xFF;
+                }
+            }
+        }
+        crc32_bitwise(0, &data)
+    }
+
+    #[test]
+    fn small_and_large_paths_match_the_definition() {
+        for version in [IpVersion::V4, IpVersion::V6] {
+            for len in [60, 61, 100, 255, 256, 257, 300, 1100] {
+                let packet: Vec<u8> = (0..len).map(|i| (i * 29 + 3) as u8).collect();
+                assert_eq!(
+                    compute(version, &packet),
+                    Some(reference(version, &packet)),
+                    "{version:?} {len}"
+                );
+            }
+            assert_eq!(compute(version, &[0u8; 39]), None);
+        }
+    }
+
+    #[test]
+    fn trailer_is_little_endian() {
+        let mut t = [0u8; ICRC_LEN];
+        write(0x1234_5678, &mut t);
+        assert_eq!(t, [0x78, 0x56, 0x34, 0x12]);
+        assert_eq!(read(&t), 0x1234_5678);
+    }
 }
