@@ -291,3 +291,10 @@ fn ethernet_padding_after_the_ip_packet_is_ignored() {
         })
     );
 }
+
+#[test]
+fn frame_len_saturates_instead_of_overflowing() {
+    let h = headers(Opcode::SendOnly, ipv4(), None);
+    assert_eq!(frame_len(&h, usize::MAX), usize::MAX);
+    assert_eq!(frame_len(&h, 0), 14 + 20 + 8 + 12 + 4);
+}

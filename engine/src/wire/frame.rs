@@ -341,23 +341,24 @@ fn padded_len(opcode: Opcode, payload_len: usize) -> usize {
     if opcode == Opcode::Cnp {
         CNP_RESERVED_LEN
     } else {
-        payload_len + pad_for(payload_len)
+        payload_len.saturating_add(pad_for(payload_len))
     }
 }
 
 /// Total frame length (Ethernet header to ICRC) for these headers and a
 /// payload of `payload_len` bytes; the pad is added. For a CNP the payload
 /// is always the 16 reserved bytes, whatever `payload_len` says.
+/// Saturates at `usize::MAX` instead of overflowing.
 #[inline]
 pub fn frame_len(headers: &RoceHeaders, payload_len: usize) -> usize {
     let op = headers.bth.opcode;
-    headers.eth.header_len()
+    let headers_len = headers.eth.header_len()
         + headers.ip.header_len()
         + udp::HEADER_LEN
         + bth::HEADER_LEN
         + op.ext_headers_len()
-        + padded_len(op, payload_len)
-        + ICRC_LEN
+        + ICRC_LEN;
+    padded_len(op, payload_len).saturating_add(headers_len)
 }
 
 /// Emit a whole frame into `buf`: computes pad count, IP total/payload length,
