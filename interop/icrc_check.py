@@ -12,20 +12,21 @@ import argparse
 import collections
 import sys
 
-from scapy.all import rdpcap, Ether, IP, IPv6, UDP  # noqa: E402
+from scapy.all import PcapReader, Ether, IP, IPv6, UDP  # noqa: E402
 from scapy.contrib.roce import BTH  # noqa: E402
 
 ROCE_PORT = 4791
 
 
 def trim_to_ip_length(frame: bytes) -> bytes:
-    """Drop Ethernet padding: keep 14 bytes + the IP datagram (ICRC is the
-    last 4 bytes of the UDP payload, not of the padded frame)."""
-    eth = Ether(frame)
-    if IP in eth:
-        return frame[: 14 + eth[IP].len]
-    if IPv6 in eth:
-        return frame[: 14 + 40 + eth[IPv6].plen]
+    """Drop Ethernet padding: keep 14 bytes + the IP datagram (the ICRC is
+    the last 4 bytes of the UDP payload, not of the padded frame). Reads the
+    length fields directly so each frame is dissected by Scapy only once."""
+    ethertype = int.from_bytes(frame[12:14], "big")
+    if ethertype == 0x0800 and len(frame) >= 18:
+        return frame[: 14 + int.from_bytes(frame[16:18], "big")]
+    if ethertype == 0x86DD and len(frame) >= 20:
+        return frame[: 14 + 40 + int.from_bytes(frame[18:20], "big")]
     return frame
 
 
@@ -41,13 +42,11 @@ def main() -> int:
     by_opcode = collections.Counter()
     for path in args.pcaps:
         f_total = f_bad = 0
-        for pkt in rdpcap(path):
-            raw = bytes(pkt)
+        for pkt in PcapReader(path):
+            raw = trim_to_ip_length(bytes(pkt))
             eth = Ether(raw)
             if UDP not in eth or eth[UDP].dport != ROCE_PORT:
                 continue
-            raw = trim_to_ip_length(raw)
-            eth = Ether(raw)
             if BTH not in eth:
                 print(f"{path}: frame without BTH: {eth.summary()}")
                 f_bad += 1
