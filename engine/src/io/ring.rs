@@ -178,3 +178,127 @@ impl<T: RingEntry> Ring<T> {
         self.consumer().store(self.cached_cons, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A ring over anonymous memory laid out like the kernel's (producer,
+    /// consumer, flags, then entries), with the indices starting at
+    /// `start` so tests can cross the u32 wrap. Returns the ring and raw
+    /// pointers to play the kernel's side.
+    fn fake<T: RingEntry>(
+        size: u32,
+        start: u32,
+        producer_side: bool,
+    ) -> (Ring<T>, *const AtomicU32, *const AtomicU32) {
+        let off = libc::xdp_ring_offset {
+            producer: 0,
+            consumer: 64,
+            flags: 128,
+            desc: 192,
+        };
+        let map = Mapping::anonymous(4096 * 4, false).unwrap();
+        let base = map.as_ptr();
+        // SAFETY (test): the offsets are inside the 16 KiB mapping and aligned.
+        let (p, c, f, d) = unsafe {
+            (
+                base.add(off.producer as usize) as *const AtomicU32,
+                base.add(off.consumer as usize) as *const AtomicU32,
+                base.add(off.flags as usize) as *const AtomicU32,
+                base.add(off.desc as usize) as *mut T,
+            )
+        };
+        // SAFETY (test): valid, aligned, initialised (zeroed) words.
+        unsafe {
+            (*p).store(start, Ordering::Relaxed);
+            (*c).store(start, Ordering::Relaxed);
+        }
+        let cached_cons = if producer_side {
+            start.wrapping_add(size)
+        } else {
+            start
+        };
+        let ring = Ring {
+            _map: map,
+            producer: p,
+            consumer: c,
+            flags: f,
+            descs: d,
+            size,
+            mask: size - 1,
+            cached_prod: start,
+            cached_cons,
+        };
+        (ring, p, c)
+    }
+
+    #[test]
+    fn producer_ring_tracks_free_space_across_the_index_wrap() {
+        let (mut r, prod, cons) = fake::<u64>(8, u32::MAX - 3, true);
+        assert_eq!(r.prod_free(8), 8);
+        for i in 0..8 {
+            r.prod_write(i, 100 + i as u64);
+        }
+        r.prod_submit(8);
+        // SAFETY (test): see `fake`.
+        let (prod, cons) = unsafe { (&*prod, &*cons) };
+        assert_eq!(prod.load(Ordering::Acquire), (u32::MAX - 3).wrapping_add(8));
+        assert_eq!(r.prod_free(1), 0, "full until the kernel consumes");
+        // The kernel consumes 3 entries.
+        cons.store((u32::MAX - 3).wrapping_add(3), Ordering::Release);
+        assert_eq!(r.prod_free(1), 3);
+        r.prod_write(0, 7);
+        r.prod_submit(1);
+        assert_eq!(r.prod_free(3), 2);
+        // Slot of the 9th entry is the 1st slot again (mask).
+        // SAFETY (test): reading entry 0 of the ring memory.
+        let first = unsafe {
+            r.descs
+                .add(((u32::MAX - 3).wrapping_add(8) & r.mask) as usize)
+                .read()
+        };
+        assert_eq!(first, 7);
+    }
+
+    #[test]
+    fn consumer_ring_reads_only_published_entries() {
+        let (mut r, prod, _cons) = fake::<libc::xdp_desc>(4, u32::MAX - 1, false);
+        assert_eq!(r.cons_avail(16), 0);
+        // The kernel writes two descriptors and publishes them.
+        for i in 0..2u32 {
+            let idx = ((u32::MAX - 1).wrapping_add(i) & r.mask) as usize;
+            // SAFETY (test): idx < size.
+            unsafe {
+                r.descs.add(idx).write(libc::xdp_desc {
+                    addr: 4096 * i as u64,
+                    len: 60 + i,
+                    options: 0,
+                })
+            };
+        }
+        // SAFETY (test): see `fake`.
+        unsafe { &*prod }.store((u32::MAX - 1).wrapping_add(2), Ordering::Release);
+        assert_eq!(r.cons_avail(16), 2);
+        assert_eq!(r.cons_avail(1), 1, "capped by max");
+        assert_eq!(r.cons_read(0).len, 60);
+        assert_eq!(r.cons_read(1).addr, 4096);
+        r.cons_release(2);
+        // SAFETY (test): see `fake`.
+        assert_eq!(
+            unsafe { &*r.consumer }.load(Ordering::Acquire),
+            0,
+            "wrapped past u32::MAX"
+        );
+        assert_eq!(r.cons_avail(16), 0);
+    }
+
+    #[test]
+    fn need_wakeup_flag_is_read_from_the_ring() {
+        let (r, _, _) = fake::<u64>(4, 0, true);
+        assert!(!r.needs_wakeup());
+        // SAFETY (test): the flags word of the fake ring.
+        unsafe { &*r.flags }.store(libc::XDP_RING_NEED_WAKEUP, Ordering::Release);
+        assert!(r.needs_wakeup());
+    }
+}
