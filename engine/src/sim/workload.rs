@@ -331,6 +331,9 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
     let mut failed = false;
 
     loop {
+        // Whether this pass posted work or consumed completions: if so the
+        // simulator may have new events even if it was idle before.
+        let mut busy = false;
         // Post what the windows allow.
         for (q, r) in runs.iter_mut().enumerate() {
             let q = q as u32;
@@ -350,6 +353,7 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                         .post_recv(qb, RecvWr { wr_id: m, sge })
                         .expect("post_recv");
                     r.recv_posted += 1;
+                    busy = true;
                 }
             }
             while r.posted < r.count && r.posted - r.completed < u64::from(window) {
@@ -405,6 +409,7 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                 }
                 sim.endpoint(A).post_send(qa, wr).expect("post_send");
                 r.posted += 1;
+                busy = true;
             }
         }
         // Check completions.
@@ -414,6 +419,7 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                 if n == 0 {
                     break;
                 }
+                busy = true;
                 for wc in &wcs[..n] {
                     let q = wc.qpn - FIRST_QPN;
                     let r = &mut runs[q as usize];
@@ -443,7 +449,14 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
             rep.finished = true;
             break;
         }
-        if failed || sim.now() > deadline || !sim.step() {
+        if failed || sim.now() > deadline || (!sim.step() && !busy) {
+            if std::env::var_os("ROCE_SIM_DEBUG").is_some() {
+                for i in [A, B] {
+                    for q in 0..qps {
+                        eprintln!("node {i} {:#?}", sim.endpoint(i).qp(FIRST_QPN + q));
+                    }
+                }
+            }
             break;
         }
     }
