@@ -321,7 +321,10 @@ fn kill_child_helper() {
     } else {
         AttachMode::Native
     };
-    let _prog = SteerProgram::attach(&ifname, mode, false).unwrap();
+    // A running engine's state: program attached, socket bound and in the XSKMAP.
+    let mut prog = SteerProgram::attach(&ifname, mode, false).unwrap();
+    let sock = XskSocket::open(&XskConfig::new(&ifname, 0)).unwrap();
+    prog.register_socket(0, &sock).unwrap();
     println!("ATTACHED");
     std::io::stdout().flush().unwrap();
     std::thread::sleep(Duration::from_secs(60));
