@@ -114,31 +114,49 @@ fn serve_stats_and_sigint_during_a_transfer() {
     assert_eq!(t.matches("rate/s").count(), 2, "{t}");
     assert!(t.lines().any(|l| l.starts_with("rcvd_pkts")), "{t}");
 
-    // A long transfer, interrupted half-way.
-    let client = net
+    // A long transfer, interrupted half-way: SIGINT once the server's
+    // counters show the transfer running (and the client still at it).
+    let rcvd = || -> u64 {
+        let out = net
+            .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+        v["totals"]["rcvd_pkts"].as_u64().unwrap()
+    };
+    let baseline = rcvd();
+    let mut client = net
         .cmd(
             &net.pair.a.netns,
-            &["write-bw", &ip, "-D", "6", "-s", "4096", "--timeout", "3"],
+            &["write-bw", &ip, "-D", "30", "-s", "4096", "--timeout", "3"],
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(2500));
-    let before = net
-        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text(&before.stdout)).unwrap();
-    let rcvd_mid = v["totals"]["rcvd_pkts"].as_u64().unwrap();
-    // SAFETY-free signal delivery through kill(1).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut rcvd_mid = baseline;
+    while rcvd_mid < baseline + 2000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the transfer never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        rcvd_mid = rcvd();
+    }
+    assert!(
+        client.try_wait().unwrap().is_none(),
+        "the client ended early"
+    );
     let pid = serve.id().to_string();
     assert!(std::process::Command::new("kill")
         .args(["-INT", &pid])
         .status()
         .unwrap()
         .success());
+    let killed = std::time::Instant::now();
     let out = wait_output(serve, Duration::from_secs(30));
+    let stop_time = killed.elapsed();
     let so = text(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -171,7 +189,12 @@ fn serve_stats_and_sigint_during_a_transfer() {
     );
     // The client notices the server went away and says so (not a panic).
     let c = wait_output(client, Duration::from_secs(30));
-    assert!(!c.status.success());
+    assert!(
+        !c.status.success(),
+        "client survived the server (which stopped {stop_time:?} after SIGINT): {}\n{}\nserve: {so}",
+        text(&c.stdout),
+        text(&c.stderr)
+    );
     assert!(!text(&c.stderr).contains("panicked"), "{}", text(&c.stderr));
 }
 
