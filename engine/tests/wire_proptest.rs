@@ -146,12 +146,12 @@ proptest! {
         let mut f = vec![0u8; 12];
         if v6 {
             f.extend_from_slice(&[0x86, 0xDD, 0x60, 0, 0, 0]);
-            f.extend_from_slice(&tail.get(..2).unwrap_or(&[0, 40]).to_vec());
+            f.extend_from_slice(tail.get(..2).unwrap_or(&[0, 40]));
             f.extend_from_slice(&[17, 64]);
             f.extend_from_slice(&[0u8; 32]);
         } else {
             f.extend_from_slice(&[0x08, 0x00, 0x45, 0]);
-            f.extend_from_slice(&tail.get(..2).unwrap_or(&[0, 60]).to_vec());
+            f.extend_from_slice(tail.get(..2).unwrap_or(&[0, 60]));
             f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0]);
             f.extend_from_slice(&[0u8; 8]);
         }
