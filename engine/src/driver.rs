@@ -154,8 +154,6 @@ impl std::fmt::Debug for Driver {
 
 /// Frames moved per batch.
 const BATCH: usize = 64;
-/// TX frames a single packet may need (a 9216-byte packet in 4 KiB frames).
-const MAX_FRAMES_PER_PACKET: usize = MAX_PACKET.div_ceil(4096);
 /// How often the statistics snapshot is refreshed.
 const STATS_PERIOD: Duration = Duration::from_millis(5);
 /// Longest sleep in adaptive mode when the endpoint has no deadline.
@@ -275,6 +273,9 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
     let mut last_stats = origin;
     let mut idle_since: Option<std::time::Instant> = None;
     let capture = cfg.capture.clone();
+    // TX frames the largest packet may need (checked before each poll_transmit
+    // so that a frame the endpoint emits always finds room).
+    let frames_per_packet = sock.max_packet().div_ceil(sock.frame_size() as usize);
 
     loop {
         if shared.stop.load(Ordering::Relaxed) {
@@ -320,7 +321,7 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
         // 4. transmit
         sock.complete();
         let mut sent = 0;
-        while sent < BATCH && sock.tx_room() >= MAX_FRAMES_PER_PACKET {
+        while sent < BATCH && sock.tx_room() >= frames_per_packet {
             let Some(len) = ep.poll_transmit(now, &mut tx_buf) else {
                 break;
             };
