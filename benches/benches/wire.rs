@@ -1,14 +1,16 @@
 //! Wire-format microbenchmarks: whole-frame parse + ICRC verify at three
 //! payload sizes, and the CRC-32 candidates for the ICRC over 4 KiB.
 //!
-//! Run: `cargo bench -p roce-xdp-benches --bench wire`.
+//! Run: `cargo bench -p roce-xdp-benches --bench wire` (criterion), or
+//! `cargo bench -p roce-xdp-benches --bench wire -- --best-of` for a quick
+//! best-of-N table that is robust to other load on the machine.
 //! Targets (issue 2): ICRC over a 4 KiB payload at >= 2x plain `crc32fast`
 //! measured in the same run; parse + verify of a 64 B-payload frame < 40 ns.
 
 use core::net::Ipv4Addr;
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use engine::wire::{
     emit_frame, frame_len, icrc, parse_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode, RoceHeaders,
     UdpRepr, DEFAULT_PKEY, ROCE_V2_UDP_PORT,
@@ -118,5 +120,83 @@ fn crc_candidates(c: &mut Criterion) {
     group.finish();
 }
 
+/// Best-of-N timing: the minimum over many short batches, which stays close
+/// to the uncontended cost when other processes share the cores (criterion's
+/// mean does not). `cargo bench -p roce-xdp-benches --bench wire -- --best-of`
+fn best_of() {
+    fn best(mut f: impl FnMut() -> usize) -> f64 {
+        let mut best = f64::MAX;
+        for _ in 0..400 {
+            let start = std::time::Instant::now();
+            let mut x = 0;
+            for _ in 0..1000 {
+                x ^= f();
+            }
+            black_box(x);
+            best = best.min(start.elapsed().as_nanos() as f64 / 1000.0);
+        }
+        best
+    }
+    println!("best of 400 batches of 1000 calls, ns per call (GB/s = 1e9 B/s)");
+    for payload_len in [64usize, 1024, 4096] {
+        let frame = send_only(payload_len);
+        let t = best(|| parse_frame(black_box(&frame)).expect("valid").payload.len());
+        let u = best(|| {
+            engine::wire::parse_frame_unchecked_icrc(black_box(&frame))
+                .expect("valid")
+                .payload
+                .len()
+        });
+        println!(
+            "parse_frame+icrc {payload_len:>4} B payload ({:>4} B frame): {t:7.1} ns {:6.2} GB/s | without ICRC {u:5.1} ns",
+            frame.len(),
+            frame.len() as f64 / t
+        );
+    }
+    let frame = send_only(4096);
+    let packet = &frame[14..frame.len() - icrc::ICRC_LEN];
+    let n = packet.len() as f64;
+    let rows: [(&str, f64); 5] = [
+        (
+            "engine icrc::compute",
+            best(|| icrc::compute(icrc::IpVersion::V4, black_box(packet)).unwrap_or(0) as usize),
+        ),
+        (
+            "crc32fast",
+            best(|| crc32fast::hash(black_box(packet)) as usize),
+        ),
+        (
+            "crc32fast table path",
+            best(|| {
+                let mut h = crc32fast::Hasher::internal_new_baseline(0, 0);
+                h.update(black_box(packet));
+                h.finalize() as usize
+            }),
+        ),
+        (
+            "crc-fast",
+            best(|| crc_fast::crc32_iso_hdlc(black_box(packet)) as usize),
+        ),
+        (
+            "zlib-rs",
+            best(|| zlib_rs::crc32::crc32(0, black_box(packet)) as usize),
+        ),
+    ];
+    for (name, t) in rows {
+        println!(
+            "CRC over the {n} B ICRC input of a 4 KiB payload, {name:<21}: {t:7.1} ns {:6.2} GB/s",
+            n / t
+        );
+    }
+}
+
 criterion_group!(benches, parse_and_verify, crc_candidates);
-criterion_main!(benches);
+
+fn main() {
+    if std::env::args().any(|a| a == "--best-of") {
+        best_of();
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
