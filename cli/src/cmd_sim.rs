@@ -75,6 +75,11 @@ pub struct SimArgs {
     /// Print one JSON object instead of the text summary.
     #[arg(long)]
     json: bool,
+    /// Congestion (--ce, --bottleneck-gbps, --senders, --dcqcn, --trace):
+    /// when any is given, WRITE streams from several senders through a
+    /// shared switch queue instead of the two-endpoint run.
+    #[command(flatten)]
+    congestion: crate::sim_congestion::CongestionArgs,
 }
 
 #[derive(Serialize)]
@@ -219,6 +224,22 @@ fn print_text(a: &SimArgs, cfg: &WorkloadConfig, r: &WorkloadReport) {
 /// Run `roce-xdp sim`.
 pub fn run(a: SimArgs) -> Result<()> {
     let cfg = config(&a)?;
+    if a.congestion.requested() {
+        let common = crate::sim_congestion::Common {
+            op_is_write: cfg.op == Op::Write,
+            messages: a.messages,
+            size: a.size,
+            mtu: a.mtu,
+            window: a.window,
+            latency_us: a.latency_us,
+            rate_gbps: a.rate_gbps,
+            impair: cfg.link.impair,
+            seed: a.seed,
+            max_sim_seconds: a.max_sim_seconds,
+            json: a.json,
+        };
+        return crate::sim_congestion::run(&a.congestion, &common);
+    }
     let r = run_workload(&cfg);
     if a.json {
         let c = &r.counters;

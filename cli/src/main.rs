@@ -9,14 +9,17 @@ mod cmd_bench;
 mod cmd_decode;
 mod cmd_loopback;
 mod cmd_perftest;
+mod cmd_plot;
 mod cmd_pingpong;
 mod cmd_serve;
+mod cmd_sim;
 mod cmd_stats;
 mod errors;
 mod logging;
 mod perftest;
 mod preflight;
 mod privileges;
+mod sim_congestion;
 mod snapshot;
 
 use clap::{Parser, Subcommand};
@@ -66,6 +69,10 @@ enum Command {
     AtomicLat(perftest::options::PerftestArgs),
     /// RC SEND/RECV ping-pong, wire-compatible with rdma-core's ibv_rc_pingpong.
     Pingpong(cmd_pingpong::PingpongArgs),
+    /// Two simulated endpoints over a seeded virtual link (loss, reordering, duplication, corruption), every byte verified.
+    Sim(cmd_sim::SimArgs),
+    /// Draw a `sim --trace` CSV (DCQCN rate per QP and queue depth over time) as an SVG chart.
+    Plot(cmd_plot::PlotArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -85,6 +92,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::AtomicBw(a) => cmd_perftest::run(perftest::kind::Kind::AtomicBw, a),
         Command::AtomicLat(a) => cmd_perftest::run(perftest::kind::Kind::AtomicLat, a),
         Command::Pingpong(a) => cmd_pingpong::run(a),
+        Command::Sim(a) => cmd_sim::run(a),
+        Command::Plot(a) => cmd_plot::run(a),
     }
 }
 
