@@ -4,7 +4,7 @@
 //! frame. Frames that are not RoCE v2 are counted and skipped.
 
 use std::fmt::Write as _;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -26,7 +26,8 @@ aeth_kind, aeth_msn, atomic_orig, payload_len, icrc, icrc_expected, icrc_ok \
 (optional headers only when present); malformed RoCE frames give {frame, error}."
 )]
 pub struct DecodeArgs {
-    /// Capture file (pcap or pcapng, Ethernet link type).
+    /// Capture file (pcap or pcapng, Ethernet link type); `-` reads stdin
+    /// (e.g. `tcpdump -w - udp port 4791 | roce-xdp decode -`).
     pub file: PathBuf,
     /// One JSON object per line instead of text.
     #[arg(long)]
@@ -43,8 +44,16 @@ struct Totals {
 }
 
 pub fn run(args: DecodeArgs) -> anyhow::Result<()> {
-    let bytes = std::fs::read(&args.file)
-        .map_err(|e| UserError::Usage(format!("cannot read {}: {e}", args.file.display())))?;
+    let bytes = if args.file.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| UserError::Usage(format!("cannot read the capture from stdin: {e}")))?;
+        buf
+    } else {
+        std::fs::read(&args.file)
+            .map_err(|e| UserError::Usage(format!("cannot read {}: {e}", args.file.display())))?
+    };
     let reader = Reader::new(&bytes)
         .map_err(|e| UserError::Usage(format!("{}: {e}", args.file.display())))?;
     let stdout = io::stdout();

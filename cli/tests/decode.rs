@@ -139,3 +139,26 @@ fn help_works() {
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().contains("--json"));
 }
+
+#[test]
+fn reads_the_capture_from_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let pcap = std::fs::read(vectors().join("roce_vectors.pcap")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_roce-xdp"))
+        .args(["decode", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&pcap).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let roce = manifest().iter().filter(|e| e["roce"] == true).count();
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), roce);
+}
