@@ -162,3 +162,26 @@ fn reads_the_capture_from_stdin() {
     let roce = manifest().iter().filter(|e| e["roce"] == true).count();
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), roce);
 }
+
+#[test]
+fn frames_captured_from_linux_rxe_all_have_a_good_icrc() {
+    // Captured from the kernel's Soft-RoCE (see interop/): an independent
+    // ICRC implementation, including NAKs after loss.
+    let capture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../interop/captures/rxe_pingpong_loss.pcap");
+    let out = decode(&[capture.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() > 100);
+    assert!(lines.iter().all(|l| l["icrc_ok"] == true));
+    assert!(lines.iter().any(|l| l["aeth_kind"] == "NAK_PSN_SEQ"));
+    assert!(lines.iter().any(|l| l["opcode_name"] == "SEND_MIDDLE"));
+}
