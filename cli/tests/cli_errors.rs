@@ -129,6 +129,57 @@ fn datapath_mistakes() {
     assert_user_error(&out, &["zero-copy", "--zero-copy auto"]);
     assert!(!net.xdp_attached(false), "a failed start left XDP attached");
 
+    // XDP attached by another tool (netlink, `ip link set ... xdp obj`):
+    // refused with the fix, and --force replaces it.
+    let obj = concat!(env!("CARGO_MANIFEST_DIR"), "/../ebpf/roce_steer.o");
+    a.run_ip(&[
+        "link",
+        "set",
+        "dev",
+        &a.ifname,
+        "xdpgeneric",
+        "obj",
+        obj,
+        "sec",
+        "xdp.frags",
+    ])
+    .expect("attaching a netlink XDP program");
+    assert!(net.xdp_attached(false));
+    assert_user_error(
+        &in_a(&["serve", "--iface", &a.ifname]),
+        &["another XDP program (roce_steer, id", "--force"],
+    );
+    let forced = net
+        .cmd(
+            &a.netns,
+            &["serve", "--iface", &a.ifname, "--force", "-p", "18700"],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sock = net.run_dir.join(format!("{}.sock", a.ifname));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !sock.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve --force did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = forced.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = wait_output(forced, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !net.xdp_attached(false),
+        "--force then exit left a program attached"
+    );
+
     // XDP already attached: a running server holds the interface.
     let serve = net.server(&["serve", "--iface", &b.ifname]);
     net.wait_listening(18515);

@@ -4,6 +4,7 @@
 
 mod cli_common;
 
+use std::process::Command;
 use std::time::Duration;
 
 use cli_common::*;
@@ -283,4 +284,47 @@ fn pcap_capture_is_readable_by_decode_and_tshark() {
             assert!(n >= 40, "tshark saw {n} RoCE frames");
         }
     }
+}
+
+#[test]
+fn progress_bar_on_a_terminal_only() {
+    if skip_unless_root() {
+        return;
+    }
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: script(1) (util-linux) is not installed");
+        return;
+    }
+    let _g = serial();
+    let net = Net::new(1500);
+    let server = net.server(&["write-bw", "--iface", &net.pair.b.ifname]);
+    net.wait_listening(18515);
+    // script(1) gives the client a pseudo-terminal as stdout.
+    let client = format!(
+        "ip netns exec {} {} write-bw {} -D 2 -s 1024",
+        net.pair.a.netns,
+        bin(),
+        net.server_ip()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &client, "/dev/null"])
+        .env("ROCE_XDP_RUN_DIR", &net.run_dir)
+        .output()
+        .unwrap();
+    let _ = wait_output(server, Duration::from_secs(30));
+    let tty = text(&out.stdout);
+    assert!(out.status.success(), "{tty}");
+    assert!(tty.contains("1024 B [") && tty.contains(" of 2s"), "{tty}");
+    // Piped (not a terminal): no bar, only the table.
+    let server = net.server(&["write-bw", "--iface", &net.pair.b.ifname]);
+    net.wait_listening(18515);
+    let ip = net.server_ip();
+    let out = net.client(&["write-bw", &ip, "-D", "2", "-s", "1024"]);
+    let _ = wait_output(server, Duration::from_secs(30));
+    assert!(out.status.success());
+    assert!(
+        !text(&out.stdout).contains("1024 B ["),
+        "{}",
+        text(&out.stdout)
+    );
 }

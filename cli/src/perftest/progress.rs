@@ -52,14 +52,20 @@ impl Progress {
                 return;
             }
             let (len, template) = match self.goal {
-                Goal::Iterations(n) => (n, "{msg} [{bar:40}] {pos}/{len} iterations ({eta} left)"),
+                Goal::Iterations(n) => (
+                    n,
+                    "{msg} [{bar:40}] {pos}/{len} iterations ({eta} left)".to_string(),
+                ),
                 Goal::Duration(d) => (
                     d.as_millis() as u64,
-                    "{msg} [{bar:40}] {elapsed}/{duration}",
+                    format!(
+                        "{{msg}} [{{bar:40}}] {{elapsed}} of {:.0}s",
+                        d.as_secs_f64()
+                    ),
                 ),
             };
             let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stdout());
-            if let Ok(style) = ProgressStyle::with_template(template) {
+            if let Ok(style) = ProgressStyle::with_template(&template) {
                 bar.set_style(style.progress_chars("=> "));
             }
             bar.set_message(self.label.clone());
