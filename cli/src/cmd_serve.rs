@@ -102,6 +102,18 @@ pub fn parse_list(s: &str) -> Result<CpuList, String> {
     Ok(CpuList(v))
 }
 
+/// Prints a log line of the server: to stdout, or to stderr with `--json`
+/// (stdout then holds only the final JSON document).
+macro_rules! say {
+    ($json:expr, $($arg:tt)*) => {
+        if $json {
+            eprintln!($($arg)*);
+        } else {
+            println!($($arg)*);
+        }
+    };
+}
+
 type Routes = Arc<Mutex<HashMap<u32, Sender<WorkCompletion>>>>;
 
 /// Moves each queue's completions to the session owning the QP.
@@ -139,11 +151,14 @@ struct Shared {
     half: u64,
     mtu: u32,
     stop: Arc<AtomicBool>,
+    /// `--json`: log lines go to stderr.
+    json: bool,
 }
 
 /// One client's session: exchange, QPs, then the perftest control loop
 /// until BYE, an error, or shutdown.
 fn session(sh: &Shared, fallback_queue: u32, mut conn: LineConn) -> anyhow::Result<()> {
+    let json = sh.json;
     let timeout = Duration::from_secs(30);
     let remote = conn.read_hello(Duration::from_secs(10))?;
     // The client's frames arrive on the RX queue matching the one it sends
@@ -209,7 +224,8 @@ fn session(sh: &Shared, fallback_queue: u32, mut conn: LineConn) -> anyhow::Resu
     };
     side.connect(&psns, mtu)?;
     conn.send_hello(&local)?;
-    println!(
+    say!(
+        json,
         "client {}: {}, {nqps} QP(s) {} on queue {q}, MTU {mtu}",
         conn.peer(),
         remote.test,
@@ -241,7 +257,7 @@ fn session(sh: &Shared, fallback_queue: u32, mut conn: LineConn) -> anyhow::Resu
             other => bail!("unexpected {other:?} from the client"),
         }
     }
-    println!("client {}: done ({sizes} size(s))", conn.peer());
+    say!(json, "client {}: done ({sizes} size(s))", conn.peer());
     Ok(())
 }
 
@@ -323,6 +339,7 @@ fn serve_loop(
     listener: &TcpListener,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
+    let json = args.json;
     let n = dp.dev.queues();
     let regions = (0..n)
         .map(|q| {
@@ -340,6 +357,7 @@ fn serve_loop(
         half: args.region,
         mtu: args.mtu,
         stop: stop.clone(),
+        json: args.json,
     });
     let dispatchers: Vec<JoinHandle<()>> = (0..n)
         .map(|q| {
@@ -347,7 +365,8 @@ fn serve_loop(
             std::thread::spawn(move || dispatcher(dev, q, r, s))
         })
         .collect();
-    println!(
+    say!(
+        json,
         "roce-xdp serve: {} (XDP {}, {}), queues 0-{}, TCP port {}, path MTU up to {}",
         args.iface,
         dp.dev.attached_mode(),
@@ -361,14 +380,15 @@ fn serve_loop(
         args.mtu
     );
     for (q, r) in sh.regions.iter().enumerate() {
-        println!(
+        say!(
+            json,
             " queue {q}: region VAddr 0x{:016x} len {} RKey 0x{:08x} (WRITE, READ, SEND, atomics)",
             r.addr(),
             args.region,
             r.rkey
         );
     }
-    println!("GID {}; stop with Ctrl-C", dp.dev.ip());
+    say!(json, "GID {}; stop with Ctrl-C", dp.dev.ip());
     let mut sessions: Vec<JoinHandle<()>> = Vec::new();
     let mut next_queue = 0u32;
     while !stop.load(Ordering::Relaxed) {
@@ -382,7 +402,7 @@ fn serve_loop(
                     let conn = LineConn::new(stream);
                     let peer = conn.peer().to_string();
                     if let Err(e) = session(&sh, q, conn) {
-                        println!("client {peer}: ended: {e:#}");
+                        say!(json, "client {peer}: ended: {e:#}");
                     }
                 }));
                 sessions.retain(|h| !h.is_finished());
@@ -393,7 +413,7 @@ fn serve_loop(
             Err(e) => return Err(e).context("accepting a client"),
         }
     }
-    println!("stopping: ending sessions and draining");
+    say!(json, "stopping: ending sessions and draining");
     stop.store(true, Ordering::Relaxed);
     for h in sessions {
         let _ = h.join();

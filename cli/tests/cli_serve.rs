@@ -246,10 +246,14 @@ fn serve_two_queues_pinned() {
         .success());
     let out = wait_output(serve, Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    // --json: the final counters as one document after the log lines.
+    // --json: stdout is one JSON document (the log lines go to stderr).
     let so = text(&out.stdout);
-    let doc = &so[so.find("{\n").expect("a JSON document")..];
-    let v: serde_json::Value = serde_json::from_str(doc).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&so).unwrap_or_else(|e| panic!("{e}: {so}"));
+    assert!(
+        text(&out.stderr).contains("client "),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(v["final_totals"]["rcvd_pkts"].as_u64().unwrap() > 0, "{v}");
     assert!(!net.xdp_attached(true));
 }
