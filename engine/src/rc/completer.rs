@@ -15,6 +15,7 @@
 //!   QP goes to error;
 //! - RNR NAK: wait the RNR timer, then resend from the NAK'd PSN, bounded by
 //!   rnr_retry (7 = infinite).
+//!
 //! Reference behaviour: Linux rxe `rxe_comp.c` (check_psn, check_ack,
 //! do_read, do_atomic, COMPST_ERROR_RETRY, rnr_nak_timer).
 

@@ -319,7 +319,7 @@ impl MrTable {
         compare: Option<u64>,
         swap_add: u64,
     ) -> Result<u64, AccessError> {
-        if addr % 8 != 0 {
+        if !addr.is_multiple_of(8) {
             // Checked after the key so an unknown key reports UnknownKey.
             self.region(key)?;
             return Err(AccessError::Misaligned);

@@ -254,7 +254,7 @@ impl Qp {
                     "atomic needs an 8-byte local buffer",
                 ));
             }
-            if wr.remote_addr % 8 != 0 {
+            if !wr.remote_addr.is_multiple_of(8) {
                 return Err(VerbsError::InvalidArgument(
                     "atomic remote address must be 8-byte aligned",
                 ));

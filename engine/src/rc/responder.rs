@@ -14,6 +14,7 @@
 //! - a SEND (or WRITE with immediate) that finds no posted receive gets an
 //!   RNR NAK, never a silent drop;
 //! - MSN counts completed inbound messages (24-bit).
+//!
 //! Answers leave in PSN order through one queue (`out`): ACKs, NAKs, READ
 //! responses and atomic ACKs, so an ACK can never overtake a READ response.
 
@@ -271,7 +272,10 @@ impl Responder {
                     InProgress::Send { wr, offset } => (wr, offset),
                     _ => match self.rq.pop_front() {
                         Some(wr) => (wr, 0),
-                        None => return Ok(self.rnr_nak(attr, counters)),
+                        None => {
+                            self.rnr_nak(attr, counters);
+                            return Ok(());
+                        }
                     },
                 };
                 let end = offset as usize + payload.len();
@@ -333,7 +337,8 @@ impl Responder {
                 if with_imm && self.rq.is_empty() {
                     // WRITE with immediate consumes a receive (checked before
                     // placing anything, so the retry finds the same state).
-                    return Ok(self.rnr_nak(attr, counters));
+                    self.rnr_nak(attr, counters);
+                    return Ok(());
                 }
                 let (va, rkey, total, offset) = match self.in_progress {
                     InProgress::Write {
@@ -577,6 +582,7 @@ impl Responder {
     /// Emit the next answer into `buf`. Returns the frame length, or `None`
     /// when nothing can be sent now. `Err(Fatal)` when a READ source became
     /// inaccessible (the NAK is queued in place of the response).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn poll_transmit(
         &mut self,
         now: Instant,

@@ -600,11 +600,9 @@ fn check_completion(
             r.completed += 1;
         }
     }
-    if cfg.op != Op::Send {
-        if good {
-            rep.bytes_verified += u64::from(size);
-            rep.messages_completed += 1;
-        }
+    if cfg.op != Op::Send && good {
+        rep.bytes_verified += u64::from(size);
+        rep.messages_completed += 1;
     }
     if !good {
         rep.data_errors += 1;
