@@ -144,6 +144,21 @@ fn dispatcher(dev: Arc<Device>, q: u32, routes: Routes, stop: Arc<AtomicBool>) {
     }
 }
 
+/// Removes a session's routes when it ends.
+struct RouteGuard<'a> {
+    routes: &'a Routes,
+    qpns: Vec<u32>,
+}
+
+impl Drop for RouteGuard<'_> {
+    fn drop(&mut self) {
+        let mut r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        for q in &self.qpns {
+            r.remove(q);
+        }
+    }
+}
+
 struct Shared {
     dev: Arc<Device>,
     regions: Vec<MemoryRegion>,
@@ -190,6 +205,12 @@ fn session(sh: &Shared, fallback_queue: u32, mut conn: LineConn) -> anyhow::Resu
             r.insert(qp.qpn(), tx.clone());
         }
     }
+    // However the session ends, its completions stop being routed. (The
+    // verbs API has no QP destruction yet: the QPs stay, idle.)
+    let _routes = RouteGuard {
+        routes: &sh.routes[q as usize],
+        qpns: qps.iter().map(|qp| qp.qpn()).collect(),
+    };
     let psns: Vec<u32> = (0..nqps as u32).map(|i| initial_psn(i + 7)).collect();
     let mtu = sh.mtu.min(remote.mtu);
     let mr = sh.regions[q as usize].clone();
