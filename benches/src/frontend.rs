@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use engine::io::PollMode;
+
 use crate::harness::{self, HarnessError, Options};
 use crate::output;
 use crate::report::Report;
@@ -17,10 +19,12 @@ pub struct BenchArgs {
     pub json: bool,
     /// Also write results.md, results.json and goodput.svg here.
     pub out: Option<PathBuf>,
+    /// Engine threads spin instead of sleeping when idle (`--busy-poll`).
+    pub busy_poll: bool,
 }
 
 /// Usage of the standalone binary.
-pub const USAGE: &str = "usage: roce-xdp-bench [--quick] [--json] [--out DIR]\n\
+pub const USAGE: &str = "usage: roce-xdp-bench [--quick] [--json] [--out DIR] [--busy-poll]\n\
 Runs the end-to-end benchmark (kernel UDP, AF_XDP floor, engine) on a veth\n\
 pair in fresh network namespaces; needs root.";
 
@@ -33,6 +37,7 @@ impl BenchArgs {
             match arg.as_str() {
                 "--quick" => a.quick = true,
                 "--json" => a.json = true,
+                "--busy-poll" => a.busy_poll = true,
                 "--out" => {
                     a.out = Some(
                         it.next()
@@ -63,6 +68,11 @@ pub fn run(args: &BenchArgs) -> Result<Report, BenchError> {
     let report = harness::run(&Options {
         quick: args.quick,
         progress: true,
+        engine_poll: if args.busy_poll {
+            PollMode::Busy
+        } else {
+            PollMode::default()
+        },
     })?;
     if args.json {
         println!("{}", report.to_json());

@@ -18,6 +18,9 @@ pub struct BenchArgs {
     /// Also write results.md, results.json and goodput.svg into DIR.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Engine threads spin instead of sleeping when idle (one core each).
+    #[arg(long)]
+    busy_poll: bool,
 }
 
 /// Runs the harness.
@@ -26,6 +29,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         quick: a.quick,
         json: a.json,
         out: a.out,
+        busy_poll: a.busy_poll,
     })?;
     Ok(())
 }
