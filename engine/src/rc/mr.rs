@@ -136,6 +136,10 @@ pub enum AccessError {
 
 struct Region {
     memory: Box<dyn RegionMemory>,
+    /// `memory.len()` at registration (saves a dynamic call per access; the
+    /// slices are still taken with `get`, so a memory that shrank cannot
+    /// cause a panic or an out-of-range access).
+    len: u64,
     iova: u64,
     access: Access,
     generation: u8,
@@ -188,6 +192,7 @@ impl MrTable {
         slot.generation = slot.generation.wrapping_add(1);
         let generation = slot.generation;
         slot.region = Some(Region {
+            len: memory.len() as u64,
             memory,
             iova,
             access,
@@ -252,7 +257,7 @@ impl MrTable {
         }
         let offset = addr.checked_sub(r.iova).ok_or(AccessError::OutOfBounds)?;
         let end = offset.checked_add(len).ok_or(AccessError::OutOfBounds)?;
-        if end > r.memory.len() as u64 {
+        if end > r.len {
             return Err(AccessError::OutOfBounds);
         }
         Ok(offset as usize)
@@ -269,7 +274,10 @@ impl MrTable {
     ) -> Result<&[u8], AccessError> {
         let r = self.region(key)?;
         let off = Self::check_region(r, addr, len as u64, need)?;
-        Ok(&r.memory.as_slice()[off..off + len])
+        r.memory
+            .as_slice()
+            .get(off..off + len)
+            .ok_or(AccessError::OutOfBounds)
     }
 
     /// The bytes `[addr, addr + len)` of the region for writing, after the checks.
@@ -283,7 +291,10 @@ impl MrTable {
     ) -> Result<&mut [u8], AccessError> {
         let r = self.region_mut(key)?;
         let off = Self::check_region(r, addr, len as u64, need)?;
-        Ok(&mut r.memory.as_mut_slice()[off..off + len])
+        r.memory
+            .as_mut_slice()
+            .get_mut(off..off + len)
+            .ok_or(AccessError::OutOfBounds)
     }
 
     /// Copy `data` into the region at `addr` (checked against `need`).
@@ -423,5 +434,33 @@ mod tests {
             t.atomic(k.rkey, 0x110, None, 0),
             Err(AccessError::OutOfBounds)
         );
+    }
+
+    /// A memory whose `len` promises more than its slices hold.
+    struct Liar(Vec<u8>);
+    impl RegionMemory for Liar {
+        fn len(&self) -> usize {
+            1000
+        }
+        fn as_slice(&self) -> &[u8] {
+            &self.0
+        }
+        fn as_mut_slice(&mut self) -> &mut [u8] {
+            &mut self.0
+        }
+    }
+
+    #[test]
+    fn a_lying_region_memory_gets_errors_not_panics() {
+        let mut t = MrTable::new();
+        let k = t
+            .register(Box::new(Liar(vec![0; 10])), 0, Access::ALL)
+            .unwrap();
+        assert_eq!(
+            t.write(k.rkey, 500, &[1; 8], Access::REMOTE_WRITE),
+            Err(AccessError::OutOfBounds)
+        );
+        assert!(t.slice(k.rkey, 0, 10, Access::NONE).is_ok());
+        assert_eq!(t.atomic(k.rkey, 16, None, 1), Err(AccessError::OutOfBounds));
     }
 }
