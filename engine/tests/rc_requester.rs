@@ -240,3 +240,122 @@ impl ConnectOptionsExt {
         }
     }
 }
+
+#[test]
+fn ipv6_endpoints_talk_roce_v2_over_ipv6() {
+    use engine::endpoint::{Endpoint, EndpointConfig, RemoteQp};
+    use engine::rc::{Access, QpInitAttr};
+    let (ip_a, ip_b): (std::net::IpAddr, std::net::IpAddr) =
+        ("fd00::a".parse().unwrap(), "fd00::b".parse().unwrap());
+    let mut a = Endpoint::new(EndpointConfig {
+        local_mac: MAC_A,
+        local_ip: ip_a,
+        ..Default::default()
+    });
+    let mut b = Endpoint::new(EndpointConfig {
+        local_mac: MAC_B,
+        local_ip: ip_b,
+        ..Default::default()
+    });
+    let (ca, cb) = (a.create_cq(8), b.create_cq(8));
+    let qa = a
+        .create_qp(QpInitAttr {
+            send_cq: ca,
+            recv_cq: ca,
+            ..Default::default()
+        })
+        .unwrap();
+    let qb = b
+        .create_qp(QpInitAttr {
+            send_cq: cb,
+            recv_cq: cb,
+            ..Default::default()
+        })
+        .unwrap();
+    a.connect(
+        qa,
+        &RemoteQp {
+            qpn: qb,
+            psn: 0,
+            mac: MAC_B,
+            ip: ip_b,
+        },
+        &opts(),
+    )
+    .unwrap();
+    b.connect(
+        qb,
+        &RemoteQp {
+            qpn: qa,
+            psn: 0,
+            mac: MAC_A,
+            ip: ip_a,
+        },
+        &opts(),
+    )
+    .unwrap();
+    let ka = a
+        .reg_mr(Box::new(vec![7u8; 3000]), 0, Access::LOCAL_WRITE)
+        .unwrap();
+    let kb = b
+        .reg_mr(Box::new(vec![0u8; 3000]), 0, Access::REMOTE_WRITE)
+        .unwrap();
+    let mut wr = SendWr::new(
+        1,
+        SendOp::Write,
+        Sge {
+            lkey: ka.lkey,
+            addr: 0,
+            length: 3000,
+        },
+    );
+    wr.rkey = kb.rkey;
+    a.post_send(qa, wr).unwrap();
+    let now = engine::time::Instant::ZERO;
+    let f = drain(&mut a, now);
+    assert!(matches!(hdr(&f[0]).ip, engine::wire::IpRepr::V6 { .. }));
+    for x in &f {
+        b.handle_packet(now, x);
+    }
+    for x in drain(&mut b, now) {
+        a.handle_packet(now, &x);
+    }
+    assert_eq!(drain_cq(&mut a, ca)[0].status, WcStatus::Success);
+    let mut got = vec![0u8; 3000];
+    b.mr_read(kb.lkey, 0, &mut got).unwrap();
+    assert_eq!(got, vec![7u8; 3000]);
+}
+
+#[test]
+fn send_longer_than_the_receive_buffer_fails_both_sides() {
+    let mut p = Pair::default_pair();
+    p.b.post_recv(
+        p.qb,
+        engine::rc::RecvWr {
+            wr_id: 4,
+            sge: Sge {
+                lkey: p.mr_b.lkey,
+                addr: IOVA_B,
+                length: 10,
+            },
+        },
+    )
+    .unwrap();
+    p.a.post_send(
+        p.qa,
+        SendWr::new(
+            1,
+            SendOp::Send,
+            Sge {
+                lkey: p.mr_a.lkey,
+                addr: IOVA_A,
+                length: 11,
+            },
+        ),
+    )
+    .unwrap();
+    p.settle();
+    assert_eq!(p.wcs_b()[0].status, WcStatus::LocalLengthError);
+    assert_eq!(p.wcs_a()[0].status, WcStatus::RemoteInvalidRequest);
+    assert_eq!(p.read_b(IOVA_B, 16), [0u8; 16], "nothing placed");
+}
