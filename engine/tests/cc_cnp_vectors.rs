@@ -456,6 +456,7 @@ fn cnp_slows_the_sender_and_dcqcn_can_be_switched_off() {
         let c = p.a.counters();
         assert_eq!(c.cnp_received, 1);
         let rate = p.a.qp_congestion(p.qa).unwrap().rate_bps();
+        assert_eq!(p.a.qp_rates().collect::<Vec<_>>(), vec![(p.qa, rate)]);
         if dcqcn_enabled {
             assert_eq!((c.rp_cnp_handled, c.rp_cnp_ignored), (1, 0));
             assert!(rate < 51e9, "{rate}");

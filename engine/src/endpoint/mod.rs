@@ -481,6 +481,12 @@ impl Endpoint {
         self.qp_mut(qpn).ok().map(|q| &mut q.cc)
     }
 
+    /// Current DCQCN rate of every QP, `(qpn, bit/s)` (the line rate while
+    /// a QP is not limited, or with DCQCN off).
+    pub fn qp_rates(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+        self.qps.iter().flatten().map(|q| (q.qpn, q.cc.rate_bps()))
+    }
+
     /// QP numbers of every QP.
     pub fn qpns(&self) -> impl Iterator<Item = u32> + '_ {
         self.qps.iter().flatten().map(|q| q.qpn)

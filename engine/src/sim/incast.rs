@@ -365,15 +365,13 @@ pub fn run(cfg: &IncastConfig) -> IncastReport {
             }
         }
         // Completions: verify the bytes at the receiver.
-        for q in 0..flows.len() {
-            let (node, cq) = (flows[q].node, flows[q].cq);
+        for (q, f) in flows.iter_mut().enumerate() {
             loop {
-                let k = sim.endpoint(node).poll_cq(cq, &mut wcs);
+                let k = sim.endpoint(f.node).poll_cq(f.cq, &mut wcs);
                 if k == 0 {
                     break;
                 }
                 for wc in &wcs[..k] {
-                    let f = &mut flows[q];
                     if wc.status != WcStatus::Success {
                         rep.error_completions += 1;
                         rep.first_error.get_or_insert(format!(
