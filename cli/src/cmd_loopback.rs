@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use engine::driver_capture::{capture_channel, PcapWriter};
+use engine::driver_floor::{run_echo_floor, FloorOptions};
 use engine::io::{PollMode, ZeroCopy};
 use engine::loader::AttachMode;
 use engine::rc::Mtu;
@@ -84,6 +85,10 @@ pub struct LoopbackArgs {
     /// Outstanding messages per QP.
     #[arg(long, default_value_t = 16)]
     window: u32,
+    /// Also measure the I/O floor: a bare AF_XDP echo loop over a fresh
+    /// veth pair with frames of the same size, and print the ratio.
+    #[arg(long)]
+    floor: bool,
 }
 
 pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
@@ -192,13 +197,39 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
     };
     let r = result.context("loopback setup failed")?;
     let ok = r.success(a.messages);
+    let floor = if a.floor && ok {
+        let frame_len = mtu.bytes() as usize + if a.ipv6 { 98 } else { 78 };
+        let fo = FloorOptions {
+            frame_len,
+            packets: 200_000,
+            mode: match a.mode {
+                ModeArg::Generic => AttachMode::Generic,
+                _ => AttachMode::Native,
+            },
+            ..Default::default()
+        };
+        Some(run_echo_floor(&fo).context("echo floor")?)
+    } else {
+        None
+    };
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&to_json(&a, &r, captured, capture_dropped))?
-        );
+        let mut v = to_json(&a, &r, captured, capture_dropped);
+        if let Some(f) = &floor {
+            v["floor_mpps"] = json!(f.mpps);
+            v["floor_gbps"] = json!(f.gbps);
+            v["data_mpps_over_floor"] = json!(r.data_mpps / f.mpps.max(1e-12));
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         print_summary(&a, &r, captured, capture_dropped);
+        if let Some(f) = &floor {
+            println!(
+                "  I/O floor (bare AF_XDP echo, same frame size): {:.3} Mpps; engine data packets {:.3} Mpps = {:.2}x the floor",
+                f.mpps,
+                r.data_mpps,
+                r.data_mpps / f.mpps.max(1e-12)
+            );
+        }
     }
     if !ok {
         bail!(
@@ -263,6 +294,7 @@ fn to_json(
         "elapsed_s": r.elapsed.as_secs_f64(),
         "gbps": r.gbps,
         "mpps": r.mpps,
+        "data_mpps": r.data_mpps,
         "stalled": r.stalled,
         "cancelled": r.cancelled,
         "requester": counters(&r.requester),

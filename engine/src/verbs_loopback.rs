@@ -100,7 +100,11 @@ pub struct LoopbackReport {
     pub retransmitted_packets: u64,
     pub elapsed: Duration,
     pub gbps: f64,
+    /// RoCE packets per second sent by both sides together, millions.
     pub mpps: f64,
+    /// Packets per second in the data direction (requester for WRITE/SEND,
+    /// responder for READ), millions: comparable with the echo floor.
+    pub data_mpps: f64,
     /// Transport counters: requester side (a), responder side (b).
     pub requester: Counters,
     pub responder: Counters,
@@ -201,8 +205,8 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
         c.ipv6 = opts.ipv6;
         c.multi_buffer = true;
         c.capture = opts.capture.clone();
-        c.umem.frame_count = 2048;
-        c.ring_size = 1024;
+        c.umem.frame_count = 4096;
+        c.ring_size = 2048;
         c
     };
     let dev_a = Device::open(dev_cfg(&pair.a))?;
@@ -506,6 +510,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     let secs = report.elapsed.as_secs_f64().max(1e-9);
     report.gbps = report.bytes_verified as f64 * 8.0 / secs / 1e9;
     report.mpps = (sa.transport.sent_pkts + sb.transport.sent_pkts) as f64 / secs / 1e6;
+    report.data_mpps = sa.transport.sent_pkts.max(sb.transport.sent_pkts) as f64 / secs / 1e6;
     drop(pair);
     Ok(report)
 }
