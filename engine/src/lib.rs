@@ -18,14 +18,14 @@ pub mod sim;
 pub mod time;
 pub mod wire;
 
-#[allow(unsafe_code)]
-pub mod io;
 pub mod driver;
 pub mod driver_capture;
 pub mod driver_floor;
+#[allow(unsafe_code)]
+pub mod io;
 pub mod loader;
 pub mod netns;
-pub mod verbs;
-pub mod verbs_loopback;
 pub mod oob;
 pub mod stats;
+pub mod verbs;
+pub mod verbs_loopback;
