@@ -10,6 +10,8 @@
 #   ITERS=10                  ping-pong iterations per run (-n)
 #   MTU=1024                  path MTU (-m)
 #   MODE=native               XDP attach mode for the engine (native|generic|auto)
+#   LOSS_SIZES="4096 65536"   sizes also run with the engine dropping LOSS_RATE
+#   LOSS_RATE=0.05            of its received RoCE frames (go-back-N; "" = skip)
 #   PEER=engine               engine | vm: "vm" puts a second rxe VM where the
 #                             engine would be (self-test of this harness)
 #   ROCE_XDP=path             roce-xdp binary (default: cargo build --release)
@@ -32,6 +34,8 @@ SIZES=${SIZES:-"1 100 1024 1025 4096 8192 65536"}
 ITERS=${ITERS:-10}
 MTU=${MTU:-1024}
 MODE=${MODE:-native}
+LOSS_SIZES=${LOSS_SIZES:-"4096 65536"}
+LOSS_RATE=${LOSS_RATE:-0.05}
 PEER=${PEER:-engine}
 PORT=18515
 VM_IP=10.99.0.11
@@ -126,15 +130,15 @@ check_output() {
 PP_OPTS="-g 1 -m $MTU -n $ITERS"
 ENG_OPTS="--iface $ENG_IF --mode $MODE --log-level ${ENG_LOG:-info}"
 RESULTS=()
-FAILED=0
+RUNS=0 FAILED=0
 # The "engine side" of a case: roce-xdp in netns pr-eng (or, with PEER=vm,
 # ibv_rc_pingpong on vm2). eng_start ARGS... -> background; eng_wait -> rc.
-ENG_JOB=
+ENG_JOB= ENG_EXTRA=
 eng_start() {   # eng_start LOGFILE [SERVER]
     if [ "$PEER" = vm ]; then
         ENG_JOB=$(vm_spawn vm2 "timeout 120 ibv_rc_pingpong $PP_OPTS -s $size ${2:-}")
     else
-        timeout 150 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $PP_OPTS -s $size ${2:-} > "$1" 2>&1 &
+        timeout 150 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $ENG_EXTRA $PP_OPTS -s $size ${2:-} > "$1" 2>&1 &
         ENG_JOB=$!
         BG_PIDS+=($ENG_JOB)
     fi
@@ -149,8 +153,9 @@ eng_listening_any() {
 # end the other (our own VM, our own process) instead of waiting it out.
 vm_abort() { vm_exec "$1" 10 'pkill -x ibv_rc_pingpong' >/dev/null 2>&1; }
 
-run_case() {   # run_case DIRECTION SIZE ; DIRECTION = engine-client | engine-server
-    local dir=$1 size=$2 base="$OUT/$1-$2" id erc=0 vrc=0
+run_case() {   # run_case DIRECTION SIZE [DROP_RATE] ; DIRECTION = engine-client | engine-server
+    local dir=$1 size=$2 drop=${3:-} base="$OUT/$1-$2${3:+-drop$3}" id erc=0 vrc=0
+    ENG_EXTRA=${drop:+--drop-rate $drop}
     local vm_pp="timeout 120 ibv_rc_pingpong $PP_OPTS -s $size"
     : > "$base.engine.log"; : > "$base.rxe.log"
     if [ "$dir" = engine-client ]; then
@@ -183,9 +188,13 @@ run_case() {   # run_case DIRECTION SIZE ; DIRECTION = engine-client | engine-se
     local eline vline
     eline=$(grep -h 'usec/iter' "$base.engine.log" 2>/dev/null | head -1)
     vline=$(grep -h 'usec/iter' "$base.rxe.log" 2>/dev/null | head -1)
-    RESULTS+=("$(printf '%-4s %-13s size %6s x %s: %s (exit %s) | rxe: %s (exit %s)' \
-        $verdict $dir $size $ITERS "${eline:-no result}" $erc "${vline:-no result}" $vrc)")
+    RESULTS+=("$(printf '%-4s %-13s size %6s x %s%s: %s (exit %s) | rxe: %s (exit %s)' \
+        $verdict $dir $size $ITERS "${drop:+ drop $drop}" "${eline:-no result}" $erc "${vline:-no result}" $vrc)")
     log "${RESULTS[-1]}"
+    RUNS=$((RUNS + 1))
+    if [ -n "$drop" ]; then
+        RESULTS+=("$(grep -h '^roce-xdp: ' "$base.engine.log" | sed 's/^roce-xdp: /       /')")
+    fi
     if [ $verdict = FAIL ]; then
         FAILED=$((FAILED + 1))
         sed 's/^/    engine| /' "$base.engine.log" | tail -8
@@ -197,6 +206,14 @@ for size in $SIZES; do
     run_case engine-client $size
     run_case engine-server $size
 done
+# Go-back-N: the engine's XDP program drops a fraction of the RoCE frames it
+# receives (the XDP test impairment); rxe and the engine must recover.
+if [ "$PEER" = engine ]; then
+    for size in $LOSS_SIZES; do
+        run_case engine-client $size $LOSS_RATE
+        run_case engine-server $size $LOSS_RATE
+    done
+fi
 sleep 1
 kill "${BG_PIDS[0]}" 2>/dev/null; wait "${BG_PIDS[0]}" 2>/dev/null
 
@@ -236,7 +253,7 @@ else
     echo "other side: roce-xdp pingpong on $ENG_IF $ENG_IP (XDP $MODE), $($ROCE_XDP --version 2>/dev/null)"
 fi
 for r in "${RESULTS[@]}"; do echo "  $r"; done
-echo "runs: $(( ${#RESULTS[@]} - FAILED ))/${#RESULTS[@]} passed"
+echo "runs: $(( RUNS - FAILED ))/$RUNS passed"
 echo "tshark $(tshark --version 2>/dev/null | head -1 | awk '{print $3}'): $N_ROCE RoCE frames, $N_IB decoded as InfiniBand (BTH), $N_BAD malformed/expert>=warning; from $ENG_IP: $N_FROM_ENG, from $VM_IP: $N_FROM_VM"
 [ -s "$OUT/tshark-expert.txt" ] && grep -v '^$' "$OUT/tshark-expert.txt" | sed 's/^/  tshark expert| /'
 echo "  opcodes: $OPCODES"

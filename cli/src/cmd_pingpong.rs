@@ -17,7 +17,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use clap::{Args, ValueEnum};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::loader::AttachMode;
+use engine::loader::{AttachMode, Impairment};
 use engine::oob::pingpong::{
     is_done, is_valid_mtu, report_lines, Dest, DEFAULT_ITERS, DEFAULT_MTU, DEFAULT_RX_DEPTH,
     DEFAULT_SIZE, DEFAULT_TCP_PORT, DEST_MSG_LEN, DONE, FILL_BYTE, RC_PINGPONG_QP_ATTRS,
@@ -102,6 +102,11 @@ pub struct PingpongArgs {
     /// TCP exchange has just filled).
     #[arg(long, value_name = "MAC")]
     pub peer_mac: Option<String>,
+    /// Test impairment: the XDP program drops this fraction (0..1) of the
+    /// RoCE frames the engine receives, to exercise go-back-N recovery
+    /// with the peer. Prints the recovery counters to stderr at the end.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    pub drop_rate: f64,
     /// Client: keep retrying the TCP connection for this many seconds
     /// (ibv_rc_pingpong gives up at once).
     #[arg(long, value_name = "SECS", default_value_t = 0)]
@@ -129,6 +134,12 @@ impl PingpongArgs {
         }
         if self.rx_depth == 0 {
             bail!("-r 0: at least one receive must be posted");
+        }
+        if !(0.0..1.0).contains(&self.drop_rate) {
+            bail!(
+                "--drop-rate {}: must be at least 0 and below 1",
+                self.drop_rate
+            );
         }
         Ok(())
     }
@@ -283,6 +294,13 @@ impl PingpongQp {
                 args.iface
             );
         }
+        if args.drop_rate > 0.0 {
+            dev.set_impairment(Impairment {
+                drop_ppm: Impairment::ppm(args.drop_rate),
+                ce_ppm: 0,
+            })
+            .context("setting the XDP drop impairment")?;
+        }
         let q = args.queue;
         let mr = dev
             .register_memory(q, args.size.max(1) as usize, Access::LOCAL_WRITE)
@@ -419,9 +437,35 @@ impl PingpongQp {
         }
     }
 
-    fn close(self) {
+    /// Stops the datapath; with `report_recovery`, prints what the drop
+    /// impairment did and how the transport recovered (stderr, so stdout
+    /// stays identical to ibv_rc_pingpong's).
+    fn close(self, report_recovery: bool) {
+        let steer = self.dev.steer_counters().ok();
         let stats = self.dev.close();
+        let t = &stats.transport;
         tracing::info!(?stats.transport, "datapath closed");
+        if report_recovery {
+            if let Some(sc) = steer {
+                eprintln!(
+                    "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
+                    sc.dropped_impairment,
+                    sc.dropped_impairment + sc.redirected
+                );
+            }
+            eprintln!(
+                "roce-xdp: recovery: responder out_of_seq_request {} duplicate_request {} \
+                 naks_sent {}; requester rcvd_seq_err {} timeouts {} retransmitted_packets {} \
+                 duplicate_response {}",
+                t.out_of_seq_request,
+                t.duplicate_request,
+                t.naks_sent,
+                t.rcvd_seq_err,
+                t.timeouts,
+                t.retransmitted_packets,
+                t.duplicate_response
+            );
+        }
     }
 }
 
@@ -497,7 +541,7 @@ pub fn run(args: PingpongArgs) -> Result<()> {
     for line in report_lines(args.size, args.iters, elapsed_usec) {
         println!("{line}");
     }
-    dp.close();
+    dp.close(args.drop_rate > 0.0);
     Ok(())
 }
 
