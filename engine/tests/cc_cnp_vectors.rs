@@ -492,3 +492,67 @@ fn cnp_slows_the_sender_and_dcqcn_can_be_switched_off() {
         let _ = p.qb;
     }
 }
+
+#[test]
+fn data_marking_follows_the_endpoint_config() {
+    let cc = CcConfig {
+        marking: engine::cc::EcnMarking {
+            data_ecn: Ecn::Ect1,
+            data_dscp: 10,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut p = pair(
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+        cc,
+    );
+    p.send(1, 8);
+    let mut buf = [0u8; 4200];
+    let n = p.a.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+    assert_eq!(tos(&buf[..n]), (10 << 2) | 0b01);
+    // A per-QP traffic class (connect options) wins over the endpoint's.
+    let ip_a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+    let mut a = Endpoint::new(EndpointConfig {
+        local_mac: MAC_A,
+        local_ip: ip_a,
+        cc,
+        ..Default::default()
+    });
+    let cq = a.create_cq(16);
+    let qp = a
+        .create_qp(QpInitAttr {
+            send_cq: cq,
+            recv_cq: cq,
+            ..Default::default()
+        })
+        .unwrap();
+    let remote = RemoteQp {
+        qpn: 0x11,
+        psn: 0,
+        mac: MAC_B,
+        ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+    };
+    let opts = ConnectOptions {
+        dscp: Some(46),
+        ecn: Some(Ecn::NotEct),
+        ..Default::default()
+    };
+    a.connect(qp, &remote, &opts).unwrap();
+    let k = a
+        .reg_mr(Box::new(vec![0u8; 64]), 0x1000, Access::LOCAL_WRITE)
+        .unwrap();
+    let wr = SendWr::new(
+        1,
+        SendOp::Send,
+        Sge {
+            lkey: k.lkey,
+            addr: 0x1000,
+            length: 8,
+        },
+    );
+    a.post_send(qp, wr).unwrap();
+    let n = a.poll_transmit(Instant::ZERO, &mut buf).unwrap();
+    assert_eq!(tos(&buf[..n]), 46 << 2);
+}

@@ -101,8 +101,12 @@ pub struct ConnectOptions {
     pub max_dest_rd_atomic: u8,
     /// Our first send PSN.
     pub sq_psn: u32,
-    pub dscp: u8,
-    pub ecn: Ecn,
+    /// DSCP of data packets; `None` = the endpoint's
+    /// `cc.marking.data_dscp` (default 26).
+    pub dscp: Option<u8>,
+    /// ECN codepoint of data packets; `None` = the endpoint's
+    /// `cc.marking.data_ecn` (default ECT(0)).
+    pub ecn: Option<Ecn>,
     /// 0 = derive from the QPN.
     pub udp_src_port: u16,
 }
@@ -119,8 +123,8 @@ impl Default for ConnectOptions {
             max_rd_atomic: a.max_rd_atomic,
             max_dest_rd_atomic: a.max_dest_rd_atomic,
             sq_psn: 0,
-            dscp: a.dscp,
-            ecn: a.ecn,
+            dscp: None,
+            ecn: None,
             udp_src_port: 0,
         }
     }
@@ -231,6 +235,10 @@ impl Endpoint {
         let qpn = FIRST_QPN + index as u32;
         let mut qp = Qp::new(qpn, init);
         qp.cc = QpCongestion::with_config(&self.config.cc);
+        // Data packets are marked as the endpoint says unless a
+        // modify_qp with TRAFFIC_CLASS (or connect) sets otherwise.
+        qp.attr.dscp = self.config.cc.marking.data_dscp;
+        qp.attr.ecn = self.config.cc.marking.data_ecn;
         self.qps[index] = Some(qp);
         Ok(qpn)
     }
@@ -307,8 +315,8 @@ impl Endpoint {
                 ip: remote.ip,
             },
             udp_src_port: opts.udp_src_port,
-            dscp: opts.dscp,
-            ecn: opts.ecn,
+            dscp: opts.dscp.unwrap_or(self.config.cc.marking.data_dscp),
+            ecn: opts.ecn.unwrap_or(self.config.cc.marking.data_ecn),
             ..QpAttr::default()
         };
         self.modify_qp(qpn, &attr, QpAttrMask::STATE)?;
