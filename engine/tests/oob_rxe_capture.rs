@@ -155,7 +155,9 @@ fn retransmissions_and_naks_under_loss() {
         .count();
     assert_eq!(naks, 3, "NAK PSN sequence error (syndrome 0x60)");
     // A retransmitted request PSN carries a new IP ID and so a new ICRC.
-    let mut first: HashMap<([u8; 4], u8, u32), (u64, u16, u32)> = HashMap::new();
+    // (source, opcode, PSN) -> (time, IP ID, ICRC) of its first transmission.
+    type Key = ([u8; 4], u8, u32);
+    let mut first: HashMap<Key, (u64, u16, u32)> = HashMap::new();
     let mut retransmits = 0;
     let mut timeout_gaps = Vec::new();
     for (ts, f) in &frames {
