@@ -237,3 +237,32 @@ fn engine_and_rxe_frames_both_parse() {
     }
     assert_eq!((from_engine, from_rxe), (70, 75));
 }
+
+#[test]
+fn engine_naks_and_rxe_goes_back_n() {
+    // interop/run.sh go-back-N phase, 4096-byte messages, both directions,
+    // the engine's XDP program dropping 5 % of the RoCE frames it receives
+    // (the capture is on the bridge, so the dropped frames are in it).
+    let frames = parse_all("engine_rxe_gbn_drop5.pcap");
+    assert_eq!(frames.len(), 247);
+    let naks: Vec<(usize, u32, u32)> = frames
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, f))| src(f) == [10, 99, 0, 2])
+        .filter_map(|(i, (_, f))| {
+            let a = f.headers.aeth?;
+            (a.syndrome == 0x60).then_some((i, f.headers.bth.dest_qp, f.headers.bth.psn))
+        })
+        .collect();
+    assert_eq!(naks.len(), 2, "the engine NAKs each gap once");
+    for (at, qpn, psn) in naks {
+        // rxe resends from the NAK'd PSN (its ePSN at the engine) on that QP.
+        let resent = frames[at + 1..].iter().any(|(_, f)| {
+            src(f) == [10, 99, 0, 11]
+                && f.headers.bth.dest_qp != qpn
+                && f.headers.bth.opcode != Opcode::Acknowledge
+                && f.headers.bth.psn == psn
+        });
+        assert!(resent, "rxe retransmits PSN {psn} after the NAK");
+    }
+}
