@@ -486,3 +486,22 @@ fn garbage_and_mutated_frames_never_panic() {
         let _ = p.tx_a();
     }
 }
+
+#[test]
+fn packets_from_another_host_are_dropped() {
+    let mut p = Pair::default_pair();
+    p.a.mr_write(p.mr_a.lkey, IOVA_A, &[5u8; 16]).unwrap();
+    p.a.post_send(p.qa, write_wr(&p, 1, 16, 0)).unwrap();
+    let f = p.tx_a();
+    let spoofed = rewrite(&f[0], |h| {
+        if let engine::wire::IpRepr::V4 { src, .. } = &mut h.ip {
+            *src = "10.0.0.99".parse().unwrap();
+        }
+    });
+    p.to_b(&[spoofed]);
+    assert_eq!(p.b.counters().dropped_wrong_peer, 1);
+    assert!(p.tx_b().is_empty());
+    assert_eq!(p.read_b(IOVA_B, 16), [0u8; 16]);
+    p.to_b(&f);
+    assert_eq!(p.read_b(IOVA_B, 16), [5u8; 16]);
+}

@@ -63,6 +63,9 @@ counters! {
         dropped_bad_icrc,
         /// Frames dropped: destination QP unknown.
         dropped_unknown_qp,
+        /// Frames dropped: source/destination IP not the QP's connected peer
+        /// (rxe's check_addr).
+        dropped_wrong_peer,
         /// Frames dropped: not a well-formed RoCE v2 frame, or a packet the QP
         /// cannot accept in its state.
         dropped_malformed,

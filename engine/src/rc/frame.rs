@@ -96,6 +96,21 @@ impl FrameTemplate {
         }
     }
 
+    /// Whether a received packet comes from this QP's peer to us (IP
+    /// addresses swapped with respect to what we send).
+    #[inline]
+    pub fn is_from_peer(&self, h: &RoceHeaders) -> bool {
+        match (&self.ip, &h.ip) {
+            (IpRepr::V4 { src, dst, .. }, IpRepr::V4 { src: s, dst: d, .. }) => {
+                s == dst && d == src
+            }
+            (IpRepr::V6 { src, dst, .. }, IpRepr::V6 { src: s, dst: d, .. }) => {
+                s == dst && d == src
+            }
+            _ => false,
+        }
+    }
+
     /// The same headers with the IP ECN / DSCP replaced (CNPs are not
     /// ECN-capable and carry their own DSCP).
     pub fn with_traffic_class(mut h: RoceHeaders, dscp: u8, ecn: Ecn) -> RoceHeaders {

@@ -336,6 +336,11 @@ impl Qp {
             self.counters.dropped_malformed += 1;
             return;
         }
+        // An RC QP only talks to the peer it is connected to (rxe check_addr).
+        if !self.tpl.is_some_and(|t| t.is_from_peer(&frame.headers)) {
+            self.counters.dropped_wrong_peer += 1;
+            return;
+        }
         self.counters.rcvd_pkts += 1;
         let ecn = ecn_of(&frame.headers);
         if ecn == Ecn::Ce {
