@@ -9,6 +9,8 @@ command -v clang >/dev/null || need_apt+=(clang)
 [ -e /usr/include/bpf/bpf_helpers.h ] || need_apt+=(libbpf-dev)
 command -v tshark >/dev/null || need_apt+=(tshark)
 command -v tcpdump >/dev/null || need_apt+=(tcpdump)
+command -v ping >/dev/null || need_apt+=(iputils-ping)
+command -v setpriv >/dev/null || need_apt+=(util-linux)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
