@@ -136,9 +136,9 @@ RUNS=0 FAILED=0
 ENG_JOB= ENG_EXTRA=
 eng_start() {   # eng_start LOGFILE [SERVER]
     if [ "$PEER" = vm ]; then
-        ENG_JOB=$(vm_spawn vm2 "timeout 120 ibv_rc_pingpong $PP_OPTS -s $size ${2:-}")
+        ENG_JOB=$(vm_spawn vm2 "timeout 90 ibv_rc_pingpong $PP_OPTS -s $size ${2:-}")
     else
-        timeout 150 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $ENG_EXTRA $PP_OPTS -s $size ${2:-} > "$1" 2>&1 &
+        timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" pingpong $ENG_OPTS $ENG_EXTRA $PP_OPTS -s $size ${2:-} > "$1" 2>&1 &
         ENG_JOB=$!
         BG_PIDS+=($ENG_JOB)
     fi
@@ -156,7 +156,7 @@ vm_abort() { vm_exec "$1" 10 'pkill -x ibv_rc_pingpong' >/dev/null 2>&1; }
 run_case() {   # run_case DIRECTION SIZE [DROP_RATE] ; DIRECTION = engine-client | engine-server
     local dir=$1 size=$2 drop=${3:-} base="$OUT/$1-$2${3:+-drop$3}" id erc=0 vrc=0
     ENG_EXTRA=${drop:+--drop-rate $drop}
-    local vm_pp="timeout 120 ibv_rc_pingpong $PP_OPTS -s $size"
+    local vm_pp="timeout 90 ibv_rc_pingpong $PP_OPTS -s $size"
     : > "$base.engine.log"; : > "$base.rxe.log"
     if [ "$dir" = engine-client ]; then
         # rxe on vm1 serves; the engine connects.

@@ -104,7 +104,9 @@ pub struct PingpongArgs {
     pub peer_mac: Option<String>,
     /// Test impairment: the XDP program drops this fraction (0..1) of the
     /// RoCE frames the engine receives, to exercise go-back-N recovery
-    /// with the peer. Prints the recovery counters to stderr at the end.
+    /// with the peer, until the last SEND is posted (the protocol has no
+    /// closing handshake, so a lost final ACK would be retried against a
+    /// peer that has exited). Prints the recovery counters to stderr.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
     pub drop_rate: f64,
     /// Client: keep retrying the TCP connection for this many seconds
@@ -273,6 +275,9 @@ struct PingpongQp {
     queue: u32,
     wcs: Vec<WorkCompletion>,
     ready: std::collections::VecDeque<WorkCompletion>,
+    iters: u32,
+    sends_posted: u32,
+    drop_rate: f64,
 }
 
 impl PingpongQp {
@@ -330,6 +335,9 @@ impl PingpongQp {
             queue: q,
             wcs: vec![WorkCompletion::default(); 64],
             ready: Default::default(),
+            iters: args.iters,
+            sends_posted: 0,
+            drop_rate: args.drop_rate,
         })
     }
 
@@ -384,7 +392,18 @@ impl PingpongQp {
         Ok(())
     }
 
-    fn post_send(&self) -> Result<()> {
+    fn post_send(&mut self) -> Result<()> {
+        self.sends_posted += 1;
+        if self.sends_posted == self.iters && self.drop_rate > 0.0 {
+            // ibv_rc_pingpong has no closing handshake: the peer exits once
+            // its own work is done, so a dropped final ACK (or final SEND)
+            // would leave this side retrying an exited peer forever
+            // (retry_cnt 7 is infinite, as on rxe). Stop dropping for the
+            // last exchange.
+            self.dev
+                .set_impairment(Impairment::default())
+                .context("clearing the XDP drop impairment")?;
+        }
         self.qp.post_send(SendWr::new(
             SEND_WRID,
             SendOp::Send,
