@@ -192,7 +192,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             "AF_XDP floor: one-way stream of Ethernet/IPv4/UDP frames as long as the engine's WRITE packets (payload + {} B headers, RETH included for single-packet messages), no protocol work; goodput counts the payload those frames would carry",
             floor::ROCE_OVERHEAD
         ),
-        "engine goodput counts message bytes completed at the requester (WRITE/SEND) or read back (READ)".into(),
+        "engine goodput counts message bytes completed at the requester (WRITE; READ: bytes read back) or received (SEND: receive completions at the responder)".into(),
     ];
     let mut missing = Vec::new();
     let rounds = opts.rounds();
