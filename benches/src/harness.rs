@@ -193,6 +193,10 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             floor::ROCE_OVERHEAD
         ),
         "engine goodput counts message bytes completed at the requester (WRITE; READ: bytes read back) or received (SEND: receive completions at the responder)".into(),
+        format!(
+            "projection: cycles per packet = measured ns per packet x {:.0} MHz; one core's packets/s x 4096 B = Gb/s per core; cores = a link's packet rate at {WIRE_BYTES_4096} wire bytes per packet / one core's packet rate. A projection, not a measurement: a zero-copy NIC removes most of the copy-mode AF_XDP and veth cost in the two 'on this veth' rows, and memory bandwidth, caches and the NIC are not modelled",
+            machine.cpu_mhz
+        ),
     ];
     let mut missing = Vec::new();
     let rounds = opts.rounds();
