@@ -143,9 +143,9 @@ fn config(a: &SimArgs) -> Result<WorkloadConfig> {
     if a.size > 1 << 30 {
         return Err(UserError::Usage("--size must be at most 1 GiB".into()).into());
     }
-    if !(a.latency_us >= 0.0 && a.latency_us.is_finite())
-        || !(a.rate_gbps > 0.0 && a.rate_gbps.is_finite())
-    {
+    let latency_ok = a.latency_us.is_finite() && a.latency_us >= 0.0;
+    let rate_ok = a.rate_gbps.is_finite() && a.rate_gbps > 0.0;
+    if !latency_ok || !rate_ok {
         return Err(
             UserError::Usage("--latency-us must be >= 0 and --rate-gbps > 0".into()).into(),
         );

@@ -57,13 +57,13 @@ fn nak_sequence_error_resends_from_the_naked_psn_mid_message() {
     assert_eq!(f.len(), 5);
     let first = psn(&f[0]);
     // Packet 2 is lost; 3 and 4 arrive out of sequence.
-    p.to_b(&[f[0].clone(), f[1].clone(), f[3].clone(), f[4].clone()]);
+    p.deliver_b(&[f[0].clone(), f[1].clone(), f[3].clone(), f[4].clone()]);
     let naks = p.tx_b();
     assert_eq!(naks.len(), 1, "one NAK per gap");
     assert_eq!(syndrome(&naks[0]), 0x60);
     assert_eq!(psn(&naks[0]), first + 2);
     assert_eq!(p.b.qp_counters(p.qb).unwrap().out_of_seq_request, 2);
-    p.to_a(&naks);
+    p.deliver_a(&naks);
     // Go-back-N from PSN first+2, rebuilt from the work request: a MIDDLE
     // (no RETH) carrying bytes 512..768, then the LAST.
     let r = p.tx_a();
@@ -75,7 +75,7 @@ fn nak_sequence_error_resends_from_the_naked_psn_mid_message() {
     assert_eq!(opcode(&r[2]), Opcode::WriteLast);
     let c = p.a.qp_counters(p.qa).unwrap();
     assert_eq!((c.rcvd_seq_err, c.retransmitted_packets), (1, 3));
-    p.to_b(&r);
+    p.deliver_b(&r);
     p.settle();
     assert_eq!(p.read_b(IOVA_B, data.len()), data);
     let wc = p.wcs_a();
@@ -90,7 +90,7 @@ fn ack_timeout_resends_from_the_oldest_unacked_psn_and_completes_once() {
     p.a.post_send(p.qa, write_wr(&p, 2, 100, 128)).unwrap();
     let f = p.tx_a();
     assert_eq!(f.len(), 2);
-    p.to_b(&f);
+    p.deliver_b(&f);
     let lost_acks = p.tx_b();
     assert_eq!(lost_acks.len(), 1);
     // The ACK is lost. Nothing happens before the timeout...
@@ -105,13 +105,13 @@ fn ack_timeout_resends_from_the_oldest_unacked_psn_and_completes_once() {
     assert_eq!(psn(&r[0]), psn(&f[0]));
     assert_eq!(p.a.qp_counters(p.qa).unwrap().timeouts, 1);
     // The responder sees duplicates: re-ACKs, does not re-execute.
-    p.to_b(&r);
+    p.deliver_b(&r);
     assert_eq!(p.b.qp_counters(p.qb).unwrap().duplicate_request, 2);
     p.settle();
     let wc = p.wcs_a();
     assert_eq!(wc.iter().map(|w| w.wr_id).collect::<Vec<_>>(), [1, 2]);
     // A late copy of the first ACK changes nothing.
-    p.to_a(&lost_acks);
+    p.deliver_a(&lost_acks);
     assert!(p.wcs_a().is_empty());
 }
 
@@ -183,7 +183,7 @@ fn rnr_nak_waits_the_rnr_timer_then_resends() {
     )
     .unwrap();
     let f = p.tx_a();
-    p.to_b(&f);
+    p.deliver_b(&f);
     let rnr = p.tx_b();
     assert_eq!(rnr.len(), 1);
     assert_eq!(
@@ -192,7 +192,7 @@ fn rnr_nak_waits_the_rnr_timer_then_resends() {
         "RNR NAK with the responder's min_rnr_timer"
     );
     assert_eq!(p.b.qp_counters(p.qb).unwrap().send_rnr_err, 1);
-    p.to_a(&rnr);
+    p.deliver_a(&rnr);
     assert_eq!(p.a.qp_counters(p.qa).unwrap().rcvd_rnr_err, 1);
     // Waits: nothing before 40 us.
     p.advance(Duration::from_micros(39));
@@ -213,7 +213,7 @@ fn rnr_nak_waits_the_rnr_timer_then_resends() {
     let r = p.tx_a();
     assert_eq!(r.len(), 1);
     assert_eq!(psn(&r[0]), psn(&f[0]));
-    p.to_b(&r);
+    p.deliver_b(&r);
     p.settle();
     assert_eq!(p.wcs_a()[0].status, WcStatus::Success);
     assert_eq!(p.wcs_b()[0].wr_id, 5);
@@ -244,9 +244,9 @@ fn rnr_retry_exhaustion_completes_with_rnr_retry_exceeded() {
     for _ in 0..2 {
         let f = p.tx_a();
         assert_eq!(f.len(), 1);
-        p.to_b(&f);
+        p.deliver_b(&f);
         let n = p.tx_b();
-        p.to_a(&n);
+        p.deliver_a(&n);
         if p.a.qp_state(p.qa) == Some(QpState::Error) {
             break;
         }
@@ -267,19 +267,19 @@ fn ack_skipping_a_read_is_an_implied_nak_and_the_read_is_resent() {
     p.a.post_send(p.qa, write_wr(&p, 2, 10, 4096)).unwrap();
     let f = p.tx_a();
     assert_eq!(f.len(), 2);
-    p.to_b(&f);
+    p.deliver_b(&f);
     let r = p.tx_b();
     assert_eq!(
         r.iter().map(|x| opcode(x)).collect::<Vec<_>>(),
         [Opcode::ReadRespOnly, Opcode::Acknowledge]
     );
     // The READ response is lost; the ACK of the later WRITE arrives.
-    p.to_a(&r[1..]);
+    p.deliver_a(&r[1..]);
     let again = p.tx_a();
     assert_eq!(opcode(&again[0]), Opcode::ReadRequest);
     assert_eq!(psn(&again[0]), psn(&f[0]));
     assert_eq!(p.a.qp_counters(p.qa).unwrap().completer_retry_err, 1);
-    p.to_b(&again);
+    p.deliver_b(&again);
     p.settle();
     let wc = p.wcs_a();
     assert_eq!(
@@ -296,14 +296,14 @@ fn lost_read_response_is_requested_again_from_the_missing_packet() {
     p.b.mr_write(p.mr_b.lkey, IOVA_B, &src).unwrap();
     p.a.post_send(p.qa, read_wr(&p, 1, 1024, 0)).unwrap();
     let f = p.tx_a();
-    p.to_b(&f);
+    p.deliver_b(&f);
     let r = p.tx_b();
     assert_eq!(r.len(), 4);
     assert_eq!(opcode(&r[0]), Opcode::ReadRespFirst);
     assert_eq!(opcode(&r[1]), Opcode::ReadRespMiddle);
     assert_eq!(opcode(&r[3]), Opcode::ReadRespLast);
     // Response 1 lost: 2 reveals the gap.
-    p.to_a(&[r[0].clone(), r[2].clone(), r[3].clone()]);
+    p.deliver_a(&[r[0].clone(), r[2].clone(), r[3].clone()]);
     let again = p.tx_a();
     assert_eq!(again.len(), 1);
     let h = hdr(&again[0]);
@@ -315,11 +315,11 @@ fn lost_read_response_is_requested_again_from_the_missing_packet() {
         (IOVA_B + 256, 768),
         "only the bytes not yet received"
     );
-    p.to_b(&again);
+    p.deliver_b(&again);
     let r2 = p.tx_b();
     assert_eq!(r2.len(), 3);
     assert_eq!(psn(&r2[0]), psn(&f[0]) + 1);
-    p.to_a(&r2);
+    p.deliver_a(&r2);
     assert_eq!(p.wcs_a()[0].status, WcStatus::Success);
     assert_eq!(p.read_a(IOVA_A, 1024), src);
     assert_eq!(p.b.qp_counters(p.qb).unwrap().duplicate_request, 1);
@@ -340,18 +340,18 @@ fn psns_wrap_at_2_pow_24_with_loss_across_the_wrap() {
     let psns: Vec<u32> = f.iter().map(|x| psn(x)).collect();
     assert_eq!(psns, [0xFF_FFFE, 0xFF_FFFF, 0, 1, 2, 3]);
     // Lose PSN 0 (just after the wrap).
-    p.to_b(&[f[0].clone(), f[1].clone(), f[3].clone()]);
+    p.deliver_b(&[f[0].clone(), f[1].clone(), f[3].clone()]);
     let nak = p.tx_b();
     assert_eq!((psn(&nak[0]), syndrome(&nak[0])), (0, 0x60));
-    p.to_a(&nak);
+    p.deliver_a(&nak);
     let r = p.tx_a();
     assert_eq!(r.iter().map(|x| psn(x)).collect::<Vec<_>>(), [0, 1, 2, 3]);
-    p.to_b(&r);
+    p.deliver_b(&r);
     p.settle();
     assert_eq!(p.read_b(IOVA_B, data.len()), data);
     assert_eq!(p.wcs_a()[0].status, WcStatus::Success);
     // A stale duplicate from before the wrap is a duplicate, not "ahead".
-    p.to_b(&f[..1]);
+    p.deliver_b(&f[..1]);
     assert_eq!(p.b.qp_counters(p.qb).unwrap().duplicate_request, 1);
 }
 
@@ -360,13 +360,13 @@ fn duplicate_and_stale_naks_do_not_rewind_twice() {
     let mut p = Pair::new(mtu256(), mtu256());
     p.a.post_send(p.qa, write_wr(&p, 1, 256 * 4, 0)).unwrap();
     let f = p.tx_a();
-    p.to_b(&[f[0].clone(), f[2].clone()]);
+    p.deliver_b(&[f[0].clone(), f[2].clone()]);
     let nak = p.tx_b();
     assert_eq!(nak.len(), 1);
-    p.to_a(&nak);
+    p.deliver_a(&nak);
     assert_eq!(p.tx_a().len(), 3);
     // The same NAK again (duplicated on the wire): ignored.
-    p.to_a(&nak);
+    p.deliver_a(&nak);
     assert!(p.tx_a().is_empty());
     assert_eq!(p.a.qp_counters(p.qa).unwrap().completer_retry_err, 1);
 }

@@ -54,12 +54,12 @@ fn write_is_segmented_by_path_mtu_with_reth_on_first_and_ackreq_on_last() {
     assert!(h[0].udp.src_port >= 0xC000);
     assert_eq!(h[0].udp.dst_port, 4791);
     // Responder places the bytes and one ACK completes the request.
-    p.to_b(&f);
+    p.deliver_b(&f);
     let acks = p.tx_b();
     assert_eq!(acks.len(), 1);
     assert_eq!(opcode(&acks[0]), Opcode::Acknowledge);
     assert_eq!(psn(&acks[0]), h[2].bth.psn);
-    p.to_a(&acks);
+    p.deliver_a(&acks);
     assert_eq!(p.read_b(IOVA_B, 2500), data);
     let wc = p.wcs_a();
     assert_eq!(wc.len(), 1);
@@ -106,7 +106,7 @@ fn zero_length_send_is_one_send_only_packet() {
     assert_eq!(f.len(), 1);
     assert_eq!(opcode(&f[0]), Opcode::SendOnlyImm);
     assert_eq!(hdr(&f[0]).immdt, Some(0xDEAD_BEEF));
-    p.to_b(&f);
+    p.deliver_b(&f);
     let wc = p.wcs_b();
     assert_eq!(wc.len(), 1);
     assert_eq!(
@@ -138,10 +138,10 @@ fn outstanding_psns_are_bounded_and_ackreq_every_64_packets() {
         .collect();
     assert_eq!(acked, [63, 127]);
     // Deliver and ACK: the window opens and the rest (72 packets) follows.
-    p.to_b(&f);
+    p.deliver_b(&f);
     let acks = p.tx_b();
     assert_eq!(acks.len(), 1, "ACKs are coalesced");
-    p.to_a(&acks);
+    p.deliver_a(&acks);
     let g = p.tx_a();
     assert_eq!(g.len(), 72);
     assert!(hdr(g.last().unwrap()).bth.ack_req);
@@ -193,11 +193,11 @@ fn read_and_atomic_requests_are_bounded_by_max_rd_atomic() {
     }
     let f = p.tx_a();
     assert_eq!(f.len(), 2);
-    p.to_b(&f);
+    p.deliver_b(&f);
     let r = p.tx_b();
     assert_eq!(r.len(), 2);
     assert!(r.iter().all(|x| opcode(x) == Opcode::ReadRespOnly));
-    p.to_a(&r);
+    p.deliver_a(&r);
     assert_eq!(p.wcs_a().len(), 2);
     assert_eq!(p.tx_a().len(), 1);
 }

@@ -41,15 +41,15 @@ fn one_nak_per_gap_then_silent_until_in_order_again() {
     let f = p.tx_a();
     assert_eq!(f.len(), 10);
     // Gap at 1: packets 2..=5 arrive, one NAK only.
-    p.to_b(&[f[0].clone()]);
-    p.to_b(&f[2..6]);
+    p.deliver_b(&[f[0].clone()]);
+    p.deliver_b(&f[2..6]);
     let n = p.tx_b();
     assert_eq!(n.len(), 1);
     assert_eq!((psn(&n[0]), syndrome(&n[0])), (psn(&f[1]), 0x60));
-    p.to_b(&f[6..8]);
+    p.deliver_b(&f[6..8]);
     assert!(p.tx_b().is_empty(), "silent while the gap persists");
     // In order again (1), then a new gap (3 missing) earns a new NAK.
-    p.to_b(&[f[1].clone(), f[2].clone(), f[4].clone()]);
+    p.deliver_b(&[f[1].clone(), f[2].clone(), f[4].clone()]);
     let n2 = p.tx_b();
     assert_eq!(n2.len(), 1);
     assert_eq!((psn(&n2[0]), syndrome(&n2[0])), (psn(&f[3]), 0x60));
@@ -63,11 +63,11 @@ fn duplicate_write_is_re_acked_never_re_executed() {
     p.a.mr_write(p.mr_a.lkey, IOVA_A, &[1u8; 16]).unwrap();
     p.a.post_send(p.qa, write_wr(&p, 1, 16, 0)).unwrap();
     let f = p.tx_a();
-    p.to_b(&f);
+    p.deliver_b(&f);
     assert_eq!(p.tx_b().len(), 1);
     // The application changes the bytes; a duplicate must not overwrite them.
     p.b.mr_write(p.mr_b.lkey, IOVA_B, &[9u8; 16]).unwrap();
-    p.to_b(&f);
+    p.deliver_b(&f);
     let ack = p.tx_b();
     assert_eq!(ack.len(), 1, "duplicate re-ACKed");
     assert_eq!(
@@ -95,11 +95,11 @@ fn duplicate_read_is_re_executed_from_memory() {
     rd.rkey = p.mr_b.rkey;
     p.a.post_send(p.qa, rd).unwrap();
     let req = p.tx_a();
-    p.to_b(&req);
+    p.deliver_b(&req);
     let r1 = p.tx_b();
     assert_eq!(payload(&r1[0]), [1u8; 32]);
     p.b.mr_write(p.mr_b.lkey, IOVA_B, &[2u8; 32]).unwrap();
-    p.to_b(&req);
+    p.deliver_b(&req);
     let r2 = p.tx_b();
     assert_eq!(r2.len(), 1);
     assert_eq!(psn(&r2[0]), psn(&r1[0]));
@@ -126,10 +126,10 @@ fn duplicate_atomic_replays_the_saved_result_and_executes_once() {
     p.a.post_send(p.qa, wr).unwrap();
     let req = p.tx_a();
     assert_eq!(opcode(&req[0]), Opcode::FetchAdd);
-    p.to_b(&req);
+    p.deliver_b(&req);
     let r1 = p.tx_b();
-    p.to_b(&req);
-    p.to_b(&req);
+    p.deliver_b(&req);
+    p.deliver_b(&req);
     let r2 = p.tx_b();
     assert_eq!(r2.len(), 2);
     for r in r1.iter().chain(&r2) {
@@ -141,8 +141,8 @@ fn duplicate_atomic_replays_the_saved_result_and_executes_once() {
         42u64.to_le_bytes(),
         "executed exactly once"
     );
-    p.to_a(&r1);
-    p.to_a(&r2);
+    p.deliver_a(&r1);
+    p.deliver_a(&r2);
     let wc = p.wcs_a();
     assert_eq!(wc.len(), 1);
     assert_eq!(p.read_a(IOVA_A, 8), 40u64.to_le_bytes());
@@ -186,13 +186,13 @@ fn acks_are_coalesced_and_carry_the_msn() {
     let f = p.tx_a();
     assert_eq!(f.len(), 10);
     assert!(f.iter().all(|x| hdr(x).bth.ack_req));
-    p.to_b(&f);
+    p.deliver_b(&f);
     let acks = p.tx_b();
     assert_eq!(acks.len(), 1, "one ACK covers all ten");
     let aeth = hdr(&acks[0]).aeth.unwrap();
     assert_eq!(psn(&acks[0]), psn(&f[9]));
     assert_eq!(aeth.msn, 10);
-    p.to_a(&acks);
+    p.deliver_a(&acks);
     assert_eq!(p.wcs_a().len(), 10);
     assert_eq!(p.b.qp_counters(p.qb).unwrap().acks_sent, 1);
 }
@@ -214,7 +214,7 @@ fn send_without_posted_receive_gets_rnr_nak_not_a_silent_drop() {
     )
     .unwrap();
     let f = p.tx_a();
-    p.to_b(&f);
+    p.deliver_b(&f);
     let n = p.tx_b();
     assert_eq!(n.len(), 1);
     assert_eq!(syndrome(&n[0]) & 0xE0, 0x20);
@@ -262,7 +262,7 @@ fn multi_packet_send_lands_in_the_receive_buffer_with_immediate() {
         f.iter().map(|x| opcode(x)).collect::<Vec<_>>(),
         [Opcode::SendFirst, Opcode::SendMiddle, Opcode::SendLastImm]
     );
-    p.to_b(&f);
+    p.deliver_b(&f);
     let wc = p.wcs_b();
     assert_eq!(
         (wc[0].wr_id, wc[0].byte_len, wc[0].imm),
@@ -308,12 +308,12 @@ fn guarded_pair(access: Access) -> (Pair, u32, u64) {
 }
 
 fn assert_access_nak(p: &mut Pair, frames: Vec<Vec<u8>>) {
-    p.to_b(&frames);
+    p.deliver_b(&frames);
     let n = p.tx_b();
     assert_eq!(n.len(), 1);
     assert_eq!(syndrome(&n[0]), 0x62, "NAK remote access error");
     assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error));
-    p.to_a(&n);
+    p.deliver_a(&n);
     let wc = p.wcs_a();
     assert_eq!(wc[0].status, WcStatus::RemoteAccessError);
     assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error));
@@ -370,7 +370,7 @@ fn middle_packet_cannot_escape_the_range_the_first_packet_checked() {
             ..h.reth.unwrap()
         })
     });
-    p.to_b(&[forged_first, f[1].clone()]);
+    p.deliver_b(&[forged_first, f[1].clone()]);
     let n = p.tx_b();
     assert_eq!(syndrome(n.last().unwrap()), 0x61, "NAK invalid request");
     assert!(p.read_b(IOVA_B + 256, 1024).iter().all(|&b| b == 0));
@@ -427,10 +427,10 @@ fn bad_icrc_and_unknown_qp_are_counted_drops() {
     let mut bad = f[0].clone();
     let n = bad.len();
     bad[n - 10] ^= 0x01;
-    p.to_b(&[bad]);
+    p.deliver_b(&[bad]);
     assert_eq!(p.b.counters().dropped_bad_icrc, 1);
     let other = rewrite(&f[0], |h| h.bth.dest_qp = 0x5555);
-    p.to_b(&[other]);
+    p.deliver_b(&[other]);
     assert_eq!(p.b.counters().dropped_unknown_qp, 1);
     assert!(p.tx_b().is_empty());
     assert_eq!(p.read_b(IOVA_B, 16), [0u8; 16]);
@@ -498,10 +498,10 @@ fn packets_from_another_host_are_dropped() {
             *src = "10.0.0.99".parse().unwrap();
         }
     });
-    p.to_b(&[spoofed]);
+    p.deliver_b(&[spoofed]);
     assert_eq!(p.b.counters().dropped_wrong_peer, 1);
     assert!(p.tx_b().is_empty());
     assert_eq!(p.read_b(IOVA_B, 16), [0u8; 16]);
-    p.to_b(&f);
+    p.deliver_b(&f);
     assert_eq!(p.read_b(IOVA_B, 16), [5u8; 16]);
 }

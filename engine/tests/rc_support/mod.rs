@@ -127,13 +127,13 @@ impl Pair {
         drain(&mut self.b, self.now)
     }
 
-    pub fn to_b(&mut self, frames: &[Vec<u8>]) {
+    pub fn deliver_b(&mut self, frames: &[Vec<u8>]) {
         for f in frames {
             self.b.handle_packet(self.now, f);
         }
     }
 
-    pub fn to_a(&mut self, frames: &[Vec<u8>]) {
+    pub fn deliver_a(&mut self, frames: &[Vec<u8>]) {
         for f in frames {
             self.a.handle_packet(self.now, f);
         }
@@ -147,8 +147,8 @@ impl Pair {
             if fa.is_empty() && fb.is_empty() {
                 return;
             }
-            self.to_b(&fa);
-            self.to_a(&fb);
+            self.deliver_b(&fa);
+            self.deliver_a(&fb);
         }
         panic!("pair did not settle");
     }
