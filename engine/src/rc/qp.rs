@@ -337,7 +337,7 @@ impl Qp {
             return;
         }
         // An RC QP only talks to the peer it is connected to (rxe check_addr).
-        if !self.tpl.is_some_and(|t| t.is_from_peer(&frame.headers)) {
+        if !self.tpl.as_ref().is_some_and(|t| t.is_from_peer(&frame.headers)) {
             self.counters.dropped_wrong_peer += 1;
             return;
         }
