@@ -2,14 +2,28 @@
 # Runs the full end-to-end benchmark once and pastes its generated Markdown
 # into the top-level README's "## Results" section (between the
 # results:begin/end markers), with the plot in benches/results/.
-# Needs root. Usage: benches/update-readme-results.sh [extra roce-xdp bench flags]
+# Needs root.
+#
+#   benches/update-readme-results.sh [roce-xdp bench flags]   # run, then paste
+#   benches/update-readme-results.sh --from DIR               # paste DIR (a finished --out DIR)
+#
+# BENCH_COMMIT names the commit measured (default: this checkout's HEAD).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=benches/results
-cargo run --release -q -p roce-xdp -- bench --out "$out" "$@"
-# The Markdown names the plot relative to its own directory; the README
-# lives two levels up.
-body=$(sed "s#](goodput.svg)#]($out/goodput.svg)#" "$out/results.md")
+if [ "${1:-}" = "--from" ]; then
+    src=$2
+    mkdir -p "$out"
+    for f in results.md results.json goodput.svg; do
+        cp "$src/$f" "$out/$f"
+    done
+else
+    cargo run --release -q -p roce-xdp -- bench --out "$out" "$@"
+fi
+commit=${BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+# The Markdown names the plot relative to its own directory.
+body=$(printf 'Measured at commit `%s` by `benches/update-readme-results.sh` (full run of `roce-xdp bench`).\n\n' "$commit";
+       sed "s#](goodput.svg)#]($out/goodput.svg)#" "$out/results.md")
 python3 - "$body" <<'PY'
 import re, sys
 body = sys.argv[1]
@@ -22,4 +36,4 @@ else:
     readme = readme.rstrip("\n") + "\n\n## Results\n\n" + section + "\n"
 open("README.md", "w").write(readme)
 PY
-echo "README.md: Results section updated from $out/results.md"
+echo "README.md: Results section updated from $out/results.md (commit $commit)"
