@@ -56,7 +56,7 @@ pub struct AethRepr {
 
 impl AethRepr {
     /// Read both fields.
-    #[inline]
+    #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(aeth: &Aeth<T>) -> AethRepr {
         AethRepr {
             syndrome: aeth.syndrome(),

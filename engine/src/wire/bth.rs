@@ -195,7 +195,7 @@ pub struct BthRepr {
 impl BthRepr {
     /// Parse a BTH: the opcode must be RC or CNP (`UnsupportedOpcode`), the
     /// transport version 0 (`NotRoce`).
-    #[inline]
+    #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(bth: &Bth<T>) -> Result<BthRepr, ParseError> {
         let Some(opcode) = bth.opcode() else {
             return Err(ParseError::UnsupportedOpcode(bth.opcode_raw()));

@@ -335,7 +335,7 @@ impl Opcode {
     /// Length of the extension headers this opcode carries (between the BTH
     /// and the payload). For CNP this is 0: its 16 reserved bytes are
     /// carried as the frame payload.
-    #[inline]
+    #[inline(always)]
     pub const fn ext_headers_len(self) -> usize {
         let mut len = 0;
         if self.has_reth() {

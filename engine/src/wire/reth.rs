@@ -64,7 +64,7 @@ pub struct RethRepr {
 
 impl RethRepr {
     /// Read every field.
-    #[inline]
+    #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(reth: &Reth<T>) -> RethRepr {
         RethRepr {
             va: reth.va(),
