@@ -12,6 +12,11 @@
 #   MODE=native               XDP attach mode for the engine (native|generic|auto)
 #   LOSS_SIZES="4096 65536"   sizes also run with the engine dropping LOSS_RATE
 #   LOSS_RATE=0.05            of its received RoCE frames (go-back-N; "" = skip)
+#   RDMA_OPS="write read"     RDMA WRITE / READ runs: roce-xdp rdma-client against
+#   RDMA_SIZES="4096 65536"   interop/peer/rdma_target (ours, libibverbs) on rxe,
+#                             ITERS requests of each size, bytes verified both ends
+#   RDMA_LOSS_SIZES=65536     sizes also run with the engine dropping LOSS_RATE
+#                             ("" = skip); RDMA runs need gcc + libibverbs-dev here
 #   PEER=engine               engine | vm: "vm" puts a second rxe VM where the
 #                             engine would be (self-test of this harness)
 #   ROCE_XDP=path             roce-xdp binary (default: cargo build --release)
@@ -37,6 +42,10 @@ MODE=${MODE:-native}
 LOSS_SIZES=${LOSS_SIZES:-"4096 65536"}
 LOSS_RATE=${LOSS_RATE:-0.05}
 PEER=${PEER:-engine}
+RDMA_OPS=${RDMA_OPS-"write read"}
+RDMA_SIZES=${RDMA_SIZES-"4096 65536"}
+RDMA_LOSS_SIZES=${RDMA_LOSS_SIZES-65536}
+[ "$PEER" = engine ] || RDMA_OPS=
 PORT=18515
 VM_IP=10.99.0.11
 ENG_NS=pr-eng ENG_IF=eng0 BR_VETH=prveth0
@@ -72,6 +81,16 @@ if [ "$PEER" = engine ]; then
     [ -x "$ROCE_XDP" ] || die "no roce-xdp binary at $ROCE_XDP"
 fi
 
+# ------------------------------------------------------------------ RDMA target
+# interop/peer/rdma_target.c: built here (same Debian release as the VM, whose
+# image has libibverbs but no compiler), run in the VM from its 9p share.
+if [ -n "$RDMA_OPS" ]; then
+    [ -e /usr/include/infiniband/verbs.h ] && command -v gcc >/dev/null ||
+        die "RDMA runs need gcc and libibverbs-dev on this host (apt-get install gcc libibverbs-dev), or RDMA_OPS=\"\""
+    gcc -O2 -Wall -o "$OUT/rdma_target" "$HERE/peer/rdma_target.c" -libverbs > "$OUT/gcc.log" 2>&1 ||
+        { cat "$OUT/gcc.log"; die "building interop/peer/rdma_target.c failed"; }
+fi
+
 # ------------------------------------------------------------------ teardown
 . "$RXE_PEER_TOOLS/vmlib.sh"
 BG_PIDS=()
@@ -104,6 +123,7 @@ vm_start 1 || die "qemu failed to start vm1"
 vm_wait_ready vm1 240 || die "vm1 did not boot"
 [ "$PEER" = vm ] && { vm_wait_ready vm2 240 || die "vm2 did not boot"; }
 log "vm1 up ($(cat $RUN/vm1/ready))"
+[ -n "$RDMA_OPS" ] && cp "$OUT/rdma_target" "$RUN/vm1/rdma_target"   # /share/rdma_target in the guest
 RXE_VERSION=$(vm_exec vm1 20 'echo "kernel $(uname -r), rdma-core $(dpkg-query -W -f "\${Version}" rdma-core)"')
 
 ip netns exec $NS tcpdump -i $BR -s 0 -U -w "$PCAP" "udp port 4791 or tcp port $PORT" 2>"$OUT/tcpdump.log" &
@@ -151,7 +171,7 @@ eng_listening_any() {
 }
 # ibv_rc_pingpong on rxe retries forever (retry_cnt 7): when one side failed,
 # end the other (our own VM, our own process) instead of waiting it out.
-vm_abort() { vm_exec "$1" 10 'pkill -x ibv_rc_pingpong' >/dev/null 2>&1; }
+vm_abort() { vm_exec "$1" 10 'pkill -x ibv_rc_pingpong; pkill -x rdma_target' >/dev/null 2>&1; }
 
 run_case() {   # run_case DIRECTION SIZE [DROP_RATE] ; DIRECTION = engine-client | engine-server
     local dir=$1 size=$2 drop=${3:-} base="$OUT/$1-$2${3:+-drop$3}" id erc=0 vrc=0
@@ -214,6 +234,48 @@ if [ "$PEER" = engine ]; then
         run_case engine-server $size $LOSS_RATE
     done
 fi
+
+# RDMA WRITE / READ: the engine (roce-xdp rdma-client) WRITEs into or READs
+# from rdma_target's buffer on rxe, ITERS requests of SIZE bytes; both ends
+# check every byte. With a drop rate, the engine's XDP program drops that
+# fraction of the RoCE frames it receives (ACKs, READ responses) for the
+# whole transfer: the exchange ends with a TCP handshake, so no side exits
+# while the other still waits for an ACK.
+rdma_case() {   # rdma_case OP SIZE [DROP_RATE]
+    local op=$1 size=$2 drop=${3:-} base="$OUT/rdma-$1-$2${3:+-drop$3}" id erc=0 vrc=0
+    : > "$base.engine.log"; : > "$base.rxe.log"
+    id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -o $op -s $size -n $ITERS -m $MTU -g 1")
+    if vm_listening vm1; then
+        timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" rdma-client $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
+            ${drop:+--drop-rate $drop} $VM_IP > "$base.engine.log" 2>&1 || erc=$?
+    else
+        erc=98
+    fi
+    [ $erc = 0 ] || vm_abort vm1
+    vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
+    local verdict=PASS
+    { [ $erc = 0 ] && [ $vrc = 0 ] && grep -q '^target: ok' "$base.engine.log" &&
+        grep -q "target $(( size * ITERS )) bytes: ok $(( size * ITERS ))\$" "$base.rxe.log"; } || verdict=FAIL
+    if [ $op = read ] && ! grep -q "^READ: verified $(( size * ITERS )) bytes" "$base.engine.log"; then verdict=FAIL; fi
+    local eline
+    eline=$(grep -h 'Mbit/sec' "$base.engine.log" 2>/dev/null | head -1)
+    RESULTS+=("$(printf '%-4s rdma-%-8s size %6s x %s%s: %s (exit %s) | rxe target: %s (exit %s)' \
+        $verdict $op $size $ITERS "${drop:+ drop $drop}" "${eline:-no result}" $erc \
+        "$(grep -ho 'bytes: .*' "$base.rxe.log" | head -1)" $vrc)")
+    log "${RESULTS[-1]}"
+    RUNS=$((RUNS + 1))
+    [ -n "$drop" ] && RESULTS+=("$(grep -h '^roce-xdp: ' "$base.engine.log" | sed 's/^roce-xdp: /       /')")
+    if [ $verdict = FAIL ]; then
+        FAILED=$((FAILED + 1))
+        sed 's/^/    engine| /' "$base.engine.log" | tail -8
+        sed 's/^/    rxe   | /' "$base.rxe.log" | tail -8
+    fi
+}
+for op in $RDMA_OPS; do
+    for size in $RDMA_SIZES; do rdma_case $op $size; done
+    [ -n "$LOSS_RATE" ] && for size in $RDMA_LOSS_SIZES; do rdma_case $op $size $LOSS_RATE; done
+done
+
 sleep 1
 kill "${BG_PIDS[0]}" 2>/dev/null; wait "${BG_PIDS[0]}" 2>/dev/null
 
@@ -247,10 +309,11 @@ ICRC_RC=$?
 echo
 echo "=== roce-xdp interop summary ($(date -u +%FT%TZ), $(( $(date +%s) - T0 )) s) ==="
 echo "peer: Soft-RoCE rxe0 on vm1 $VM_IP ($RXE_VERSION), ibv_rc_pingpong -g 1 -m $MTU -n $ITERS"
+[ -n "$RDMA_OPS" ] && echo "      and interop/peer/rdma_target -g 1 -m $MTU -n $ITERS (RDMA WRITE/READ target)"
 if [ "$PEER" = vm ]; then
     echo "other side: vm2 $ENG_IP running ibv_rc_pingpong (PEER=vm harness self-test, not the engine)"
 else
-    echo "other side: roce-xdp pingpong on $ENG_IF $ENG_IP (XDP $MODE), $($ROCE_XDP --version 2>/dev/null)"
+    echo "other side: roce-xdp pingpong / rdma-client on $ENG_IF $ENG_IP (XDP $MODE), $($ROCE_XDP --version 2>/dev/null)"
 fi
 for r in "${RESULTS[@]}"; do echo "  $r"; done
 echo "runs: $(( RUNS - FAILED ))/$RUNS passed"

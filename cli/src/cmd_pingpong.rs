@@ -232,7 +232,7 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
 
 /// `lrand48() & 0xffffff` without a PRNG dependency: std's randomly keyed
 /// hasher.
-fn random_psn() -> u32 {
+pub(crate) fn random_psn() -> u32 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
         std::time::SystemTime::now()

@@ -11,6 +11,7 @@ mod cmd_loopback;
 mod cmd_perftest;
 mod cmd_plot;
 mod cmd_pingpong;
+mod cmd_rdma_client;
 mod cmd_serve;
 mod cmd_sim;
 mod cmd_stats;
@@ -69,6 +70,8 @@ enum Command {
     AtomicLat(perftest::options::PerftestArgs),
     /// RC SEND/RECV ping-pong, wire-compatible with rdma-core's ibv_rc_pingpong.
     Pingpong(cmd_pingpong::PingpongArgs),
+    /// RDMA WRITE/READ against interop/peer/rdma_target on a libibverbs device (rxe).
+    RdmaClient(cmd_rdma_client::RdmaClientArgs),
     /// Two simulated endpoints over a seeded virtual link (loss, reordering, duplication, corruption), every byte verified.
     Sim(cmd_sim::SimArgs),
     /// Draw a `sim --trace` CSV (DCQCN rate per QP and queue depth over time) as an SVG chart.
@@ -92,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::AtomicBw(a) => cmd_perftest::run(perftest::kind::Kind::AtomicBw, a),
         Command::AtomicLat(a) => cmd_perftest::run(perftest::kind::Kind::AtomicLat, a),
         Command::Pingpong(a) => cmd_pingpong::run(a),
+        Command::RdmaClient(a) => cmd_rdma_client::run(a),
         Command::Sim(a) => cmd_sim::run(a),
         Command::Plot(a) => cmd_plot::run(a),
     }

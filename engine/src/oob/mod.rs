@@ -9,5 +9,6 @@ pub mod gid;
 pub mod perftest;
 pub mod pingpong;
 pub mod pingpong_loop;
+pub mod rdma_target;
 
 pub use gid::Gid;

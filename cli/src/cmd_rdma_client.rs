@@ -1,0 +1,376 @@
+//! `roce-xdp rdma-client`: RDMA WRITE or READ from the engine into a
+//! passive target on a stock libibverbs device (`interop/peer/rdma_target.c`
+//! on Soft-RoCE), then byte-exact verification on both ends.
+//!
+//! The exchange (address lines, `done`, the target's verdict) is
+//! `engine::oob::rdma_target`; this file does the I/O: TCP, the neighbour
+//! table, and the datapath. Iteration `i` moves `size` bytes between local
+//! and remote offset `i * size`, up to `--window` work requests in flight.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use clap::{Args, ValueEnum};
+
+use engine::endpoint::{ConnectOptions, RemoteQp};
+use engine::loader::{AttachMode, Impairment};
+use engine::oob::pingpong::{is_valid_mtu, DEFAULT_TCP_PORT};
+use engine::oob::rdma_target::{
+    fill_pattern, first_mismatch, TargetAddr, Verdict, DONE_LINE, MAX_LINE,
+};
+use engine::oob::Gid;
+use engine::rc::{Access, Mtu, SendOp, SendWr, WcStatus, WorkCompletion};
+use engine::verbs::{Device, DeviceConfig, QpCaps};
+
+use crate::cmd_pingpong::{parse_mac, random_psn, wc_status_str, XdpMode};
+
+/// The RDMA operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RdmaOp {
+    /// RDMA WRITE into the target's buffer.
+    Write,
+    /// RDMA READ from the target's buffer.
+    Read,
+}
+
+/// `roce-xdp rdma-client --op write|read [options] TARGET`.
+#[derive(Debug, Args)]
+#[command(
+    about = "RDMA WRITE/READ against interop/peer/rdma_target on a libibverbs device (rxe)",
+    long_about = "RDMA WRITE/READ against interop/peer/rdma_target on a libibverbs device.\n\n\
+        The target (e.g. `rdma_target -o write -s 4096 -n 10 -g 1` on Soft-RoCE) exposes\n\
+        SIZE * ITERS bytes; the engine WRITEs or READs them in ITERS requests of SIZE\n\
+        bytes, then both sides check every byte (exchange: engine::oob::rdma_target)."
+)]
+pub struct RdmaClientArgs {
+    /// Host running rdma_target.
+    pub target: String,
+    /// WRITE or READ.
+    #[arg(short = 'o', long = "op", value_enum)]
+    pub op: RdmaOp,
+    /// TCP port of the exchange.
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
+    pub port: u16,
+    /// Bytes per work request.
+    #[arg(short = 's', long = "size", default_value_t = 4096)]
+    pub size: u32,
+    /// Work requests (the target's buffer is SIZE * ITERS bytes).
+    #[arg(short = 'n', long = "iters", default_value_t = 10)]
+    pub iters: u32,
+    /// Path MTU: 256, 512, 1024, 2048 or 4096.
+    #[arg(short = 'm', long = "mtu", default_value_t = 1024)]
+    pub mtu: u32,
+    /// Work requests in flight (READs are also bounded by the target's
+    /// max_dest_rd_atomic, 16).
+    #[arg(long, default_value_t = 16)]
+    pub window: u32,
+    /// Network interface the engine attaches to (its first IPv4 address is
+    /// the GID).
+    #[arg(long, value_name = "IF")]
+    pub iface: String,
+    /// XDP attach mode.
+    #[arg(long, value_enum, default_value_t = XdpMode::Auto)]
+    pub mode: XdpMode,
+    /// Replace an XDP program already attached to --iface.
+    #[arg(long)]
+    pub force: bool,
+    /// Peer MAC address (default: the kernel's neighbour table).
+    #[arg(long, value_name = "MAC")]
+    pub peer_mac: Option<String>,
+    /// Test impairment: the XDP program drops this fraction (0..1) of the
+    /// RoCE frames the engine receives (ACKs, READ responses), for the
+    /// whole transfer; prints the recovery counters to stderr.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    pub drop_rate: f64,
+    /// Keep retrying the TCP connection for this many seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    pub connect_retry: u64,
+}
+
+/// Target's max_dest_rd_atomic (rdma_target.c): READs in flight at most.
+const TARGET_MAX_DEST_RD_ATOMIC: u8 = 16;
+
+fn connect_with_retry(host: &str, port: u16, retry: Duration) -> Result<TcpStream> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("can't resolve {host}"))?
+        .collect();
+    let deadline = Instant::now() + retry;
+    loop {
+        let mut last = None;
+        for a in &addrs {
+            match TcpStream::connect_timeout(a, Duration::from_secs(5)) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        if Instant::now() >= deadline {
+            let e = last.map(|e| e.to_string()).unwrap_or_default();
+            bail!("couldn't connect to {host}:{port}: {e} (is rdma_target listening there?)");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
+    let mut line = String::new();
+    r.by_ref()
+        .take(MAX_LINE as u64)
+        .read_line(&mut line)
+        .with_context(|| format!("reading the target's {what}"))?;
+    if !line.ends_with('\n') {
+        bail!("the target closed the connection or sent an over-long line instead of its {what}");
+    }
+    Ok(line)
+}
+
+/// Run `roce-xdp rdma-client`.
+pub fn run(args: RdmaClientArgs) -> Result<()> {
+    if !is_valid_mtu(args.mtu) {
+        bail!(
+            "-m {}: the path MTU must be 256, 512, 1024, 2048 or 4096",
+            args.mtu
+        );
+    }
+    if args.size == 0 || args.iters == 0 || args.window == 0 {
+        bail!("-s, -n and --window must be > 0");
+    }
+    let len = u64::from(args.size) * u64::from(args.iters);
+    if len > u64::from(u32::MAX) {
+        bail!("-s * -n must fit in 32 bits (the exchange carries a 32-bit length)");
+    }
+    let len = len as usize;
+
+    let mut cfg = DeviceConfig::new(&args.iface);
+    cfg.attach = match args.mode {
+        XdpMode::Auto => AttachMode::Auto,
+        XdpMode::Native => AttachMode::Native,
+        XdpMode::Generic => AttachMode::Generic,
+    };
+    cfg.force = args.force;
+    let dev =
+        Device::open(cfg).with_context(|| format!("opening the datapath on {}", args.iface))?;
+    let ip = match dev.ip() {
+        IpAddr::V4(v4) => v4,
+        IpAddr::V6(_) => bail!("{} has no IPv4 address: add one", args.iface),
+    };
+    let q = 0;
+    let mr = dev
+        .register_memory(q, len, Access::LOCAL_WRITE)
+        .context("registering the buffer")?;
+    let mut local_buf = vec![0u8; len];
+    if args.op == RdmaOp::Write {
+        fill_pattern(&mut local_buf, 0);
+    }
+    mr.write(0, &local_buf);
+    let window = args.window.min(args.iters);
+    let qp = dev
+        .create_qp(
+            q,
+            QpCaps {
+                max_send_wr: window,
+                max_recv_wr: 1,
+            },
+        )
+        .context("creating the QP")?;
+
+    let local = TargetAddr {
+        qpn: qp.qpn(),
+        psn: random_psn(),
+        gid: Gid::from_ipv4(ip),
+        va: mr.addr(),
+        rkey: mr.rkey,
+        len: len as u32,
+    };
+    let stream = connect_with_retry(
+        &args.target,
+        args.port,
+        Duration::from_secs(args.connect_retry),
+    )?;
+    let _ = stream.set_nodelay(true);
+    let mut writer = stream.try_clone().context("cloning the TCP stream")?;
+    let mut reader = BufReader::new(stream);
+    writer
+        .write_all(local.encode().as_bytes())
+        .context("sending our address")?;
+    let remote = TargetAddr::parse(&read_line(&mut reader, "address")?)
+        .map_err(|e| anyhow!("target's address: {e}"))?;
+    println!(
+        "  local address:  QPN {:#08x}, PSN {:#08x}, GID {}",
+        local.qpn, local.psn, local.gid
+    );
+    println!(
+        "  remote address: QPN {:#08x}, PSN {:#08x}, GID {}, VA {:#x}, RKey {:#010x}, len {}",
+        remote.qpn, remote.psn, remote.gid, remote.va, remote.rkey, remote.len
+    );
+    if (remote.len as usize) < len {
+        bail!(
+            "the target's buffer has {} bytes, this run needs {len}: give it the same -s and -n",
+            remote.len
+        );
+    }
+    let peer_ip = remote.gid.to_ipv4_mapped().ok_or_else(|| {
+        anyhow!(
+            "the target's GID {} is not IPv4-mapped: run it with -g <RoCE v2 IPv4 GID index> (1 on rxe)",
+            remote.gid
+        )
+    })?;
+    let mac = match &args.peer_mac {
+        Some(m) => {
+            parse_mac(m).ok_or_else(|| anyhow!("--peer-mac {m:?}: expected aa:bb:cc:dd:ee:ff"))?
+        }
+        None => dev
+            .resolve_mac(IpAddr::V4(peer_ip))
+            .with_context(|| format!("finding the MAC of {peer_ip} (or give --peer-mac)"))?,
+    };
+    let opts = ConnectOptions {
+        path_mtu: Mtu::from_bytes(args.mtu).expect("validated"),
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic: TARGET_MAX_DEST_RD_ATOMIC,
+        max_dest_rd_atomic: 1,
+        sq_psn: local.psn,
+        ..ConnectOptions::default()
+    };
+    qp.connect(
+        RemoteQp {
+            qpn: remote.qpn,
+            psn: remote.psn,
+            mac,
+            ip: IpAddr::V4(peer_ip),
+        },
+        opts,
+    )
+    .context("connecting the QP (RTR/RTS)")?;
+    if args.drop_rate > 0.0 {
+        dev.set_impairment(Impairment {
+            drop_ppm: Impairment::ppm(args.drop_rate),
+            ce_ppm: 0,
+        })
+        .context("setting the XDP drop impairment")?;
+    }
+
+    let opcode = match args.op {
+        RdmaOp::Write => SendOp::Write,
+        RdmaOp::Read => SendOp::Read,
+    };
+    let post = |i: u32| -> Result<()> {
+        let off = i as usize * args.size as usize;
+        let mut wr = SendWr::new(u64::from(i), opcode, mr.sge(off, args.size));
+        wr.remote_addr = remote.va + off as u64;
+        wr.rkey = remote.rkey;
+        qp.post_send(wr)
+            .with_context(|| format!("posting work request {i}"))
+    };
+    let start = Instant::now();
+    let mut posted = 0;
+    let mut completed = 0;
+    while posted < window {
+        post(posted)?;
+        posted += 1;
+    }
+    let mut wcs = vec![WorkCompletion::default(); 64];
+    let mut idle = Instant::now();
+    while completed < args.iters {
+        if let Some(e) = dev.poll_post_error(q) {
+            bail!(
+                "the engine refused work request {} on QP {:#x}: {}",
+                e.wr_id,
+                e.qpn,
+                e.error
+            );
+        }
+        let n = dev.poll_cq(q, &mut wcs);
+        for wc in &wcs[..n] {
+            if wc.status != WcStatus::Success {
+                let (s, code) = wc_status_str(wc.status);
+                bail!("Failed status {s} ({code}) for wr_id {}", wc.wr_id);
+            }
+            completed += 1;
+            if posted < args.iters {
+                post(posted)?;
+                posted += 1;
+            }
+        }
+        if n > 0 {
+            idle = Instant::now();
+        } else if idle.elapsed() < Duration::from_micros(200) {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let op_name = match args.op {
+        RdmaOp::Write => "WRITE",
+        RdmaOp::Read => "READ",
+    };
+    println!(
+        "{op_name}: {len} bytes in {secs:.2} seconds = {:.2} Mbit/sec",
+        len as f64 * 8.0 / secs / 1e6
+    );
+    println!(
+        "{op_name}: {} iters in {secs:.2} seconds = {:.2} usec/iter",
+        args.iters,
+        secs * 1e6 / f64::from(args.iters)
+    );
+    let mut local_ok = true;
+    if args.op == RdmaOp::Read {
+        if !mr.read(0, &mut local_buf) {
+            bail!("reading back the local buffer failed");
+        }
+        match first_mismatch(&local_buf, 0) {
+            None => println!("READ: verified {len} bytes read from the target"),
+            Some(off) => {
+                println!(
+                    "READ: data mismatch at offset {off}: got {:#04x}, want {:#04x}",
+                    local_buf[off],
+                    engine::oob::rdma_target::pattern(off as u64)
+                );
+                local_ok = false;
+            }
+        }
+    }
+
+    writer
+        .write_all(DONE_LINE.as_bytes())
+        .context("sending done")?;
+    let verdict = Verdict::parse(&read_line(&mut reader, "verdict")?)
+        .map_err(|e| anyhow!("target's verdict: {e}"))?;
+    let target_ok = match verdict {
+        Verdict::Ok { bytes } => {
+            println!("target: ok, {bytes} bytes hold the pattern");
+            bytes as usize >= len
+        }
+        Verdict::Bad { offset, got, want } => {
+            println!("target: data mismatch at offset {offset}: got {got:#04x}, want {want:#04x}");
+            false
+        }
+    };
+
+    let steer = dev.steer_counters().ok();
+    let stats = dev.close();
+    if args.drop_rate > 0.0 {
+        let t = &stats.transport;
+        if let Some(sc) = steer {
+            eprintln!(
+                "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
+                sc.dropped_impairment,
+                sc.dropped_impairment + sc.redirected
+            );
+        }
+        eprintln!(
+            "roce-xdp: recovery: requester rcvd_seq_err {} timeouts {} retransmitted_packets {} \
+             duplicate_response {}",
+            t.rcvd_seq_err, t.timeouts, t.retransmitted_packets, t.duplicate_response
+        );
+    }
+    if !(local_ok && target_ok) {
+        bail!("data verification failed");
+    }
+    Ok(())
+}
