@@ -41,6 +41,22 @@ pub fn compute(version: IpVersion, packet: &[u8]) -> Option<u32> {
     if packet.len() < masked_len {
         return None;
     }
+    // Smallest packets (64 B writes, ACKs, CNPs): one CRC call over a whole
+    // 128-byte block: zeros, then `LRH_FROM_ZERO`, then the masked packet.
+    // Leading zeros leave a zero CRC register unchanged, and the 4 bytes
+    // bring it to its value after the pseudo-LRH, so the result is the same
+    // CRC; crc32fast folds a 128-byte block with 4 independent accumulators
+    // instead of one sequential fold chain (measured: parse + verify of a
+    // 64 B-payload frame 45.8 -> 38.7 ns, wire bench --best-of).
+    if packet.len() <= BLOCK - LRH_FROM_ZERO.len() {
+        let mut block = [0u8; BLOCK];
+        let start = BLOCK - packet.len();
+        block[start - LRH_FROM_ZERO.len()..start].copy_from_slice(&LRH_FROM_ZERO);
+        block[start..].copy_from_slice(packet);
+        mask(version, &mut block[start..]);
+        // Finalized CRC !0 = zero register.
+        return Some(crc32_update(!0, &block));
+    }
     // Small packets (ACKs, CNPs, short messages): one contiguous CRC call
     // over a masked copy is faster than two calls (measured with crc32fast,
     // whose per-call cost dominates below ~128 bytes).
@@ -61,6 +77,31 @@ pub fn compute(version: IpVersion, packet: &[u8]) -> Option<u32> {
 
 /// Packets up to this many bytes are CRCed from one masked stack copy.
 const SMALL_PACKET: usize = 256;
+
+/// Size of the block the smallest packets are CRCed in (crc32fast's
+/// threshold for its 4-accumulator fold).
+const BLOCK: usize = 128;
+
+/// The 4 bytes that take a zero CRC-32 register (finalized CRC `!0`) to its
+/// value after the 8-byte pseudo-LRH (finalized [`LRH_CRC`]).
+const LRH_FROM_ZERO: [u8; 4] = register_preimage(!LRH_CRC).to_le_bytes();
+
+/// The 32-bit word `w` such that feeding `w` (little-endian) to a zero
+/// register leaves `target` in it: 32 reflected CRC steps run backwards
+/// (the polynomial's top bit tells whether a step XORed it in).
+const fn register_preimage(target: u32) -> u32 {
+    let mut s = target;
+    let mut i = 0;
+    while i < 32 {
+        s = if s & 0x8000_0000 != 0 {
+            ((s ^ 0xEDB8_8320) << 1) | 1
+        } else {
+            s << 1
+        };
+        i += 1;
+    }
+    s
+}
 
 /// Replace the variant fields of the IP + UDP + BTH headers at the start of
 /// `hdr` with all-ones.
@@ -144,7 +185,7 @@ mod tests {
     #[test]
     fn small_and_large_paths_match_the_definition() {
         for version in [IpVersion::V4, IpVersion::V6] {
-            for len in [60, 61, 100, 255, 256, 257, 300, 1100] {
+            for len in [60, 61, 100, 104, 123, 124, 125, 128, 255, 256, 257, 300, 1100] {
                 let packet: Vec<u8> = (0..len).map(|i| (i * 29 + 3) as u8).collect();
                 assert_eq!(
                     compute(version, &packet),
@@ -153,6 +194,15 @@ mod tests {
                 );
             }
             assert_eq!(compute(version, &[0u8; 39]), None);
+        }
+    }
+
+    #[test]
+    fn zero_prefix_then_preimage_equals_the_pseudo_lrh() {
+        for zeros in [0usize, 1, 24, 84] {
+            let mut data = vec![0u8; zeros];
+            data.extend_from_slice(&LRH_FROM_ZERO);
+            assert_eq!(crc32_bitwise(!0, &data), LRH_CRC, "{zeros} zeros");
         }
     }
 
