@@ -185,7 +185,9 @@ mod tests {
     #[test]
     fn small_and_large_paths_match_the_definition() {
         for version in [IpVersion::V4, IpVersion::V6] {
-            for len in [60, 61, 100, 104, 123, 124, 125, 128, 255, 256, 257, 300, 1100] {
+            for len in [
+                60, 61, 100, 104, 123, 124, 125, 128, 255, 256, 257, 300, 1100,
+            ] {
                 let packet: Vec<u8> = (0..len).map(|i| (i * 29 + 3) as u8).collect();
                 assert_eq!(
                     compute(version, &packet),
