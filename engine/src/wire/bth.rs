@@ -76,7 +76,7 @@ impl<T: AsRef<[u8]>> Bth<T> {
         self.b(field::FLAGS) & 0x0F
     }
     /// Partition key.
-    #[inline]
+    #[inline(always)]
     pub fn pkey(&self) -> u16 {
         get16(self.buffer.as_ref(), field::PKEY.start)
     }

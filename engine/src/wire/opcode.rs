@@ -65,7 +65,7 @@ impl Opcode {
     ];
 
     /// The opcode for a BTH opcode byte, if it is an RC opcode or CNP.
-    #[inline]
+    #[inline(always)]
     pub const fn from_u8(value: u8) -> Option<Opcode> {
         Some(match value {
             0x00 => Opcode::SendFirst,
