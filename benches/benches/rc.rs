@@ -293,22 +293,48 @@ fn bench_responder(c: &mut Criterion) {
 /// stays close to the uncontended cost when other processes share the cores
 /// (criterion's mean does not).
 /// `cargo bench -p roce-xdp-benches --bench rc -- --best-of`
+///
+/// Then the same with 1023 more connected, idle QPs on the responder (the
+/// cost of QPs that have nothing to send).
 fn best_of() {
-    let mut small = Rig::new(64, Mtu::Mtu1024);
-    let mut best = f64::MAX;
-    for _ in 0..400 {
-        let start = std::time::Instant::now();
-        let mut x = 0;
-        for _ in 0..100 {
-            x ^= small.batch(Instant::ZERO);
+    fn run(rig: &mut Rig, what: &str) {
+        let mut best = f64::MAX;
+        for _ in 0..400 {
+            let start = std::time::Instant::now();
+            let mut x = 0;
+            for _ in 0..100 {
+                x ^= rig.batch(Instant::ZERO);
+            }
+            black_box(x);
+            best = best.min(start.elapsed().as_nanos() as f64 / (100 * BATCH) as f64);
         }
-        black_box(x);
-        best = best.min(start.elapsed().as_nanos() as f64 / (100 * BATCH) as f64);
+        println!(
+            "rc_responder/write_64B{what} best of 400 runs of 100 batches of {BATCH}: {best:.1} ns/packet, {:.2} M packets/s",
+            1e3 / best
+        );
     }
-    println!(
-        "rc_responder/write_64B best of 400 runs of 100 batches of {BATCH}: {best:.1} ns/packet, {:.2} M packets/s",
-        1e3 / best
-    );
+    let mut small = Rig::new(64, Mtu::Mtu1024);
+    run(&mut small, "");
+    let (ip_a, _) = ips();
+    let cq = small.b.create_cq(16);
+    for k in 0..1023 {
+        let init = QpInitAttr {
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr: 16,
+            max_recv_wr: 16,
+            sq_sig_all: false,
+        };
+        let q = small.b.create_qp(init).unwrap();
+        let remote = RemoteQp {
+            qpn: 0x1000 + k,
+            psn: 0,
+            mac: MAC_A,
+            ip: ip_a,
+        };
+        small.b.connect(q, &remote, &small.opts).unwrap();
+    }
+    run(&mut small, " +1023 idle QPs");
 }
 
 criterion_group!(benches, bench_responder);

@@ -101,6 +101,12 @@ impl QpCongestion {
         true
     }
 
+    /// Whether a CNP is waiting to be sent.
+    #[inline]
+    pub fn has_cnp_pending(&self) -> bool {
+        self.cnp_pending > 0
+    }
+
     /// DSCP to send CNPs with (they are always Not-ECT).
     pub fn cnp_dscp(&self) -> u8 {
         self.marking.cnp_dscp

@@ -138,6 +138,12 @@ pub struct Endpoint {
     qps: Vec<Option<Qp>>,
     /// QP index where the next `poll_transmit` starts (round robin).
     next_tx: usize,
+    /// Bit i set: QP slot i may have a frame to send. Cleared when the QP
+    /// answers `poll_transmit` with nothing and has no work
+    /// ([`Qp::may_transmit`]); set again by every call that can give it work
+    /// (packet, post, modify, timeout). `poll_transmit` visits only set bits,
+    /// in the same round-robin order, so idle QPs cost nothing.
+    tx_ready: Vec<u64>,
     /// Endpoint-level drops (frames that reached no QP).
     counters: Counters,
 }
@@ -151,6 +157,7 @@ impl Endpoint {
             cqs: Vec::new(),
             qps: Vec::new(),
             next_tx: 0,
+            tx_ready: Vec::new(),
             counters: Counters::default(),
         }
     }
@@ -240,6 +247,8 @@ impl Endpoint {
         qp.attr.dscp = self.config.cc.marking.data_dscp;
         qp.attr.ecn = self.config.cc.marking.data_ecn;
         self.qps[index] = Some(qp);
+        self.tx_ready.resize(self.qps.len().div_ceil(64), 0);
+        self.mark_tx(index);
         Ok(qpn)
     }
 
@@ -259,9 +268,34 @@ impl Endpoint {
         }
     }
 
+    /// Note that QP slot `i` may have a frame to send.
+    #[inline]
+    fn mark_tx(&mut self, i: usize) {
+        if let Some(w) = self.tx_ready.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
+    }
+
+    /// First slot in `from..to` whose `tx_ready` bit is set.
+    #[inline]
+    fn next_tx_ready(&self, from: usize, to: usize) -> Option<usize> {
+        let mut i = from;
+        while i < to {
+            let w = i / 64;
+            let bits = self.tx_ready.get(w).copied().unwrap_or(0) >> (i % 64);
+            if bits != 0 {
+                let j = i + bits.trailing_zeros() as usize;
+                return (j < to).then_some(j);
+            }
+            i = (w + 1) * 64;
+        }
+        None
+    }
+
     #[inline]
     fn qp_mut(&mut self, qpn: u32) -> Result<&mut Qp, VerbsError> {
         let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
+        self.mark_tx(i);
         self.qps
             .get_mut(i)
             .and_then(Option::as_mut)
@@ -283,6 +317,7 @@ impl Endpoint {
     ) -> Result<(), VerbsError> {
         let (mac, ip) = (self.config.local_mac, self.config.local_ip);
         let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
+        self.mark_tx(i);
         let qp = self
             .qps
             .get_mut(i)
@@ -361,6 +396,7 @@ impl Endpoint {
     /// Post a send work request.
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
         let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
+        self.mark_tx(i);
         let qp = self
             .qps
             .get_mut(i)
@@ -372,6 +408,7 @@ impl Endpoint {
     /// Post a receive work request.
     pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
         let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
+        self.mark_tx(i);
         let qp = self
             .qps
             .get_mut(i)
@@ -414,10 +451,14 @@ impl Endpoint {
             self.counters.dropped_unknown_qp += 1;
             return;
         };
-        let Some(Some(qp)) = self.qps.get_mut(i as usize) else {
+        let i = i as usize;
+        let Some(Some(qp)) = self.qps.get_mut(i) else {
             self.counters.dropped_unknown_qp += 1;
             return;
         };
+        if let Some(w) = self.tx_ready.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
         if f.headers.bth.opcode == Opcode::Cnp {
             qp.counters.cnp_received += 1;
             match qp.cc.on_cnp(now) {
@@ -433,12 +474,23 @@ impl Endpoint {
     /// return its length, or `None` when nothing is due now.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let n = self.qps.len();
-        for k in 0..n {
-            let i = (self.next_tx + k) % n;
-            if let Some(qp) = self.qps[i].as_mut() {
+        let start = self.next_tx.min(n);
+        // Round robin from `next_tx`, visiting only QPs that may have work
+        // (the others would answer `None` without changing state).
+        for (from, to) in [(start, n), (0, start)] {
+            let mut i = from;
+            while let Some(j) = self.next_tx_ready(i, to) {
+                i = j + 1;
+                let Some(qp) = self.qps[j].as_mut() else {
+                    self.tx_ready[j / 64] &= !(1 << (j % 64));
+                    continue;
+                };
                 if let Some(len) = qp.poll_transmit(now, &self.mrs, &mut self.cqs, buf) {
-                    self.next_tx = (i + 1) % n;
+                    self.next_tx = (j + 1) % n;
                     return Some(len);
+                }
+                if !qp.may_transmit() {
+                    self.tx_ready[j / 64] &= !(1 << (j % 64));
                 }
             }
         }
@@ -447,7 +499,14 @@ impl Endpoint {
 
     /// Whether some QP has a frame ready (ignoring rate limits).
     pub fn has_pending_transmit(&self) -> bool {
-        self.qps.iter().flatten().any(Qp::wants_to_send)
+        let mut i = 0;
+        while let Some(j) = self.next_tx_ready(i, self.qps.len()) {
+            if self.qps[j].as_ref().is_some_and(Qp::wants_to_send) {
+                return true;
+            }
+            i = j + 1;
+        }
+        false
     }
 
     /// The earliest time `handle_timeout` (or a rate-limited `poll_transmit`)
@@ -458,9 +517,13 @@ impl Endpoint {
 
     /// Run every timer due at `now` (ACK timeouts, RNR waits, congestion control).
     pub fn handle_timeout(&mut self, now: Instant) {
-        for qp in self.qps.iter_mut().flatten() {
+        for (i, slot) in self.qps.iter_mut().enumerate() {
+            let Some(qp) = slot else { continue };
             if qp.poll_timeout().is_some_and(|t| t <= now) {
                 qp.handle_timeout(now, &mut self.cqs);
+                if let Some(w) = self.tx_ready.get_mut(i / 64) {
+                    *w |= 1 << (i % 64);
+                }
             }
         }
     }

@@ -337,7 +337,11 @@ impl Qp {
             return;
         }
         // An RC QP only talks to the peer it is connected to (rxe check_addr).
-        if !self.tpl.as_ref().is_some_and(|t| t.is_from_peer(&frame.headers)) {
+        if !self
+            .tpl
+            .as_ref()
+            .is_some_and(|t| t.is_from_peer(&frame.headers))
+        {
             self.counters.dropped_wrong_peer += 1;
             return;
         }
@@ -378,6 +382,14 @@ impl Qp {
             QpState::Rtr | QpState::Error => self.resp.has_work(),
             _ => false,
         }
+    }
+
+    /// Whether `poll_transmit` could produce a frame now or later without
+    /// another call into this QP: work queued (even if rate limited) or a
+    /// CNP pending. When false, `poll_transmit` returns `None` and changes
+    /// nothing.
+    pub(crate) fn may_transmit(&self) -> bool {
+        self.wants_to_send() || self.cc.has_cnp_pending()
     }
 
     /// Emit this QP's next frame (CNP, answer or request) into `buf`.
