@@ -17,6 +17,8 @@
 #                             ITERS requests of each size, bytes verified both ends
 #   RDMA_LOSS_SIZES=65536     sizes also run with the engine dropping LOSS_RATE
 #                             ("" = skip); RDMA runs need gcc + libibverbs-dev here
+#   RDMA_DIRS="engine-client engine-target"   engine-target: roce-xdp rdma-target,
+#                             rdma_target -c on rxe WRITEs / READs the engine's buffer
 #   PEER=engine               engine | vm: "vm" puts a second rxe VM where the
 #                             engine would be (self-test of this harness)
 #   ROCE_XDP=path             roce-xdp binary (default: cargo build --release)
@@ -45,6 +47,7 @@ PEER=${PEER:-engine}
 RDMA_OPS=${RDMA_OPS-"write read"}
 RDMA_SIZES=${RDMA_SIZES-"4096 65536"}
 RDMA_LOSS_SIZES=${RDMA_LOSS_SIZES-65536}
+RDMA_DIRS=${RDMA_DIRS-"engine-client engine-target"}
 [ "$PEER" = engine ] || RDMA_OPS=
 PORT=18515
 VM_IP=10.99.0.11
@@ -237,31 +240,53 @@ fi
 
 # RDMA WRITE / READ: the engine (roce-xdp rdma-client) WRITEs into or READs
 # from rdma_target's buffer on rxe, ITERS requests of SIZE bytes; both ends
-# check every byte. With a drop rate, the engine's XDP program drops that
+# check every byte. engine-target: the other way round (roce-xdp
+# rdma-target; rdma_target -c on rxe is the requester). With a drop rate, the engine's XDP program drops that
 # fraction of the RoCE frames it receives (ACKs, READ responses) for the
 # whole transfer: the exchange ends with a TCP handshake, so no side exits
 # while the other still waits for an ACK.
-rdma_case() {   # rdma_case OP SIZE [DROP_RATE]
-    local op=$1 size=$2 drop=${3:-} base="$OUT/rdma-$1-$2${3:+-drop$3}" id erc=0 vrc=0
+rdma_case() {   # rdma_case DIRECTION OP SIZE [DROP_RATE]; DIRECTION = engine-client | engine-target
+    local dir=$1 op=$2 size=$3 drop=${4:-} base="$OUT/rdma-$1-$2-$3${4:+-drop$4}" id erc=0 vrc=0 job
+    local bytes=$(( size * ITERS )) tgt=rdma_target
     : > "$base.engine.log"; : > "$base.rxe.log"
-    id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -o $op -s $size -n $ITERS -m $MTU -g 1")
-    if vm_listening vm1; then
-        timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" rdma-client $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
-            ${drop:+--drop-rate $drop} $VM_IP > "$base.engine.log" 2>&1 || erc=$?
+    if [ $dir = engine-client ]; then
+        id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -o $op -s $size -n $ITERS -m $MTU -g 1")
+        if vm_listening vm1; then
+            timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" rdma-client $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
+                ${drop:+--drop-rate $drop} $VM_IP > "$base.engine.log" 2>&1 || erc=$?
+        else
+            erc=98
+        fi
+        [ $erc = 0 ] || vm_abort vm1
+        vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
     else
-        erc=98
+        timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" rdma-target $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
+            ${drop:+--drop-rate $drop} > "$base.engine.log" 2>&1 &
+        job=$!
+        BG_PIDS+=($job)
+        if eng_listening; then
+            id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -c $ENG_IP -o $op -s $size -n $ITERS -m $MTU -g 1")
+            vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
+            [ $vrc = 0 ] || kill $job 2>/dev/null
+        else
+            vrc=98
+        fi
+        wait $job || erc=$?
     fi
-    [ $erc = 0 ] || vm_abort vm1
-    vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
     local verdict=PASS
-    { [ $erc = 0 ] && [ $vrc = 0 ] && grep -q '^target: ok' "$base.engine.log" &&
-        grep -q "target $(( size * ITERS )) bytes: ok $(( size * ITERS ))\$" "$base.rxe.log"; } || verdict=FAIL
-    if [ $op = read ] && ! grep -q "^READ: verified $(( size * ITERS )) bytes" "$base.engine.log"; then verdict=FAIL; fi
-    local eline
-    eline=$(grep -h 'Mbit/sec' "$base.engine.log" 2>/dev/null | head -1)
-    RESULTS+=("$(printf '%-4s rdma-%-8s size %6s x %s%s: %s (exit %s) | rxe target: %s (exit %s)' \
-        $verdict $op $size $ITERS "${drop:+ drop $drop}" "${eline:-no result}" $erc \
-        "$(grep -ho 'bytes: .*' "$base.rxe.log" | head -1)" $vrc)")
+    if [ $dir = engine-client ]; then
+        { grep -q '^target: ok' "$base.engine.log" && grep -q "target $bytes bytes: ok $bytes\$" "$base.rxe.log"; } || verdict=FAIL
+        [ $op = read ] && { grep -q "^READ: verified $bytes bytes" "$base.engine.log" || verdict=FAIL; }
+    else
+        { grep -q "target $bytes bytes: ok $bytes\$" "$base.engine.log" && grep -q "^peer: ok $bytes\$" "$base.rxe.log"; } || verdict=FAIL
+        [ $op = read ] && { grep -q "^READ: verified $bytes bytes" "$base.rxe.log" || verdict=FAIL; }
+    fi
+    { [ $erc = 0 ] && [ $vrc = 0 ]; } || verdict=FAIL
+    local rate tline
+    rate=$(grep -h 'Mbit/sec' "$base.engine.log" "$base.rxe.log" 2>/dev/null | head -1)
+    tline=$(grep -ho 'target [0-9]* bytes: .*' "$base.engine.log" "$base.rxe.log" | head -1)
+    RESULTS+=("$(printf '%-4s %-13s %-5s size %6s x %s%s: %s | %s (exit engine %s, rxe %s)' \
+        $verdict $dir $op $size $ITERS "${drop:+ drop $drop}" "${rate:-no result}" "${tline:-no verdict}" $erc $vrc)")
     log "${RESULTS[-1]}"
     RUNS=$((RUNS + 1))
     [ -n "$drop" ] && RESULTS+=("$(grep -h '^roce-xdp: ' "$base.engine.log" | sed 's/^roce-xdp: /       /')")
@@ -271,9 +296,11 @@ rdma_case() {   # rdma_case OP SIZE [DROP_RATE]
         sed 's/^/    rxe   | /' "$base.rxe.log" | tail -8
     fi
 }
-for op in $RDMA_OPS; do
-    for size in $RDMA_SIZES; do rdma_case $op $size; done
-    [ -n "$LOSS_RATE" ] && for size in $RDMA_LOSS_SIZES; do rdma_case $op $size $LOSS_RATE; done
+for dir in $RDMA_DIRS; do
+    for op in $RDMA_OPS; do
+        for size in $RDMA_SIZES; do rdma_case $dir $op $size; done
+        [ -n "$LOSS_RATE" ] && for size in $RDMA_LOSS_SIZES; do rdma_case $dir $op $size $LOSS_RATE; done
+    done
 done
 
 sleep 1
@@ -309,11 +336,11 @@ ICRC_RC=$?
 echo
 echo "=== roce-xdp interop summary ($(date -u +%FT%TZ), $(( $(date +%s) - T0 )) s) ==="
 echo "peer: Soft-RoCE rxe0 on vm1 $VM_IP ($RXE_VERSION), ibv_rc_pingpong -g 1 -m $MTU -n $ITERS"
-[ -n "$RDMA_OPS" ] && echo "      and interop/peer/rdma_target -g 1 -m $MTU -n $ITERS (RDMA WRITE/READ target)"
+[ -n "$RDMA_OPS" ] && echo "      and interop/peer/rdma_target [-c $ENG_IP] -g 1 -m $MTU -n $ITERS (RDMA WRITE/READ target or requester)"
 if [ "$PEER" = vm ]; then
     echo "other side: vm2 $ENG_IP running ibv_rc_pingpong (PEER=vm harness self-test, not the engine)"
 else
-    echo "other side: roce-xdp pingpong / rdma-client on $ENG_IF $ENG_IP (XDP $MODE), $($ROCE_XDP --version 2>/dev/null)"
+    echo "other side: roce-xdp pingpong / rdma-client / rdma-target on $ENG_IF $ENG_IP (XDP $MODE), $($ROCE_XDP --version 2>/dev/null)"
 fi
 for r in "${RESULTS[@]}"; do echo "  $r"; done
 echo "runs: $(( RUNS - FAILED ))/$RUNS passed"

@@ -90,9 +90,9 @@ pub struct RdmaClientArgs {
 }
 
 /// Target's max_dest_rd_atomic (rdma_target.c): READs in flight at most.
-const TARGET_MAX_DEST_RD_ATOMIC: u8 = 16;
+pub(crate) const TARGET_MAX_DEST_RD_ATOMIC: u8 = 16;
 
-fn connect_with_retry(host: &str, port: u16, retry: Duration) -> Result<TcpStream> {
+pub(crate) fn connect_with_retry(host: &str, port: u16, retry: Duration) -> Result<TcpStream> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .with_context(|| format!("can't resolve {host}"))?
@@ -114,14 +114,14 @@ fn connect_with_retry(host: &str, port: u16, retry: Duration) -> Result<TcpStrea
     }
 }
 
-fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
+pub(crate) fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
     let mut line = String::new();
     r.by_ref()
         .take(MAX_LINE as u64)
         .read_line(&mut line)
-        .with_context(|| format!("reading the target's {what}"))?;
+        .with_context(|| format!("reading the peer's {what}"))?;
     if !line.ends_with('\n') {
-        bail!("the target closed the connection or sent an over-long line instead of its {what}");
+        bail!("the peer closed the connection or sent an over-long line instead of its {what}");
     }
     Ok(line)
 }

@@ -12,6 +12,7 @@ mod cmd_perftest;
 mod cmd_plot;
 mod cmd_pingpong;
 mod cmd_rdma_client;
+mod cmd_rdma_target;
 mod cmd_serve;
 mod cmd_sim;
 mod cmd_stats;
@@ -72,6 +73,8 @@ enum Command {
     Pingpong(cmd_pingpong::PingpongArgs),
     /// RDMA WRITE/READ against interop/peer/rdma_target on a libibverbs device (rxe).
     RdmaClient(cmd_rdma_client::RdmaClientArgs),
+    /// Be the target of RDMA WRITE/READ from interop/peer/rdma_target -c (rxe).
+    RdmaTarget(cmd_rdma_target::RdmaTargetArgs),
     /// Two simulated endpoints over a seeded virtual link (loss, reordering, duplication, corruption), every byte verified.
     Sim(cmd_sim::SimArgs),
     /// Draw a `sim --trace` CSV (DCQCN rate per QP and queue depth over time) as an SVG chart.
@@ -96,6 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::AtomicLat(a) => cmd_perftest::run(perftest::kind::Kind::AtomicLat, a),
         Command::Pingpong(a) => cmd_pingpong::run(a),
         Command::RdmaClient(a) => cmd_rdma_client::run(a),
+        Command::RdmaTarget(a) => cmd_rdma_target::run(a),
         Command::Sim(a) => cmd_sim::run(a),
         Command::Plot(a) => cmd_plot::run(a),
     }

@@ -17,13 +17,20 @@
  * -o read: the buffer is filled with the pattern (and must still hold it at
  * the end); -o write: it starts zeroed and must hold the pattern at the end.
  *
+ * With -c HOST the roles swap: this program is the active side (it WRITEs
+ * into / READs from the buffer of `roce-xdp rdma-target` on HOST, ITERS
+ * requests of SIZE bytes, up to 16 in flight, request i at offset i * SIZE),
+ * sends the first address line and "done", and reads the verdict; for READ
+ * it also checks what it read.
+ *
  * Build: gcc -O2 -o rdma_target rdma_target.c -libverbs
- * Usage: rdma_target -o write|read [-s SIZE] [-n ITERS] [-m MTU] [-g GIDX]
- *                    [-p PORT] [-d DEV]
+ * Usage: rdma_target -o write|read [-c HOST] [-s SIZE] [-n ITERS] [-m MTU]
+ *                    [-g GIDX] [-p PORT] [-d DEV]
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +41,7 @@
 #include <unistd.h>
 
 #define LINE_MAX_LEN 128
+#define WINDOW 16
 
 static uint8_t pattern(uint64_t k)
 {
@@ -89,15 +97,88 @@ static enum ibv_mtu mtu_enum(int mtu)
 	return 0;
 }
 
+/*
+ * -c mode, after the exchange: ITERS WRITEs / READs of SIZE bytes, up to
+ * WINDOW in flight, then "done", then the peer's verdict.
+ */
+static int run_client(int fd, struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *mr, uint8_t *buf,
+		      unsigned long size, unsigned long iters, int is_read, unsigned long long rva,
+		      unsigned rrkey, unsigned rlen)
+{
+	if ((unsigned long long)size * iters > rlen) {
+		fprintf(stderr, "rdma_target: the peer's buffer (%u bytes) is smaller than -s * -n\n", rlen);
+		return 1;
+	}
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	unsigned long posted = 0, done = 0;
+	while (done < iters) {
+		while (posted < iters && posted - done < WINDOW) {
+			struct ibv_sge sge = { .addr = (uintptr_t)buf + posted * size,
+					       .length = (uint32_t)size, .lkey = mr->lkey };
+			struct ibv_send_wr wr = {
+				.wr_id = posted, .sg_list = &sge, .num_sge = 1,
+				.opcode = is_read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { .remote_addr = rva + posted * size, .rkey = rrkey },
+			}, *bad;
+			if (ibv_post_send(qp, &wr, &bad))
+				return fail("ibv_post_send");
+			posted++;
+		}
+		struct ibv_wc wc[WINDOW];
+		int n = ibv_poll_cq(cq, WINDOW, wc);
+		if (n < 0)
+			return fail("ibv_poll_cq");
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "Failed status %s (%d) for wr_id %llu\n",
+					ibv_wc_status_str(wc[i].status), wc[i].status,
+					(unsigned long long)wc[i].wr_id);
+				return 1;
+			}
+			done++;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	size_t len = size * iters;
+	printf("%s: %zu bytes in %.2f seconds = %.2f Mbit/sec\n", is_read ? "READ" : "WRITE", len, secs,
+	       len * 8 / secs / 1e6);
+	int rc = 0;
+	if (is_read) {
+		size_t k;
+		for (k = 0; k < len && buf[k] == pattern(k); k++)
+			;
+		if (k < len) {
+			printf("READ: data mismatch at offset %zu: got %u, want %u\n", k, buf[k], pattern(k));
+			rc = 1;
+		} else {
+			printf("READ: verified %zu bytes read from the peer\n", len);
+		}
+	}
+	char line[LINE_MAX_LEN];
+	if (write_all(fd, "done\n") || read_line(fd, line, sizeof line)) {
+		fprintf(stderr, "rdma_target: no verdict from the peer\n");
+		return 1;
+	}
+	printf("peer: %s\n", line);
+	if (strncmp(line, "ok ", 3))
+		rc = 1;
+	close(fd);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	const char *op = NULL, *devname = NULL;
+	const char *op = NULL, *devname = NULL, *host = NULL;
 	unsigned long size = 4096, iters = 10;
 	int mtu = 1024, gidx = 1, port = 18515, opt;
 
-	while ((opt = getopt(argc, argv, "o:s:n:m:g:p:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:c:s:n:m:g:p:d:")) != -1) {
 		switch (opt) {
 		case 'o': op = optarg; break;
+		case 'c': host = optarg; break;
 		case 's': size = strtoul(optarg, NULL, 0); break;
 		case 'n': iters = strtoul(optarg, NULL, 0); break;
 		case 'm': mtu = atoi(optarg); break;
@@ -136,15 +217,15 @@ int main(int argc, char **argv)
 	if (!pd || !buf)
 		return fail("ibv_alloc_pd / buffer");
 	for (size_t k = 0; k < len; k++)
-		buf[k] = is_read ? pattern(k) : 0;
+		buf[k] = (is_read == !host) ? pattern(k) : 0;
 	struct ibv_mr *mr = ibv_reg_mr(pd, buf, len, IBV_ACCESS_LOCAL_WRITE |
 				       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 2 * WINDOW, NULL, NULL, 0);
 	if (!mr || !cq)
 		return fail("ibv_reg_mr / ibv_create_cq");
 	struct ibv_qp_init_attr qia = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = WINDOW, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
 	struct ibv_qp *qp = ibv_create_qp(pd, &qia);
 	if (!qp)
@@ -159,15 +240,38 @@ int main(int argc, char **argv)
 	srand48(time(NULL) ^ getpid());
 	unsigned my_psn = lrand48() & 0xffffff;
 
-	int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	if (bind(ls, (struct sockaddr *)&sa, sizeof sa) || listen(ls, 1))
-		return fail("bind/listen");
-	int fd = accept(ls, NULL, NULL);
-	if (fd < 0)
-		return fail("accept");
-	close(ls);
+	int fd;
+	if (host) {
+		char portstr[16];
+		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+		snprintf(portstr, sizeof portstr, "%d", port);
+		if (getaddrinfo(host, portstr, &hints, &ai)) {
+			fprintf(stderr, "rdma_target: cannot resolve %s\n", host);
+			return 1;
+		}
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen))
+			return fail("connect");
+		freeaddrinfo(ai);
+	} else {
+		int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+		if (bind(ls, (struct sockaddr *)&sa, sizeof sa) || listen(ls, 1))
+			return fail("bind/listen");
+		fd = accept(ls, NULL, NULL);
+		if (fd < 0)
+			return fail("accept");
+		close(ls);
+	}
+	char gidhex[33];
+	for (int i = 0; i < 16; i++)
+		sprintf(gidhex + 2 * i, "%02x", gid.raw[i]);
+	char myline[LINE_MAX_LEN];
+	snprintf(myline, sizeof myline, "%06x:%06x:%s:%016llx:%08x:%08x\n", qp->qp_num, my_psn, gidhex,
+		 (unsigned long long)(uintptr_t)buf, mr->rkey, (unsigned)len);
+	if (host && write_all(fd, myline))
+		return fail("write address");
 
 	char line[LINE_MAX_LEN];
 	unsigned rqpn, rpsn, rrkey, rlen;
@@ -176,7 +280,7 @@ int main(int argc, char **argv)
 	if (read_line(fd, line, sizeof line) ||
 	    sscanf(line, "%6x:%6x:%32[0-9a-f]:%16llx:%8x:%8x", &rqpn, &rpsn, rgid, &rva, &rrkey, &rlen) != 6 ||
 	    strlen(rgid) != 32) {
-		fprintf(stderr, "rdma_target: bad client line \"%s\"\n", line);
+		fprintf(stderr, "rdma_target: bad address line \"%s\"\n", line);
 		return 1;
 	}
 	union ibv_gid dgid;
@@ -197,22 +301,20 @@ int main(int argc, char **argv)
 		return fail("modify QP to RTR");
 	struct ibv_qp_attr s = {
 		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
-		.sq_psn = my_psn, .max_rd_atomic = 1,
+		.sq_psn = my_psn, .max_rd_atomic = host ? WINDOW : 1,
 	};
 	if (ibv_modify_qp(qp, &s, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
 		return fail("modify QP to RTS");
 
-	char gidhex[33];
-	for (int i = 0; i < 16; i++)
-		sprintf(gidhex + 2 * i, "%02x", gid.raw[i]);
 	printf("  local address:  QPN 0x%06x, PSN 0x%06x, GID %s, VA 0x%016llx, RKey 0x%08x, len %zu\n",
 	       qp->qp_num, my_psn, gidhex, (unsigned long long)(uintptr_t)buf, mr->rkey, len);
-	printf("  remote address: QPN 0x%06x, PSN 0x%06x, GID %s\n", rqpn, rpsn, rgid);
+	printf("  remote address: QPN 0x%06x, PSN 0x%06x, GID %s, VA 0x%016llx, RKey 0x%08x, len %u\n",
+	       rqpn, rpsn, rgid, rva, rrkey, rlen);
 	fflush(stdout);
-	snprintf(line, sizeof line, "%06x:%06x:%s:%016llx:%08x:%08x\n", qp->qp_num, my_psn, gidhex,
-		 (unsigned long long)(uintptr_t)buf, mr->rkey, (unsigned)len);
-	if (write_all(fd, line))
+	if (host)
+		return run_client(fd, qp, cq, mr, buf, size, iters, is_read, rva, rrkey, rlen);
+	if (write_all(fd, myline))
 		return fail("write address");
 
 	if (read_line(fd, line, sizeof line) || strcmp(line, "done")) {

@@ -144,6 +144,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The line to send, newline included.
+    pub fn encode(&self) -> String {
+        match *self {
+            Verdict::Ok { bytes } => format!("ok {bytes}\n"),
+            Verdict::Bad { offset, got, want } => format!("bad {offset} {got} {want}\n"),
+        }
+    }
+
     /// Parses the target's last line.
     pub fn parse(line: &str) -> Result<Verdict, ParseError> {
         let mut w = line.split_ascii_whitespace();
@@ -235,6 +243,16 @@ mod tests {
                 want: 158
             })
         );
+        for v in [
+            Verdict::Ok { bytes: 1 },
+            Verdict::Bad {
+                offset: 7,
+                got: 1,
+                want: 2,
+            },
+        ] {
+            assert_eq!(Verdict::parse(&v.encode()), Ok(v));
+        }
         assert!(Verdict::parse("").is_err());
         assert!(Verdict::parse("ok x").is_err());
     }

@@ -1,0 +1,238 @@
+//! `roce-xdp rdma-target`: the engine as the passive side of the RDMA
+//! WRITE / READ interop test. It exposes SIZE * ITERS bytes to the peer
+//! (`interop/peer/rdma_target -c HOST` on Soft-RoCE), which WRITEs into or
+//! READs from them; on `done` it checks its buffer and answers with the
+//! verdict. Exchange: `engine::oob::rdma_target` (the roles of
+//! `roce-xdp rdma-client`, swapped).
+
+use std::io::{BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use clap::Args;
+
+use engine::endpoint::{ConnectOptions, RemoteQp};
+use engine::loader::{AttachMode, Impairment};
+use engine::oob::pingpong::{is_valid_mtu, DEFAULT_TCP_PORT};
+use engine::oob::rdma_target::{
+    fill_pattern, first_mismatch, pattern, TargetAddr, Verdict, DONE_LINE,
+};
+use engine::oob::Gid;
+use engine::rc::{Access, Mtu};
+use engine::verbs::{Device, DeviceConfig, QpCaps};
+
+use crate::cmd_pingpong::{parse_mac, random_psn, XdpMode};
+use crate::cmd_rdma_client::{read_line, RdmaOp, TARGET_MAX_DEST_RD_ATOMIC};
+
+/// `roce-xdp rdma-target --op write|read [options]`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Be the target of RDMA WRITE/READ from interop/peer/rdma_target -c (rxe)",
+    long_about = "Be the target of RDMA WRITE/READ from interop/peer/rdma_target -c on a\n\
+        libibverbs device. Exposes SIZE * ITERS bytes (READ: filled with the test\n\
+        pattern; WRITE: zeroed), waits for one peer on TCP --port, and after the\n\
+        peer's `done` checks every byte and answers ok/bad (engine::oob::rdma_target)."
+)]
+pub struct RdmaTargetArgs {
+    /// What the peer does to our buffer.
+    #[arg(short = 'o', long = "op", value_enum)]
+    pub op: RdmaOp,
+    /// TCP port of the exchange.
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
+    pub port: u16,
+    /// Bytes per work request of the peer.
+    #[arg(short = 's', long = "size", default_value_t = 4096)]
+    pub size: u32,
+    /// Work requests of the peer (the buffer is SIZE * ITERS bytes).
+    #[arg(short = 'n', long = "iters", default_value_t = 10)]
+    pub iters: u32,
+    /// Path MTU: 256, 512, 1024, 2048 or 4096.
+    #[arg(short = 'm', long = "mtu", default_value_t = 1024)]
+    pub mtu: u32,
+    /// Network interface the engine attaches to.
+    #[arg(long, value_name = "IF")]
+    pub iface: String,
+    /// XDP attach mode.
+    #[arg(long, value_enum, default_value_t = XdpMode::Auto)]
+    pub mode: XdpMode,
+    /// Replace an XDP program already attached to --iface.
+    #[arg(long)]
+    pub force: bool,
+    /// Peer MAC address (default: the kernel's neighbour table).
+    #[arg(long, value_name = "MAC")]
+    pub peer_mac: Option<String>,
+    /// Test impairment: the XDP program drops this fraction (0..1) of the
+    /// RoCE frames the engine receives (WRITE packets, READ requests), for
+    /// the whole transfer; prints the recovery counters to stderr.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
+    pub drop_rate: f64,
+}
+
+/// Run `roce-xdp rdma-target`.
+pub fn run(args: RdmaTargetArgs) -> Result<()> {
+    if !is_valid_mtu(args.mtu) {
+        bail!(
+            "-m {}: the path MTU must be 256, 512, 1024, 2048 or 4096",
+            args.mtu
+        );
+    }
+    let len = u64::from(args.size) * u64::from(args.iters);
+    if len == 0 || len > u64::from(u32::MAX) {
+        bail!("-s * -n must be between 1 and 2^32 - 1 bytes");
+    }
+    let len = len as usize;
+
+    let mut cfg = DeviceConfig::new(&args.iface);
+    cfg.attach = match args.mode {
+        XdpMode::Auto => AttachMode::Auto,
+        XdpMode::Native => AttachMode::Native,
+        XdpMode::Generic => AttachMode::Generic,
+    };
+    cfg.force = args.force;
+    let dev =
+        Device::open(cfg).with_context(|| format!("opening the datapath on {}", args.iface))?;
+    let ip = match dev.ip() {
+        IpAddr::V4(v4) => v4,
+        IpAddr::V6(_) => bail!("{} has no IPv4 address: add one", args.iface),
+    };
+    let q = 0;
+    let mr = dev
+        .register_memory(
+            q,
+            len,
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
+        )
+        .context("registering the buffer")?;
+    let mut buf = vec![0u8; len];
+    if args.op == RdmaOp::Read {
+        fill_pattern(&mut buf, 0);
+    }
+    mr.write(0, &buf);
+    let qp = dev
+        .create_qp(
+            q,
+            QpCaps {
+                max_send_wr: 1,
+                max_recv_wr: 1,
+            },
+        )
+        .context("creating the QP")?;
+    let local = TargetAddr {
+        qpn: qp.qpn(),
+        psn: random_psn(),
+        gid: Gid::from_ipv4(ip),
+        va: mr.addr(),
+        rkey: mr.rkey,
+        len: len as u32,
+    };
+
+    let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, args.port))
+        .with_context(|| format!("couldn't listen to port {}", args.port))?;
+    let (stream, _) = listener.accept().context("accept() failed")?;
+    drop(listener);
+    let _ = stream.set_nodelay(true);
+    let mut writer = stream.try_clone().context("cloning the TCP stream")?;
+    let mut reader = BufReader::new(stream);
+    let remote = TargetAddr::parse(&read_line(&mut reader, "address")?)
+        .map_err(|e| anyhow!("peer's address: {e}"))?;
+    println!(
+        "  local address:  QPN {:#08x}, PSN {:#08x}, GID {}, VA {:#x}, RKey {:#010x}, len {len}",
+        local.qpn, local.psn, local.gid, local.va, local.rkey
+    );
+    println!(
+        "  remote address: QPN {:#08x}, PSN {:#08x}, GID {}",
+        remote.qpn, remote.psn, remote.gid
+    );
+    let peer_ip = remote.gid.to_ipv4_mapped().ok_or_else(|| {
+        anyhow!(
+            "the peer's GID {} is not IPv4-mapped: run it with -g <RoCE v2 IPv4 GID index> (1 on rxe)",
+            remote.gid
+        )
+    })?;
+    let mac = match &args.peer_mac {
+        Some(m) => {
+            parse_mac(m).ok_or_else(|| anyhow!("--peer-mac {m:?}: expected aa:bb:cc:dd:ee:ff"))?
+        }
+        None => dev
+            .resolve_mac(IpAddr::V4(peer_ip))
+            .with_context(|| format!("finding the MAC of {peer_ip} (or give --peer-mac)"))?,
+    };
+    let opts = ConnectOptions {
+        path_mtu: Mtu::from_bytes(args.mtu).expect("validated"),
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic: 1,
+        max_dest_rd_atomic: TARGET_MAX_DEST_RD_ATOMIC,
+        sq_psn: local.psn,
+        ..ConnectOptions::default()
+    };
+    qp.connect(
+        RemoteQp {
+            qpn: remote.qpn,
+            psn: remote.psn,
+            mac,
+            ip: IpAddr::V4(peer_ip),
+        },
+        opts,
+    )
+    .context("connecting the QP (RTR/RTS)")?;
+    if args.drop_rate > 0.0 {
+        dev.set_impairment(Impairment {
+            drop_ppm: Impairment::ppm(args.drop_rate),
+            ce_ppm: 0,
+        })
+        .context("setting the XDP drop impairment")?;
+    }
+    writer
+        .write_all(local.encode().as_bytes())
+        .context("sending our address")?;
+
+    // The engine thread answers the peer's WRITEs / READs on its own; wait
+    // for the peer to say it is done.
+    let line = read_line(&mut reader, "done")?;
+    if line != DONE_LINE {
+        bail!("the peer sent {line:?} instead of {DONE_LINE:?}");
+    }
+    if !mr.read(0, &mut buf) {
+        bail!("reading back the buffer failed");
+    }
+    let verdict = match first_mismatch(&buf, 0) {
+        None => Verdict::Ok { bytes: len as u64 },
+        Some(off) => Verdict::Bad {
+            offset: off as u64,
+            got: buf[off],
+            want: pattern(off as u64),
+        },
+    };
+    writer
+        .write_all(verdict.encode().as_bytes())
+        .context("sending the verdict")?;
+    let op_name = match args.op {
+        RdmaOp::Write => "write-target",
+        RdmaOp::Read => "read-target",
+    };
+    print!("{op_name} {len} bytes: {}", verdict.encode());
+
+    let steer = dev.steer_counters().ok();
+    let stats = dev.close();
+    if args.drop_rate > 0.0 {
+        let t = &stats.transport;
+        if let Some(sc) = steer {
+            eprintln!(
+                "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
+                sc.dropped_impairment,
+                sc.dropped_impairment + sc.redirected
+            );
+        }
+        eprintln!(
+            "roce-xdp: recovery: responder out_of_seq_request {} duplicate_request {} naks_sent {}",
+            t.out_of_seq_request, t.duplicate_request, t.naks_sent
+        );
+    }
+    if !matches!(verdict, Verdict::Ok { .. }) {
+        bail!("data verification failed");
+    }
+    Ok(())
+}
