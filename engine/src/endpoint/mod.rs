@@ -143,7 +143,12 @@ pub struct Endpoint {
     /// ([`Qp::may_transmit`]); set again by every call that can give it work
     /// (packet, post, modify, timeout). `poll_transmit` visits only set bits,
     /// in the same round-robin order, so idle QPs cost nothing.
-    tx_ready: Vec<u64>,
+    tx_ready: SlotBits,
+    /// Bit i set: QP slot i may have a deadline ([`Qp::poll_timeout`]).
+    /// Set with `tx_ready` and when the QP sends (sending arms timers);
+    /// cleared when `poll_transmit` finds the QP idle with no deadline.
+    /// `poll_timeout` and `handle_timeout` visit only set bits.
+    timed: SlotBits,
     /// Endpoint-level drops (frames that reached no QP).
     counters: Counters,
 }
@@ -157,7 +162,8 @@ impl Endpoint {
             cqs: Vec::new(),
             qps: Vec::new(),
             next_tx: 0,
-            tx_ready: Vec::new(),
+            tx_ready: SlotBits::default(),
+            timed: SlotBits::default(),
             counters: Counters::default(),
         }
     }
@@ -247,7 +253,8 @@ impl Endpoint {
         qp.attr.dscp = self.config.cc.marking.data_dscp;
         qp.attr.ecn = self.config.cc.marking.data_ecn;
         self.qps[index] = Some(qp);
-        self.tx_ready.resize(self.qps.len().div_ceil(64), 0);
+        self.tx_ready.grow(self.qps.len());
+        self.timed.grow(self.qps.len());
         self.mark_tx(index);
         Ok(qpn)
     }
@@ -271,25 +278,8 @@ impl Endpoint {
     /// Note that QP slot `i` may have a frame to send.
     #[inline]
     fn mark_tx(&mut self, i: usize) {
-        if let Some(w) = self.tx_ready.get_mut(i / 64) {
-            *w |= 1 << (i % 64);
-        }
-    }
-
-    /// First slot in `from..to` whose `tx_ready` bit is set.
-    #[inline]
-    fn next_tx_ready(&self, from: usize, to: usize) -> Option<usize> {
-        let mut i = from;
-        while i < to {
-            let w = i / 64;
-            let bits = self.tx_ready.get(w).copied().unwrap_or(0) >> (i % 64);
-            if bits != 0 {
-                let j = i + bits.trailing_zeros() as usize;
-                return (j < to).then_some(j);
-            }
-            i = (w + 1) * 64;
-        }
-        None
+        self.tx_ready.set(i);
+        self.timed.set(i);
     }
 
     #[inline]
@@ -456,9 +446,8 @@ impl Endpoint {
             self.counters.dropped_unknown_qp += 1;
             return;
         };
-        if let Some(w) = self.tx_ready.get_mut(i / 64) {
-            *w |= 1 << (i % 64);
-        }
+        self.tx_ready.set(i);
+        self.timed.set(i);
         if f.headers.bth.opcode == Opcode::Cnp {
             qp.counters.cnp_received += 1;
             match qp.cc.on_cnp(now) {
@@ -479,18 +468,23 @@ impl Endpoint {
         // (the others would answer `None` without changing state).
         for (from, to) in [(start, n), (0, start)] {
             let mut i = from;
-            while let Some(j) = self.next_tx_ready(i, to) {
+            while let Some(j) = self.tx_ready.next(i, to) {
                 i = j + 1;
                 let Some(qp) = self.qps[j].as_mut() else {
-                    self.tx_ready[j / 64] &= !(1 << (j % 64));
+                    self.tx_ready.clear(j);
+                    self.timed.clear(j);
                     continue;
                 };
                 if let Some(len) = qp.poll_transmit(now, &self.mrs, &mut self.cqs, buf) {
+                    self.timed.set(j);
                     self.next_tx = (j + 1) % n;
                     return Some(len);
                 }
                 if !qp.may_transmit() {
-                    self.tx_ready[j / 64] &= !(1 << (j % 64));
+                    self.tx_ready.clear(j);
+                    if qp.poll_timeout().is_none() {
+                        self.timed.clear(j);
+                    }
                 }
             }
         }
@@ -500,7 +494,7 @@ impl Endpoint {
     /// Whether some QP has a frame ready (ignoring rate limits).
     pub fn has_pending_transmit(&self) -> bool {
         let mut i = 0;
-        while let Some(j) = self.next_tx_ready(i, self.qps.len()) {
+        while let Some(j) = self.tx_ready.next(i, self.qps.len()) {
             if self.qps[j].as_ref().is_some_and(Qp::wants_to_send) {
                 return true;
             }
@@ -512,18 +506,28 @@ impl Endpoint {
     /// The earliest time `handle_timeout` (or a rate-limited `poll_transmit`)
     /// has work; `None` when nothing is scheduled.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.qps.iter().flatten().filter_map(Qp::poll_timeout).min()
+        let mut earliest: Option<Instant> = None;
+        let mut i = 0;
+        while let Some(j) = self.timed.next(i, self.qps.len()) {
+            i = j + 1;
+            if let Some(t) = self.qps[j].as_ref().and_then(Qp::poll_timeout) {
+                earliest = Some(earliest.map_or(t, |e| e.min(t)));
+            }
+        }
+        earliest
     }
 
     /// Run every timer due at `now` (ACK timeouts, RNR waits, congestion control).
     pub fn handle_timeout(&mut self, now: Instant) {
-        for (i, slot) in self.qps.iter_mut().enumerate() {
-            let Some(qp) = slot else { continue };
+        let mut i = 0;
+        while let Some(j) = self.timed.next(i, self.qps.len()) {
+            i = j + 1;
+            let Some(qp) = self.qps[j].as_mut() else {
+                continue;
+            };
             if qp.poll_timeout().is_some_and(|t| t <= now) {
                 qp.handle_timeout(now, &mut self.cqs);
-                if let Some(w) = self.tx_ready.get_mut(i / 64) {
-                    *w |= 1 << (i % 64);
-                }
+                self.tx_ready.set(j);
             }
         }
     }
@@ -561,5 +565,49 @@ impl Endpoint {
     /// QP numbers of every QP.
     pub fn qpns(&self) -> impl Iterator<Item = u32> + '_ {
         self.qps.iter().flatten().map(|q| q.qpn)
+    }
+}
+
+/// One bit per QP slot.
+#[derive(Debug, Default)]
+struct SlotBits(Vec<u64>);
+
+impl SlotBits {
+    /// Make room for `slots` slots (new bits clear).
+    fn grow(&mut self, slots: usize) {
+        let words = slots.div_ceil(64);
+        if self.0.len() < words {
+            self.0.resize(words, 0);
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
+    }
+
+    #[inline]
+    fn clear(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w &= !(1 << (i % 64));
+        }
+    }
+
+    /// First set slot in `from..to`.
+    #[inline]
+    fn next(&self, from: usize, to: usize) -> Option<usize> {
+        let mut i = from;
+        while i < to {
+            let w = i / 64;
+            let bits = self.0.get(w).copied().unwrap_or(0) >> (i % 64);
+            if bits != 0 {
+                let j = i + bits.trailing_zeros() as usize;
+                return (j < to).then_some(j);
+            }
+            i = (w + 1) * 64;
+        }
+        None
     }
 }
