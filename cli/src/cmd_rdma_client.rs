@@ -374,3 +374,47 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    #[test]
+    fn read_line_takes_one_line_at_a_time() {
+        let mut r = Cursor::new(b"ok 40960\ndone\n".to_vec());
+        assert_eq!(read_line(&mut r, "verdict").unwrap(), "ok 40960\n");
+        assert_eq!(read_line(&mut r, "done").unwrap(), "done\n");
+        assert!(read_line(&mut r, "more").is_err(), "EOF is an error");
+    }
+
+    #[test]
+    fn read_line_refuses_unterminated_and_over_long_lines() {
+        let mut r = Cursor::new(b"ok 40960".to_vec());
+        assert!(read_line(&mut r, "verdict").is_err());
+        let mut long = vec![b'a'; MAX_LINE + 10];
+        long.push(b'\n');
+        assert!(read_line(&mut Cursor::new(long), "address").is_err());
+    }
+
+    #[test]
+    fn our_address_line_is_what_the_c_target_scans() {
+        // rdma_target.c: sscanf("%6x:%6x:%32[0-9a-f]:%16llx:%8x:%8x").
+        let a = TargetAddr {
+            qpn: 0x11,
+            psn: 0x123456,
+            gid: Gid::from_ipv4(std::net::Ipv4Addr::new(10, 99, 0, 2)),
+            va: 0x7f00_0000_1000,
+            rkey: 0xabc,
+            len: 40960,
+        };
+        let line = a.encode();
+        let f: Vec<&str> = line.trim_end().split(':').collect();
+        let widths: Vec<usize> = f.iter().map(|x| x.len()).collect();
+        assert_eq!(widths, [6, 6, 32, 16, 8, 8]);
+        assert!(line
+            .trim_end()
+            .bytes()
+            .all(|b| b == b':' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    }
+}
