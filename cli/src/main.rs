@@ -4,8 +4,8 @@
 //! the command line, sets up logging and maps errors to exit codes
 //! (2 for mistakes the user can fix, see `errors.rs`).
 
-mod cmd_capture;
 mod cmd_bench;
+mod cmd_capture;
 mod cmd_decode;
 mod cmd_loopback;
 mod cmd_perftest;
