@@ -43,12 +43,16 @@ struct Cli {
 enum Command {
     /// End-to-end benchmark: engine vs bare AF_XDP vs kernel UDP on a veth pair (needs root).
     Bench(cmd_bench::BenchArgs),
-    /// Two engines in two network namespaces over veth: a verified transfer, throughput, counters.
-    Loopback(cmd_loopback::LoopbackArgs),
     /// Record the RoCE frames of the engines running on an interface to a pcap file.
     Capture(cmd_capture::CaptureArgs),
     /// Decode the RoCE v2 packets of a pcap/pcapng capture (ICRC checked), as text or JSON lines.
     Decode(cmd_decode::DecodeArgs),
+    /// Two engines in two network namespaces over veth: a verified transfer, throughput, counters.
+    Loopback(cmd_loopback::LoopbackArgs),
+    /// Two simulated endpoints over a seeded virtual link (loss, reordering, duplication, corruption), every byte verified.
+    Sim(cmd_sim::SimArgs),
+    /// Draw a `sim --trace` CSV (DCQCN rate per QP and queue depth over time) as an SVG chart.
+    Plot(cmd_plot::PlotArgs),
     /// Serve RDMA clients: attach to the NIC queues, register memory, answer connection requests.
     Serve(cmd_serve::ServeArgs),
     /// Show the counters of the engines running on an interface.
@@ -75,18 +79,16 @@ enum Command {
     RdmaClient(cmd_rdma_client::RdmaClientArgs),
     /// Be the target of RDMA WRITE/READ from interop/peer/rdma_target -c (rxe).
     RdmaTarget(cmd_rdma_target::RdmaTargetArgs),
-    /// Two simulated endpoints over a seeded virtual link (loss, reordering, duplication, corruption), every byte verified.
-    Sim(cmd_sim::SimArgs),
-    /// Draw a `sim --trace` CSV (DCQCN rate per QP and queue depth over time) as an SVG chart.
-    Plot(cmd_plot::PlotArgs),
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Bench(a) => cmd_bench::run(a),
-        Command::Loopback(a) => cmd_loopback::run(a),
         Command::Capture(a) => cmd_capture::run(a),
         Command::Decode(a) => cmd_decode::run(a),
+        Command::Loopback(a) => cmd_loopback::run(a),
+        Command::Sim(a) => cmd_sim::run(a),
+        Command::Plot(a) => cmd_plot::run(a),
         Command::Serve(a) => cmd_serve::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::WriteBw(a) => cmd_perftest::run(perftest::kind::Kind::WriteBw, a),
@@ -100,8 +102,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Pingpong(a) => cmd_pingpong::run(a),
         Command::RdmaClient(a) => cmd_rdma_client::run(a),
         Command::RdmaTarget(a) => cmd_rdma_target::run(a),
-        Command::Sim(a) => cmd_sim::run(a),
-        Command::Plot(a) => cmd_plot::run(a),
     }
 }
 
