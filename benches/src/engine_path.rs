@@ -455,10 +455,13 @@ fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
     post_recvs(true)?;
     post_recvs(false)?;
     let mut rtts = Vec::with_capacity(iterations);
+    // Waits for a receive completion, blocking (the engine thread wakes this
+    // thread when it pushes a completion), so the waiting thread leaves its
+    // core to the engine threads.
     let wait = |dev: &Device, want_recv: bool, wcs: &mut [WorkCompletion]| -> EResult<()> {
         let t = Instant::now();
         loop {
-            let n = dev.poll_cq(0, wcs);
+            let n = dev.poll_cq_wait(0, wcs, Duration::from_millis(100));
             for wc in &wcs[..n] {
                 if wc.status != WcStatus::Success {
                     return Err(format!("ping-pong completion {:?}", wc.status));
@@ -473,9 +476,6 @@ fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
             if t.elapsed() > Duration::from_secs(2) {
                 return Err("ping-pong: no answer within 2 s".into());
             }
-            // Leave the core to the engine threads if they need it (this
-            // machine may have fewer cores than busy threads).
-            std::thread::yield_now();
         }
     };
     for i in 0..iterations as u64 {

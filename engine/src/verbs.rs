@@ -295,6 +295,37 @@ impl Device {
         n
     }
 
+    /// Like [`Device::poll_cq`], but when the queue is empty it blocks (the
+    /// engine thread wakes it after pushing completions) until at least one
+    /// completion arrives or `timeout` passes; returns 0 on timeout. Unlike
+    /// a spinning `poll_cq` loop, the waiting thread leaves its core to the
+    /// engine threads, which matters for latency when cores are few.
+    pub fn poll_cq_wait(&self, q: u32, out: &mut [WorkCompletion], timeout: Duration) -> usize {
+        let Ok(sh) = self.shared(q) else { return 0 };
+        let start = std::time::Instant::now();
+        let deadline = start + timeout;
+        loop {
+            let n = self.poll_cq(q, out);
+            if n > 0 || out.is_empty() {
+                return n;
+            }
+            let now = std::time::Instant::now();
+            let left = deadline.saturating_duration_since(now);
+            if left.is_zero() {
+                return 0;
+            }
+            // Spin (yielding the core) briefly first: a completion that is
+            // microseconds away is cheaper to catch than a park/unpark.
+            if now.duration_since(start) < WAIT_SPIN {
+                std::thread::yield_now();
+                continue;
+            }
+            // Bounded slices: another thread waiting on the same queue may
+            // have replaced us as the one the engine wakes.
+            sh.wait_completion(left.min(Duration::from_millis(1)));
+        }
+    }
+
     /// Takes one post the engine refused on queue `q` (bad key, wrong
     /// state, queue full...).
     pub fn poll_post_error(&self, q: u32) -> Option<PostError> {
@@ -367,6 +398,9 @@ fn add_stats(t: &mut QueueStats, s: &QueueStats) {
     t.sleeps += s.sleeps;
     t.completion_backlog_events += s.completion_backlog_events;
 }
+
+/// How long [`Device::poll_cq_wait`] spins before it blocks.
+const WAIT_SPIN: Duration = Duration::from_micros(20);
 
 /// Runs `f` on queue `q`'s engine thread and waits for its result.
 fn call<R: Send + 'static>(
