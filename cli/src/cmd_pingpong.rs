@@ -8,16 +8,15 @@
 //! `engine::oob::pingpong_loop` (the SEND/RECV schedule); this file does
 //! the I/O: TCP, the neighbour table, and the datapath.
 
-use std::hash::{BuildHasher, Hasher};
 use std::io::{Read, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::loader::{AttachMode, Impairment};
+use engine::loader::Impairment;
 use engine::oob::pingpong::{
     is_done, is_valid_mtu, report_lines, Dest, DEFAULT_ITERS, DEFAULT_MTU, DEFAULT_RX_DEPTH,
     DEFAULT_SIZE, DEFAULT_TCP_PORT, DEST_MSG_LEN, DONE, FILL_BYTE, RC_PINGPONG_QP_ATTRS,
@@ -25,18 +24,12 @@ use engine::oob::pingpong::{
 use engine::oob::pingpong_loop::{Completion, PingPong, Role};
 use engine::oob::Gid;
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
-use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
+use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
-/// XDP attach mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum XdpMode {
-    /// Native, falling back to generic if the driver has no XDP support.
-    Auto,
-    /// In the driver (fastest; veth, most NICs).
-    Native,
-    /// In the generic networking path (works everywhere, slower).
-    Generic,
-}
+use crate::rxe_common::{
+    connect_with_retry, device_config, open_device, peer_mac, random_psn, report_impairment_drops,
+    set_drop_rate, XdpMode,
+};
 
 /// `roce-xdp pingpong [options] [SERVER]`: options as `ibv_rc_pingpong`.
 #[derive(Debug, Args)]
@@ -193,55 +186,7 @@ pub fn server_finish<S: Read + Write>(stream: &mut S, local: &Dest) -> Result<()
     Ok(())
 }
 
-fn connect_with_retry(host: &str, port: u16, retry: Duration) -> Result<TcpStream> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("can't resolve {host}"))?
-        .collect();
-    let deadline = Instant::now() + retry;
-    loop {
-        let mut last = None;
-        for a in &addrs {
-            match TcpStream::connect_timeout(a, Duration::from_secs(5)) {
-                Ok(s) => return Ok(s),
-                Err(e) => last = Some(e),
-            }
-        }
-        if Instant::now() >= deadline {
-            let e = last.map(|e| e.to_string()).unwrap_or_default();
-            bail!("couldn't connect to {host}:{port}: {e} (is ibv_rc_pingpong listening there?)");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 // ---------------------------------------------------------------- helpers
-
-/// `aa:bb:cc:dd:ee:ff` -> bytes.
-pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = s.split(':');
-    for b in &mut mac {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    if parts.next().is_some() {
-        return None;
-    }
-    Some(mac)
-}
-
-/// `lrand48() & 0xffffff` without a PRNG dependency: std's randomly keyed
-/// hasher.
-pub(crate) fn random_psn() -> u32 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    (h.finish() & 0xFF_FFFF) as u32
-}
 
 /// `ibv_wc_status_str()` and the `enum ibv_wc_status` value, for the
 /// `Failed status ...` line rc_pingpong prints.
@@ -282,30 +227,17 @@ struct PingpongQp {
 
 impl PingpongQp {
     fn open(args: &PingpongArgs) -> Result<PingpongQp> {
-        let mut cfg = DeviceConfig::new(&args.iface);
-        cfg.attach = match args.mode {
-            XdpMode::Auto => AttachMode::Auto,
-            XdpMode::Native => AttachMode::Native,
-            XdpMode::Generic => AttachMode::Generic,
-        };
-        cfg.force = args.force;
+        let mut cfg = device_config(&args.iface, args.mode, args.force);
         cfg.local_ip = args.local_ip.map(IpAddr::V4);
         cfg.queues = args.queue + 1;
-        let dev =
-            Device::open(cfg).with_context(|| format!("opening the datapath on {}", args.iface))?;
+        let dev = open_device(cfg, &args.iface)?;
         if !dev.ip().is_ipv4() {
             bail!(
                 "{} has no IPv4 address: add one or pass --local-ip",
                 args.iface
             );
         }
-        if args.drop_rate > 0.0 {
-            dev.set_impairment(Impairment {
-                drop_ppm: Impairment::ppm(args.drop_rate),
-                ce_ppm: 0,
-            })
-            .context("setting the XDP drop impairment")?;
-        }
+        set_drop_rate(&dev, args.drop_rate)?;
         let q = args.queue;
         let mr = dev
             .register_memory(q, args.size.max(1) as usize, Access::LOCAL_WRITE)
@@ -351,14 +283,7 @@ impl PingpongQp {
 
     fn connect(&self, args: &PingpongArgs, local: &Dest, remote: &Dest) -> Result<()> {
         let ip = remote.gid.to_ip();
-        let mac = match &args.peer_mac {
-            Some(m) => parse_mac(m)
-                .ok_or_else(|| anyhow!("--peer-mac {m:?}: expected aa:bb:cc:dd:ee:ff"))?,
-            None => self
-                .dev
-                .resolve_mac(ip)
-                .with_context(|| format!("finding the MAC of {ip} (or give --peer-mac)"))?,
-        };
+        let mac = peer_mac(&self.dev, args.peer_mac.as_deref(), ip)?;
         let a = RC_PINGPONG_QP_ATTRS;
         let opts = ConnectOptions {
             path_mtu: Mtu::from_bytes(args.mtu).expect("validated"),
@@ -465,13 +390,7 @@ impl PingpongQp {
         let t = &stats.transport;
         tracing::info!(?stats.transport, "datapath closed");
         if report_recovery {
-            if let Some(sc) = steer {
-                eprintln!(
-                    "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
-                    sc.dropped_impairment,
-                    sc.dropped_impairment + sc.redirected
-                );
-            }
+            report_impairment_drops(steer);
             eprintln!(
                 "roce-xdp: recovery: responder out_of_seq_request {} duplicate_request {} \
                  naks_sent {}; requester rcvd_seq_err {} timeouts {} retransmitted_packets {} \
@@ -514,8 +433,12 @@ pub fn run(args: PingpongArgs) -> Result<()> {
 
     let remote = match &args.server {
         Some(host) => {
-            let mut s =
-                connect_with_retry(host, args.port, Duration::from_secs(args.connect_retry))?;
+            let mut s = connect_with_retry(
+                host,
+                args.port,
+                Duration::from_secs(args.connect_retry),
+                "ibv_rc_pingpong",
+            )?;
             let remote = client_exchange(&mut s, &local)?;
             drop(s);
             check_remote(&remote)?;
@@ -583,6 +506,7 @@ fn check_remote(remote: &Dest) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpStream;
     use std::thread;
 
     fn dest(qpn: u32, ip: [u8; 4]) -> Dest {
@@ -635,19 +559,5 @@ mod tests {
         let (msg, done) = server.join().unwrap();
         assert_eq!(msg, local.to_bytes());
         assert_eq!(done, DONE.to_vec());
-    }
-
-    #[test]
-    fn mac_parsing() {
-        assert_eq!(parse_mac("02:00:0a:63:00:02"), Some([2, 0, 10, 99, 0, 2]));
-        assert_eq!(parse_mac("02:00:0a:63:00"), None);
-        assert_eq!(parse_mac("02:00:0a:63:00:02:01"), None);
-    }
-
-    #[test]
-    fn psn_is_24_bits() {
-        for _ in 0..100 {
-            assert!(random_psn() <= 0xFF_FFFF);
-        }
     }
 }

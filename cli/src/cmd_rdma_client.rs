@@ -8,23 +8,26 @@
 //! and remote offset `i * size`, up to `--window` work requests in flight.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::{Args, ValueEnum};
 
-use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::loader::{AttachMode, Impairment};
-use engine::oob::pingpong::{is_valid_mtu, DEFAULT_TCP_PORT};
+use engine::endpoint::RemoteQp;
+use engine::oob::pingpong::DEFAULT_TCP_PORT;
 use engine::oob::rdma_target::{
     fill_pattern, first_mismatch, TargetAddr, Verdict, DONE_LINE, MAX_LINE,
 };
 use engine::oob::Gid;
-use engine::rc::{Access, Mtu, SendOp, SendWr, WcStatus, WorkCompletion};
-use engine::verbs::{Device, DeviceConfig, QpCaps};
+use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
+use engine::verbs::QpCaps;
 
-use crate::cmd_pingpong::{parse_mac, random_psn, wc_status_str, XdpMode};
+use crate::cmd_pingpong::wc_status_str;
+use crate::rxe_common::{
+    check_mtu, connect_with_retry, device_config, device_ipv4, open_device, peer_ipv4, peer_mac,
+    random_psn, rdma_target_connect_options, report_impairment_drops, set_drop_rate, XdpMode,
+};
 
 /// The RDMA operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -92,28 +95,6 @@ pub struct RdmaClientArgs {
 /// Target's max_dest_rd_atomic (rdma_target.c): READs in flight at most.
 pub(crate) const TARGET_MAX_DEST_RD_ATOMIC: u8 = 16;
 
-pub(crate) fn connect_with_retry(host: &str, port: u16, retry: Duration) -> Result<TcpStream> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("can't resolve {host}"))?
-        .collect();
-    let deadline = Instant::now() + retry;
-    loop {
-        let mut last = None;
-        for a in &addrs {
-            match TcpStream::connect_timeout(a, Duration::from_secs(5)) {
-                Ok(s) => return Ok(s),
-                Err(e) => last = Some(e),
-            }
-        }
-        if Instant::now() >= deadline {
-            let e = last.map(|e| e.to_string()).unwrap_or_default();
-            bail!("couldn't connect to {host}:{port}: {e} (is rdma_target listening there?)");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 pub(crate) fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
     let mut line = String::new();
     r.by_ref()
@@ -128,12 +109,7 @@ pub(crate) fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
 
 /// Run `roce-xdp rdma-client`.
 pub fn run(args: RdmaClientArgs) -> Result<()> {
-    if !is_valid_mtu(args.mtu) {
-        bail!(
-            "-m {}: the path MTU must be 256, 512, 1024, 2048 or 4096",
-            args.mtu
-        );
-    }
+    check_mtu(args.mtu)?;
     if args.size == 0 || args.iters == 0 || args.window == 0 {
         bail!("-s, -n and --window must be > 0");
     }
@@ -143,19 +119,11 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     }
     let len = len as usize;
 
-    let mut cfg = DeviceConfig::new(&args.iface);
-    cfg.attach = match args.mode {
-        XdpMode::Auto => AttachMode::Auto,
-        XdpMode::Native => AttachMode::Native,
-        XdpMode::Generic => AttachMode::Generic,
-    };
-    cfg.force = args.force;
-    let dev =
-        Device::open(cfg).with_context(|| format!("opening the datapath on {}", args.iface))?;
-    let ip = match dev.ip() {
-        IpAddr::V4(v4) => v4,
-        IpAddr::V6(_) => bail!("{} has no IPv4 address: add one", args.iface),
-    };
+    let dev = open_device(
+        device_config(&args.iface, args.mode, args.force),
+        &args.iface,
+    )?;
+    let ip = device_ipv4(&dev, &args.iface)?;
     let q = 0;
     let mr = dev
         .register_memory(q, len, Access::LOCAL_WRITE)
@@ -188,6 +156,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         &args.target,
         args.port,
         Duration::from_secs(args.connect_retry),
+        "rdma_target",
     )?;
     let _ = stream.set_nodelay(true);
     let mut writer = stream.try_clone().context("cloning the TCP stream")?;
@@ -211,31 +180,9 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
             remote.len
         );
     }
-    let peer_ip = remote.gid.to_ipv4_mapped().ok_or_else(|| {
-        anyhow!(
-            "the target's GID {} is not IPv4-mapped: run it with -g <RoCE v2 IPv4 GID index> (1 on rxe)",
-            remote.gid
-        )
-    })?;
-    let mac = match &args.peer_mac {
-        Some(m) => {
-            parse_mac(m).ok_or_else(|| anyhow!("--peer-mac {m:?}: expected aa:bb:cc:dd:ee:ff"))?
-        }
-        None => dev
-            .resolve_mac(IpAddr::V4(peer_ip))
-            .with_context(|| format!("finding the MAC of {peer_ip} (or give --peer-mac)"))?,
-    };
-    let opts = ConnectOptions {
-        path_mtu: Mtu::from_bytes(args.mtu).expect("validated"),
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic: TARGET_MAX_DEST_RD_ATOMIC,
-        max_dest_rd_atomic: 1,
-        sq_psn: local.psn,
-        ..ConnectOptions::default()
-    };
+    let peer_ip = peer_ipv4(remote.gid, "the target")?;
+    let mac = peer_mac(&dev, args.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
+    let opts = rdma_target_connect_options(args.mtu, local.psn, TARGET_MAX_DEST_RD_ATOMIC, 1);
     qp.connect(
         RemoteQp {
             qpn: remote.qpn,
@@ -246,13 +193,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         opts,
     )
     .context("connecting the QP (RTR/RTS)")?;
-    if args.drop_rate > 0.0 {
-        dev.set_impairment(Impairment {
-            drop_ppm: Impairment::ppm(args.drop_rate),
-            ce_ppm: 0,
-        })
-        .context("setting the XDP drop impairment")?;
-    }
+    set_drop_rate(&dev, args.drop_rate)?;
 
     let opcode = match args.op {
         RdmaOp::Write => SendOp::Write,
@@ -356,13 +297,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     let stats = dev.close();
     if args.drop_rate > 0.0 {
         let t = &stats.transport;
-        if let Some(sc) = steer {
-            eprintln!(
-                "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
-                sc.dropped_impairment,
-                sc.dropped_impairment + sc.redirected
-            );
-        }
+        report_impairment_drops(steer);
         eprintln!(
             "roce-xdp: recovery: requester rcvd_seq_err {} timeouts {} retransmitted_packets {} \
              duplicate_response {}",

@@ -11,18 +11,20 @@ use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 
-use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::loader::{AttachMode, Impairment};
-use engine::oob::pingpong::{is_valid_mtu, DEFAULT_TCP_PORT};
+use engine::endpoint::RemoteQp;
+use engine::oob::pingpong::DEFAULT_TCP_PORT;
 use engine::oob::rdma_target::{
     fill_pattern, first_mismatch, pattern, TargetAddr, Verdict, DONE_LINE,
 };
 use engine::oob::Gid;
-use engine::rc::{Access, Mtu};
-use engine::verbs::{Device, DeviceConfig, QpCaps};
+use engine::rc::Access;
+use engine::verbs::QpCaps;
 
-use crate::cmd_pingpong::{parse_mac, random_psn, XdpMode};
 use crate::cmd_rdma_client::{read_line, RdmaOp, TARGET_MAX_DEST_RD_ATOMIC};
+use crate::rxe_common::{
+    check_mtu, device_config, device_ipv4, open_device, peer_ipv4, peer_mac, random_psn,
+    rdma_target_connect_options, report_impairment_drops, set_drop_rate, XdpMode,
+};
 
 /// `roce-xdp rdma-target --op write|read [options]`.
 #[derive(Debug, Args)]
@@ -70,31 +72,18 @@ pub struct RdmaTargetArgs {
 
 /// Run `roce-xdp rdma-target`.
 pub fn run(args: RdmaTargetArgs) -> Result<()> {
-    if !is_valid_mtu(args.mtu) {
-        bail!(
-            "-m {}: the path MTU must be 256, 512, 1024, 2048 or 4096",
-            args.mtu
-        );
-    }
+    check_mtu(args.mtu)?;
     let len = u64::from(args.size) * u64::from(args.iters);
     if len == 0 || len > u64::from(u32::MAX) {
         bail!("-s * -n must be between 1 and 2^32 - 1 bytes");
     }
     let len = len as usize;
 
-    let mut cfg = DeviceConfig::new(&args.iface);
-    cfg.attach = match args.mode {
-        XdpMode::Auto => AttachMode::Auto,
-        XdpMode::Native => AttachMode::Native,
-        XdpMode::Generic => AttachMode::Generic,
-    };
-    cfg.force = args.force;
-    let dev =
-        Device::open(cfg).with_context(|| format!("opening the datapath on {}", args.iface))?;
-    let ip = match dev.ip() {
-        IpAddr::V4(v4) => v4,
-        IpAddr::V6(_) => bail!("{} has no IPv4 address: add one", args.iface),
-    };
+    let dev = open_device(
+        device_config(&args.iface, args.mode, args.force),
+        &args.iface,
+    )?;
+    let ip = device_ipv4(&dev, &args.iface)?;
     let q = 0;
     let mr = dev
         .register_memory(
@@ -143,31 +132,9 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
         "  remote address: QPN {:#08x}, PSN {:#08x}, GID {}",
         remote.qpn, remote.psn, remote.gid
     );
-    let peer_ip = remote.gid.to_ipv4_mapped().ok_or_else(|| {
-        anyhow!(
-            "the peer's GID {} is not IPv4-mapped: run it with -g <RoCE v2 IPv4 GID index> (1 on rxe)",
-            remote.gid
-        )
-    })?;
-    let mac = match &args.peer_mac {
-        Some(m) => {
-            parse_mac(m).ok_or_else(|| anyhow!("--peer-mac {m:?}: expected aa:bb:cc:dd:ee:ff"))?
-        }
-        None => dev
-            .resolve_mac(IpAddr::V4(peer_ip))
-            .with_context(|| format!("finding the MAC of {peer_ip} (or give --peer-mac)"))?,
-    };
-    let opts = ConnectOptions {
-        path_mtu: Mtu::from_bytes(args.mtu).expect("validated"),
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic: 1,
-        max_dest_rd_atomic: TARGET_MAX_DEST_RD_ATOMIC,
-        sq_psn: local.psn,
-        ..ConnectOptions::default()
-    };
+    let peer_ip = peer_ipv4(remote.gid, "the peer")?;
+    let mac = peer_mac(&dev, args.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
+    let opts = rdma_target_connect_options(args.mtu, local.psn, 1, TARGET_MAX_DEST_RD_ATOMIC);
     qp.connect(
         RemoteQp {
             qpn: remote.qpn,
@@ -178,13 +145,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
         opts,
     )
     .context("connecting the QP (RTR/RTS)")?;
-    if args.drop_rate > 0.0 {
-        dev.set_impairment(Impairment {
-            drop_ppm: Impairment::ppm(args.drop_rate),
-            ce_ppm: 0,
-        })
-        .context("setting the XDP drop impairment")?;
-    }
+    set_drop_rate(&dev, args.drop_rate)?;
     writer
         .write_all(local.encode().as_bytes())
         .context("sending our address")?;
@@ -219,13 +180,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
     let stats = dev.close();
     if args.drop_rate > 0.0 {
         let t = &stats.transport;
-        if let Some(sc) = steer {
-            eprintln!(
-                "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
-                sc.dropped_impairment,
-                sc.dropped_impairment + sc.redirected
-            );
-        }
+        report_impairment_drops(steer);
         eprintln!(
             "roce-xdp: recovery: responder out_of_seq_request {} duplicate_request {} naks_sent {}",
             t.out_of_seq_request, t.duplicate_request, t.naks_sent

@@ -9,8 +9,8 @@ mod cmd_capture;
 mod cmd_decode;
 mod cmd_loopback;
 mod cmd_perftest;
-mod cmd_plot;
 mod cmd_pingpong;
+mod cmd_plot;
 mod cmd_rdma_client;
 mod cmd_rdma_target;
 mod cmd_serve;
@@ -21,6 +21,7 @@ mod logging;
 mod perftest;
 mod preflight;
 mod privileges;
+mod rxe_common;
 mod sim_congestion;
 mod snapshot;
 

@@ -1,0 +1,202 @@
+//! What `pingpong`, `rdma-client` and `rdma-target` share: opening the
+//! datapath on an interface, the TCP connection to a libibverbs peer, the
+//! peer's MAC, the test drop impairment and its report, and small helpers
+//! (MAC parsing, a random PSN).
+
+use std::hash::{BuildHasher, Hasher};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use clap::ValueEnum;
+
+use engine::endpoint::ConnectOptions;
+use engine::loader::{AttachMode, Impairment, SteerCounters};
+use engine::oob::pingpong::is_valid_mtu;
+use engine::oob::Gid;
+use engine::rc::Mtu;
+use engine::verbs::{Device, DeviceConfig};
+
+/// XDP attach mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum XdpMode {
+    /// Native, falling back to generic if the driver has no XDP support.
+    Auto,
+    /// In the driver (fastest; veth, most NICs).
+    Native,
+    /// In the generic networking path (works everywhere, slower).
+    Generic,
+}
+
+/// The device configuration for `--iface`, `--mode` and `--force`.
+pub(crate) fn device_config(iface: &str, mode: XdpMode, force: bool) -> DeviceConfig {
+    let mut cfg = DeviceConfig::new(iface);
+    cfg.attach = match mode {
+        XdpMode::Auto => AttachMode::Auto,
+        XdpMode::Native => AttachMode::Native,
+        XdpMode::Generic => AttachMode::Generic,
+    };
+    cfg.force = force;
+    cfg
+}
+
+/// Opens the datapath described by `cfg` on `iface`.
+pub(crate) fn open_device(cfg: DeviceConfig, iface: &str) -> Result<Device> {
+    Device::open(cfg).with_context(|| format!("opening the datapath on {iface}"))
+}
+
+/// The device's IPv4 address (its GID), or an error telling the user to
+/// add one to `iface`.
+pub(crate) fn device_ipv4(dev: &Device, iface: &str) -> Result<Ipv4Addr> {
+    match dev.ip() {
+        IpAddr::V4(v4) => Ok(v4),
+        IpAddr::V6(_) => bail!("{iface} has no IPv4 address: add one"),
+    }
+}
+
+/// Refuses a `-m` that is not an IB path MTU.
+pub(crate) fn check_mtu(mtu: u32) -> Result<()> {
+    if !is_valid_mtu(mtu) {
+        bail!("-m {mtu}: the path MTU must be 256, 512, 1024, 2048 or 4096");
+    }
+    Ok(())
+}
+
+/// The connection options `rdma_target.c` uses (timeout 14, 7 retries, 7
+/// RNR retries, min RNR timer 12), with our read-atomic limits and PSN.
+pub(crate) fn rdma_target_connect_options(
+    mtu: u32,
+    sq_psn: u32,
+    max_rd_atomic: u8,
+    max_dest_rd_atomic: u8,
+) -> ConnectOptions {
+    ConnectOptions {
+        path_mtu: Mtu::from_bytes(mtu).expect("validated"),
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        min_rnr_timer: 12,
+        max_rd_atomic,
+        max_dest_rd_atomic,
+        sq_psn,
+        ..ConnectOptions::default()
+    }
+}
+
+/// The peer's IPv4 address from its GID; `who` names the peer in the error.
+pub(crate) fn peer_ipv4(gid: Gid, who: &str) -> Result<Ipv4Addr> {
+    gid.to_ipv4_mapped().ok_or_else(|| {
+        anyhow!(
+            "{who}'s GID {gid} is not IPv4-mapped: run it with -g <RoCE v2 IPv4 GID index> (1 on rxe)"
+        )
+    })
+}
+
+/// The peer's MAC: `--peer-mac` if given, else the kernel's neighbour table.
+pub(crate) fn peer_mac(dev: &Device, peer_mac: Option<&str>, ip: IpAddr) -> Result<[u8; 6]> {
+    match peer_mac {
+        Some(m) => {
+            parse_mac(m).ok_or_else(|| anyhow!("--peer-mac {m:?}: expected aa:bb:cc:dd:ee:ff"))
+        }
+        None => dev
+            .resolve_mac(ip)
+            .with_context(|| format!("finding the MAC of {ip} (or give --peer-mac)")),
+    }
+}
+
+/// Starts the `--drop-rate` test impairment (nothing when it is 0).
+pub(crate) fn set_drop_rate(dev: &Device, drop_rate: f64) -> Result<()> {
+    if drop_rate > 0.0 {
+        dev.set_impairment(Impairment {
+            drop_ppm: Impairment::ppm(drop_rate),
+            ce_ppm: 0,
+        })
+        .context("setting the XDP drop impairment")?;
+    }
+    Ok(())
+}
+
+/// Prints to stderr how many received RoCE frames the impairment dropped.
+pub(crate) fn report_impairment_drops(steer: Option<SteerCounters>) {
+    if let Some(sc) = steer {
+        eprintln!(
+            "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
+            sc.dropped_impairment,
+            sc.dropped_impairment + sc.redirected
+        );
+    }
+}
+
+/// Connects to `host:port`, retrying for `retry`; `peer_program` names what
+/// should be listening there, for the error.
+pub(crate) fn connect_with_retry(
+    host: &str,
+    port: u16,
+    retry: Duration,
+    peer_program: &str,
+) -> Result<TcpStream> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("can't resolve {host}"))?
+        .collect();
+    let deadline = Instant::now() + retry;
+    loop {
+        let mut last = None;
+        for a in &addrs {
+            match TcpStream::connect_timeout(a, Duration::from_secs(5)) {
+                Ok(s) => return Ok(s),
+                Err(e) => last = Some(e),
+            }
+        }
+        if Instant::now() >= deadline {
+            let e = last.map(|e| e.to_string()).unwrap_or_default();
+            bail!("couldn't connect to {host}:{port}: {e} (is {peer_program} listening there?)");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `aa:bb:cc:dd:ee:ff` -> bytes.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut mac {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(mac)
+}
+
+/// `lrand48() & 0xffffff` without a PRNG dependency: std's randomly keyed
+/// hasher.
+pub(crate) fn random_psn() -> u32 {
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    (h.finish() & 0xFF_FFFF) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mac_parsing() {
+        assert_eq!(parse_mac("02:00:0a:63:00:02"), Some([2, 0, 10, 99, 0, 2]));
+        assert_eq!(parse_mac("02:00:0a:63:00"), None);
+        assert_eq!(parse_mac("02:00:0a:63:00:02:01"), None);
+    }
+
+    #[test]
+    fn psn_is_24_bits() {
+        for _ in 0..100 {
+            assert!(random_psn() <= 0xFF_FFFF);
+        }
+    }
+}
