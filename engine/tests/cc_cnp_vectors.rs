@@ -21,6 +21,9 @@ use engine::wire::{
     ROCE_V2_UDP_PORT,
 };
 
+mod rc_support;
+use rc_support::{connect_endpoints, Connected};
+
 const VECTORS: &str = include_str!("vectors/cnp/cnp_vectors.txt");
 
 struct Vector {
@@ -182,62 +185,37 @@ struct Pair {
 }
 
 fn pair(ip_a: IpAddr, ip_b: IpAddr, cc: CcConfig) -> Pair {
-    let mut a = Endpoint::new(EndpointConfig {
-        local_mac: MAC_A,
-        local_ip: ip_a,
-        cc,
-        ..Default::default()
-    });
-    let mut b = Endpoint::new(EndpointConfig {
-        local_mac: MAC_B,
-        local_ip: ip_b,
-        cc,
-        ..Default::default()
-    });
-    let cqa = a.create_cq(256);
-    let cqb = b.create_cq(256);
-    let qa = a
-        .create_qp(QpInitAttr {
-            send_cq: cqa,
-            recv_cq: cqa,
-            ..Default::default()
-        })
-        .unwrap();
-    let qb = b
-        .create_qp(QpInitAttr {
-            send_cq: cqb,
-            recv_cq: cqb,
-            ..Default::default()
-        })
-        .unwrap();
-    a.connect(
+    let Connected {
+        mut a,
+        mut b,
         qa,
-        &RemoteQp {
-            qpn: qb,
-            psn: 0,
-            mac: MAC_B,
-            ip: ip_b,
+        qb,
+        cq_b: cqb,
+        ..
+    } = connect_endpoints(
+        EndpointConfig {
+            local_mac: MAC_A,
+            local_ip: ip_a,
+            cc,
+            ..Default::default()
         },
+        EndpointConfig {
+            local_mac: MAC_B,
+            local_ip: ip_b,
+            cc,
+            ..Default::default()
+        },
+        256,
+        QpInitAttr::default(),
         &ConnectOptions {
             udp_src_port: 0xC00A,
             ..Default::default()
-        },
-    )
-    .unwrap();
-    b.connect(
-        qb,
-        &RemoteQp {
-            qpn: qa,
-            psn: 0,
-            mac: MAC_A,
-            ip: ip_a,
         },
         &ConnectOptions {
             udp_src_port: 0xC001,
             ..Default::default()
         },
-    )
-    .unwrap();
+    );
     let rw = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
     let ka = a
         .reg_mr(Box::new(vec![0x5Au8; 1 << 16]), 0x1000, rw)

@@ -10,46 +10,9 @@ use engine::endpoint::ConnectOptions;
 use engine::rc::{Mtu, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use engine::wire::Opcode;
 
-fn mtu256() -> ConnectOptions {
-    ConnectOptions {
-        path_mtu: Mtu::Mtu256,
-        ..opts()
-    }
-}
-
-fn write_wr(p: &Pair, wr_id: u64, len: u32, off: u64) -> SendWr {
-    let mut wr = SendWr::new(
-        wr_id,
-        SendOp::Write,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A + off,
-            length: len,
-        },
-    );
-    wr.remote_addr = IOVA_B + off;
-    wr.rkey = p.mr_b.rkey;
-    wr
-}
-
-fn read_wr(p: &Pair, wr_id: u64, len: u32, off: u64) -> SendWr {
-    let mut wr = SendWr::new(
-        wr_id,
-        SendOp::Read,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A + off,
-            length: len,
-        },
-    );
-    wr.remote_addr = IOVA_B + off;
-    wr.rkey = p.mr_b.rkey;
-    wr
-}
-
 #[test]
 fn nak_sequence_error_resends_from_the_naked_psn_mid_message() {
-    let mut p = Pair::new(mtu256(), mtu256());
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));
     let data = bytes(256 * 5, 7);
     p.a.mr_write(p.mr_a.lkey, IOVA_A, &data).unwrap();
     p.a.post_send(p.qa, write_wr(&p, 1, 256 * 5, 0)).unwrap();
@@ -291,7 +254,7 @@ fn ack_skipping_a_read_is_an_implied_nak_and_the_read_is_resent() {
 
 #[test]
 fn lost_read_response_is_requested_again_from_the_missing_packet() {
-    let mut p = Pair::new(mtu256(), mtu256());
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));
     let src = bytes(256 * 4, 1);
     p.b.mr_write(p.mr_b.lkey, IOVA_B, &src).unwrap();
     p.a.post_send(p.qa, read_wr(&p, 1, 1024, 0)).unwrap();
@@ -329,9 +292,9 @@ fn lost_read_response_is_requested_again_from_the_missing_packet() {
 fn psns_wrap_at_2_pow_24_with_loss_across_the_wrap() {
     let o = ConnectOptions {
         sq_psn: 0xFF_FFFE,
-        ..mtu256()
+        ..opts_mtu(Mtu::Mtu256)
     };
-    let mut p = Pair::new(o, mtu256());
+    let mut p = Pair::new(o, opts_mtu(Mtu::Mtu256));
     let data = bytes(256 * 6, 4);
     p.a.mr_write(p.mr_a.lkey, IOVA_A, &data).unwrap();
     p.a.post_send(p.qa, write_wr(&p, 1, data.len() as u32, 0))
@@ -357,7 +320,7 @@ fn psns_wrap_at_2_pow_24_with_loss_across_the_wrap() {
 
 #[test]
 fn duplicate_and_stale_naks_do_not_rewind_twice() {
-    let mut p = Pair::new(mtu256(), mtu256());
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));
     p.a.post_send(p.qa, write_wr(&p, 1, 256 * 4, 0)).unwrap();
     let f = p.tx_a();
     p.deliver_b(&[f[0].clone(), f[2].clone()]);

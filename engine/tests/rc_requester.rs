@@ -7,27 +7,9 @@ use rc_support::*;
 use engine::rc::{Mtu, SendOp, SendWr, Sge, WcOpcode, WcStatus};
 use engine::wire::Opcode;
 
-fn write_wr(p: &Pair, wr_id: u64, len: u32, off: u64) -> SendWr {
-    let mut wr = SendWr::new(
-        wr_id,
-        SendOp::Write,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A + off,
-            length: len,
-        },
-    );
-    wr.remote_addr = IOVA_B + off;
-    wr.rkey = p.mr_b.rkey;
-    wr
-}
-
 #[test]
 fn write_is_segmented_by_path_mtu_with_reth_on_first_and_ackreq_on_last() {
-    let mut p = Pair::new(
-        ConnectOptionsExt::mtu(Mtu::Mtu1024),
-        ConnectOptionsExt::mtu(Mtu::Mtu1024),
-    );
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu1024), opts_mtu(Mtu::Mtu1024));
     let data = bytes(2500, 3);
     p.a.mr_write(p.mr_a.lkey, IOVA_A, &data).unwrap();
     p.a.post_send(p.qa, write_wr(&p, 1, 2500, 0)).unwrap();
@@ -123,10 +105,7 @@ fn zero_length_send_is_one_send_only_packet() {
 
 #[test]
 fn outstanding_psns_are_bounded_and_ackreq_every_64_packets() {
-    let mut p = Pair::new(
-        ConnectOptionsExt::mtu(Mtu::Mtu256),
-        ConnectOptionsExt::mtu(Mtu::Mtu256),
-    );
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));
     p.a.post_send(p.qa, write_wr(&p, 1, 256 * 200, 0)).unwrap();
     let f = p.tx_a();
     assert_eq!(f.len(), 128, "rxe's cap of 128 outstanding PSNs");
@@ -230,70 +209,34 @@ fn qps_get_distinct_udp_source_ports() {
     assert_ne!(s1, s2);
 }
 
-/// Small helpers on connection options.
-struct ConnectOptionsExt;
-impl ConnectOptionsExt {
-    fn mtu(m: Mtu) -> engine::endpoint::ConnectOptions {
-        engine::endpoint::ConnectOptions {
-            path_mtu: m,
-            ..opts()
-        }
-    }
-}
-
 #[test]
 fn ipv6_endpoints_talk_roce_v2_over_ipv6() {
-    use engine::endpoint::{Endpoint, EndpointConfig, RemoteQp};
+    use engine::endpoint::EndpointConfig;
     use engine::rc::{Access, QpInitAttr};
     let (ip_a, ip_b): (std::net::IpAddr, std::net::IpAddr) =
         ("fd00::a".parse().unwrap(), "fd00::b".parse().unwrap());
-    let mut a = Endpoint::new(EndpointConfig {
-        local_mac: MAC_A,
-        local_ip: ip_a,
-        ..Default::default()
-    });
-    let mut b = Endpoint::new(EndpointConfig {
-        local_mac: MAC_B,
-        local_ip: ip_b,
-        ..Default::default()
-    });
-    let (ca, cb) = (a.create_cq(8), b.create_cq(8));
-    let qa = a
-        .create_qp(QpInitAttr {
-            send_cq: ca,
-            recv_cq: ca,
-            ..Default::default()
-        })
-        .unwrap();
-    let qb = b
-        .create_qp(QpInitAttr {
-            send_cq: cb,
-            recv_cq: cb,
-            ..Default::default()
-        })
-        .unwrap();
-    a.connect(
+    let Connected {
+        mut a,
+        mut b,
         qa,
-        &RemoteQp {
-            qpn: qb,
-            psn: 0,
-            mac: MAC_B,
-            ip: ip_b,
+        cq_a: ca,
+        ..
+    } = connect_endpoints(
+        EndpointConfig {
+            local_mac: MAC_A,
+            local_ip: ip_a,
+            ..Default::default()
         },
-        &opts(),
-    )
-    .unwrap();
-    b.connect(
-        qb,
-        &RemoteQp {
-            qpn: qa,
-            psn: 0,
-            mac: MAC_A,
-            ip: ip_a,
+        EndpointConfig {
+            local_mac: MAC_B,
+            local_ip: ip_b,
+            ..Default::default()
         },
+        8,
+        QpInitAttr::default(),
         &opts(),
-    )
-    .unwrap();
+        &opts(),
+    );
     let ka = a
         .reg_mr(Box::new(vec![7u8; 3000]), 0, Access::LOCAL_WRITE)
         .unwrap();

@@ -5,38 +5,13 @@
 mod rc_support;
 use rc_support::*;
 
-use engine::endpoint::ConnectOptions;
 use engine::rc::{Access, Mtu, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use engine::sim::SplitMix64;
 use engine::wire::{Opcode, RethRepr};
 
-fn write_wr(p: &Pair, wr_id: u64, len: u32, off: u64) -> SendWr {
-    let mut wr = SendWr::new(
-        wr_id,
-        SendOp::Write,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A + off,
-            length: len,
-        },
-    );
-    wr.remote_addr = IOVA_B + off;
-    wr.rkey = p.mr_b.rkey;
-    wr
-}
-
 #[test]
 fn one_nak_per_gap_then_silent_until_in_order_again() {
-    let mut p = Pair::new(
-        ConnectOptions {
-            path_mtu: Mtu::Mtu256,
-            ..opts()
-        },
-        ConnectOptions {
-            path_mtu: Mtu::Mtu256,
-            ..opts()
-        },
-    );
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));
     p.a.post_send(p.qa, write_wr(&p, 1, 256 * 10, 0)).unwrap();
     let f = p.tx_a();
     assert_eq!(f.len(), 10);
@@ -222,16 +197,7 @@ fn send_without_posted_receive_gets_rnr_nak_not_a_silent_drop() {
 
 #[test]
 fn multi_packet_send_lands_in_the_receive_buffer_with_immediate() {
-    let mut p = Pair::new(
-        ConnectOptions {
-            path_mtu: Mtu::Mtu512,
-            ..opts()
-        },
-        ConnectOptions {
-            path_mtu: Mtu::Mtu512,
-            ..opts()
-        },
-    );
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu512), opts_mtu(Mtu::Mtu512));
     let data = bytes(1300, 2);
     p.a.mr_write(p.mr_a.lkey, IOVA_A, &data).unwrap();
     p.b.post_recv(
@@ -351,16 +317,7 @@ fn write_one_byte_past_the_region_is_naked_and_touches_nothing() {
 fn middle_packet_cannot_escape_the_range_the_first_packet_checked() {
     // A forged WRITE_FIRST announcing 256 bytes followed by more packets
     // than announced: the extra bytes are refused, nothing lands past 256.
-    let mut p = Pair::new(
-        ConnectOptions {
-            path_mtu: Mtu::Mtu256,
-            ..opts()
-        },
-        ConnectOptions {
-            path_mtu: Mtu::Mtu256,
-            ..opts()
-        },
-    );
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));
     p.a.mr_write(p.mr_a.lkey, IOVA_A, &[0xAB; 1024]).unwrap();
     p.a.post_send(p.qa, write_wr(&p, 1, 1024, 0)).unwrap();
     let f = p.tx_a();

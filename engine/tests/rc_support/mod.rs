@@ -7,7 +7,7 @@ use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use engine::rc::{Access, MrKeys, QpInitAttr, WorkCompletion};
+use engine::rc::{Access, MrKeys, Mtu, QpInitAttr, SendOp, SendWr, Sge, WorkCompletion};
 use engine::time::Instant;
 use engine::wire::{emit_frame, parse_frame, Opcode, RoceHeaders};
 
@@ -38,61 +38,147 @@ pub fn opts() -> ConnectOptions {
     }
 }
 
+/// Test options with path MTU `m`.
+pub fn opts_mtu(m: Mtu) -> ConnectOptions {
+    ConnectOptions {
+        path_mtu: m,
+        ..opts()
+    }
+}
+
+/// Two endpoints with one QP each (on its own CQ), connected to each other.
+pub struct Connected {
+    pub a: Endpoint,
+    pub b: Endpoint,
+    pub qa: u32,
+    pub qb: u32,
+    pub cq_a: u32,
+    pub cq_b: u32,
+}
+
+/// Endpoints `cfg_a` and `cfg_b`, each with a CQ of `cq_depth` and a QP
+/// created with `init` (its CQs replaced by that CQ), connected with `oa` /
+/// `ob`; each side expects the other's `sq_psn`.
+pub fn connect_endpoints(
+    cfg_a: EndpointConfig,
+    cfg_b: EndpointConfig,
+    cq_depth: usize,
+    init: QpInitAttr,
+    oa: &ConnectOptions,
+    ob: &ConnectOptions,
+) -> Connected {
+    let (mac_a, ip_a) = (cfg_a.local_mac, cfg_a.local_ip);
+    let (mac_b, ip_b) = (cfg_b.local_mac, cfg_b.local_ip);
+    let mut a = Endpoint::new(cfg_a);
+    let mut b = Endpoint::new(cfg_b);
+    let cq_a = a.create_cq(cq_depth);
+    let cq_b = b.create_cq(cq_depth);
+    let qa = a
+        .create_qp(QpInitAttr {
+            send_cq: cq_a,
+            recv_cq: cq_a,
+            ..init
+        })
+        .unwrap();
+    let qb = b
+        .create_qp(QpInitAttr {
+            send_cq: cq_b,
+            recv_cq: cq_b,
+            ..init
+        })
+        .unwrap();
+    a.connect(
+        qa,
+        &RemoteQp {
+            qpn: qb,
+            psn: ob.sq_psn,
+            mac: mac_b,
+            ip: ip_b,
+        },
+        oa,
+    )
+    .unwrap();
+    b.connect(
+        qb,
+        &RemoteQp {
+            qpn: qa,
+            psn: oa.sq_psn,
+            mac: mac_a,
+            ip: ip_a,
+        },
+        ob,
+    )
+    .unwrap();
+    Connected {
+        a,
+        b,
+        qa,
+        qb,
+        cq_a,
+        cq_b,
+    }
+}
+
+/// A's `op` work request `wr_id` of `len` bytes at offset `off` of A's
+/// region, to the same offset of B's region.
+pub fn rdma_wr(p: &Pair, wr_id: u64, op: SendOp, len: u32, off: u64) -> SendWr {
+    let mut wr = SendWr::new(
+        wr_id,
+        op,
+        Sge {
+            lkey: p.mr_a.lkey,
+            addr: IOVA_A + off,
+            length: len,
+        },
+    );
+    wr.remote_addr = IOVA_B + off;
+    wr.rkey = p.mr_b.rkey;
+    wr
+}
+
+/// RDMA WRITE of A's `[off, off + len)` to the same offset at B.
+pub fn write_wr(p: &Pair, wr_id: u64, len: u32, off: u64) -> SendWr {
+    rdma_wr(p, wr_id, SendOp::Write, len, off)
+}
+
+/// RDMA READ of B's `[off, off + len)` into the same offset at A.
+pub fn read_wr(p: &Pair, wr_id: u64, len: u32, off: u64) -> SendWr {
+    rdma_wr(p, wr_id, SendOp::Read, len, off)
+}
+
 impl Pair {
     /// A and B connected with `oa` / `ob`; each has one 1 MiB region with
     /// every right.
     pub fn new(oa: ConnectOptions, ob: ConnectOptions) -> Pair {
-        let ip_a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
-        let ip_b = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
-        let mut a = Endpoint::new(EndpointConfig {
-            local_mac: MAC_A,
-            local_ip: ip_a,
-            ..Default::default()
-        });
-        let mut b = Endpoint::new(EndpointConfig {
-            local_mac: MAC_B,
-            local_ip: ip_b,
-            ..Default::default()
-        });
-        let cq_a = a.create_cq(1024);
-        let cq_b = b.create_cq(1024);
-        let init = QpInitAttr {
-            send_cq: cq_a,
-            recv_cq: cq_a,
-            max_send_wr: 64,
-            max_recv_wr: 64,
-            sq_sig_all: false,
-        };
-        let qa = a.create_qp(init).unwrap();
-        let qb = b
-            .create_qp(QpInitAttr {
-                send_cq: cq_b,
-                recv_cq: cq_b,
-                ..init
-            })
-            .unwrap();
-        a.connect(
+        let Connected {
+            mut a,
+            mut b,
             qa,
-            &RemoteQp {
-                qpn: qb,
-                psn: ob.sq_psn,
-                mac: MAC_B,
-                ip: ip_b,
+            qb,
+            cq_a,
+            cq_b,
+        } = connect_endpoints(
+            EndpointConfig {
+                local_mac: MAC_A,
+                local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+                ..Default::default()
+            },
+            EndpointConfig {
+                local_mac: MAC_B,
+                local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+                ..Default::default()
+            },
+            1024,
+            QpInitAttr {
+                send_cq: 0,
+                recv_cq: 0,
+                max_send_wr: 64,
+                max_recv_wr: 64,
+                sq_sig_all: false,
             },
             &oa,
-        )
-        .unwrap();
-        b.connect(
-            qb,
-            &RemoteQp {
-                qpn: qa,
-                psn: oa.sq_psn,
-                mac: MAC_A,
-                ip: ip_a,
-            },
             &ob,
-        )
-        .unwrap();
+        );
         let mr_a = a
             .reg_mr(Box::new(vec![0u8; MR_LEN]), IOVA_A, Access::ALL)
             .unwrap();
