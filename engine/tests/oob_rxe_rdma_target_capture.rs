@@ -13,34 +13,13 @@ mod oob_support;
 use std::collections::BTreeMap;
 
 use engine::oob::rdma_target::pattern;
-use engine::wire::{parse_frame, IpRepr, Opcode, RoceFrame};
-use oob_support::read_pcap;
-
-const ENGINE: [u8; 4] = [10, 99, 0, 2];
-const RXE: [u8; 4] = [10, 99, 0, 11];
-const PMTU: u64 = 1024;
-const PSN_MASK: u32 = 0xff_ffff;
+use engine::wire::{Opcode, RoceFrame};
+use oob_support::rdma_capture::{opcode_counts, psn_delta, roce_frames, src, ENGINE, PMTU, RXE};
 /// AETH syndrome of a NAK for a PSN sequence error (roce-v2-notes, AETH).
 const NAK_PSN_SEQ_ERR: u8 = 0x60;
 
 fn frames() -> Vec<RoceFrame<'static>> {
-    let recs: &'static [oob_support::Record] =
-        Box::leak(read_pcap("engine_rxe_target_write_read.pcap").into_boxed_slice());
-    recs.iter()
-        .enumerate()
-        .map(|(i, r)| parse_frame(&r.data).unwrap_or_else(|e| panic!("frame {}: {e:?}", i + 1)))
-        .collect()
-}
-
-fn src(f: &RoceFrame<'_>) -> [u8; 4] {
-    match f.headers.ip {
-        IpRepr::V4 { src, .. } => src.octets(),
-        IpRepr::V6 { .. } => panic!("IPv4 capture"),
-    }
-}
-
-fn psn_delta(a: u32, b: u32) -> u32 {
-    a.wrapping_sub(b) & PSN_MASK
+    roce_frames("engine_rxe_target_write_read.pcap")
 }
 
 /// First-time messages of one run: (first PSN, target offset, length).
@@ -79,12 +58,7 @@ impl Msgs {
 
 #[test]
 fn every_frame_parses_with_correct_icrc_and_expected_opcodes() {
-    let mut counts: BTreeMap<([u8; 4], u8), usize> = BTreeMap::new();
-    for f in frames() {
-        *counts
-            .entry((src(&f), f.headers.bth.opcode as u8))
-            .or_insert(0) += 1;
-    }
+    let counts = opcode_counts(&frames());
     let expect: BTreeMap<([u8; 4], u8), usize> = [
         ((RXE, Opcode::WriteFirst as u8), 14),
         ((RXE, Opcode::WriteMiddle as u8), 74),

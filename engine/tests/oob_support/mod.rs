@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+pub mod rdma_capture;
+
 /// One captured frame: timestamp in microseconds and the bytes.
 pub struct Record {
     pub ts_usec: u64,
