@@ -7,7 +7,7 @@ use rc_support::*;
 
 use core::time::Duration;
 use engine::endpoint::ConnectOptions;
-use engine::rc::{Mtu, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
+use engine::rc::{Mtu, QpState, SendOp, WcStatus};
 use engine::wire::Opcode;
 
 #[test]
@@ -89,18 +89,7 @@ fn retry_exhaustion_completes_with_retry_exceeded_flushes_the_rest_and_errors_th
     );
     p.a.post_send(p.qa, write_wr(&p, 1, 10, 0)).unwrap();
     p.a.post_send(p.qa, write_wr(&p, 2, 10, 64)).unwrap();
-    p.b.post_recv(
-        p.qb,
-        RecvWr {
-            wr_id: 77,
-            sge: Sge {
-                lkey: p.mr_b.lkey,
-                addr: IOVA_B,
-                length: 8,
-            },
-        },
-    )
-    .unwrap();
+    p.b.post_recv(p.qb, recv_wr_b(&p, 77, 8)).unwrap();
     // Everything A sends is lost: initial send + 2 retries, then give up.
     for round in 0..3 {
         assert_eq!(p.tx_a().len(), 2, "round {round}");
@@ -132,19 +121,8 @@ fn rnr_nak_waits_the_rnr_timer_then_resends() {
             ..opts()
         },
     ); // 40 us
-    p.a.post_send(
-        p.qa,
-        SendWr::new(
-            1,
-            SendOp::Send,
-            Sge {
-                lkey: p.mr_a.lkey,
-                addr: IOVA_A,
-                length: 100,
-            },
-        ),
-    )
-    .unwrap();
+    p.a.post_send(p.qa, send_wr_a(&p, 1, SendOp::Send, 100))
+        .unwrap();
     let f = p.tx_a();
     p.deliver_b(&f);
     let rnr = p.tx_b();
@@ -160,18 +138,7 @@ fn rnr_nak_waits_the_rnr_timer_then_resends() {
     // Waits: nothing before 40 us.
     p.advance(Duration::from_micros(39));
     assert!(p.tx_a().is_empty());
-    p.b.post_recv(
-        p.qb,
-        RecvWr {
-            wr_id: 5,
-            sge: Sge {
-                lkey: p.mr_b.lkey,
-                addr: IOVA_B,
-                length: 100,
-            },
-        },
-    )
-    .unwrap();
+    p.b.post_recv(p.qb, recv_wr_b(&p, 5, 100)).unwrap();
     p.advance(Duration::from_micros(1));
     let r = p.tx_a();
     assert_eq!(r.len(), 1);
@@ -191,19 +158,8 @@ fn rnr_retry_exhaustion_completes_with_rnr_retry_exceeded() {
         },
         opts(),
     );
-    p.a.post_send(
-        p.qa,
-        SendWr::new(
-            1,
-            SendOp::Send,
-            Sge {
-                lkey: p.mr_a.lkey,
-                addr: IOVA_A,
-                length: 10,
-            },
-        ),
-    )
-    .unwrap();
+    p.a.post_send(p.qa, send_wr_a(&p, 1, SendOp::Send, 10))
+        .unwrap();
     for _ in 0..2 {
         let f = p.tx_a();
         assert_eq!(f.len(), 1);

@@ -5,8 +5,7 @@ use rc_support::*;
 
 use engine::endpoint::{Endpoint, EndpointConfig};
 use engine::rc::{
-    Access, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendOp, SendWr, Sge, VerbsError,
-    WcStatus,
+    Access, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge, VerbsError, WcStatus,
 };
 
 #[test]
@@ -118,18 +117,7 @@ fn transitions_follow_the_verbs_state_machine() {
 fn moving_to_error_flushes_posted_work() {
     let mut p = Pair::default_pair();
     for i in 0..3 {
-        p.b.post_recv(
-            p.qb,
-            RecvWr {
-                wr_id: i,
-                sge: Sge {
-                    lkey: p.mr_b.lkey,
-                    addr: IOVA_B,
-                    length: 64,
-                },
-            },
-        )
-        .unwrap();
+        p.b.post_recv(p.qb, recv_wr_b(&p, i, 64)).unwrap();
     }
     p.b.modify_qp(
         p.qb,
@@ -178,44 +166,17 @@ fn posts_check_local_keys_and_queue_depth() {
         },
     );
     assert_eq!(p.a.post_send(p.qa, wr), Err(VerbsError::LocalProtection));
-    let mut at = SendWr::new(
-        1,
-        SendOp::FetchAdd,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 8,
-        },
-    );
+    let mut at = send_wr_a(&p, 1, SendOp::FetchAdd, 8);
     at.remote_addr = IOVA_B + 4;
     assert!(matches!(
         p.a.post_send(p.qa, at),
         Err(VerbsError::InvalidArgument(_))
     ));
     for i in 0..64 {
-        p.a.post_send(
-            p.qa,
-            SendWr::new(
-                i,
-                SendOp::Send,
-                Sge {
-                    lkey: p.mr_a.lkey,
-                    addr: IOVA_A,
-                    length: 1,
-                },
-            ),
-        )
-        .unwrap();
+        p.a.post_send(p.qa, send_wr_a(&p, i, SendOp::Send, 1))
+            .unwrap();
     }
-    let wr = SendWr::new(
-        99,
-        SendOp::Send,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 1,
-        },
-    );
+    let wr = send_wr_a(&p, 99, SendOp::Send, 1);
     assert_eq!(p.a.post_send(p.qa, wr), Err(VerbsError::QueueFull));
     assert_eq!(p.a.post_send(0x999, wr), Err(VerbsError::UnknownQp));
 }
@@ -229,15 +190,7 @@ fn deregistered_region_is_unreachable_by_its_old_key() {
     let mem = p.b.dereg_mr(k.lkey).unwrap();
     assert_eq!(mem.len(), 64);
     p.a.mr_write(p.mr_a.lkey, IOVA_A, &[1; 8]).unwrap();
-    let mut wr = SendWr::new(
-        1,
-        SendOp::Write,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 8,
-        },
-    );
+    let mut wr = send_wr_a(&p, 1, SendOp::Write, 8);
     wr.rkey = k.rkey;
     wr.remote_addr = 0x9000;
     p.a.post_send(p.qa, wr).unwrap();

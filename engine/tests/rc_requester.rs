@@ -61,27 +61,8 @@ fn write_is_segmented_by_path_mtu_with_reth_on_first_and_ackreq_on_last() {
 #[test]
 fn zero_length_send_is_one_send_only_packet() {
     let mut p = Pair::default_pair();
-    p.b.post_recv(
-        p.qb,
-        engine::rc::RecvWr {
-            wr_id: 9,
-            sge: Sge {
-                lkey: p.mr_b.lkey,
-                addr: IOVA_B,
-                length: 64,
-            },
-        },
-    )
-    .unwrap();
-    let mut wr = SendWr::new(
-        5,
-        SendOp::SendWithImm,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 0,
-        },
-    );
+    p.b.post_recv(p.qb, recv_wr_b(&p, 9, 64)).unwrap();
+    let mut wr = send_wr_a(&p, 5, SendOp::SendWithImm, 0);
     wr.imm = 0xDEAD_BEEF;
     p.a.post_send(p.qa, wr).unwrap();
     let f = p.tx_a();
@@ -130,15 +111,7 @@ fn outstanding_psns_are_bounded_and_ackreq_every_64_packets() {
 #[test]
 fn read_consumes_one_psn_per_response_packet() {
     let mut p = Pair::default_pair();
-    let mut rd = SendWr::new(
-        1,
-        SendOp::Read,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 3000,
-        },
-    );
+    let mut rd = send_wr_a(&p, 1, SendOp::Read, 3000);
     rd.remote_addr = IOVA_B;
     rd.rkey = p.mr_b.rkey;
     p.a.post_send(p.qa, rd).unwrap();
@@ -272,31 +245,9 @@ fn ipv6_endpoints_talk_roce_v2_over_ipv6() {
 #[test]
 fn send_longer_than_the_receive_buffer_fails_both_sides() {
     let mut p = Pair::default_pair();
-    p.b.post_recv(
-        p.qb,
-        engine::rc::RecvWr {
-            wr_id: 4,
-            sge: Sge {
-                lkey: p.mr_b.lkey,
-                addr: IOVA_B,
-                length: 10,
-            },
-        },
-    )
-    .unwrap();
-    p.a.post_send(
-        p.qa,
-        SendWr::new(
-            1,
-            SendOp::Send,
-            Sge {
-                lkey: p.mr_a.lkey,
-                addr: IOVA_A,
-                length: 11,
-            },
-        ),
-    )
-    .unwrap();
+    p.b.post_recv(p.qb, recv_wr_b(&p, 4, 10)).unwrap();
+    p.a.post_send(p.qa, send_wr_a(&p, 1, SendOp::Send, 11))
+        .unwrap();
     p.settle();
     assert_eq!(p.wcs_b()[0].status, WcStatus::LocalLengthError);
     assert_eq!(p.wcs_a()[0].status, WcStatus::RemoteInvalidRequest);

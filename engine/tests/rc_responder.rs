@@ -57,15 +57,7 @@ fn duplicate_write_is_re_acked_never_re_executed() {
 fn duplicate_read_is_re_executed_from_memory() {
     let mut p = Pair::default_pair();
     p.b.mr_write(p.mr_b.lkey, IOVA_B, &[1u8; 32]).unwrap();
-    let mut rd = SendWr::new(
-        1,
-        SendOp::Read,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 32,
-        },
-    );
+    let mut rd = send_wr_a(&p, 1, SendOp::Read, 32);
     rd.remote_addr = IOVA_B;
     rd.rkey = p.mr_b.rkey;
     p.a.post_send(p.qa, rd).unwrap();
@@ -86,15 +78,7 @@ fn duplicate_atomic_replays_the_saved_result_and_executes_once() {
     let mut p = Pair::default_pair();
     p.b.mr_write(p.mr_b.lkey, IOVA_B, &40u64.to_le_bytes())
         .unwrap();
-    let mut wr = SendWr::new(
-        1,
-        SendOp::FetchAdd,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 8,
-        },
-    );
+    let mut wr = send_wr_a(&p, 1, SendOp::FetchAdd, 8);
     wr.remote_addr = IOVA_B;
     wr.rkey = p.mr_b.rkey;
     wr.compare_add = 2;
@@ -175,19 +159,8 @@ fn acks_are_coalesced_and_carry_the_msn() {
 #[test]
 fn send_without_posted_receive_gets_rnr_nak_not_a_silent_drop() {
     let mut p = Pair::default_pair();
-    p.a.post_send(
-        p.qa,
-        SendWr::new(
-            1,
-            SendOp::Send,
-            Sge {
-                lkey: p.mr_a.lkey,
-                addr: IOVA_A,
-                length: 4,
-            },
-        ),
-    )
-    .unwrap();
+    p.a.post_send(p.qa, send_wr_a(&p, 1, SendOp::Send, 4))
+        .unwrap();
     let f = p.tx_a();
     p.deliver_b(&f);
     let n = p.tx_b();
@@ -212,15 +185,7 @@ fn multi_packet_send_lands_in_the_receive_buffer_with_immediate() {
         },
     )
     .unwrap();
-    let mut wr = SendWr::new(
-        1,
-        SendOp::SendWithImm,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 1300,
-        },
-    );
+    let mut wr = send_wr_a(&p, 1, SendOp::SendWithImm, 1300);
     wr.imm = 77;
     p.a.post_send(p.qa, wr).unwrap();
     let f = p.tx_a();
@@ -240,18 +205,7 @@ fn multi_packet_send_lands_in_the_receive_buffer_with_immediate() {
 #[test]
 fn write_with_immediate_consumes_a_receive() {
     let mut p = Pair::default_pair();
-    p.b.post_recv(
-        p.qb,
-        RecvWr {
-            wr_id: 8,
-            sge: Sge {
-                lkey: p.mr_b.lkey,
-                addr: IOVA_B,
-                length: 0,
-            },
-        },
-    )
-    .unwrap();
+    p.b.post_recv(p.qb, recv_wr_b(&p, 8, 0)).unwrap();
     let mut wr = write_wr(&p, 1, 64, 256);
     wr.opcode = SendOp::WriteWithImm;
     wr.imm = 0x1234;
@@ -337,15 +291,7 @@ fn middle_packet_cannot_escape_the_range_the_first_packet_checked() {
 #[test]
 fn read_without_remote_read_right_is_naked() {
     let (mut p, rkey, va) = guarded_pair(Access::REMOTE_WRITE);
-    let mut rd = SendWr::new(
-        1,
-        SendOp::Read,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 8,
-        },
-    );
+    let mut rd = send_wr_a(&p, 1, SendOp::Read, 8);
     rd.remote_addr = va;
     rd.rkey = rkey;
     p.a.post_send(p.qa, rd).unwrap();
@@ -356,15 +302,7 @@ fn read_without_remote_read_right_is_naked() {
 #[test]
 fn atomic_without_remote_atomic_right_is_naked_and_memory_unchanged() {
     let (mut p, rkey, va) = guarded_pair(Access::REMOTE_WRITE | Access::REMOTE_READ);
-    let mut wr = SendWr::new(
-        1,
-        SendOp::FetchAdd,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: 8,
-        },
-    );
+    let mut wr = send_wr_a(&p, 1, SendOp::FetchAdd, 8);
     wr.remote_addr = va;
     wr.rkey = rkey;
     wr.compare_add = 1;

@@ -7,7 +7,7 @@ use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use engine::rc::{Access, MrKeys, Mtu, QpInitAttr, SendOp, SendWr, Sge, WorkCompletion};
+use engine::rc::{Access, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WorkCompletion};
 use engine::time::Instant;
 use engine::wire::{emit_frame, parse_frame, Opcode, RoceHeaders};
 
@@ -134,6 +134,32 @@ pub fn rdma_wr(p: &Pair, wr_id: u64, op: SendOp, len: u32, off: u64) -> SendWr {
     wr.remote_addr = IOVA_B + off;
     wr.rkey = p.mr_b.rkey;
     wr
+}
+
+/// A's `op` work request `wr_id` on the first `len` bytes of A's region
+/// (no remote address).
+pub fn send_wr_a(p: &Pair, wr_id: u64, op: SendOp, len: u32) -> SendWr {
+    SendWr::new(
+        wr_id,
+        op,
+        Sge {
+            lkey: p.mr_a.lkey,
+            addr: IOVA_A,
+            length: len,
+        },
+    )
+}
+
+/// B's receive `wr_id` into the first `len` bytes of B's region.
+pub fn recv_wr_b(p: &Pair, wr_id: u64, len: u32) -> RecvWr {
+    RecvWr {
+        wr_id,
+        sge: Sge {
+            lkey: p.mr_b.lkey,
+            addr: IOVA_B,
+            length: len,
+        },
+    }
 }
 
 /// RDMA WRITE of A's `[off, off + len)` to the same offset at B.
