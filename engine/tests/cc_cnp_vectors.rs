@@ -246,6 +246,15 @@ fn pair(ip_a: IpAddr, ip_b: IpAddr, cc: CcConfig) -> Pair {
     }
 }
 
+/// [`pair`] on 10.0.0.1 (A) and 10.0.0.2 (B).
+fn pair_v4(cc: CcConfig) -> Pair {
+    pair(
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+        cc,
+    )
+}
+
 impl Pair {
     fn send(&mut self, wr_id: u64, len: u32) {
         let wr = SendWr::new(
@@ -355,11 +364,7 @@ fn endpoint_cnp_dscp_is_configurable() {
         },
         ..Default::default()
     };
-    let mut p = pair(
-        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-        cc,
-    );
+    let mut p = pair_v4(cc);
     p.send(1, 8);
     let mut buf = [0u8; 4200];
     let n = p.a.poll_transmit(Instant::ZERO, &mut buf).unwrap();
@@ -373,11 +378,7 @@ fn endpoint_cnp_dscp_is_configurable() {
 /// Deliver `count` CE-marked SENDs from A to B at `now` (no B transmission
 /// in between), then drain B: how many CNPs did it send?
 fn cnps_for_marked_burst(cc: CcConfig, count: u64) -> (usize, engine::rc::Counters) {
-    let mut p = pair(
-        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-        cc,
-    );
+    let mut p = pair_v4(cc);
     let mut buf = [0u8; 4200];
     for i in 0..count {
         p.send(i, 64);
@@ -418,11 +419,7 @@ fn cnp_slows_the_sender_and_dcqcn_can_be_switched_off() {
             dcqcn_enabled,
             ..Default::default()
         };
-        let mut p = pair(
-            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-            cc,
-        );
+        let mut p = pair_v4(cc);
         let now = Instant::from_micros(1);
         p.send(1, 64);
         let mut buf = [0u8; 4200];
@@ -481,11 +478,7 @@ fn data_marking_follows_the_endpoint_config() {
         },
         ..Default::default()
     };
-    let mut p = pair(
-        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
-        cc,
-    );
+    let mut p = pair_v4(cc);
     p.send(1, 8);
     let mut buf = [0u8; 4200];
     let n = p.a.poll_transmit(Instant::ZERO, &mut buf).unwrap();
