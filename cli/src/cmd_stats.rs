@@ -1,7 +1,8 @@
 //! `roce-xdp stats --iface IF [--watch] [--json]`: the counters of the
 //! engines running on an interface, read from their local stats channel
 //! (engine::stats), per queue and totalled, plus the XDP program's
-//! counters; with `--watch`, one refresh per second with rates.
+//! counters, plus the current DCQCN rate of every QP; with `--watch`, one
+//! refresh per second with rates.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -40,6 +41,10 @@ pub struct QueueStats {
     pub core: Option<usize>,
     /// In the engine's display order (serde_json preserves it).
     pub counters: Map<String, Value>,
+    /// Current DCQCN rate of each QP, Gb/s, by QP number (absent from
+    /// engines that predate it).
+    #[serde(default)]
+    pub qp_rates_gbps: Map<String, Value>,
 }
 
 /// The engine's snapshot (engine::stats JSON, schema 1).
@@ -172,7 +177,27 @@ pub fn render(s: &Snapshot, rates: Option<Rates<'_>>) -> String {
         }
         let _ = writeln!(out, "{line}");
     }
+    render_qp_rates(&mut out, s);
     out
+}
+
+/// The per-QP rate table (nothing when no queue has a QP).
+fn render_qp_rates(out: &mut String, s: &Snapshot) {
+    use std::fmt::Write as _;
+    if s.queues.iter().all(|q| q.qp_rates_gbps.is_empty()) {
+        return;
+    }
+    let _ = writeln!(out, "DCQCN rate per QP");
+    let _ = writeln!(out, "{:<6} {:>8} {:>14}", "queue", "QP", "rate (Gb/s)");
+    for q in &s.queues {
+        for (qpn, rate) in &q.qp_rates_gbps {
+            let rate = match rate.as_f64() {
+                Some(r) => format!("{r:.3}"),
+                None => "-".into(),
+            };
+            let _ = writeln!(out, "{:<6} {qpn:>8} {rate:>14}", format!("q{}", q.queue));
+        }
+    }
 }
 
 /// The `--json` document: the snapshot plus totals (and rates when watching).
@@ -263,11 +288,13 @@ mod tests {
                     queue: 0,
                     core: Some(1),
                     counters: vec![("sent_pkts".into(), 5), ("rcvd_pkts".into(), 1)],
+                    qp_rates: vec![(17, 100e9), (18, 12.5e9)],
                 },
                 engine::stats::QueueSnapshot {
                     queue: 1,
                     core: None,
                     counters: vec![("sent_pkts".into(), 7), ("rcvd_pkts".into(), 2)],
+                    qp_rates: Vec::new(),
                 },
             ],
         };
@@ -287,5 +314,25 @@ mod tests {
         assert_eq!(r[0].1, 10.0);
         let j = json_document(&s, None);
         assert_eq!(j["totals"]["sent_pkts"], 12);
+        // Per-QP rates: in the JSON per queue, and as a table.
+        assert_eq!(j["queues"][0]["qp_rates_gbps"]["17"], 100.0);
+        assert_eq!(j["queues"][0]["qp_rates_gbps"]["18"], 12.5);
+        assert_eq!(j["queues"][1]["qp_rates_gbps"], serde_json::json!({}));
+        assert!(text.contains("rate (Gb/s)"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["q0", "18", "12.500"]),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn reads_documents_without_qp_rates() {
+        let old = r#"{"schema_version":1,"iface":"v0","pid":1,"uptime_ns":1,
+            "xdp_mode":"native","zero_copy":false,"xdp":{},
+            "queues":[{"queue":0,"core":null,"counters":{"sent_pkts":1}}]}"#;
+        let s: Snapshot = serde_json::from_str(old).unwrap();
+        assert!(s.queues[0].qp_rates_gbps.is_empty());
+        assert!(!render(&s, None).contains("rate (Gb/s)"));
     }
 }

@@ -1,6 +1,7 @@
 //! Builds the stats channel's snapshot (engine::stats) from a running
 //! verbs [`Device`]: per-queue transport counters (rxe names), AF_XDP
-//! socket and kernel counters, and the XDP program's counters.
+//! socket and kernel counters, the current DCQCN rate of every QP, and
+//! the XDP program's counters.
 
 use std::time::Instant;
 
@@ -62,10 +63,16 @@ pub fn of_device(dev: &Device, iface: &str, cores: &[usize], started: Instant) -
         Err(_) => Vec::new(),
     };
     let queues = (0..dev.queues())
-        .map(|q| QueueSnapshot {
-            queue: q,
-            core: (!cores.is_empty()).then(|| cores[q as usize % cores.len()]),
-            counters: dev.stats(q).map(|s| queue_counters(&s)).unwrap_or_default(),
+        .map(|q| {
+            let stats = dev.stats(q).ok();
+            QueueSnapshot {
+                queue: q,
+                core: (!cores.is_empty()).then(|| cores[q as usize % cores.len()]),
+                counters: stats.as_ref().map(queue_counters).unwrap_or_default(),
+                qp_rates: stats
+                    .map(|s| s.qp_rates.as_slice().to_vec())
+                    .unwrap_or_default(),
+            }
         })
         .collect();
     Snapshot {

@@ -148,6 +148,30 @@ fn serve_stats_and_sigint_during_a_transfer() {
         client.try_wait().unwrap().is_none(),
         "the client ended early"
     );
+    // The connected QP's current DCQCN rate, per queue, in Gb/s.
+    let out = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let qp_rates = v["queues"][0]["qp_rates_gbps"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no qp_rates_gbps: {v}"));
+    assert!(
+        qp_rates
+            .iter()
+            .any(|(qpn, r)| qpn.parse::<u32>().is_ok() && r.as_f64().unwrap_or(0.0) > 0.0),
+        "{v}"
+    );
+    let out = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stdout).contains("rate (Gb/s)"),
+        "{}",
+        text(&out.stdout)
+    );
     let pid = serve.id().to_string();
     assert!(std::process::Command::new("kill")
         .args(["-INT", &pid])

@@ -62,6 +62,60 @@ pub struct QueueStats {
     pub sleeps: u64,
     /// Completions waiting because the application's queue was full.
     pub completion_backlog_events: u64,
+    /// Current DCQCN rate of the queue's QPs (filled when published).
+    pub qp_rates: QpRates,
+}
+
+/// Most QPs whose rate one [`QueueStats`] carries.
+pub const MAX_REPORTED_QPS: usize = 64;
+
+/// Current DCQCN rate, bit/s, of up to [`MAX_REPORTED_QPS`] QPs: a fixed
+/// array so that [`QueueStats`] stays `Copy` and publishing it allocates
+/// nothing.
+#[derive(Debug, Clone, Copy)]
+pub struct QpRates {
+    len: usize,
+    entries: [(u32, f64); MAX_REPORTED_QPS],
+    /// QPs beyond [`MAX_REPORTED_QPS`], not reported.
+    omitted: usize,
+}
+
+impl Default for QpRates {
+    fn default() -> Self {
+        QpRates {
+            len: 0,
+            entries: [(0, 0.0); MAX_REPORTED_QPS],
+            omitted: 0,
+        }
+    }
+}
+
+impl QpRates {
+    /// Replaces the contents with `rates` (`(qpn, bit/s)`), keeping the
+    /// first [`MAX_REPORTED_QPS`] and counting the rest as omitted.
+    pub fn fill(&mut self, rates: impl Iterator<Item = (u32, f64)>) {
+        self.len = 0;
+        self.omitted = 0;
+        for r in rates {
+            match self.entries.get_mut(self.len) {
+                Some(slot) => {
+                    *slot = r;
+                    self.len += 1;
+                }
+                None => self.omitted += 1,
+            }
+        }
+    }
+
+    /// The reported `(qpn, bit/s)` pairs.
+    pub fn as_slice(&self) -> &[(u32, f64)] {
+        &self.entries[..self.len]
+    }
+
+    /// How many QPs did not fit.
+    pub fn omitted(&self) -> usize {
+        self.omitted
+    }
 }
 
 /// State shared between the engine thread and applications.
@@ -436,9 +490,29 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
 
 fn publish(shared: &Shared, stats: &mut QueueStats, ep: &Endpoint, sock: &XskSocket) {
     stats.transport = ep.counters();
+    // Runs every STATS_PERIOD, not per packet: one walk over the QPs.
+    stats.qp_rates.fill(ep.qp_rates());
     stats.socket = sock.counters();
     if let Ok(k) = sock.statistics() {
         stats.kernel = k;
     }
     *shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = *stats;
+}
+
+#[cfg(test)]
+mod qp_rates_tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_first_qps_and_counts_the_rest() {
+        let mut r = QpRates::default();
+        r.fill((0..70u32).map(|q| (q, f64::from(q) * 1e9)));
+        assert_eq!(r.as_slice().len(), MAX_REPORTED_QPS);
+        assert_eq!(r.as_slice()[17], (17, 17e9));
+        assert_eq!(r.omitted(), 6);
+        // A refill replaces, never appends.
+        r.fill([(5, 1e9)].into_iter());
+        assert_eq!(r.as_slice(), &[(5, 1e9)]);
+        assert_eq!(r.omitted(), 0);
+    }
 }

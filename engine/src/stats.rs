@@ -15,7 +15,11 @@
 //! `{"schema_version":1,"iface":"eth0","pid":123,"uptime_ns":5,
 //!   "xdp_mode":"native","zero_copy":false,
 //!   "xdp":{"seen":1,...},
-//!   "queues":[{"queue":0,"core":2,"counters":{"sent_pkts":1,...}}]}`
+//!   "queues":[{"queue":0,"core":2,"counters":{"sent_pkts":1,...},
+//!   "qp_rates_gbps":{"17":100.000}}]}`
+//!
+//! `qp_rates_gbps` maps each QP number of the queue to its current DCQCN
+//! rate in Gb/s (the line rate while not limited or with DCQCN off).
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};
@@ -51,17 +55,19 @@ pub fn socket_path(iface: &str) -> PathBuf {
 }
 
 /// Counters of one queue's engine.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct QueueSnapshot {
     pub queue: u32,
     /// The core the engine thread is pinned to, if pinned.
     pub core: Option<usize>,
     /// `(name, value)` in display order.
     pub counters: Vec<(String, u64)>,
+    /// Current DCQCN rate of each QP, `(qpn, bit/s)`.
+    pub qp_rates: Vec<(u32, f64)>,
 }
 
 /// Everything one snapshot reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
     pub iface: String,
     pub pid: u32,
@@ -101,6 +107,23 @@ fn json_counters(out: &mut String, c: &[(String, u64)]) {
     out.push('}');
 }
 
+/// `{"qpn":gbps,...}`; a non-finite rate (never expected) is `null`.
+fn json_rates_gbps(out: &mut String, rates: &[(u32, f64)]) {
+    out.push('{');
+    for (i, (qpn, bps)) in rates.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let gbps = bps / 1e9;
+        if gbps.is_finite() {
+            let _ = write!(out, "\"{qpn}\":{gbps:.3}");
+        } else {
+            let _ = write!(out, "\"{qpn}\":null");
+        }
+    }
+    out.push('}');
+}
+
 impl Snapshot {
     /// The JSON document (layout in the module docs).
     pub fn to_json(&self) -> String {
@@ -129,6 +152,8 @@ impl Snapshot {
             }
             s.push_str(",\"counters\":");
             json_counters(&mut s, &q.counters);
+            s.push_str(",\"qp_rates_gbps\":");
+            json_rates_gbps(&mut s, &q.qp_rates);
             s.push('}');
         }
         s.push_str("]}\n");
@@ -437,6 +462,7 @@ mod tests {
                     queue: 1,
                     core: None,
                     counters: vec![("sent_pkts".into(), 5)],
+                    qp_rates: vec![(17, 100e9), (18, 2.5e9)],
                 }],
                 ..Default::default()
             },
@@ -452,7 +478,8 @@ mod tests {
         assert!(json.contains("\"iface\":\"t\\\"0\""), "{json}");
         assert!(
             json.contains(
-                "\"queues\":[{\"queue\":1,\"core\":null,\"counters\":{\"sent_pkts\":5}}]"
+                "\"queues\":[{\"queue\":1,\"core\":null,\"counters\":{\"sent_pkts\":5},\
+                 \"qp_rates_gbps\":{\"17\":100.000,\"18\":2.500}}]"
             ),
             "{json}"
         );
