@@ -8,20 +8,20 @@
 //! and remote offset `i * size`, up to `--window` work requests in flight.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::{Args, ValueEnum};
 
-use engine::endpoint::RemoteQp;
+use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::oob::pingpong::DEFAULT_TCP_PORT;
 use engine::oob::rdma_target::{
     fill_pattern, first_mismatch, TargetAddr, Verdict, DONE_LINE, MAX_LINE,
 };
 use engine::oob::Gid;
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
-use engine::verbs::QpCaps;
+use engine::verbs::{MemoryRegion, QpCaps, QueuePair};
 
 use crate::cmd_pingpong::wc_status_str;
 use crate::rxe_common::{
@@ -95,6 +95,44 @@ pub struct RdmaClientArgs {
 /// Target's max_dest_rd_atomic (rdma_target.c): READs in flight at most.
 pub(crate) const TARGET_MAX_DEST_RD_ATOMIC: u8 = 16;
 
+/// Our address line: `qp`, a fresh PSN, the GID of `ip`, and the first
+/// `len` bytes of `mr`.
+pub(crate) fn local_target_addr(
+    qp: &QueuePair,
+    ip: Ipv4Addr,
+    mr: &MemoryRegion,
+    len: usize,
+) -> TargetAddr {
+    TargetAddr {
+        qpn: qp.qpn(),
+        psn: random_psn(),
+        gid: Gid::from_ipv4(ip),
+        va: mr.addr(),
+        rkey: mr.rkey,
+        len: len as u32,
+    }
+}
+
+/// Connects `qp` (RTR/RTS) to the QP of `remote`, at `peer_ip` / `mac`.
+pub(crate) fn connect_to_target_addr(
+    qp: &QueuePair,
+    remote: &TargetAddr,
+    mac: [u8; 6],
+    peer_ip: Ipv4Addr,
+    opts: ConnectOptions,
+) -> Result<()> {
+    qp.connect(
+        RemoteQp {
+            qpn: remote.qpn,
+            psn: remote.psn,
+            mac,
+            ip: IpAddr::V4(peer_ip),
+        },
+        opts,
+    )
+    .context("connecting the QP (RTR/RTS)")
+}
+
 pub(crate) fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
     let mut line = String::new();
     r.by_ref()
@@ -144,14 +182,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         )
         .context("creating the QP")?;
 
-    let local = TargetAddr {
-        qpn: qp.qpn(),
-        psn: random_psn(),
-        gid: Gid::from_ipv4(ip),
-        va: mr.addr(),
-        rkey: mr.rkey,
-        len: len as u32,
-    };
+    let local = local_target_addr(&qp, ip, &mr, len);
     let stream = connect_with_retry(
         &args.target,
         args.port,
@@ -183,16 +214,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     let peer_ip = peer_ipv4(remote.gid, "the target")?;
     let mac = peer_mac(&dev, args.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
     let opts = rdma_target_connect_options(args.mtu, local.psn, TARGET_MAX_DEST_RD_ATOMIC, 1);
-    qp.connect(
-        RemoteQp {
-            qpn: remote.qpn,
-            psn: remote.psn,
-            mac,
-            ip: IpAddr::V4(peer_ip),
-        },
-        opts,
-    )
-    .context("connecting the QP (RTR/RTS)")?;
+    connect_to_target_addr(&qp, &remote, mac, peer_ip, opts)?;
     set_drop_rate(&dev, args.drop_rate)?;
 
     let opcode = match args.op {

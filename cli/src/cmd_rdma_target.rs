@@ -11,18 +11,18 @@ use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 
-use engine::endpoint::RemoteQp;
 use engine::oob::pingpong::DEFAULT_TCP_PORT;
 use engine::oob::rdma_target::{
     fill_pattern, first_mismatch, pattern, TargetAddr, Verdict, DONE_LINE,
 };
-use engine::oob::Gid;
 use engine::rc::Access;
 use engine::verbs::QpCaps;
 
-use crate::cmd_rdma_client::{read_line, RdmaOp, TARGET_MAX_DEST_RD_ATOMIC};
+use crate::cmd_rdma_client::{
+    connect_to_target_addr, local_target_addr, read_line, RdmaOp, TARGET_MAX_DEST_RD_ATOMIC,
+};
 use crate::rxe_common::{
-    check_mtu, device_config, device_ipv4, open_device, peer_ipv4, peer_mac, random_psn,
+    check_mtu, device_config, device_ipv4, open_device, peer_ipv4, peer_mac,
     rdma_target_connect_options, report_impairment_drops, set_drop_rate, XdpMode,
 };
 
@@ -106,14 +106,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
             },
         )
         .context("creating the QP")?;
-    let local = TargetAddr {
-        qpn: qp.qpn(),
-        psn: random_psn(),
-        gid: Gid::from_ipv4(ip),
-        va: mr.addr(),
-        rkey: mr.rkey,
-        len: len as u32,
-    };
+    let local = local_target_addr(&qp, ip, &mr, len);
 
     let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, args.port))
         .with_context(|| format!("couldn't listen to port {}", args.port))?;
@@ -135,16 +128,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
     let peer_ip = peer_ipv4(remote.gid, "the peer")?;
     let mac = peer_mac(&dev, args.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
     let opts = rdma_target_connect_options(args.mtu, local.psn, 1, TARGET_MAX_DEST_RD_ATOMIC);
-    qp.connect(
-        RemoteQp {
-            qpn: remote.qpn,
-            psn: remote.psn,
-            mac,
-            ip: IpAddr::V4(peer_ip),
-        },
-        opts,
-    )
-    .context("connecting the QP (RTR/RTS)")?;
+    connect_to_target_addr(&qp, &remote, mac, peer_ip, opts)?;
     set_drop_rate(&dev, args.drop_rate)?;
     writer
         .write_all(local.encode().as_bytes())
