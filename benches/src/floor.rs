@@ -4,6 +4,12 @@
 //! goodput the engine is compared with; a ping-pong against the datapath's
 //! echo loop (`engine::io::echo`) gives the round-trip floor.
 //!
+//! Every loop waits the way the engine's driver does in the same
+//! [`PollMode`] (see [`idle_wait`]): in adaptive mode it yields the core
+//! while idle-spinning and then sleeps in poll(2), so that on a machine
+//! with few cores the floor is not slowed by spinners starving each other
+//! and stays an upper bound for the engine.
+//!
 //! Frames are Ethernet/IPv4/UDP to port 4791, so the XDP program steers
 //! them to the socket, and as long as the engine's RoCE packet carrying the
 //! same payload (see [`frame_len_for`]); their content is not RoCE.
@@ -11,7 +17,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use engine::io::XskSocket;
+use engine::io::echo::idle_wait;
+use engine::io::{PollMode, XskSocket};
 use engine::netns::Side;
 
 /// Packets queued per `flush`/taken per `recv` (the echo loop's batch).
@@ -76,8 +83,15 @@ pub struct FloorStats {
 }
 
 /// Sends `frame` as fast as the rings take it for `duration`, `BATCH`
-/// packets per flush. Returns what was queued.
-pub fn stream_send(sock: &mut XskSocket, frame: &[u8], duration: Duration) -> FloorStats {
+/// packets per flush. When the TX ring is full, waits as the engine's
+/// driver does with frames pending (spins in `Busy`, yields in
+/// `Adaptive`). Returns what was queued.
+pub fn stream_send(
+    sock: &mut XskSocket,
+    frame: &[u8],
+    duration: Duration,
+    poll: PollMode,
+) -> FloorStats {
     let start = Instant::now();
     let mut stats = FloorStats::default();
     while start.elapsed() < duration {
@@ -89,23 +103,36 @@ pub fn stream_send(sock: &mut XskSocket, frame: &[u8], duration: Duration) -> Fl
         stats.packets += queued as u64;
         stats.bytes += (queued * frame.len()) as u64;
         let _ = sock.flush();
+        if queued == 0 && poll != PollMode::Busy {
+            std::thread::yield_now();
+        }
     }
     // Let the kernel drain what is queued.
     let drain = Instant::now();
     while sock.tx_in_flight() > 0 && drain.elapsed() < Duration::from_millis(200) {
         let _ = sock.flush();
         sock.complete();
+        if poll != PollMode::Busy {
+            std::thread::yield_now();
+        }
     }
     stats.elapsed = start.elapsed();
     stats
 }
 
 /// Receives until `stop` is set and nothing arrived for `idle`; counts
-/// packets and bytes from the first packet to the last.
-pub fn stream_receive(sock: &mut XskSocket, stop: &AtomicBool, idle: Duration) -> FloorStats {
+/// packets and bytes from the first packet to the last. Waits for packets
+/// as the engine's driver does in `poll` mode.
+pub fn stream_receive(
+    sock: &mut XskSocket,
+    stop: &AtomicBool,
+    idle: Duration,
+    poll: PollMode,
+) -> FloorStats {
     let mut stats = FloorStats::default();
     let mut first: Option<Instant> = None;
     let mut last = Instant::now();
+    let mut idle_since = None;
     loop {
         let mut bytes = 0u64;
         let n = sock.recv(BATCH, |p| bytes += p.len() as u64);
@@ -115,10 +142,11 @@ pub fn stream_receive(sock: &mut XskSocket, stop: &AtomicBool, idle: Duration) -
             last = now;
             stats.packets += n as u64;
             stats.bytes += bytes;
+            idle_since = None;
         } else if stop.load(Ordering::Relaxed) && last.elapsed() >= idle {
             break;
-        } else if last.elapsed() > Duration::from_micros(200) {
-            let _ = sock.wait(Duration::from_millis(5));
+        } else {
+            idle_wait(sock, poll, &mut idle_since, Duration::from_millis(5));
         }
     }
     stats.elapsed = first.map(|f| last - f).unwrap_or_default();
@@ -126,13 +154,16 @@ pub fn stream_receive(sock: &mut XskSocket, stop: &AtomicBool, idle: Duration) -
 }
 
 /// Sends `frame` `iterations` times to an echoing peer, one at a time,
-/// and returns each round-trip time. A packet not echoed within `timeout`
-/// ends the run with an error.
+/// and returns each round-trip time. While waiting for the echo it yields
+/// the core (as the engine's application thread does); in `Adaptive` mode
+/// it sleeps in poll(2) after the spin window, as the engine's driver
+/// does. A packet not echoed within `timeout` ends the run with an error.
 pub fn pingpong(
     sock: &mut XskSocket,
     frame: &[u8],
     iterations: usize,
     timeout: Duration,
+    poll: PollMode,
 ) -> Result<Vec<Duration>, String> {
     let mut rtts = Vec::with_capacity(iterations);
     for i in 0..iterations {
@@ -145,6 +176,7 @@ pub fn pingpong(
             }
         }
         let _ = sock.flush();
+        let mut idle_since = None;
         loop {
             if sock.recv(1, |_| {}) > 0 {
                 break;
@@ -152,9 +184,14 @@ pub fn pingpong(
             if start.elapsed() > timeout {
                 return Err(format!("ping {i} not echoed within {timeout:?}"));
             }
-            // As the engine's application thread does: leave the core to
-            // the echo loop if it needs it.
-            std::thread::yield_now();
+            match poll {
+                // As the engine's application thread does: leave the core
+                // to the echo loop if it needs it.
+                PollMode::Busy => std::thread::yield_now(),
+                PollMode::Adaptive { .. } => {
+                    idle_wait(sock, poll, &mut idle_since, Duration::from_millis(1))
+                }
+            }
         }
         rtts.push(start.elapsed());
     }

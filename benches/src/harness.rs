@@ -399,7 +399,7 @@ fn measure_round(
         if floor_pts.iter().any(|(f, _)| *f == frame_len) {
             continue;
         }
-        let p = floor_stream(pair, frame_len, payload, opts.point())?;
+        let p = floor_stream(pair, frame_len, payload, opts.point(), opts.engine_poll)?;
         progress(
             opts,
             &format!(
@@ -576,6 +576,7 @@ fn floor_stream(
     frame_len: usize,
     payload: usize,
     duration: Duration,
+    poll: PollMode,
 ) -> Result<FloorPoint, HarnessError> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -584,7 +585,7 @@ fn floor_stream(
     let receiver = spawn_in(&pair.b, move || {
         let (prog, mut sock) = open_xsk(&b, 0)?;
         let _ = ready_tx.send(());
-        let stats = floor::stream_receive(&mut sock, &stop_rx, Duration::from_millis(100));
+        let stats = floor::stream_receive(&mut sock, &stop_rx, Duration::from_millis(100), poll);
         Ok((stats, prog.mode().to_string(), sock.is_zero_copy()))
     });
     if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
@@ -597,7 +598,7 @@ fn floor_stream(
     let cpu0 = process_cpu_time();
     let sender = spawn_in(&pair.a, move || {
         let (_prog, mut sock) = open_xsk(&a, 0)?;
-        Ok(floor::stream_send(&mut sock, &frame, duration))
+        Ok(floor::stream_send(&mut sock, &frame, duration, poll))
     });
     let sent = join(sender);
     stop.store(true, Ordering::Relaxed);
@@ -646,9 +647,14 @@ fn floor_pingpong(
     let client = spawn_in(&pair.a, move || {
         let (_prog, mut sock) = open_xsk(&a, 0)?;
         let warm = iterations / 10;
-        let mut rtts =
-            floor::pingpong(&mut sock, &frame, iterations + warm, Duration::from_secs(2))
-                .map_err(HarnessError::Floor)?;
+        let mut rtts = floor::pingpong(
+            &mut sock,
+            &frame,
+            iterations + warm,
+            Duration::from_secs(2),
+            poll,
+        )
+        .map_err(HarnessError::Floor)?;
         Ok(Percentiles::of(&mut rtts[warm..]))
     });
     let r = join(client);

@@ -68,10 +68,27 @@ impl Arena {
     }
 }
 
-fn idle_wait(sock: &XskSocket, mode: PollMode, idle_since: &mut Option<Instant>, max: Duration) {
+/// One idle iteration of a loop that found no work, with the engine
+/// driver's policy: [`PollMode::Busy`] returns at once (keep spinning);
+/// [`PollMode::Adaptive`] yields the core while the idle spell is shorter
+/// than `spin` and then blocks in poll(2) on `sock` for up to `max`.
+/// `idle_since` holds the start of the idle spell; reset it to `None`
+/// whenever the loop makes progress.
+///
+/// Yielding matters on machines with fewer cores than busy threads: two
+/// loops spinning without yielding starve each other (and the peer),
+/// which on 2 cores made the bare loops slower than the engine.
+pub fn idle_wait(
+    sock: &XskSocket,
+    mode: PollMode,
+    idle_since: &mut Option<Instant>,
+    max: Duration,
+) {
     if let PollMode::Adaptive { spin } = mode {
         let since = *idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= spin {
+        if since.elapsed() < spin {
+            std::thread::yield_now();
+        } else {
             let _ = sock.wait(max);
             *idle_since = None;
         }
@@ -109,6 +126,10 @@ pub fn echo(sock: &mut XskSocket, stop: &AtomicBool, mode: PollMode) -> LoopStat
                 sock.complete();
                 if stop.load(Ordering::Relaxed) {
                     break;
+                }
+                if mode != PollMode::Busy {
+                    // TX ring full: let the peer run (as the driver does).
+                    std::thread::yield_now();
                 }
             }
             stats.packets_sent += 1;
