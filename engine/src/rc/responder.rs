@@ -31,7 +31,7 @@ use super::psn::Psn;
 use super::requester::packets_for;
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
-use crate::wire::{emit_frame, frame_len, AtomicAckEthRepr, Opcode, RoceFrame};
+use crate::wire::{emit_frame, frame_len, AtomicAckEthRepr, Opcode, RethRepr, RoceFrame};
 
 /// One answer waiting to be sent, in PSN order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -351,18 +351,7 @@ impl Responder {
                         let Some(reth) = h.reth else {
                             return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
                         };
-                        // A zero-length WRITE does not validate the R_Key
-                        // (IBTA C9-88, rxe the same).
-                        if reth.dma_len > 0
-                            && mrs
-                                .check(
-                                    reth.rkey,
-                                    reth.va,
-                                    u64::from(reth.dma_len),
-                                    Access::REMOTE_WRITE,
-                                )
-                                .is_err()
-                        {
+                        if !reth_access_allowed(mrs, &reth, Access::REMOTE_WRITE) {
                             return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters));
                         }
                         (reth.va, reth.rkey, reth.dma_len, 0)
@@ -432,16 +421,7 @@ impl Responder {
                     counters.dropped_busy += 1;
                     return Ok(());
                 }
-                if reth.dma_len > 0
-                    && mrs
-                        .check(
-                            reth.rkey,
-                            reth.va,
-                            u64::from(reth.dma_len),
-                            Access::REMOTE_READ,
-                        )
-                        .is_err()
-                {
+                if !reth_access_allowed(mrs, &reth, Access::REMOTE_READ) {
                     return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters));
                 }
                 self.msn = (self.msn + 1) & Psn::MASK;
@@ -538,16 +518,7 @@ impl Responder {
                     counters.dropped_malformed += 1;
                     return;
                 }
-                if reth.dma_len > 0
-                    && mrs
-                        .check(
-                            reth.rkey,
-                            reth.va,
-                            u64::from(reth.dma_len),
-                            Access::REMOTE_READ,
-                        )
-                        .is_err()
-                {
+                if !reth_access_allowed(mrs, &reth, Access::REMOTE_READ) {
                     counters.dropped_malformed += 1;
                     return;
                 }
@@ -756,4 +727,13 @@ fn recv_wc(
         byte_len,
         imm,
     }
+}
+
+/// Whether the RETH's R_Key, range and rights allow `need`. A zero-length
+/// WRITE or READ does not validate the R_Key (IBTA C9-88; rxe the same).
+fn reth_access_allowed(mrs: &MrTable, reth: &RethRepr, need: Access) -> bool {
+    reth.dma_len == 0
+        || mrs
+            .check(reth.rkey, reth.va, u64::from(reth.dma_len), need)
+            .is_ok()
 }
