@@ -2,11 +2,11 @@
 //! socket and feeds the sans-IO [`Endpoint`] in batches:
 //!
 //! 1. take work posted by applications (lock-free `ArrayQueue`s),
-//! 2. `handle_packet` for every received frame,
-//! 3. `handle_timeout` when `poll_timeout` has passed,
-//! 4. `poll_transmit` into TX frames until the endpoint has nothing due or
+//! 2. the I/O steps of [`crate::driver_step`]: `handle_packet` for every
+//!    received frame, `handle_timeout` when `poll_timeout` has passed,
+//!    `poll_transmit` into TX frames until the endpoint has nothing due or
 //!    the ring is full,
-//! 5. move work completions to the application's completion queue.
+//! 3. move work completions to the application's completion queue.
 //!
 //! Time is read here (a monotonic clock, origin = thread start) and passed
 //! to the endpoint; the endpoint never reads a clock. When idle, the loop
@@ -23,10 +23,9 @@ use crossbeam_queue::ArrayQueue;
 use thiserror::Error;
 
 use crate::driver_capture::CaptureSink;
+use crate::driver_step::{DriverStep, BATCH};
 use crate::endpoint::{Endpoint, EndpointConfig};
-use crate::io::{
-    PollMode, Waker, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, MAX_PACKET,
-};
+use crate::io::{PollMode, Waker, XskConfig, XskCounters, XskError, XskSocket, XskStatistics};
 use crate::loader::SteerProgram;
 use crate::rc::{Counters, RecvWr, SendWr, VerbsError, WorkCompletion};
 use crate::time::Instant;
@@ -241,8 +240,6 @@ impl std::fmt::Debug for Driver {
     }
 }
 
-/// Frames moved per batch.
-const BATCH: usize = 64;
 /// How often the statistics snapshot is refreshed.
 const STATS_PERIOD: Duration = Duration::from_millis(5);
 /// Longest sleep in adaptive mode when the endpoint has no deadline.
@@ -358,15 +355,11 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
     let clock = || Instant::from_nanos(origin.elapsed().as_nanos() as u64);
     let mut ep = Endpoint::new(cfg.endpoint);
     let cq = ep.create_cq(cfg.queue_depth.max(16) * 2);
-    let mut tx_buf = vec![0u8; MAX_PACKET].into_boxed_slice();
     let mut wcs = vec![WorkCompletion::default(); BATCH];
     let mut stats = QueueStats::default();
     let mut last_stats = origin;
     let mut idle_since: Option<std::time::Instant> = None;
-    let capture = cfg.capture.clone();
-    // TX frames the largest packet may need (checked before each poll_transmit
-    // so that a frame the endpoint emits always finds room).
-    let frames_per_packet = sock.max_packet().div_ceil(sock.frame_size() as usize);
+    let mut step = DriverStep::new(&sock, cfg.capture.clone());
 
     loop {
         if shared.stop.load(Ordering::Relaxed) {
@@ -374,7 +367,6 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
         }
         stats.loops += 1;
         let mut progress = false;
-        let now = clock();
 
         // 1. application work
         for _ in 0..BATCH {
@@ -393,42 +385,11 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
             }
         }
 
-        // 2. receive
-        let n = sock.recv(BATCH, |frame| {
-            if let Some(c) = &capture {
-                c.record(frame);
-            }
-            ep.handle_packet(now, frame);
-        });
-        progress |= n > 0;
+        // 2. receive, timers, transmit
+        let outcome = step.step(&mut sock, &mut ep, clock);
+        progress |= outcome.progress();
 
-        // 3. timers
-        let now = clock();
-        if ep.poll_timeout().is_some_and(|t| t <= now) {
-            ep.handle_timeout(now);
-            progress = true;
-        }
-
-        // 4. transmit
-        sock.complete();
-        let mut sent = 0;
-        while sent < BATCH && sock.tx_room() >= frames_per_packet {
-            let Some(len) = ep.poll_transmit(now, &mut tx_buf) else {
-                break;
-            };
-            if let Some(c) = &capture {
-                c.record(&tx_buf[..len]);
-            }
-            let queued = sock.send(&tx_buf[..len]);
-            debug_assert!(queued, "room was checked");
-            sent += 1;
-        }
-        if sent > 0 || sock.tx_in_flight() > 0 {
-            let _ = sock.flush();
-        }
-        progress |= sent > 0;
-
-        // 5. completions
+        // 3. completions
         let room = shared.completions.capacity() - shared.completions.len();
         if room > 0 {
             let k = ep.poll_cq(cq, &mut wcs[..room.min(BATCH)]);

@@ -1,0 +1,131 @@
+//! The per-iteration I/O steps of an engine thread, shared by the
+//! poll-mode loop ([`crate::driver`]) and any other loop that drives an
+//! [`Endpoint`] over an [`XskSocket`]:
+//!
+//! 1. [`DriverStep::receive`]: `handle_packet` for a batch of received frames,
+//! 2. [`DriverStep::timers`]: `handle_timeout` when `poll_timeout` has passed,
+//! 3. [`DriverStep::transmit`]: `poll_transmit` into TX frames until the
+//!    endpoint has nothing due or the ring is full, then publish them.
+//!
+//! [`DriverStep::step`] runs the three in that order.
+
+use crate::driver_capture::CaptureSink;
+use crate::endpoint::Endpoint;
+use crate::io::{XskSocket, MAX_PACKET};
+use crate::time::Instant;
+
+/// Frames moved per batch (received packets, transmitted packets).
+pub(crate) const BATCH: usize = 64;
+
+/// What one [`DriverStep::step`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct StepOutcome {
+    /// Packets received and handed to the endpoint.
+    pub received: usize,
+    /// Whether `handle_timeout` ran.
+    pub timers_fired: bool,
+    /// Packets queued for transmission.
+    pub sent: usize,
+}
+
+impl StepOutcome {
+    /// Whether anything happened.
+    pub fn progress(&self) -> bool {
+        self.received > 0 || self.timers_fired || self.sent > 0
+    }
+}
+
+/// State the I/O steps keep between iterations (a scratch buffer for
+/// packets larger than one UMEM frame, the frame capture).
+pub(crate) struct DriverStep {
+    tx_buf: Box<[u8]>,
+    /// TX frames the largest packet may need (checked before each
+    /// `poll_transmit` so that a packet the endpoint emits always finds room).
+    frames_per_packet: usize,
+    capture: Option<CaptureSink>,
+}
+
+impl DriverStep {
+    /// Steps for `sock`, recording every frame to `capture` if set.
+    pub(crate) fn new(sock: &XskSocket, capture: Option<CaptureSink>) -> DriverStep {
+        DriverStep {
+            tx_buf: vec![0u8; MAX_PACKET].into_boxed_slice(),
+            frames_per_packet: sock.max_packet().div_ceil(sock.frame_size() as usize),
+            capture,
+        }
+    }
+
+    /// Receive, timers, transmit (in that order). `clock` is read once
+    /// before receiving and once after (timers and transmit use the later
+    /// time).
+    pub(crate) fn step(
+        &mut self,
+        sock: &mut XskSocket,
+        ep: &mut Endpoint,
+        clock: impl Fn() -> Instant,
+    ) -> StepOutcome {
+        let received = self.receive(sock, ep, clock());
+        let now = clock();
+        let timers_fired = self.timers(ep, now);
+        let sent = self.transmit(sock, ep, now);
+        StepOutcome {
+            received,
+            timers_fired,
+            sent,
+        }
+    }
+
+    /// Hands up to [`BATCH`] received packets to the endpoint; returns how many.
+    pub(crate) fn receive(
+        &mut self,
+        sock: &mut XskSocket,
+        ep: &mut Endpoint,
+        now: Instant,
+    ) -> usize {
+        let capture = &self.capture;
+        sock.recv(BATCH, |frame| {
+            if let Some(c) = capture {
+                c.record(frame);
+            }
+            ep.handle_packet(now, frame);
+        })
+    }
+
+    /// Runs the endpoint's timers if their deadline has passed; returns
+    /// whether they ran.
+    pub(crate) fn timers(&mut self, ep: &mut Endpoint, now: Instant) -> bool {
+        if ep.poll_timeout().is_some_and(|t| t <= now) {
+            ep.handle_timeout(now);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Queues up to [`BATCH`] packets the endpoint has due and publishes
+    /// them to the kernel; returns how many were queued.
+    pub(crate) fn transmit(
+        &mut self,
+        sock: &mut XskSocket,
+        ep: &mut Endpoint,
+        now: Instant,
+    ) -> usize {
+        sock.complete();
+        let mut sent = 0;
+        while sent < BATCH && sock.tx_room() >= self.frames_per_packet {
+            let Some(len) = ep.poll_transmit(now, &mut self.tx_buf) else {
+                break;
+            };
+            if let Some(c) = &self.capture {
+                c.record(&self.tx_buf[..len]);
+            }
+            let queued = sock.send(&self.tx_buf[..len]);
+            debug_assert!(queued, "room was checked");
+            sent += 1;
+        }
+        if sent > 0 || sock.tx_in_flight() > 0 {
+            let _ = sock.flush();
+        }
+        sent
+    }
+}
