@@ -47,7 +47,7 @@ use crate::rc::mr::{Access, MrKeys, MrTable, RegionMemory};
 use crate::rc::qp::{Qp, QpInitAttr};
 use crate::rc::wqe::{RecvWr, SendWr, WorkCompletion};
 use crate::time::Instant;
-use crate::wire::{parse_frame, Ecn, Opcode, ParseError};
+use crate::wire::{parse_frame_view, Ecn, Opcode, ParseError};
 
 /// First QP number handed out (QPN 0 and 1 are special in InfiniBand).
 pub const FIRST_QPN: u32 = 0x11;
@@ -425,7 +425,9 @@ impl Endpoint {
     /// Feed one received Ethernet frame. Anything that is not a valid RoCE v2
     /// packet for one of our QPs is counted and dropped.
     pub fn handle_packet(&mut self, now: Instant, frame: &[u8]) {
-        let f = match parse_frame(frame) {
+        // The borrowed view: headers are read from the frame bytes as the
+        // QP needs them, never copied into an owned `RoceHeaders`.
+        let f = match parse_frame_view(frame) {
             Ok(f) => f,
             Err(ParseError::BadIcrc { .. }) => {
                 self.counters.dropped_bad_icrc += 1;
@@ -436,7 +438,7 @@ impl Endpoint {
                 return;
             }
         };
-        let dest = f.headers.bth.dest_qp;
+        let dest = f.dest_qp();
         let Some(i) = dest.checked_sub(FIRST_QPN) else {
             self.counters.dropped_unknown_qp += 1;
             return;
@@ -448,7 +450,7 @@ impl Endpoint {
         };
         self.tx_ready.set(i);
         self.timed.set(i);
-        if f.headers.bth.opcode == Opcode::Cnp {
+        if f.opcode() == Opcode::Cnp {
             qp.counters.cnp_received += 1;
             match qp.cc.on_cnp(now) {
                 CnpOutcome::Handled => qp.counters.rp_cnp_handled += 1,

@@ -28,7 +28,7 @@ use super::requester::Requester;
 use super::timer::Timer;
 use super::wqe::{SendOp, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
-use crate::wire::{Opcode, RoceFrame};
+use crate::wire::{Opcode, RoceFrameView};
 
 /// AETH syndrome types (bits 7..5) and NAK codes (notes, "AETH").
 pub mod syndrome {
@@ -234,14 +234,13 @@ impl Requester {
     pub(crate) fn handle_response(
         &mut self,
         now: Instant,
-        frame: &RoceFrame<'_>,
+        frame: &RoceFrameView<'_>,
         attr: &QpAttr,
         mrs: &mut MrTable,
         sink: &mut CompletionSink<'_>,
         counters: &mut Counters,
     ) -> Result<(), Fatal> {
-        let h = &frame.headers;
-        let psn = Psn::new(h.bth.psn);
+        let psn = Psn::new(frame.psn());
         // Only PSNs we have sent can be acknowledged (rxe check_psn).
         if !psn.before(self.max_sent_psn) {
             counters.dropped_malformed += 1;
@@ -251,10 +250,10 @@ impl Requester {
             counters.duplicate_response += 1;
             return Ok(());
         }
-        let op = h.bth.opcode;
+        let op = frame.opcode();
         let (progressed, implied) = match op {
             Opcode::Acknowledge => {
-                let Some(aeth) = h.aeth else {
+                let Some(aeth) = frame.aeth() else {
                     counters.dropped_malformed += 1;
                     return Ok(());
                 };
@@ -277,7 +276,7 @@ impl Requester {
         }
         match op {
             Opcode::Acknowledge => {
-                let s = h.aeth.map(|a| a.syndrome).unwrap_or(syndrome::ACK);
+                let s = frame.aeth().map(|a| a.syndrome).unwrap_or(syndrome::ACK);
                 match syndrome::kind(s) {
                     0 => Ok(()),
                     1 => self.on_rnr_nak(now, s & 0x1F, attr, sink, counters),
@@ -300,14 +299,14 @@ impl Requester {
             | Opcode::ReadRespMiddle
             | Opcode::ReadRespLast
             | Opcode::ReadRespOnly => {
-                self.on_read_response(now, psn, op, frame.payload, attr, mrs, sink, counters)
+                self.on_read_response(now, psn, op, frame.payload(), attr, mrs, sink, counters)
             }
             Opcode::AtomicAcknowledge => {
                 let Some(front) = self.wqes.front().copied() else {
                     counters.dropped_malformed += 1;
                     return Ok(());
                 };
-                let Some(ack) = h.atomic_ack_eth else {
+                let Some(ack) = frame.atomic_ack_eth() else {
                     counters.dropped_malformed += 1;
                     return Ok(());
                 };

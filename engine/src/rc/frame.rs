@@ -4,7 +4,9 @@
 use core::net::IpAddr;
 
 use super::psn::Psn;
-use crate::wire::{BthRepr, Ecn, EthRepr, IpRepr, Opcode, RoceHeaders, UdpRepr, ROCE_V2_UDP_PORT};
+use crate::wire::{
+    BthRepr, Ecn, EthRepr, IpRepr, Opcode, RoceFrameView, RoceHeaders, UdpRepr, ROCE_V2_UDP_PORT,
+};
 
 /// Headers of one QP's packets, minus opcode, PSN and extension headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +110,16 @@ impl FrameTemplate {
                 s == dst && d == src
             }
             _ => false,
+        }
+    }
+
+    /// [`Self::is_from_peer`] for a received frame view (reads only the
+    /// two addresses from the frame bytes).
+    #[inline]
+    pub fn is_from_peer_view(&self, f: &RoceFrameView<'_>) -> bool {
+        match &self.ip {
+            IpRepr::V4 { src, dst, .. } => f.ipv4_addrs() == Some((*dst, *src)),
+            IpRepr::V6 { src, dst, .. } => f.ipv6_addrs() == Some((*dst, *src)),
         }
     }
 

@@ -7,14 +7,14 @@ use super::congestion::QpCongestion;
 use super::counters::Counters;
 use super::cq::Cq;
 use super::error::VerbsError;
-use super::frame::{class, ecn_of, FrameTemplate};
+use super::frame::{class, FrameTemplate};
 use super::mr::{Access, MrTable};
 use super::psn::Psn;
 use super::requester::{Requester, TxOutcome, MAX_MESSAGE_LEN};
 use super::responder::Responder;
 use super::wqe::{RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
-use crate::wire::{emit_frame, Ecn, Opcode, RoceFrame};
+use crate::wire::{emit_frame, Ecn, Opcode, RoceFrameView};
 use core::net::IpAddr;
 
 /// Creation attributes of a QP (`ibv_qp_init_attr`).
@@ -332,7 +332,7 @@ impl Qp {
     pub(crate) fn handle_packet(
         &mut self,
         now: Instant,
-        frame: &RoceFrame<'_>,
+        frame: &RoceFrameView<'_>,
         mrs: &mut MrTable,
         cqs: &mut [Cq],
     ) {
@@ -345,18 +345,18 @@ impl Qp {
         if !self
             .tpl
             .as_ref()
-            .is_some_and(|t| t.is_from_peer(&frame.headers))
+            .is_some_and(|t| t.is_from_peer_view(frame))
         {
             self.counters.dropped_wrong_peer += 1;
             return;
         }
         self.counters.rcvd_pkts += 1;
-        let ecn = ecn_of(&frame.headers);
+        let ecn = frame.ecn();
         if ecn == Ecn::Ce {
             self.counters.np_ecn_marked_roce_packets += 1;
         }
         self.cc.on_packet_received(now, ecn);
-        let op = frame.headers.bth.opcode;
+        let op = frame.opcode();
         let result = if class::is_request(op) {
             let mut rcq = cqs.get_mut(self.init.recv_cq as usize);
             self.resp.handle_request(

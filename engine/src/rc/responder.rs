@@ -31,7 +31,7 @@ use super::psn::Psn;
 use super::requester::packets_for;
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
-use crate::wire::{emit_frame, frame_len, AtomicAckEthRepr, Opcode, RethRepr, RoceFrame};
+use crate::wire::{emit_frame, frame_len, AtomicAckEthRepr, Opcode, RethRepr, RoceFrameView};
 
 /// One answer waiting to be sent, in PSN order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,17 +179,16 @@ impl Responder {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn handle_request(
         &mut self,
-        frame: &RoceFrame<'_>,
+        frame: &RoceFrameView<'_>,
         attr: &QpAttr,
         mrs: &mut MrTable,
         recv_cq: &mut Option<&mut Cq>,
         qpn: u32,
         counters: &mut Counters,
     ) -> Result<(), Fatal> {
-        let h = &frame.headers;
-        let op = h.bth.opcode;
-        let psn = Psn::new(h.bth.psn);
-        let payload = frame.payload;
+        let op = frame.opcode();
+        let psn = Psn::new(frame.psn());
+        let payload = frame.payload();
         let d = psn.diff(self.e_psn);
         if d > 0 {
             // Out of sequence: one NAK per gap (rxe sent_psn_nak).
@@ -313,7 +312,7 @@ impl Responder {
                     self.in_progress = InProgress::None;
                     self.msn = (self.msn + 1) & Psn::MASK;
                     let imm = if matches!(op, Opcode::SendLastImm | Opcode::SendOnlyImm) {
-                        h.immdt
+                        frame.immdt()
                     } else {
                         None
                     };
@@ -348,7 +347,7 @@ impl Responder {
                         offset,
                     } => (va, rkey, total, offset),
                     _ => {
-                        let Some(reth) = h.reth else {
+                        let Some(reth) = frame.reth() else {
                             return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
                         };
                         if !reth_access_allowed(mrs, &reth, Access::REMOTE_WRITE) {
@@ -389,7 +388,7 @@ impl Responder {
                     self.msn = (self.msn + 1) & Psn::MASK;
                     if with_imm {
                         if let Some(wr) = self.rq.pop_front() {
-                            let mut wc = recv_wc(wr, qpn, WcStatus::Success, total, h.immdt);
+                            let mut wc = recv_wc(wr, qpn, WcStatus::Success, total, frame.immdt());
                             wc.opcode = WcOpcode::RecvRdmaWithImm;
                             Self::complete_recv(recv_cq, wc, counters);
                         }
@@ -404,7 +403,7 @@ impl Responder {
                 }
             }
             Opcode::ReadRequest => {
-                let Some(reth) = h.reth else {
+                let Some(reth) = frame.reth() else {
                     return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
                 };
                 if reth.dma_len > super::requester::MAX_MESSAGE_LEN {
@@ -439,7 +438,7 @@ impl Responder {
                 return Ok(());
             }
             Opcode::CompareSwap | Opcode::FetchAdd => {
-                let Some(a) = h.atomic_eth else {
+                let Some(a) = frame.atomic_eth() else {
                     return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
                 };
                 let compare = (op == Opcode::CompareSwap).then_some(a.compare);
@@ -465,7 +464,7 @@ impl Responder {
         }
         self.e_psn = psn.add(1);
         self.nak_sent = false;
-        if h.bth.ack_req {
+        if frame.ack_req() {
             self.ack(psn);
         }
         Ok(())
@@ -498,20 +497,19 @@ impl Responder {
     /// A request with PSN before ePSN.
     fn duplicate(
         &mut self,
-        frame: &RoceFrame<'_>,
+        frame: &RoceFrameView<'_>,
         psn: Psn,
         attr: &QpAttr,
         mrs: &MrTable,
         counters: &mut Counters,
     ) {
-        let h = &frame.headers;
         if self.out.len() >= self.out_cap {
             return;
         }
-        match h.bth.opcode {
+        match frame.opcode() {
             Opcode::ReadRequest => {
                 // Re-execute from memory (rxe: duplicate READ re-reads).
-                let Some(reth) = h.reth else { return };
+                let Some(reth) = frame.reth() else { return };
                 let span = packets_for(reth.dma_len, attr.path_mtu.bytes());
                 if psn.add(span).after(self.e_psn) {
                     // Claims PSNs we have not reached: not a real duplicate.
@@ -543,7 +541,7 @@ impl Responder {
             }
             _ => {
                 // SEND/WRITE: re-ACK what we have, never re-execute (C9-105).
-                if h.bth.ack_req {
+                if frame.ack_req() {
                     self.ack(self.e_psn.sub(1));
                 }
             }

@@ -29,15 +29,16 @@ use super::atomic::{AtomicAckEth, AtomicAckEthRepr, AtomicEth, AtomicEthRepr};
 use super::bth::{self, Bth, BthRepr};
 use super::checksum;
 use super::cnp::RESERVED_LEN as CNP_RESERVED_LEN;
-use super::eth::{ethertype, EthRepr};
+use super::eth::EthRepr;
 use super::icrc::{self, IpVersion, ICRC_LEN};
 use super::ieth::Ieth;
 use super::immdt::ImmDt;
 use super::ip::IpRepr;
+use super::ipv4;
 use super::opcode::Opcode;
 use super::reth::{Reth, RethRepr};
 use super::udp::{self, UdpPacket, UdpRepr};
-use super::{ipv4, ipv6, ROCE_V2_UDP_PORT};
+use super::view::{locate, parse_frame_view};
 
 /// Every header of one RoCE v2 frame. Which optional headers are present is
 /// determined by `bth.opcode`; emit requires exactly those.
@@ -131,174 +132,12 @@ impl core::fmt::Display for EmitError {
 
 impl core::error::Error for EmitError {}
 
-/// Where the IP packet, payload and ICRC of a parsed frame are.
-#[derive(Debug, Clone, Copy)]
-struct Parts {
-    version: IpVersion,
-    ip: usize,
-    payload: usize,
-    payload_len: usize,
-    /// Offset of the ICRC; the IP packet ends 4 bytes later.
-    icrc: usize,
-}
-
-impl Parts {
-    #[inline]
-    fn compute_icrc(&self, f: &[u8]) -> u32 {
-        // `parse_parts` checked the IP packet holds IP + UDP + BTH.
-        icrc::compute(self.version, &f[self.ip..self.icrc]).unwrap_or(0)
-    }
-
-    #[inline]
-    fn carried_icrc(&self, f: &[u8]) -> u32 {
-        let mut t = [0u8; ICRC_LEN];
-        t.copy_from_slice(&f[self.icrc..self.icrc + ICRC_LEN]);
-        icrc::read(&t)
-    }
-}
-
-/// Validate and decode every header; find payload and ICRC.
-#[inline]
-fn parse_parts(f: &[u8]) -> Result<(RoceHeaders, Parts), ParseError> {
-    let (eth, ethertype, ip_at) = EthRepr::parse(f)?;
-    let (ip, version, udp_at, ip_end) = match ethertype {
-        ethertype::IPV4 => {
-            let (repr, total) = ipv4::parse(&f[ip_at..])?;
-            if total < ipv4::HEADER_LEN + udp::HEADER_LEN {
-                return Err(ParseError::LengthMismatch);
-            }
-            (repr, IpVersion::V4, ip_at + ipv4::HEADER_LEN, ip_at + total)
-        }
-        ethertype::IPV6 => {
-            let (repr, plen) = ipv6::parse(&f[ip_at..])?;
-            if plen < udp::HEADER_LEN {
-                return Err(ParseError::LengthMismatch);
-            }
-            (
-                repr,
-                IpVersion::V6,
-                ip_at + ipv6::HEADER_LEN,
-                ip_at + ipv6::HEADER_LEN + plen,
-            )
-        }
-        _ => return Err(ParseError::NotRoce),
-    };
-    let udp = UdpPacket::new_checked(&f[udp_at..])?;
-    if udp.dst_port() != ROCE_V2_UDP_PORT {
-        return Err(ParseError::NotRoce);
-    }
-    if ip_end > f.len() {
-        return Err(ParseError::Truncated);
-    }
-    if udp_at + udp.len() as usize != ip_end {
-        return Err(ParseError::LengthMismatch);
-    }
-    let udp = UdpRepr::parse(&udp);
-    let bth_at = udp_at + udp::HEADER_LEN;
-    if ip_end < bth_at + bth::HEADER_LEN + ICRC_LEN {
-        return Err(ParseError::Truncated);
-    }
-    let bth = BthRepr::parse(&Bth::new_unchecked(&f[bth_at..]))?;
-    let op = bth.opcode;
-    let payload = bth_at + bth::HEADER_LEN + op.ext_headers_len();
-    let icrc_at = ip_end - ICRC_LEN;
-    if payload > icrc_at {
-        return Err(ParseError::Truncated);
-    }
-    let padded = icrc_at - payload;
-    let pad = bth.pad_count;
-    if pad as usize > padded || !padded.is_multiple_of(4) {
-        return Err(ParseError::BadPad);
-    }
-    if op == Opcode::Cnp {
-        if pad != 0 {
-            return Err(ParseError::BadPad);
-        }
-        if padded != CNP_RESERVED_LEN {
-            return Err(ParseError::LengthMismatch);
-        }
-    } else if !op.has_payload() {
-        if pad != 0 {
-            return Err(ParseError::BadPad);
-        }
-        if padded != 0 {
-            return Err(ParseError::LengthMismatch);
-        }
-    } else if pad != 0 && (op.is_first() || op.is_middle()) {
-        return Err(ParseError::BadPad);
-    }
-
-    // Extension headers, in IBTA order (9.2 / notes): RETH, AtomicETH,
-    // ImmDt | IETH; AETH, AtomicAckETH. Lengths were checked above.
-    let mut headers = RoceHeaders {
-        eth,
-        ip,
-        udp,
-        bth,
-        reth: None,
-        aeth: None,
-        atomic_eth: None,
-        atomic_ack_eth: None,
-        immdt: None,
-        ieth: None,
-    };
-    let mut x = bth_at + bth::HEADER_LEN;
-    if op.has_reth() {
-        headers.reth = Some(RethRepr::parse(&Reth::new_unchecked(&f[x..])));
-        x += Reth::<&[u8]>::HEADER_LEN;
-    }
-    if op.has_atomic_eth() {
-        headers.atomic_eth = Some(AtomicEthRepr::parse(&AtomicEth::new_unchecked(&f[x..])));
-        x += AtomicEth::<&[u8]>::HEADER_LEN;
-    }
-    if op.has_immdt() {
-        headers.immdt = Some(ImmDt::new_unchecked(&f[x..]).immediate());
-        x += ImmDt::<&[u8]>::HEADER_LEN;
-    }
-    if op.has_ieth() {
-        headers.ieth = Some(Ieth::new_unchecked(&f[x..]).rkey());
-        x += Ieth::<&[u8]>::HEADER_LEN;
-    }
-    if op.has_aeth() {
-        headers.aeth = Some(AethRepr::parse(&Aeth::new_unchecked(&f[x..])));
-        x += Aeth::<&[u8]>::HEADER_LEN;
-    }
-    if op.has_atomic_ack_eth() {
-        headers.atomic_ack_eth = Some(AtomicAckEthRepr::parse(&AtomicAckEth::new_unchecked(
-            &f[x..],
-        )));
-    }
-    let parts = Parts {
-        version,
-        ip: ip_at,
-        payload,
-        payload_len: padded - pad as usize,
-        icrc: icrc_at,
-    };
-    Ok((headers, parts))
-}
-
-#[inline]
-fn frame_of<'a>(f: &'a [u8], headers: RoceHeaders, parts: &Parts) -> RoceFrame<'a> {
-    RoceFrame {
-        headers,
-        payload: &f[parts.payload..parts.payload + parts.payload_len],
-        pad: headers.bth.pad_count,
-        icrc: parts.carried_icrc(f),
-    }
-}
-
 /// Parse a whole Ethernet frame and verify its ICRC. Never panics; no
-/// allocation, no copy of the payload.
+/// allocation, no copy of the payload. The receive path uses the borrowed
+/// [`super::parse_frame_view`] (same checks, headers read lazily) instead.
 #[inline]
 pub fn parse_frame(frame: &[u8]) -> Result<RoceFrame<'_>, ParseError> {
-    let (headers, parts) = parse_parts(frame)?;
-    let carried = parts.carried_icrc(frame);
-    let computed = parts.compute_icrc(frame);
-    if carried != computed {
-        return Err(ParseError::BadIcrc { carried, computed });
-    }
-    Ok(frame_of(frame, headers, &parts))
+    parse_frame_view(frame).map(|v| v.to_frame())
 }
 
 /// Parse a whole Ethernet frame without checking its ICRC (the carried value
@@ -306,8 +145,7 @@ pub fn parse_frame(frame: &[u8]) -> Result<RoceFrame<'_>, ParseError> {
 /// does not matter.
 #[inline]
 pub fn parse_frame_unchecked_icrc(frame: &[u8]) -> Result<RoceFrame<'_>, ParseError> {
-    let (headers, parts) = parse_parts(frame)?;
-    Ok(frame_of(frame, headers, &parts))
+    locate(frame).map(|v| v.to_frame())
 }
 
 /// Parse a whole frame and compute its ICRC without rejecting a mismatch:
@@ -316,16 +154,15 @@ pub fn parse_frame_unchecked_icrc(frame: &[u8]) -> Result<RoceFrame<'_>, ParseEr
 /// report bad ICRCs instead of dropping the frame.
 #[inline]
 pub fn parse_frame_lenient(frame: &[u8]) -> Result<(RoceFrame<'_>, u32), ParseError> {
-    let (headers, parts) = parse_parts(frame)?;
-    Ok((frame_of(frame, headers, &parts), parts.compute_icrc(frame)))
+    let v = locate(frame)?;
+    Ok((v.to_frame(), v.computed_icrc()))
 }
 
 /// The ICRC a whole Ethernet frame should carry, located from the frame's
 /// own headers (it must parse up to its lengths; the carried ICRC is
 /// ignored). See [`super::icrc::compute`] for a bare IP packet.
 pub fn frame_icrc(frame: &[u8]) -> Result<u32, ParseError> {
-    let (_, parts) = parse_parts(frame)?;
-    Ok(parts.compute_icrc(frame))
+    Ok(locate(frame)?.computed_icrc())
 }
 
 /// Pad bytes that bring `payload_len` to a multiple of 4 (IBTA 9.2.3).

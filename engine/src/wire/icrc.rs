@@ -75,6 +75,18 @@ pub fn compute(version: IpVersion, packet: &[u8]) -> Option<u32> {
     Some(crc32_update(crc, &packet[masked_len..]))
 }
 
+/// The ICRC of the IP packet inside a whole frame: `frame[ip..icrc]` is
+/// the IP header through the pad (as [`compute`] takes it). The caller has
+/// checked the offsets ([`super::view`]); a packet too short for its headers
+/// yields 0 (which then fails the comparison with the carried ICRC).
+#[inline]
+pub fn compute_in_frame(version: IpVersion, frame: &[u8], ip: usize, icrc: usize) -> u32 {
+    frame
+        .get(ip..icrc)
+        .and_then(|p| compute(version, p))
+        .unwrap_or(0)
+}
+
 /// Packets up to this many bytes are CRCed from one masked stack copy.
 const SMALL_PACKET: usize = 256;
 

@@ -197,7 +197,13 @@ pub fn parse(packet: &[u8]) -> Result<(IpRepr, usize), ParseError> {
     if packet[field::VER_IHL] != 0x45 || p.is_fragment() || p.protocol() != PROTOCOL_UDP {
         return Err(ParseError::NotRoce);
     }
-    let repr = IpRepr::V4 {
+    Ok((repr(&p), p.total_len() as usize))
+}
+
+/// The fields of a header that was already checked (length, IHL, protocol).
+#[inline]
+pub fn repr<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> IpRepr {
+    IpRepr::V4 {
         src: p.src_addr(),
         dst: p.dst_addr(),
         dscp: p.dscp(),
@@ -205,8 +211,7 @@ pub fn parse(packet: &[u8]) -> Result<(IpRepr, usize), ParseError> {
         ttl: p.ttl(),
         ident: p.ident(),
         dont_fragment: p.dont_frag(),
-    };
-    Ok((repr, p.total_len() as usize))
+    }
 }
 
 #[cfg(test)]

@@ -138,15 +138,20 @@ pub fn parse(packet: &[u8]) -> Result<(IpRepr, usize), ParseError> {
     if p.version() != 6 || p.next_header() != PROTOCOL_UDP {
         return Err(ParseError::NotRoce);
     }
-    let repr = IpRepr::V6 {
+    Ok((repr(&p), p.payload_len() as usize))
+}
+
+/// The fields of a header that was already checked (length, version).
+#[inline]
+pub fn repr<T: AsRef<[u8]>>(p: &Ipv6Packet<T>) -> IpRepr {
+    IpRepr::V6 {
         src: p.src_addr(),
         dst: p.dst_addr(),
         dscp: p.dscp(),
         ecn: p.ecn(),
         flow_label: p.flow_label(),
         hop_limit: p.hop_limit(),
-    };
-    Ok((repr, p.payload_len() as usize))
+    }
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ pub mod opcode;
 pub mod pcap;
 pub mod reth;
 pub mod udp;
+pub mod view;
 pub mod vlan;
 
 pub use contract::*;
@@ -40,3 +41,4 @@ pub use contract::*;
 pub use aeth::{nak_code, rnr_timer_micros, Syndrome};
 pub use cnp::{cnp_headers, cnp_reply};
 pub use frame::{frame_icrc, pad_for, parse_frame_lenient, parse_frame_unchecked_icrc};
+pub use view::{parse_frame_view, RoceFrameView};

@@ -1,0 +1,625 @@
+//! A checked, borrowed view of one RoCE v2 frame: every length and field
+//! rule of [`super::parse_frame`] is checked once, then the headers are read
+//! lazily from the frame bytes by accessors (no copy of the headers into a
+//! [`RoceHeaders`], no copy of the payload). The receive path uses this;
+//! [`RoceFrameView::headers`] / [`RoceFrameView::to_frame`] materialise the
+//! owned representations for callers that want them.
+//!
+//! Layout and rules: `roce-v2-notes.md`, "Frame layout" (header order and
+//! sizes), "BTH", "RC opcodes" (extension headers per opcode, their order),
+//! "ICRC". What is accepted and the error for what is not is documented in
+//! [`super::frame`]; [`parse_frame_view`] and [`super::parse_frame`] share
+//! this one validator ([`locate`]), so they accept and reject the same
+//! frames with the same errors.
+
+use core::net::{Ipv4Addr, Ipv6Addr};
+
+use super::aeth::{Aeth, AethRepr};
+use super::atomic::{AtomicAckEth, AtomicAckEthRepr, AtomicEth, AtomicEthRepr};
+use super::bth::{self, Bth, BthRepr};
+use super::bytes::{get16, get32};
+use super::cnp::RESERVED_LEN as CNP_RESERVED_LEN;
+use super::eth::{self, ethertype, EthRepr, EthernetFrame};
+use super::frame::{ParseError, RoceFrame, RoceHeaders};
+use super::icrc::{self, IpVersion, ICRC_LEN};
+use super::ip::{Ecn, PROTOCOL_UDP};
+use super::ipv4::{self, Ipv4Packet};
+use super::ipv6::{self, Ipv6Packet};
+use super::opcode::Opcode;
+use super::reth::{Reth, RethRepr};
+use super::udp::{self, UdpPacket, UdpRepr};
+use super::vlan::VlanHeader;
+use super::ROCE_V2_UDP_PORT;
+
+/// A validated RoCE v2 frame, borrowed. Small and `Copy` (the frame slice
+/// plus a few offsets); header fields are read from the bytes on demand.
+///
+/// Every offset was checked against the frame by [`locate`], so the
+/// accessors cannot go out of bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoceFrameView<'a> {
+    frame: &'a [u8],
+    opcode: Opcode,
+    version: IpVersion,
+    /// Offset of the IP header (14, or 18 behind an 802.1Q tag).
+    ip: u8,
+    /// Offset of the payload (after the extension headers).
+    payload: u16,
+    /// Payload bytes, without pad.
+    payload_len: u32,
+    /// Offset of the ICRC; the IP packet ends 4 bytes later.
+    icrc: u32,
+}
+
+/// Parse a whole Ethernet frame into a view and verify its ICRC. Same
+/// acceptance rules and errors as [`super::parse_frame`]; never panics, no
+/// allocation, no copy of headers or payload.
+#[inline]
+pub fn parse_frame_view(frame: &[u8]) -> Result<RoceFrameView<'_>, ParseError> {
+    let v = locate(frame)?;
+    let carried = v.icrc();
+    let computed = v.computed_icrc();
+    if carried != computed {
+        return Err(ParseError::BadIcrc { carried, computed });
+    }
+    Ok(v)
+}
+
+/// Validate every header and length of `f` (everything but the ICRC) and
+/// return the view. The single validator behind every `parse_frame*`.
+#[inline]
+pub(crate) fn locate(f: &[u8]) -> Result<RoceFrameView<'_>, ParseError> {
+    let eth_hdr = EthernetFrame::new_checked(f)?;
+    let (ethertype, ip_at) = match eth_hdr.ethertype() {
+        ethertype::VLAN => {
+            let tag = VlanHeader::new_checked(&f[eth::HEADER_LEN..])?;
+            (
+                tag.ethertype(),
+                eth::HEADER_LEN + VlanHeader::<&[u8]>::HEADER_LEN,
+            )
+        }
+        et => (et, eth::HEADER_LEN),
+    };
+    let (version, udp_at, ip_end) = match ethertype {
+        ethertype::IPV4 => {
+            let p = Ipv4Packet::new_checked(&f[ip_at..])?;
+            // IHL 5 (no options), not a fragment, UDP.
+            if f[ip_at] != 0x45 || p.is_fragment() || p.protocol() != PROTOCOL_UDP {
+                return Err(ParseError::NotRoce);
+            }
+            let total = p.total_len() as usize;
+            if total < ipv4::HEADER_LEN + udp::HEADER_LEN {
+                return Err(ParseError::LengthMismatch);
+            }
+            (IpVersion::V4, ip_at + ipv4::HEADER_LEN, ip_at + total)
+        }
+        ethertype::IPV6 => {
+            let p = Ipv6Packet::new_checked(&f[ip_at..])?;
+            if p.version() != 6 || p.next_header() != PROTOCOL_UDP {
+                return Err(ParseError::NotRoce);
+            }
+            let plen = p.payload_len() as usize;
+            if plen < udp::HEADER_LEN {
+                return Err(ParseError::LengthMismatch);
+            }
+            (
+                IpVersion::V6,
+                ip_at + ipv6::HEADER_LEN,
+                ip_at + ipv6::HEADER_LEN + plen,
+            )
+        }
+        _ => return Err(ParseError::NotRoce),
+    };
+    let udp_hdr = UdpPacket::new_checked(&f[udp_at..])?;
+    if udp_hdr.dst_port() != ROCE_V2_UDP_PORT {
+        return Err(ParseError::NotRoce);
+    }
+    if ip_end > f.len() {
+        return Err(ParseError::Truncated);
+    }
+    if udp_at + udp_hdr.len() as usize != ip_end {
+        return Err(ParseError::LengthMismatch);
+    }
+    let bth_at = udp_at + udp::HEADER_LEN;
+    if ip_end < bth_at + bth::HEADER_LEN + ICRC_LEN {
+        return Err(ParseError::Truncated);
+    }
+    let b = Bth::new_unchecked(&f[bth_at..]);
+    let Some(op) = b.opcode() else {
+        return Err(ParseError::UnsupportedOpcode(b.opcode_raw()));
+    };
+    if b.tver() != 0 {
+        return Err(ParseError::NotRoce);
+    }
+    let payload = bth_at + bth::HEADER_LEN + op.ext_headers_len();
+    let icrc_at = ip_end - ICRC_LEN;
+    if payload > icrc_at {
+        return Err(ParseError::Truncated);
+    }
+    // Pad (IBTA 9.2.3 / notes "Frame layout"): payload + pad is a multiple
+    // of 4, only LAST / ONLY packets carry one.
+    let padded = icrc_at - payload;
+    let pad = b.pad_count();
+    if pad as usize > padded || !padded.is_multiple_of(4) {
+        return Err(ParseError::BadPad);
+    }
+    if op == Opcode::Cnp {
+        if pad != 0 {
+            return Err(ParseError::BadPad);
+        }
+        if padded != CNP_RESERVED_LEN {
+            return Err(ParseError::LengthMismatch);
+        }
+    } else if !op.has_payload() {
+        if pad != 0 {
+            return Err(ParseError::BadPad);
+        }
+        if padded != 0 {
+            return Err(ParseError::LengthMismatch);
+        }
+    } else if pad != 0 && (op.is_first() || op.is_middle()) {
+        return Err(ParseError::BadPad);
+    }
+    // `ip_end` <= f.len() and the IP length fields are 16-bit, so the
+    // offsets fit (the payload starts within the first ~130 bytes).
+    Ok(RoceFrameView {
+        frame: f,
+        opcode: op,
+        version,
+        ip: ip_at as u8,
+        payload: payload as u16,
+        payload_len: (padded - pad as usize) as u32,
+        icrc: icrc_at as u32,
+    })
+}
+
+impl<'a> RoceFrameView<'a> {
+    /// The whole frame as received.
+    #[inline]
+    pub fn frame(&self) -> &'a [u8] {
+        self.frame
+    }
+
+    /// The BTH opcode.
+    #[inline(always)]
+    pub fn opcode(&self) -> Opcode {
+        self.opcode
+    }
+
+    /// IPv4 or IPv6.
+    #[inline]
+    pub fn ip_version(&self) -> IpVersion {
+        self.version
+    }
+
+    #[inline(always)]
+    fn ip_at(&self) -> usize {
+        self.ip as usize
+    }
+
+    #[inline(always)]
+    fn bth_at(&self) -> usize {
+        let ip_len = match self.version {
+            IpVersion::V4 => ipv4::HEADER_LEN,
+            IpVersion::V6 => ipv6::HEADER_LEN,
+        };
+        self.ip_at() + ip_len + udp::HEADER_LEN
+    }
+
+    /// Offset of the first extension header.
+    #[inline(always)]
+    fn ext_at(&self) -> usize {
+        self.bth_at() + bth::HEADER_LEN
+    }
+
+    /// The BTH bytes as a view.
+    #[inline(always)]
+    pub fn bth(&self) -> Bth<&'a [u8]> {
+        let at = self.bth_at();
+        Bth::new_unchecked(&self.frame[at..at + bth::HEADER_LEN])
+    }
+
+    /// BTH PSN (24 bits).
+    #[inline(always)]
+    pub fn psn(&self) -> u32 {
+        self.bth().psn()
+    }
+
+    /// BTH destination QP (24 bits).
+    #[inline(always)]
+    pub fn dest_qp(&self) -> u32 {
+        self.bth().dest_qp()
+    }
+
+    /// BTH AckReq.
+    #[inline(always)]
+    pub fn ack_req(&self) -> bool {
+        self.bth().ack_req()
+    }
+
+    /// BTH pad count.
+    #[inline]
+    pub fn pad_count(&self) -> u8 {
+        self.bth().pad_count()
+    }
+
+    /// The IP ECN codepoint (low two bits of the IPv4 TOS / IPv6 traffic
+    /// class).
+    #[inline]
+    pub fn ecn(&self) -> Ecn {
+        let at = self.ip_at();
+        match self.version {
+            IpVersion::V4 => Ecn::from_bits(self.frame[at + 1]),
+            // Traffic class = low nibble of byte 0, high nibble of byte 1.
+            IpVersion::V6 => Ecn::from_bits(self.frame[at + 1] >> 4),
+        }
+    }
+
+    /// Source and destination addresses of an IPv4 frame.
+    #[inline]
+    pub fn ipv4_addrs(&self) -> Option<(Ipv4Addr, Ipv4Addr)> {
+        match self.version {
+            IpVersion::V4 => {
+                let at = self.ip_at();
+                Some((
+                    Ipv4Addr::from_bits(get32(self.frame, at + 12)),
+                    Ipv4Addr::from_bits(get32(self.frame, at + 16)),
+                ))
+            }
+            IpVersion::V6 => None,
+        }
+    }
+
+    /// Source and destination addresses of an IPv6 frame.
+    #[inline]
+    pub fn ipv6_addrs(&self) -> Option<(Ipv6Addr, Ipv6Addr)> {
+        match self.version {
+            IpVersion::V6 => {
+                let p = Ipv6Packet::new_unchecked(&self.frame[self.ip_at()..]);
+                Some((p.src_addr(), p.dst_addr()))
+            }
+            IpVersion::V4 => None,
+        }
+    }
+
+    /// RETH (WRITE FIRST / ONLY, READ request); first extension header.
+    #[inline(always)]
+    pub fn reth(&self) -> Option<RethRepr> {
+        if !self.opcode.has_reth() {
+            return None;
+        }
+        let at = self.ext_at();
+        Some(RethRepr::parse(&Reth::new_unchecked(
+            &self.frame[at..at + Reth::<&[u8]>::HEADER_LEN],
+        )))
+    }
+
+    /// Offset of the AtomicETH: after a RETH (never both in RC).
+    #[inline(always)]
+    fn atomic_eth_at(&self) -> usize {
+        self.ext_at() + if self.opcode.has_reth() { 16 } else { 0 }
+    }
+
+    /// Offset of the ImmDt / IETH: after RETH and AtomicETH.
+    #[inline(always)]
+    fn imm_at(&self) -> usize {
+        self.atomic_eth_at() + if self.opcode.has_atomic_eth() { 28 } else { 0 }
+    }
+
+    /// Offset of the AETH: after the request headers.
+    #[inline(always)]
+    fn aeth_at(&self) -> usize {
+        let imm = self.opcode.has_immdt() || self.opcode.has_ieth();
+        self.imm_at() + if imm { 4 } else { 0 }
+    }
+
+    /// AtomicETH (compare-and-swap, fetch-and-add).
+    #[inline]
+    pub fn atomic_eth(&self) -> Option<AtomicEthRepr> {
+        if !self.opcode.has_atomic_eth() {
+            return None;
+        }
+        let at = self.atomic_eth_at();
+        Some(AtomicEthRepr::parse(&AtomicEth::new_unchecked(
+            &self.frame[at..at + AtomicEth::<&[u8]>::HEADER_LEN],
+        )))
+    }
+
+    /// ImmDt (immediate data) of the *_IMM opcodes.
+    #[inline]
+    pub fn immdt(&self) -> Option<u32> {
+        if !self.opcode.has_immdt() {
+            return None;
+        }
+        Some(get32(self.frame, self.imm_at()))
+    }
+
+    /// IETH (R_Key to invalidate) of SEND_*_WITH_INV.
+    #[inline]
+    pub fn ieth(&self) -> Option<u32> {
+        if !self.opcode.has_ieth() {
+            return None;
+        }
+        Some(get32(self.frame, self.imm_at()))
+    }
+
+    /// AETH (ACK, READ response FIRST/LAST/ONLY, atomic ACK).
+    #[inline]
+    pub fn aeth(&self) -> Option<AethRepr> {
+        if !self.opcode.has_aeth() {
+            return None;
+        }
+        let at = self.aeth_at();
+        Some(AethRepr::parse(&Aeth::new_unchecked(
+            &self.frame[at..at + Aeth::<&[u8]>::HEADER_LEN],
+        )))
+    }
+
+    /// AtomicAckETH (atomic ACK), after the AETH.
+    #[inline]
+    pub fn atomic_ack_eth(&self) -> Option<AtomicAckEthRepr> {
+        if !self.opcode.has_atomic_ack_eth() {
+            return None;
+        }
+        let at = self.aeth_at() + Aeth::<&[u8]>::HEADER_LEN;
+        Some(AtomicAckEthRepr::parse(&AtomicAckEth::new_unchecked(
+            &self.frame[at..at + AtomicAckEth::<&[u8]>::HEADER_LEN],
+        )))
+    }
+
+    /// The payload without pad (a CNP's 16 reserved bytes).
+    #[inline(always)]
+    pub fn payload(&self) -> &'a [u8] {
+        let at = self.payload as usize;
+        &self.frame[at..at + self.payload_len as usize]
+    }
+
+    /// The ICRC as carried.
+    #[inline]
+    pub fn icrc(&self) -> u32 {
+        let at = self.icrc as usize;
+        let mut t = [0u8; ICRC_LEN];
+        t.copy_from_slice(&self.frame[at..at + ICRC_LEN]);
+        icrc::read(&t)
+    }
+
+    /// The ICRC this frame should carry (computed over its bytes).
+    #[inline]
+    pub fn computed_icrc(&self) -> u32 {
+        icrc::compute_in_frame(self.version, self.frame, self.ip_at(), self.icrc as usize)
+    }
+
+    /// Every header, decoded into the owned representation.
+    pub fn headers(&self) -> RoceHeaders {
+        let f = self.frame;
+        let e = EthernetFrame::new_unchecked(f);
+        let vlan = (self.ip_at() > eth::HEADER_LEN)
+            .then(|| VlanHeader::new_unchecked(&f[eth::HEADER_LEN..]).tag());
+        let ip = match self.version {
+            IpVersion::V4 => ipv4::repr(&Ipv4Packet::new_unchecked(&f[self.ip_at()..])),
+            IpVersion::V6 => ipv6::repr(&Ipv6Packet::new_unchecked(&f[self.ip_at()..])),
+        };
+        let udp_at = self.bth_at() - udp::HEADER_LEN;
+        let b = self.bth();
+        RoceHeaders {
+            eth: EthRepr {
+                dst: e.dst_addr(),
+                src: e.src_addr(),
+                vlan,
+            },
+            ip,
+            udp: UdpRepr::parse(&UdpPacket::new_unchecked(&f[udp_at..])),
+            bth: BthRepr {
+                opcode: self.opcode,
+                solicited: b.solicited(),
+                mig_req: b.mig_req(),
+                pad_count: b.pad_count(),
+                pkey: get16(f, self.bth_at() + bth::field::PKEY.start),
+                fecn: b.fecn(),
+                becn: b.becn(),
+                dest_qp: b.dest_qp(),
+                ack_req: b.ack_req(),
+                psn: b.psn(),
+            },
+            reth: self.reth(),
+            aeth: self.aeth(),
+            atomic_eth: self.atomic_eth(),
+            atomic_ack_eth: self.atomic_ack_eth(),
+            immdt: self.immdt(),
+            ieth: self.ieth(),
+        }
+    }
+
+    /// The owned [`RoceFrame`] (headers decoded, payload still borrowed).
+    pub fn to_frame(&self) -> RoceFrame<'a> {
+        RoceFrame {
+            headers: self.headers(),
+            payload: self.payload(),
+            pad: self.pad_count(),
+            icrc: self.icrc(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{emit_frame, parse_frame, IpRepr, VlanTag};
+
+    fn frames() -> Vec<Vec<u8>> {
+        use crate::wire::{
+            AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, EthRepr, RethRepr, UdpRepr,
+        };
+        let mut out = Vec::new();
+        let ips = [
+            IpRepr::V4 {
+                src: Ipv4Addr::new(10, 0, 0, 1),
+                dst: Ipv4Addr::new(10, 0, 0, 2),
+                dscp: 26,
+                ecn: Ecn::Ce,
+                ttl: 64,
+                ident: 7,
+                dont_fragment: true,
+            },
+            IpRepr::V6 {
+                src: "fd00::1".parse().unwrap(),
+                dst: "fd00::2".parse().unwrap(),
+                dscp: 46,
+                ecn: Ecn::Ect1,
+                flow_label: 0x12345,
+                hop_limit: 9,
+            },
+        ];
+        for ip in ips {
+            for vlan in [
+                None,
+                Some(VlanTag {
+                    pcp: 3,
+                    dei: false,
+                    vid: 100,
+                }),
+            ] {
+                for raw in 0u8..=0x17 {
+                    let Some(op) = Opcode::from_u8(raw) else {
+                        continue;
+                    };
+                    let h = RoceHeaders {
+                        eth: EthRepr {
+                            dst: [2, 0, 0, 0, 0, 2],
+                            src: [2, 0, 0, 0, 0, 1],
+                            vlan,
+                        },
+                        ip,
+                        udp: UdpRepr {
+                            src_port: 0xC001,
+                            dst_port: ROCE_V2_UDP_PORT,
+                        },
+                        bth: BthRepr {
+                            opcode: op,
+                            solicited: true,
+                            mig_req: false,
+                            pad_count: 0,
+                            pkey: 0xFFFF,
+                            fecn: false,
+                            becn: true,
+                            dest_qp: 0x12_3456,
+                            ack_req: true,
+                            psn: 0xAB_CDEF,
+                        },
+                        reth: op.has_reth().then_some(RethRepr {
+                            va: 0x1122_3344_5566_7788,
+                            rkey: 0xDEAD_BEEF,
+                            dma_len: 3,
+                        }),
+                        aeth: op.has_aeth().then_some(AethRepr {
+                            syndrome: 0x61,
+                            msn: 0x00_1234,
+                        }),
+                        atomic_eth: op.has_atomic_eth().then_some(AtomicEthRepr {
+                            va: 0x1000,
+                            rkey: 5,
+                            swap_add: 6,
+                            compare: 7,
+                        }),
+                        atomic_ack_eth: op
+                            .has_atomic_ack_eth()
+                            .then_some(AtomicAckEthRepr { orig: 99 }),
+                        immdt: op.has_immdt().then_some(0xCAFE_F00D),
+                        ieth: op.has_ieth().then_some(0x0BAD_CAFE),
+                    };
+                    let payload: &[u8] = if op.has_payload() && !op.is_first() && !op.is_middle() {
+                        b"abc"
+                    } else {
+                        b""
+                    };
+                    let mut buf = vec![0u8; 256];
+                    let n = emit_frame(&h, payload, &mut buf).unwrap();
+                    buf.truncate(n);
+                    out.push(buf);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn accessors_agree_with_the_owned_headers() {
+        for f in frames() {
+            let v = parse_frame_view(&f).unwrap();
+            let owned = parse_frame(&f).unwrap();
+            let h = owned.headers;
+            assert_eq!(v.to_frame(), owned);
+            assert_eq!(v.opcode(), h.bth.opcode);
+            assert_eq!(v.psn(), h.bth.psn);
+            assert_eq!(v.dest_qp(), h.bth.dest_qp);
+            assert_eq!(v.ack_req(), h.bth.ack_req);
+            assert_eq!(v.ecn(), h.ip.ecn());
+            assert_eq!(v.reth(), h.reth);
+            assert_eq!(v.aeth(), h.aeth);
+            assert_eq!(v.atomic_eth(), h.atomic_eth);
+            assert_eq!(v.atomic_ack_eth(), h.atomic_ack_eth);
+            assert_eq!(v.immdt(), h.immdt);
+            assert_eq!(v.ieth(), h.ieth);
+            assert_eq!(v.payload(), owned.payload);
+            match h.ip {
+                IpRepr::V4 { src, dst, .. } => {
+                    assert_eq!(v.ipv4_addrs(), Some((src, dst)));
+                    assert_eq!(v.ipv6_addrs(), None);
+                }
+                IpRepr::V6 { src, dst, .. } => {
+                    assert_eq!(v.ipv6_addrs(), Some((src, dst)));
+                    assert_eq!(v.ipv4_addrs(), None);
+                }
+            }
+        }
+    }
+
+    /// Bits of each byte that neither the parser nor the ICRC looks at:
+    /// MAC addresses, the VLAN TCI, and the fields the ICRC masks.
+    fn free_bits(f: &[u8]) -> Vec<u8> {
+        let mut free = vec![0u8; f.len()];
+        free[..12].fill(0xFF);
+        let ip = if get16(f, 12) == ethertype::VLAN {
+            free[14..16].fill(0xFF);
+            18
+        } else {
+            14
+        };
+        let udp = if f[ip] >> 4 == 4 {
+            for i in [1, 8, 10, 11] {
+                free[ip + i] = 0xFF;
+            }
+            ip + 20
+        } else {
+            free[ip] = 0x0F;
+            for i in [1, 2, 3, 7] {
+                free[ip + i] = 0xFF;
+            }
+            ip + 40
+        };
+        for i in [6, 7, 8 + 4] {
+            free[udp + i] = 0xFF;
+        }
+        free
+    }
+
+    #[test]
+    fn every_truncation_and_covered_bit_flip_is_rejected() {
+        for f in frames() {
+            for cut in 0..f.len() {
+                assert!(parse_frame_view(&f[..cut]).is_err(), "cut {cut}");
+            }
+            let free = free_bits(&f);
+            for i in 0..f.len() {
+                for flip in [0x01u8, 0x10, 0x80, 0xFF] {
+                    let mut g = f.clone();
+                    g[i] ^= flip;
+                    let harmless = flip & !free[i] == 0;
+                    let v = parse_frame_view(&g);
+                    assert_eq!(v.is_ok(), harmless, "byte {i} ^ {flip:#04x}: {v:?}");
+                    assert_eq!(v.map(|v| v.to_frame()), parse_frame(&g));
+                }
+            }
+        }
+    }
+}
