@@ -51,7 +51,12 @@ pub struct Point {
 #[derive(Debug, Clone, Default)]
 pub struct EngineResults {
     pub points: Vec<Point>,
+    /// 64 B SEND ping-pong through the verbs `Device`: engine threads plus
+    /// one application thread playing both sides.
     pub send_latency: Option<Percentiles>,
+    /// 64 B SEND ping-pong in run-to-completion mode: one application
+    /// thread per side drives its queue's engine ([`crate::engine_rtc`]).
+    pub send_latency_rtc: Option<Percentiles>,
     pub scaling: Option<Scaling>,
 }
 
@@ -70,10 +75,8 @@ impl EngineResults {
                 None => self.points.push(p),
             }
         }
-        self.send_latency = match (self.send_latency, o.send_latency) {
-            (Some(a), Some(b)) => Some(if b.p50_us < a.p50_us { b } else { a }),
-            (a, b) => a.or(b),
-        };
+        self.send_latency = lower_p50(self.send_latency, o.send_latency);
+        self.send_latency_rtc = lower_p50(self.send_latency_rtc, o.send_latency_rtc);
         self.scaling = match (self.scaling, o.scaling) {
             (Some(a), Some(b)) => {
                 let one = a.one_queue_gbps.max(b.one_queue_gbps);
@@ -120,6 +123,14 @@ impl EngineResults {
             .filter(|p| p.op == Op::Write && p.message_bytes >= ROCE_PMTU as u64)
             .max_by_key(|p| p.message_bytes)
             .and_then(|p| p.cpu_ns_per_packet)
+    }
+}
+
+/// The percentiles with the lower p50.
+fn lower_p50(a: Option<Percentiles>, b: Option<Percentiles>) -> Option<Percentiles> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.p50_us < x.p50_us { y } else { x }),
+        (x, y) => x.or(y),
     }
 }
 
@@ -503,6 +514,21 @@ fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
     Ok(rtts)
 }
 
+/// The 64 B SEND ping-pong of [`measure`] through the verbs `Device`
+/// (engine threads + one application thread) on a fresh 1-queue rig, for
+/// focused comparisons (`examples/latency.rs`).
+pub fn pingpong_threaded(
+    pair: &VethPair,
+    size: u64,
+    iterations: usize,
+    poll: PollMode,
+) -> EResult<Vec<Duration>> {
+    let rig = Rig::open(pair, 1, poll)?;
+    let r = pingpong(&rig, size, iterations);
+    rig.close();
+    r
+}
+
 /// Runs the engine measurements on `pair`. What cannot be measured is
 /// described in `missing`; how figures were obtained goes to `notes`.
 pub fn measure(
@@ -517,6 +543,13 @@ pub fn measure(
     notes.push(format!(
         "engine: one verbs Device per namespace, engine threads in {poll:?} poll mode, RC QPs with PMTU 4096; up to {} B or {MAX_WINDOW} messages in flight per QP; WRITE/READ signal every window/4-th request, SEND counts receive completions",
         BYTES_IN_FLIGHT
+    ));
+    notes.push(
+        "latency, engine SEND, run-to-completion (app thread drives the engine): the library's run-to-completion mode (engine::driver_inline::RunToCompletion): two application threads, one per side, each owning its side's AF_XDP socket and endpoint; every poll_cq runs one engine iteration (receive, timers, transmit) and returns completions; both busy-poll, yielding the core when nothing arrived (the kernel UDP ping-pong's idle policy). No engine thread, no cross-thread queue. This row is the one the p50 target ratio uses: it compares like with like (two busy-polling application threads, one per side)"
+            .into(),
+    );
+    notes.push(format!(
+        "latency, engine SEND, engine threads + app thread: the verbs Device (one engine thread per side in {poll:?} poll mode) and ONE application thread playing both sides, posting through the work queue and blocking in Device::poll_cq_wait (a futex wake per half trip): three threads per round trip on this 2-core machine"
     ));
     let rig = match Rig::open(pair, 1, poll) {
         Ok(r) => r,
@@ -568,6 +601,26 @@ pub fn measure(
         Err(err) => missing.push(format!("engine SEND ping-pong: {err}")),
     }
     rig.close();
+
+    // The same ping-pong in run-to-completion mode (the devices above are
+    // closed: these queues attach the XDP program themselves).
+    match crate::engine_rtc::pingpong(
+        pair,
+        crate::harness::SMALL,
+        opts.pingpongs() + opts.pingpongs() / 10,
+    ) {
+        Ok(mut rtts) => {
+            let warm = opts.pingpongs() / 10;
+            res.send_latency_rtc = Percentiles::of(&mut rtts[warm..]);
+            if opts.progress {
+                eprintln!(
+                    "bench: engine SEND ping-pong, run-to-completion: {:?}",
+                    res.send_latency_rtc
+                );
+            }
+        }
+        Err(err) => missing.push(format!("engine SEND ping-pong, run-to-completion: {err}")),
+    }
 
     // Multi-queue scaling: the same WRITE test on 2 queues (one QP each).
     let one = res.write_gbps(SCALING_SIZE);

@@ -291,6 +291,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             kernel_udp: kernel_lat,
             floor: floor_lat,
             engine_send: engine.send_latency,
+            engine_send_rtc: engine.send_latency_rtc,
         },
         ratios: vec![],
         scaling: engine.scaling,
@@ -509,7 +510,7 @@ fn kernel_stream(
 }
 
 /// UDP ping-pong: a echoes from b.
-fn kernel_pingpong(
+pub fn kernel_pingpong(
     pair: &VethPair,
     payload: usize,
     iterations: usize,
@@ -621,7 +622,7 @@ fn floor_stream(
 }
 
 /// AF_XDP ping-pong: a sends one frame at a time, b's echo loop returns it.
-fn floor_pingpong(
+pub fn floor_pingpong(
     pair: &VethPair,
     payload: usize,
     iterations: usize,

@@ -4,6 +4,7 @@
 #![deny(unsafe_code)]
 
 pub mod engine_path;
+pub mod engine_rtc;
 pub mod floor;
 pub mod frontend;
 pub mod harness;

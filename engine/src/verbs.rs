@@ -130,7 +130,10 @@ impl std::fmt::Debug for Device {
 }
 
 /// Runs `f` on a thread inside `netns` (or directly when None).
-fn in_netns<R: Send>(netns: Option<&str>, f: impl FnOnce() -> R + Send) -> Result<R, NetnsError> {
+pub(crate) fn in_netns<R: Send>(
+    netns: Option<&str>,
+    f: impl FnOnce() -> R + Send,
+) -> Result<R, NetnsError> {
     match netns {
         None => Ok(f()),
         Some(ns) => std::thread::scope(|s| {
@@ -454,6 +457,16 @@ pub struct MemoryRegion {
 }
 
 impl MemoryRegion {
+    /// A region registered on queue `queue` with keys `lkey`/`rkey`.
+    pub(crate) fn new(region: Arc<SharedRegion>, lkey: u32, rkey: u32, queue: u32) -> Self {
+        MemoryRegion {
+            region,
+            lkey,
+            rkey,
+            queue,
+        }
+    }
+
     /// I/O virtual address of byte 0 (give it to peers with the rkey).
     pub fn addr(&self) -> u64 {
         self.region.addr()

@@ -1,0 +1,371 @@
+//! Run-to-completion mode: the application thread drives one queue's
+//! engine itself, the way a DPDK application or an RDMA application
+//! polling its CQ works. There is no engine thread and no queue between
+//! threads: [`RunToCompletion`] owns the AF_XDP socket of one
+//! (interface, queue) and the sans-IO [`Endpoint`] behind it, posts go
+//! straight into the endpoint, and every [`RunToCompletion::poll_cq`] runs
+//! one engine iteration (receive a batch, run due timers, transmit what is
+//! due) before it returns the completions.
+//!
+//! ```text
+//! let mut q = RunToCompletion::open(InlineConfig::new("eth0"))?; // XDP + socket of queue 0
+//! let mr = q.register_memory(1 << 20, Access::ALL)?;
+//! let qpn = q.create_qp(QpCaps::default())?;
+//! q.connect(qpn, RemoteQp { .. }, ConnectOptions::default())?;
+//! q.post_send(qpn, SendWr { .. local: mr.sge(0, 64), .. })?;
+//! loop { let n = q.poll_cq(&mut wcs); /* handle wcs[..n] */ }
+//! ```
+//!
+//! Nothing moves unless the owner calls [`RunToCompletion::poll_cq`] (or
+//! [`RunToCompletion::progress`]): retransmissions, ACKs and the peer's
+//! requests are all served from those calls, so an application keeps
+//! calling it while it has QPs, the way a poll-mode driver is polled. When
+//! it has nothing else to do it may spin (lowest latency, one core per
+//! queue) or block in [`RunToCompletion::wait`] until a packet arrives or
+//! the next timer is due.
+//!
+//! Compared with [`crate::verbs::Device`] (one engine thread per queue,
+//! lock-free queues to the application), a round trip crosses no thread
+//! boundary and no futex; the price is that the application's own work
+//! delays the engine's. The I/O steps are those of the engine thread
+//! ([`crate::driver_step`]), so both modes put the same frames on the wire.
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::driver::{DriverError, QueueStats};
+use crate::driver_capture::CaptureSink;
+use crate::driver_step::DriverStep;
+use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, XskSocket, ZeroCopy};
+use crate::loader::{AttachMode, AttachedMode, SteerCounters, SteerProgram};
+use crate::rc::{Access, QpInitAttr, QpState, RecvWr, SendWr, VerbsError, WorkCompletion};
+use crate::time::Instant;
+use crate::verbs::{in_netns, DeviceError, MemoryRegion, QpCaps};
+
+/// How to open a run-to-completion queue.
+#[derive(Clone)]
+pub struct InlineConfig {
+    pub ifname: String,
+    /// Network namespace of the interface (`ip netns` name); None = the
+    /// calling thread's. The socket is opened there; afterwards any thread
+    /// may drive it.
+    pub netns: Option<String>,
+    /// The interface queue whose AF_XDP socket this owns.
+    pub queue: u32,
+    pub attach: AttachMode,
+    /// Remove an XDP program attached by netlink first.
+    pub force: bool,
+    pub zero_copy: ZeroCopy,
+    /// Local IP (GID); None = the interface's first global address of the
+    /// family `ipv6` selects.
+    pub local_ip: Option<IpAddr>,
+    pub ipv6: bool,
+    pub umem: UmemConfig,
+    /// RX/TX and fill/completion ring sizes.
+    pub ring_size: u32,
+    /// Multi-buffer AF_XDP frames (needed for PMTU 4096).
+    pub multi_buffer: bool,
+    /// Capacity of the completion queue (completions not yet taken by
+    /// [`RunToCompletion::poll_cq`]).
+    pub cq_depth: usize,
+    pub capture: Option<CaptureSink>,
+}
+
+impl InlineConfig {
+    /// Defaults as [`crate::verbs::DeviceConfig::new`]: queue 0, native XDP
+    /// with generic fallback, zero-copy auto, IPv4, 4096 x 4 KiB frames.
+    pub fn new(ifname: &str) -> InlineConfig {
+        InlineConfig {
+            ifname: ifname.to_string(),
+            netns: None,
+            queue: 0,
+            attach: AttachMode::Auto,
+            force: false,
+            zero_copy: ZeroCopy::Auto,
+            local_ip: None,
+            ipv6: false,
+            umem: UmemConfig::default(),
+            ring_size: 2048,
+            multi_buffer: true,
+            cq_depth: 8192,
+            capture: None,
+        }
+    }
+}
+
+/// One queue's engine, driven by the thread that owns it (see the module
+/// documentation). `Send`: open it anywhere, then move it to the thread
+/// that will poll it. Dropping it unregisters its socket from the XDP
+/// program (and detaches the program if no other queue shares it).
+pub struct RunToCompletion {
+    // Field order is drop order: the socket closes (after `Drop`
+    // unregistered it) before the program handle goes.
+    sock: XskSocket,
+    ep: Endpoint,
+    step: DriverStep,
+    cq: u32,
+    origin: std::time::Instant,
+    loops: u64,
+    queue: u32,
+    ifname: String,
+    netns: Option<String>,
+    mac: [u8; 6],
+    ip: IpAddr,
+    program: Arc<Mutex<SteerProgram>>,
+}
+
+impl std::fmt::Debug for RunToCompletion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunToCompletion")
+            .field("ifname", &self.ifname)
+            .field("queue", &self.queue)
+            .field("ip", &self.ip)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock(p: &Mutex<SteerProgram>) -> std::sync::MutexGuard<'_, SteerProgram> {
+    p.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RunToCompletion {
+    /// Attaches the XDP program to `cfg.ifname` and opens and registers the
+    /// socket of `cfg.queue`.
+    pub fn open(cfg: InlineConfig) -> Result<RunToCompletion, DeviceError> {
+        let program = in_netns(cfg.netns.as_deref(), || {
+            SteerProgram::attach(&cfg.ifname, cfg.attach, cfg.force)
+        })??;
+        Self::open_on(cfg, Arc::new(Mutex::new(program)))
+    }
+
+    /// Opens and registers the socket of `cfg.queue` with a program already
+    /// attached to `cfg.ifname` (e.g. [`RunToCompletion::program`] of
+    /// another queue of the same interface); `cfg.attach` and `cfg.force`
+    /// are not used.
+    pub fn open_on(
+        cfg: InlineConfig,
+        program: Arc<Mutex<SteerProgram>>,
+    ) -> Result<RunToCompletion, DeviceError> {
+        let ns = cfg.netns.as_deref();
+        let mac = crate::netns::interface_mac(ns, &cfg.ifname)?;
+        let ip = match cfg.local_ip {
+            Some(ip) => ip,
+            None => crate::netns::interface_addr(ns, &cfg.ifname, cfg.ipv6)?,
+        };
+        let mut xsk = XskConfig::new(&cfg.ifname, cfg.queue);
+        xsk.umem = cfg.umem;
+        xsk.ring_size = cfg.ring_size;
+        xsk.fill_size = cfg.ring_size;
+        xsk.zero_copy = cfg.zero_copy;
+        xsk.multi_buffer = cfg.multi_buffer;
+        let sock = in_netns(ns, || -> Result<XskSocket, DriverError> {
+            let sock = XskSocket::open(&xsk)?;
+            lock(&program).register_socket(cfg.queue, &sock)?;
+            Ok(sock)
+        })??;
+        let mut ep = Endpoint::new(EndpointConfig {
+            local_mac: mac,
+            local_ip: ip,
+            ..EndpointConfig::default()
+        });
+        let cq = ep.create_cq(cfg.cq_depth.max(16));
+        let step = DriverStep::new(&sock, cfg.capture);
+        Ok(RunToCompletion {
+            sock,
+            ep,
+            step,
+            cq,
+            origin: std::time::Instant::now(),
+            loops: 0,
+            queue: cfg.queue,
+            ifname: cfg.ifname,
+            netns: cfg.netns,
+            mac,
+            ip,
+            program,
+        })
+    }
+
+    /// The XDP program this queue is registered with (to open another
+    /// queue of the same interface with [`RunToCompletion::open_on`]).
+    pub fn program(&self) -> &Arc<Mutex<SteerProgram>> {
+        &self.program
+    }
+
+    /// The interface's MAC.
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// The local IP (GID).
+    pub fn ip(&self) -> IpAddr {
+        self.ip
+    }
+
+    /// The interface queue this owns.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+
+    /// Whether the socket is bound in zero-copy mode.
+    pub fn is_zero_copy(&self) -> bool {
+        self.sock.is_zero_copy()
+    }
+
+    /// The XDP attach mode in use.
+    pub fn attached_mode(&self) -> AttachedMode {
+        lock(&self.program).mode()
+    }
+
+    /// The MAC of `ip` from the kernel's neighbour table (resolving it with
+    /// ARP/ND through the kernel if needed).
+    pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], DeviceError> {
+        Ok(crate::netns::resolve_mac(
+            self.netns.as_deref(),
+            &self.ifname,
+            ip,
+            Duration::from_secs(3),
+        )?)
+    }
+
+    /// Registers `len` bytes of fresh memory (usable by this queue's QPs).
+    /// Its I/O virtual address is its real address.
+    pub fn register_memory(
+        &mut self,
+        len: usize,
+        access: Access,
+    ) -> Result<MemoryRegion, DeviceError> {
+        let region = Arc::new(SharedRegion::new(len).map_err(DeviceError::Memory)?);
+        let iova = region.addr();
+        let keys = self
+            .ep
+            .reg_mr(Box::new(RegisteredRegion(region.clone())), iova, access)?;
+        Ok(MemoryRegion::new(region, keys.lkey, keys.rkey, self.queue))
+    }
+
+    /// Creates an RC QP; returns its QP number (give it to the peer).
+    pub fn create_qp(&mut self, caps: QpCaps) -> Result<u32, DeviceError> {
+        Ok(self.ep.create_qp(QpInitAttr {
+            send_cq: self.cq,
+            recv_cq: self.cq,
+            max_send_wr: caps.max_send_wr,
+            max_recv_wr: caps.max_recv_wr,
+            sq_sig_all: false,
+        })?)
+    }
+
+    /// RESET -> INIT -> RTR -> RTS with the peer's parameters.
+    pub fn connect(
+        &mut self,
+        qpn: u32,
+        remote: RemoteQp,
+        opts: ConnectOptions,
+    ) -> Result<(), DeviceError> {
+        Ok(self.ep.connect(qpn, &remote, &opts)?)
+    }
+
+    /// The QP's state (None: no such QP).
+    pub fn qp_state(&self, qpn: u32) -> Option<QpState> {
+        self.ep.qp_state(qpn)
+    }
+
+    /// Posts a send work request (SEND, WRITE, READ, atomics). Unlike the
+    /// threaded [`crate::verbs::QueuePair::post_send`], a refusal is
+    /// returned here. The packets leave on the next
+    /// [`RunToCompletion::poll_cq`].
+    pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
+        self.ep.post_send(qpn, wr)
+    }
+
+    /// Posts a receive work request.
+    pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        self.ep.post_recv(qpn, wr)
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
+    }
+
+    /// One engine iteration: receive a batch, run due timers, transmit what
+    /// is due. Returns whether anything happened.
+    pub fn progress(&mut self) -> bool {
+        self.loops += 1;
+        let origin = self.origin;
+        let clock = move || Instant::from_nanos(origin.elapsed().as_nanos() as u64);
+        self.step
+            .step(&mut self.sock, &mut self.ep, clock)
+            .progress()
+    }
+
+    /// Runs one engine iteration ([`RunToCompletion::progress`]), then takes
+    /// up to `out.len()` completions. Never blocks.
+    pub fn poll_cq(&mut self, out: &mut [WorkCompletion]) -> usize {
+        self.progress();
+        self.ep.poll_cq(self.cq, out)
+    }
+
+    /// Blocks in poll(2) until a packet may have arrived, the endpoint's
+    /// next timer is due, or `timeout` passes, whichever is first; returns
+    /// at once if packets wait to be transmitted. For an application that
+    /// has nothing to do and wants to leave its core (call
+    /// [`RunToCompletion::poll_cq`] afterwards).
+    pub fn wait(&mut self, timeout: Duration) {
+        let now = self.now();
+        let until_timer = self
+            .ep
+            .poll_timeout()
+            .map_or(timeout, |t| t.saturating_duration_since(now));
+        let sleep = timeout.min(until_timer);
+        if sleep.is_zero() || self.ep.has_pending_transmit() || self.sock.tx_unconsumed() > 0 {
+            return;
+        }
+        let _ = self.sock.wait(sleep);
+    }
+
+    /// Statistics of this queue, read now.
+    pub fn stats(&self) -> QueueStats {
+        let mut s = QueueStats {
+            transport: self.ep.counters(),
+            socket: self.sock.counters(),
+            loops: self.loops,
+            ..QueueStats::default()
+        };
+        if let Ok(k) = self.sock.statistics() {
+            s.kernel = k;
+        }
+        s.qp_rates.fill(self.ep.qp_rates());
+        s
+    }
+
+    /// The XDP program's counters (all queues of the interface).
+    pub fn steer_counters(&self) -> Result<SteerCounters, DeviceError> {
+        Ok(lock(&self.program).counters()?)
+    }
+
+    /// Unregisters the socket and closes it (as dropping does); returns the
+    /// final statistics.
+    pub fn close(self) -> QueueStats {
+        self.stats()
+    }
+}
+
+impl Drop for RunToCompletion {
+    fn drop(&mut self) {
+        // RoCE frames for this queue go to the kernel (counted as
+        // `no_socket`) from here on; the socket closes right after.
+        let _ = lock(&self.program).unregister_socket(self.queue);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn is_send() {
+        fn send<T: Send>() {}
+        send::<RunToCompletion>();
+    }
+}
