@@ -15,8 +15,11 @@
 //!   RNR NAK, never a silent drop;
 //! - MSN counts completed inbound messages (24-bit).
 //!
-//! Answers leave in PSN order through one queue (`out`): ACKs, NAKs, READ
-//! responses and atomic ACKs, so an ACK can never overtake a READ response.
+//! Answers leave in PSN order through one queue: NAKs, READ responses and
+//! atomic ACKs in `out`, then at most one coalesced ACK (`ack_pending`)
+//! logically behind them, so an ACK can never overtake a READ response.
+//! Keeping the coalesced ACK out of the `VecDeque` makes the common case
+//! (an in-order packet with AckReq) one store.
 
 use std::collections::VecDeque;
 
@@ -82,6 +85,11 @@ pub struct Responder {
     pub(crate) max_recv_wr: usize,
     in_progress: InProgress,
     pub(crate) out: VecDeque<Answer>,
+    /// The coalesced ACK (PSN, MSN), queued after everything in `out`
+    /// (notes "Responder": one ACK may cover many packets). Every push to
+    /// `out` moves it into `out` first, so the order is kept.
+    ack_pending: Option<(Psn, u32)>,
+    /// Most answers queued (`out` plus the pending ACK).
     out_cap: usize,
     /// Saved atomic results for replay: (PSN, original value), a ring.
     atomic_replay: Vec<(Psn, u64)>,
@@ -99,6 +107,7 @@ impl Responder {
             max_recv_wr,
             in_progress: InProgress::None,
             out: VecDeque::new(),
+            ack_pending: None,
             out_cap: 0,
             atomic_replay: Vec::new(),
             atomic_next: 0,
@@ -115,6 +124,7 @@ impl Responder {
         let rd = usize::from(attr.max_dest_rd_atomic.max(1));
         self.out_cap = 2 * rd + 4;
         self.out = VecDeque::with_capacity(self.out_cap + 1);
+        self.ack_pending = None;
         self.atomic_replay = Vec::with_capacity(rd);
         self.atomic_next = 0;
     }
@@ -130,35 +140,40 @@ impl Responder {
 
     /// Whether an answer is waiting.
     pub(crate) fn has_work(&self) -> bool {
-        !self.out.is_empty()
+        !self.out.is_empty() || self.ack_pending.is_some()
     }
 
-    /// Queue a coalesced ACK for `psn`.
+    /// Answers queued, the pending ACK included.
+    #[inline]
+    fn queued(&self) -> usize {
+        self.out.len() + usize::from(self.ack_pending.is_some())
+    }
+
+    /// Queue an answer behind everything queued (the pending ACK first).
+    #[inline]
+    fn push(&mut self, answer: Answer) {
+        if let Some((psn, msn)) = self.ack_pending.take() {
+            self.out.push_back(Answer::Ack {
+                psn,
+                syndrome: syndrome::ACK,
+                msn,
+            });
+        }
+        self.out.push_back(answer);
+    }
+
+    /// Queue a coalesced ACK for `psn`: it replaces the pending ACK, if
+    /// any (a later cumulative ACK covers the earlier one), else it is a
+    /// new answer at the back.
     #[inline]
     fn ack(&mut self, psn: Psn) {
-        if let Some(Answer::Ack {
-            psn: p,
-            syndrome: s,
-            msn,
-        }) = self.out.back_mut()
-        {
-            if syndrome::kind(*s) == 0 {
-                *p = psn;
-                *msn = self.msn;
-                return;
-            }
-        }
-        self.out.push_back(Answer::Ack {
-            psn,
-            syndrome: syndrome::ACK,
-            msn: self.msn,
-        });
+        self.ack_pending = Some((psn, self.msn));
     }
 
     /// Queue a NAK with `code` for the current ePSN and report the error.
     fn nak_fatal(&mut self, code: u8, counters: &mut Counters) -> Fatal {
         // May exceed out_cap by one: the QP is going to error anyway.
-        self.out.push_back(Answer::Ack {
+        self.push(Answer::Ack {
             psn: self.e_psn,
             syndrome: code,
             msn: self.msn,
@@ -193,8 +208,8 @@ impl Responder {
         if d > 0 {
             // Out of sequence: one NAK per gap (rxe sent_psn_nak).
             counters.out_of_seq_request += 1;
-            if !self.nak_sent && self.out.len() < self.out_cap {
-                self.out.push_back(Answer::Ack {
+            if !self.nak_sent && self.queued() < self.out_cap {
+                self.push(Answer::Ack {
                     psn: self.e_psn,
                     syndrome: syndrome::NAK_PSN_SEQ,
                     msn: self.msn,
@@ -209,7 +224,7 @@ impl Responder {
             self.duplicate(frame, psn, attr, mrs, counters);
             return Ok(());
         }
-        if self.out.len() >= self.out_cap {
+        if self.queued() >= self.out_cap {
             // No room to answer: drop, the requester will retransmit.
             counters.dropped_busy += 1;
             return Ok(());
@@ -339,21 +354,42 @@ impl Responder {
                     self.rnr_nak(attr, counters);
                     return Ok(());
                 }
-                let (va, rkey, total, offset) = match self.in_progress {
+                // `placed`: the first packet's payload is already written
+                // (through the same lookup that checked the RETH range).
+                let (va, rkey, total, offset, placed) = match self.in_progress {
                     InProgress::Write {
                         va,
                         rkey,
                         total,
                         offset,
-                    } => (va, rkey, total, offset),
+                    } => (va, rkey, total, offset, false),
                     _ => {
                         let Some(reth) = frame.reth() else {
                             return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
                         };
-                        if !reth_access_allowed(mrs, &reth, Access::REMOTE_WRITE) {
-                            return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters));
+                        if reth.dma_len == 0 {
+                            // Zero-length: the R_Key is not validated (IBTA
+                            // C9-88; rxe the same), nothing is placed.
+                            (reth.va, reth.rkey, 0, 0, false)
+                        } else {
+                            // Protection (notes "Responder"): key, the whole
+                            // RETH range and REMOTE_WRITE checked in one
+                            // lookup, which also yields where to place.
+                            let Ok(dst) = mrs.slice_mut(
+                                reth.rkey,
+                                reth.va,
+                                reth.dma_len as usize,
+                                Access::REMOTE_WRITE,
+                            ) else {
+                                return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters));
+                            };
+                            let Some(dst) = dst.get_mut(..payload.len()) else {
+                                // More payload than the RETH announced.
+                                return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
+                            };
+                            dst.copy_from_slice(payload);
+                            (reth.va, reth.rkey, reth.dma_len, 0, true)
                         }
-                        (reth.va, reth.rkey, reth.dma_len, 0)
                     }
                 };
                 let end = offset as u64 + payload.len() as u64;
@@ -361,7 +397,7 @@ impl Responder {
                     self.in_progress = InProgress::None;
                     return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
                 }
-                if !payload.is_empty() {
+                if !placed && !payload.is_empty() {
                     if let Err(e) = mrs.write(
                         rkey,
                         va.wrapping_add(u64::from(offset)),
@@ -424,7 +460,7 @@ impl Responder {
                     return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters));
                 }
                 self.msn = (self.msn + 1) & Psn::MASK;
-                self.out.push_back(Answer::Read {
+                self.push(Answer::Read {
                     psn,
                     va: reth.va,
                     rkey: reth.rkey,
@@ -451,7 +487,7 @@ impl Responder {
                 };
                 self.save_atomic(psn, orig);
                 self.msn = (self.msn + 1) & Psn::MASK;
-                self.out.push_back(Answer::AtomicAck {
+                self.push(Answer::AtomicAck {
                     psn,
                     orig,
                     msn: self.msn,
@@ -476,7 +512,7 @@ impl Responder {
         // The packet is in order (a retry after an earlier RNR NAK too), so
         // it always gets its RNR NAK; the rest of its burst arrives out of
         // sequence and stays silent (nak_sent).
-        self.out.push_back(Answer::Ack {
+        self.push(Answer::Ack {
             psn: self.e_psn,
             syndrome: syndrome::RNR_NAK | (attr.min_rnr_timer & 0x1F),
             msn: self.msn,
@@ -503,7 +539,7 @@ impl Responder {
         mrs: &MrTable,
         counters: &mut Counters,
     ) {
-        if self.out.len() >= self.out_cap {
+        if self.queued() >= self.out_cap {
             return;
         }
         match frame.opcode() {
@@ -520,7 +556,7 @@ impl Responder {
                     counters.dropped_malformed += 1;
                     return;
                 }
-                self.out.push_back(Answer::Read {
+                self.push(Answer::Read {
                     psn,
                     va: reth.va,
                     rkey: reth.rkey,
@@ -532,7 +568,7 @@ impl Responder {
             Opcode::CompareSwap | Opcode::FetchAdd => {
                 // Never re-execute: replay the saved result if we still have it.
                 if let Some(&(_, orig)) = self.atomic_replay.iter().find(|(p, _)| *p == psn) {
-                    self.out.push_back(Answer::AtomicAck {
+                    self.push(Answer::AtomicAck {
                         psn,
                         orig,
                         msn: self.msn,
@@ -562,8 +598,20 @@ impl Responder {
         counters: &mut Counters,
         buf: &mut [u8],
     ) -> Result<Option<usize>, Fatal> {
-        let Some(answer) = self.out.front().copied() else {
-            return Ok(None);
+        // The pending ACK goes once `out` is empty (it is behind it).
+        let (answer, pending) = match self.out.front() {
+            Some(a) => (*a, false),
+            None => match self.ack_pending {
+                Some((psn, msn)) => (
+                    Answer::Ack {
+                        psn,
+                        syndrome: syndrome::ACK,
+                        msn,
+                    },
+                    true,
+                ),
+                None => return Ok(None),
+            },
         };
         let aeth = |syndrome, msn| crate::wire::AethRepr {
             syndrome,
@@ -584,7 +632,11 @@ impl Responder {
                         return Ok(None);
                     }
                 };
-                self.out.pop_front();
+                if pending {
+                    self.ack_pending = None;
+                } else {
+                    self.out.pop_front();
+                }
                 counters.sent_pkts += 1;
                 if syndrome::kind(s) == 0 {
                     counters.acks_sent += 1;
@@ -643,6 +695,7 @@ impl Responder {
                         Err(_) => {
                             // The region went away under an accepted READ.
                             self.out.clear();
+                            self.ack_pending = None;
                             self.out.push_back(Answer::Ack {
                                 psn,
                                 syndrome: syndrome::NAK_REMOTE_ACCESS,
@@ -705,6 +758,7 @@ impl Responder {
             );
         }
         // Keep only NAKs already queued: they tell the peer why we failed.
+        self.ack_pending = None;
         self.out
             .retain(|a| matches!(a, Answer::Ack { syndrome: s, .. } if syndrome::kind(*s) == 3));
     }
