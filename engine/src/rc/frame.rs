@@ -115,7 +115,7 @@ impl FrameTemplate {
 
     /// [`Self::is_from_peer`] for a received frame view (reads only the
     /// two addresses from the frame bytes).
-    #[inline]
+    #[inline(always)]
     pub fn is_from_peer_view(&self, f: &RoceFrameView<'_>) -> bool {
         match &self.ip {
             IpRepr::V4 { src, dst, .. } => f.ipv4_addrs() == Some((*dst, *src)),

@@ -9,7 +9,7 @@
 pub const LRH_CRC: u32 = crc32_bitwise(0, &[0xFF; 8]);
 
 /// Extend `crc` (a finished CRC-32 of the bytes so far) with `data`.
-#[inline]
+#[inline(always)]
 pub fn crc32_update(crc: u32, data: &[u8]) -> u32 {
     let mut hasher = crc32fast::Hasher::new_with_initial(crc);
     hasher.update(data);

@@ -245,7 +245,7 @@ impl<'a> RoceFrameView<'a> {
 
     /// The IP ECN codepoint (low two bits of the IPv4 TOS / IPv6 traffic
     /// class).
-    #[inline]
+    #[inline(always)]
     pub fn ecn(&self) -> Ecn {
         let at = self.ip_at();
         match self.version {
@@ -256,7 +256,7 @@ impl<'a> RoceFrameView<'a> {
     }
 
     /// Source and destination addresses of an IPv4 frame.
-    #[inline]
+    #[inline(always)]
     pub fn ipv4_addrs(&self) -> Option<(Ipv4Addr, Ipv4Addr)> {
         match self.version {
             IpVersion::V4 => {
@@ -271,7 +271,7 @@ impl<'a> RoceFrameView<'a> {
     }
 
     /// Source and destination addresses of an IPv6 frame.
-    #[inline]
+    #[inline(always)]
     pub fn ipv6_addrs(&self) -> Option<(Ipv6Addr, Ipv6Addr)> {
         match self.version {
             IpVersion::V6 => {
