@@ -70,6 +70,10 @@ pub struct InlineConfig {
     /// Capacity of the completion queue (completions not yet taken by
     /// [`RunToCompletion::poll_cq`]).
     pub cq_depth: usize,
+    /// Let ACKs due from the packets of a `poll_cq` that returned
+    /// completions wait for the next call, to leave with the application's
+    /// answer (see [`RunToCompletion::poll_cq`]). On by default.
+    pub coalesce_replies: bool,
     pub capture: Option<CaptureSink>,
 }
 
@@ -90,6 +94,7 @@ impl InlineConfig {
             ring_size: 2048,
             multi_buffer: true,
             cq_depth: 8192,
+            coalesce_replies: true,
             capture: None,
         }
     }
@@ -108,6 +113,9 @@ pub struct RunToCompletion {
     cq: u32,
     origin: std::time::Instant,
     loops: u64,
+    coalesce_replies: bool,
+    /// The last `poll_cq` left its transmissions to the next call.
+    deferred: bool,
     queue: u32,
     ifname: String,
     netns: Option<String>,
@@ -179,6 +187,8 @@ impl RunToCompletion {
             cq,
             origin: std::time::Instant::now(),
             loops: 0,
+            coalesce_replies: cfg.coalesce_replies,
+            deferred: false,
             queue: cfg.queue,
             ifname: cfg.ifname,
             netns: cfg.netns,
@@ -292,6 +302,7 @@ impl RunToCompletion {
     /// is due. Returns whether anything happened.
     pub fn progress(&mut self) -> bool {
         self.loops += 1;
+        self.deferred = false;
         let origin = self.origin;
         let clock = move || Instant::from_nanos(origin.elapsed().as_nanos() as u64);
         self.step
@@ -299,11 +310,31 @@ impl RunToCompletion {
             .progress()
     }
 
-    /// Runs one engine iteration ([`RunToCompletion::progress`]), then takes
-    /// up to `out.len()` completions. Never blocks.
+    /// Runs one engine iteration (receive a batch, run due timers,
+    /// transmit what is due) and takes up to `out.len()` completions.
+    /// Never blocks.
+    ///
+    /// With [`InlineConfig::coalesce_replies`] (the default), a call that
+    /// received packets and returns completions leaves what those packets
+    /// made due (their ACKs, READ responses) for the next call, which
+    /// always transmits: the application's answer, posted in between,
+    /// leaves in the same batch and system call as the ACK, so a
+    /// request/response exchange costs one TX kick per direction, not two.
+    /// The ACK is late by the application's time between two calls.
     pub fn poll_cq(&mut self, out: &mut [WorkCompletion]) -> usize {
-        self.progress();
-        self.ep.poll_cq(self.cq, out)
+        self.loops += 1;
+        let now = self.now();
+        let received = self.step.receive(&mut self.sock, &mut self.ep, now);
+        let now = self.now();
+        self.step.timers(&mut self.ep, now);
+        let n = self.ep.poll_cq(self.cq, out);
+        if self.coalesce_replies && n > 0 && received > 0 && !self.deferred {
+            self.deferred = true;
+            return n;
+        }
+        self.deferred = false;
+        self.step.transmit(&mut self.sock, &mut self.ep, now);
+        n
     }
 
     /// Blocks in poll(2) until a packet may have arrived, the endpoint's
@@ -353,6 +384,9 @@ impl RunToCompletion {
 
 impl Drop for RunToCompletion {
     fn drop(&mut self) {
+        // Send what a last poll_cq may have left for the next call.
+        let now = self.now();
+        self.step.transmit(&mut self.sock, &mut self.ep, now);
         // RoCE frames for this queue go to the kernel (counted as
         // `no_socket`) from here on; the socket closes right after.
         let _ = lock(&self.program).unregister_socket(self.queue);
