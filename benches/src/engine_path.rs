@@ -430,7 +430,14 @@ fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamRes
                     total_completed(&flows)
                 ));
             }
-            if last_progress.elapsed() > Duration::from_micros(50) {
+            if rig.a.queues() == 1 {
+                // Block until the engine thread pushes the next completion
+                // (it wakes this thread): the application leaves both cores
+                // to the engine threads instead of polling beside them.
+                let dev = if op == Op::Send { &rig.b } else { &rig.a };
+                dev.wait_cq(0, Duration::from_millis(1));
+            } else if last_progress.elapsed() > Duration::from_micros(50) {
+                // Several queues: no single queue to wait on.
                 std::thread::sleep(Duration::from_micros(20));
             } else {
                 std::thread::yield_now();
@@ -527,6 +534,36 @@ pub fn pingpong_threaded(
     let r = pingpong(&rig, size, iterations);
     rig.close();
     r
+}
+
+/// Streams each of `ops` at each of `sizes` on one fresh 1-queue rig
+/// (as [`measure`] does), for focused comparisons
+/// (`examples/write_vs_floor.rs`).
+pub fn measure_points(
+    pair: &VethPair,
+    ops: &[Op],
+    sizes: &[u64],
+    point: Duration,
+    poll: PollMode,
+) -> EResult<Vec<Point>> {
+    let rig = Rig::open(pair, 1, poll)?;
+    let mut out = Vec::new();
+    for &op in ops {
+        for &size in sizes {
+            let r = stream(&rig, op, size, point)?;
+            out.push(Point {
+                op,
+                message_bytes: size,
+                gbps: per_second((r.messages * size * 8) as f64, r.elapsed) / 1e9,
+                mpps: per_second(r.messages as f64, r.elapsed) / 1e6,
+                cpu_ns_per_packet: (r.messages > 0).then(|| {
+                    r.cpu.as_nanos() as f64 / (r.messages * packets_per_message(size)) as f64
+                }),
+            });
+        }
+    }
+    rig.close();
+    Ok(out)
 }
 
 /// Runs the engine measurements on `pair`. What cannot be measured is

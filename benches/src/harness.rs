@@ -621,6 +621,19 @@ fn floor_stream(
     })
 }
 
+/// The floor stream for `size`-byte WRITE messages (frames as long as
+/// the engine's WRITE packets) on `pair`: for focused comparisons (see
+/// `examples/write_vs_floor.rs`), the full run uses the same function.
+pub fn floor_point(
+    pair: &VethPair,
+    size: u64,
+    duration: Duration,
+    poll: PollMode,
+) -> Result<FloorPoint, HarnessError> {
+    let (frame_len, payload) = floor::frame_len_for(size as usize, ROCE_PMTU as usize);
+    floor_stream(pair, frame_len, payload, duration, poll)
+}
+
 /// AF_XDP ping-pong: a sends one frame at a time, b's echo loop returns it.
 pub fn floor_pingpong(
     pair: &VethPair,

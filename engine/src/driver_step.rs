@@ -11,11 +11,17 @@
 
 use crate::driver_capture::CaptureSink;
 use crate::endpoint::Endpoint;
-use crate::io::{XskSocket, MAX_PACKET};
+use crate::io::{InPlace, XskSocket, MAX_PACKET};
 use crate::time::Instant;
 
 /// Frames moved per batch (received packets, transmitted packets).
 pub(crate) const BATCH: usize = 64;
+
+/// Bytes reserved in the UMEM for each packet written in place: the
+/// largest frame the endpoint emits (IBTA's largest path MTU, 4096 bytes,
+/// plus at most 102 bytes of Ethernet, VLAN, IPv6, UDP, BTH, RETH,
+/// ImmDt and ICRC), rounded up. Two adjacent 4096-byte frames.
+const IN_PLACE_ROOM: usize = 4096 + 256;
 
 /// What one [`DriverStep::step`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -103,7 +109,10 @@ impl DriverStep {
     }
 
     /// Queues up to [`BATCH`] packets the endpoint has due and publishes
-    /// them to the kernel; returns how many were queued.
+    /// them to the kernel; returns how many were queued. Each packet is
+    /// written straight into TX frames of the UMEM
+    /// ([`XskSocket::send_in_place`]); only when no run of adjacent free
+    /// frames is at hand does it go through the scratch buffer and a copy.
     pub(crate) fn transmit(
         &mut self,
         sock: &mut XskSocket,
@@ -111,16 +120,31 @@ impl DriverStep {
         now: Instant,
     ) -> usize {
         sock.complete();
+        let room = IN_PLACE_ROOM.min(sock.max_packet());
         let mut sent = 0;
         while sent < BATCH && sock.tx_room() >= self.frames_per_packet {
-            let Some(len) = ep.poll_transmit(now, &mut self.tx_buf) else {
-                break;
-            };
-            if let Some(c) = &self.capture {
-                c.record(&self.tx_buf[..len]);
+            let capture = &self.capture;
+            let outcome = sock.send_in_place(room, |buf| {
+                let len = ep.poll_transmit(now, buf)?;
+                if let Some(c) = capture {
+                    c.record(&buf[..len]);
+                }
+                Some(len)
+            });
+            match outcome {
+                InPlace::Sent(_) => {}
+                InPlace::Nothing => break,
+                InPlace::NoRoom => {
+                    let Some(len) = ep.poll_transmit(now, &mut self.tx_buf) else {
+                        break;
+                    };
+                    if let Some(c) = &self.capture {
+                        c.record(&self.tx_buf[..len]);
+                    }
+                    let queued = sock.send(&self.tx_buf[..len]);
+                    debug_assert!(queued, "room was checked");
+                }
             }
-            let queued = sock.send(&self.tx_buf[..len]);
-            debug_assert!(queued, "room was checked");
             sent += 1;
         }
         if sent > 0 || sock.tx_in_flight() > 0 {

@@ -329,6 +329,17 @@ impl Device {
         }
     }
 
+    /// Blocks until queue `q` has a completion to poll (the engine thread
+    /// wakes this thread when it pushes one) or `timeout` passes; takes
+    /// nothing. For an application that also has other work to do between
+    /// polls (posting), and wants to leave its core to the engine threads
+    /// while it has none.
+    pub fn wait_cq(&self, q: u32, timeout: Duration) {
+        if let Ok(sh) = self.shared(q) {
+            sh.wait_completion(timeout);
+        }
+    }
+
     /// Takes one post the engine refused on queue `q` (bad key, wrong
     /// state, queue full...).
     pub fn poll_post_error(&self, q: u32) -> Option<PostError> {

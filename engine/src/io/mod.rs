@@ -18,7 +18,7 @@ pub mod region;
 pub use echo::PollMode;
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
-    XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy, MAX_PACKET,
+    InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy, MAX_PACKET,
 };
 pub use sys::{if_index, set_thread_netns};
 pub use umem::{FrameAccounting, Umem, UmemConfig};

@@ -114,6 +114,21 @@ pub struct XskCounters {
     pub tx_full: u64,
     pub tx_kicks: u64,
     pub rx_kicks: u64,
+    /// Packets written in place ([`XskSocket::send_in_place`]), included
+    /// in `tx_packets`.
+    pub tx_in_place: u64,
+}
+
+/// Outcome of [`XskSocket::send_in_place`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InPlace {
+    /// A packet of this many bytes was queued.
+    Sent(usize),
+    /// The writer had nothing to send; every frame went back to the pool.
+    Nothing,
+    /// No run of adjacent free frames or no TX slots: the writer was not
+    /// called.
+    NoRoom,
 }
 
 /// Largest packet accepted in either direction (XDP multi-buffer carries
@@ -515,6 +530,66 @@ impl XskSocket {
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += len as u64;
         Some(len)
+    }
+
+    /// Queues one packet written in place into the UMEM (no copy): reserves
+    /// the smallest run of adjacent TX frames holding `room` bytes (at
+    /// most [`max_packet`](Self::max_packet)), hands it to `f` as one
+    /// slice, and queues the first `n` bytes if `f` returns `Some(n)` (as
+    /// several descriptors when `n` exceeds a frame). Frames `f` did not
+    /// fill, or all of them if it returns `None` or `Some(0)`, go back to
+    /// the pool. [`InPlace::NoRoom`] (and `f` is not called) when the
+    /// frames or TX slots are lacking or the free frames on top of the
+    /// pool are not adjacent: use [`send`](Self::send) then.
+    pub fn send_in_place<F: FnOnce(&mut [u8]) -> Option<usize>>(
+        &mut self,
+        room: usize,
+        f: F,
+    ) -> InPlace {
+        let fs = self.umem.frame_size() as usize;
+        if room == 0 || room > self.max_packet() {
+            return InPlace::NoRoom;
+        }
+        let k = room.div_ceil(fs);
+        if self.pool.free_tx() < k {
+            self.complete();
+        }
+        let slots = self.tx_pending + k as u32;
+        if self.tx.prod_free(slots) < slots {
+            self.counters.tx_full += 1;
+            return InPlace::NoRoom;
+        }
+        let Some(base) = self.pool.take_tx_run(k) else {
+            return InPlace::NoRoom;
+        };
+        let buf = self
+            .umem
+            .run_mut(base, k as u32)
+            .expect("pool frames are in bounds");
+        let len = f(buf).unwrap_or(0).min(k * fs);
+        let used = len.div_ceil(fs);
+        self.pool.untake_tx_run(base, used, k);
+        if len == 0 {
+            return InPlace::Nothing;
+        }
+        for i in 0..used {
+            let last = i + 1 == used;
+            let desc = libc::xdp_desc {
+                addr: base + (i * fs) as u64,
+                len: if last {
+                    (len - i * fs) as u32
+                } else {
+                    fs as u32
+                },
+                options: if last { 0 } else { libc::XDP_PKT_CONTD },
+            };
+            self.tx.prod_write(self.tx_pending + i as u32, desc);
+        }
+        self.tx_pending += used as u32;
+        self.counters.tx_packets += 1;
+        self.counters.tx_bytes += len as u64;
+        self.counters.tx_in_place += 1;
+        InPlace::Sent(len)
     }
 
     /// Publishes queued packets and wakes the kernel if it needs it. In

@@ -131,6 +131,21 @@ impl Umem {
         Some(unsafe { std::slice::from_raw_parts_mut(self.base().add(start), len) })
     }
 
+    /// Mutable bytes of `frames` adjacent owned frames starting at the
+    /// frame `base` (one contiguous slice across the frame boundaries).
+    pub(crate) fn run_mut(&mut self, base: u64, frames: u32) -> Option<&mut [u8]> {
+        let fs = self.frame_size as u64;
+        let len = fs * u64::from(frames);
+        if !base.is_multiple_of(fs) || frames == 0 || base + len > self.map.len() as u64 {
+            return None;
+        }
+        // SAFETY: in bounds (checked above); `&mut self` and ownership of
+        // every frame of the run make the slice unique.
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(self.base().add(base as usize), len as usize)
+        })
+    }
+
     fn check(&self, addr: u64, len: u32) -> Option<(usize, usize)> {
         let fs = self.frame_size as u64;
         let off_in_frame = addr % fs;
@@ -224,6 +239,42 @@ impl FramePool {
         self.state[i] = FrameState::Tx;
         self.in_tx += 1;
         Some(a)
+    }
+
+    /// Takes `k` free TX frames that are adjacent in the UMEM and returns
+    /// the address of the lowest, or None (taking nothing) if the top `k`
+    /// of the free stack are not such a run. Frames come back from the
+    /// completion ring in the order they were sent, so frames taken as a
+    /// run are usually pushed back as one (in descending order).
+    pub(crate) fn take_tx_run(&mut self, k: usize) -> Option<u64> {
+        let n = self.free_tx.len();
+        if k == 0 || n < k {
+            return None;
+        }
+        let top = &self.free_tx[n - k..];
+        let fs = self.frame_size as u64;
+        let (lo, hi) = top
+            .iter()
+            .fold((u64::MAX, 0), |(lo, hi), &a| (lo.min(a), hi.max(a)));
+        // k distinct frames (each free frame is on the stack once) spanning
+        // exactly k frames are adjacent.
+        if hi - lo != (k as u64 - 1) * fs {
+            return None;
+        }
+        for _ in 0..k {
+            self.take_tx().expect("k frames are on the stack");
+        }
+        Some(lo)
+    }
+
+    /// Gives back the frames `[base + from*fs, base + k*fs)` of a run
+    /// taken with [`take_tx_run`](Self::take_tx_run) and not submitted,
+    /// highest first so that the next run starts at the lowest.
+    pub(crate) fn untake_tx_run(&mut self, base: u64, from: usize, k: usize) {
+        let fs = self.frame_size as u64;
+        for i in (from..k).rev() {
+            self.untake_tx(base + i as u64 * fs);
+        }
     }
 
     /// Undoes `take_tx` for a frame that was not submitted.
@@ -324,6 +375,63 @@ mod tests {
             ),
             (2, 2, 0, 0)
         );
+    }
+
+    #[test]
+    fn tx_runs_are_adjacent_and_given_back_exactly() {
+        let mut p = FramePool::new(16, 4096);
+        let base = p.take_tx_run(2).unwrap();
+        assert_eq!(base, 8 * 4096, "the lowest TX frames first");
+        assert_eq!(p.accounting().in_tx_or_completion, 2);
+        // Use one frame, give the other back: the next run starts there.
+        p.untake_tx_run(base, 1, 2);
+        assert_eq!(p.accounting().in_tx_or_completion, 1);
+        assert_eq!(p.accounting().free_tx, 7);
+        let next = p.take_tx_run(2).unwrap();
+        assert_eq!(next, base + 4096);
+        // Nothing used: all back.
+        p.untake_tx_run(next, 0, 2);
+        // Completions in send order keep runs adjacent on the stack.
+        p.return_tx(base);
+        let acc = p.accounting();
+        assert_eq!((acc.free_tx, acc.in_tx_or_completion), (8, 0));
+        assert_eq!(acc.bad_returns, 0);
+        let r = p.take_tx_run(3).unwrap();
+        p.untake_tx_run(r, 0, 3);
+        assert_eq!(p.accounting().free_tx, 8);
+    }
+
+    #[test]
+    fn a_scattered_stack_yields_no_run_and_takes_nothing() {
+        let mut p = FramePool::new(16, 4096);
+        let a = p.take_tx().unwrap();
+        let b = p.take_tx().unwrap();
+        let c = p.take_tx().unwrap();
+        // Return a and c: the stack top is c, then a (not adjacent).
+        p.return_tx(a);
+        p.return_tx(c);
+        assert_eq!(p.take_tx_run(2), None);
+        let acc = p.accounting();
+        assert_eq!((acc.free_tx, acc.in_tx_or_completion), (7, 1));
+        assert_eq!(p.take_tx_run(0), None);
+        assert_eq!(p.take_tx_run(9), None, "more than are free");
+        p.return_tx(b);
+        assert_eq!(p.accounting().free_tx, 8);
+    }
+
+    #[test]
+    fn umem_runs_are_bounds_checked() {
+        let mut u = Umem::new(UmemConfig {
+            frame_count: 4,
+            frame_size: 4096,
+            huge_pages: false,
+        })
+        .unwrap();
+        assert_eq!(u.run_mut(4096, 2).unwrap().len(), 8192);
+        assert!(u.run_mut(4096, 3).is_some());
+        assert!(u.run_mut(4096, 4).is_none(), "past the end");
+        assert!(u.run_mut(100, 1).is_none(), "not a frame start");
+        assert!(u.run_mut(0, 0).is_none());
     }
 
     #[test]
