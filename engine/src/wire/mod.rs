@@ -7,6 +7,10 @@
 //! module of byte ranges) and, where the engine needs one, a plain `*Repr`
 //! with `parse` / `emit`. [`frame`] puts them together: [`parse_frame`]
 //! validates a whole frame and checks its ICRC, [`emit_frame`] writes one.
+//! [`parse_frame_view`] ([`view`]) does the same checks and returns a
+//! borrowed [`RoceFrameView`] whose accessors read the headers from the
+//! frame bytes; the receive path uses it (no owned headers built per
+//! packet).
 //!
 //! CONTRACT (shared by the wire, rc, cc and datapath work): the names in
 //! `contract.rs` (re-exported here) are the interface other modules code

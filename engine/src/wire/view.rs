@@ -9,7 +9,7 @@
 //! sizes), "BTH", "RC opcodes" (extension headers per opcode, their order),
 //! "ICRC". What is accepted and the error for what is not is documented in
 //! [`super::frame`]; [`parse_frame_view`] and [`super::parse_frame`] share
-//! this one validator ([`locate`]), so they accept and reject the same
+//! this one validator (`locate`), so they accept and reject the same
 //! frames with the same errors.
 
 use core::net::{Ipv4Addr, Ipv6Addr};
@@ -34,7 +34,7 @@ use super::ROCE_V2_UDP_PORT;
 /// A validated RoCE v2 frame, borrowed. Small and `Copy` (the frame slice
 /// plus a few offsets); header fields are read from the bytes on demand.
 ///
-/// Every offset was checked against the frame by [`locate`], so the
+/// Every offset was checked against the frame by `locate`, so the
 /// accessors cannot go out of bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoceFrameView<'a> {
