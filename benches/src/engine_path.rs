@@ -45,6 +45,11 @@ pub struct Point {
     pub mpps: f64,
     /// Process CPU time per data packet, if measured.
     pub cpu_ns_per_packet: Option<f64>,
+    /// CPU time per data packet of the engine threads of side a (the
+    /// requester) and side b (the responder), each including the kernel
+    /// work of its system calls: the busier one bounds the rate when each
+    /// thread has a core of its own.
+    pub thread_ns_per_packet: Option<(f64, f64)>,
 }
 
 /// Everything the engine runs measured.
@@ -291,6 +296,37 @@ struct StreamResult {
     messages: u64,
     elapsed: Duration,
     cpu: Duration,
+    /// CPU time of the engine threads of side a and side b.
+    threads_cpu: (Duration, Duration),
+}
+
+impl StreamResult {
+    /// The figures of one point of `size`-byte `op` messages.
+    fn point(&self, op: Op, size: u64) -> Point {
+        let packets = (self.messages * packets_per_message(size)) as f64;
+        let per_packet = |d: Duration| d.as_nanos() as f64 / packets;
+        Point {
+            op,
+            message_bytes: size,
+            gbps: per_second((self.messages * size * 8) as f64, self.elapsed) / 1e9,
+            mpps: per_second(self.messages as f64, self.elapsed) / 1e6,
+            cpu_ns_per_packet: (self.messages > 0).then(|| per_packet(self.cpu)),
+            thread_ns_per_packet: (self.messages > 0).then(|| {
+                (
+                    per_packet(self.threads_cpu.0),
+                    per_packet(self.threads_cpu.1),
+                )
+            }),
+        }
+    }
+}
+
+/// CPU time of the engine threads of both sides so far.
+fn threads_cpu(rig: &Rig) -> (Duration, Duration) {
+    (
+        rig.a.total_stats().thread_cpu,
+        rig.b.total_stats().thread_cpu,
+    )
 }
 
 /// Streams `size`-byte `op` messages on every QP of the rig for
@@ -313,7 +349,7 @@ fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamRes
     let mut wcs = vec![WorkCompletion::default(); 256];
     let warmup = duration / 5 + Duration::from_millis(20);
     let start = Instant::now();
-    let mut measured: Option<(Instant, u64, Duration)> = None;
+    let mut measured: Option<(Instant, u64, Duration, (Duration, Duration))> = None;
     let mut result: Option<StreamResult> = None;
     let mut last_progress = Instant::now();
     let total_completed = |f: &[Flow]| f.iter().map(|f| f.completed).sum::<u64>();
@@ -321,14 +357,21 @@ fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamRes
         let now = Instant::now();
         let posting = result.is_none();
         if measured.is_none() && now - start >= warmup {
-            measured = Some((now, total_completed(&flows), process_cpu_time()));
+            measured = Some((
+                now,
+                total_completed(&flows),
+                process_cpu_time(),
+                threads_cpu(rig),
+            ));
         }
-        if let Some((t0, c0, cpu0)) = measured {
+        if let Some((t0, c0, cpu0, (ta0, tb0))) = measured {
             if result.is_none() && now - t0 >= duration {
+                let (ta, tb) = threads_cpu(rig);
                 result = Some(StreamResult {
                     messages: total_completed(&flows) - c0,
                     elapsed: now - t0,
                     cpu: process_cpu_time().saturating_sub(cpu0),
+                    threads_cpu: (ta.saturating_sub(ta0), tb.saturating_sub(tb0)),
                 });
             }
         }
@@ -550,16 +593,7 @@ pub fn measure_points(
     let mut out = Vec::new();
     for &op in ops {
         for &size in sizes {
-            let r = stream(&rig, op, size, point)?;
-            out.push(Point {
-                op,
-                message_bytes: size,
-                gbps: per_second((r.messages * size * 8) as f64, r.elapsed) / 1e9,
-                mpps: per_second(r.messages as f64, r.elapsed) / 1e6,
-                cpu_ns_per_packet: (r.messages > 0).then(|| {
-                    r.cpu.as_nanos() as f64 / (r.messages * packets_per_message(size)) as f64
-                }),
-            });
+            out.push(stream(&rig, op, size, point)?.point(op, size));
         }
     }
     rig.close();
@@ -599,16 +633,7 @@ pub fn measure(
         for &size in sizes {
             match stream(&rig, op, size, opts.point()) {
                 Ok(r) => {
-                    let p = Point {
-                        op,
-                        message_bytes: size,
-                        gbps: per_second((r.messages * size * 8) as f64, r.elapsed) / 1e9,
-                        mpps: per_second(r.messages as f64, r.elapsed) / 1e6,
-                        cpu_ns_per_packet: (r.messages > 0).then(|| {
-                            r.cpu.as_nanos() as f64
-                                / (r.messages * packets_per_message(size)) as f64
-                        }),
-                    };
+                    let p = r.point(op, size);
                     if opts.progress {
                         eprintln!(
                             "bench: engine {} {size} B: {:.2} Gb/s, {:.3} Mmsg/s",

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use engine::io::echo::idle_wait;
-use engine::io::{PollMode, XskSocket};
+use engine::io::{thread_cpu_time, PollMode, XskSocket};
 use engine::netns::Side;
 
 /// Packets queued per `flush`/taken per `recv` (the echo loop's batch).
@@ -80,6 +80,9 @@ pub struct FloorStats {
     pub bytes: u64,
     /// From the first to the last packet (receiver) or the whole send loop.
     pub elapsed: Duration,
+    /// CPU time of the thread over the same span (user + system, including
+    /// the kernel work its system calls do).
+    pub thread_cpu: Duration,
 }
 
 /// Sends `frame` as fast as the rings take it for `duration`, `BATCH`
@@ -93,6 +96,7 @@ pub fn stream_send(
     poll: PollMode,
 ) -> FloorStats {
     let start = Instant::now();
+    let cpu0 = thread_cpu_time();
     let mut stats = FloorStats::default();
     while start.elapsed() < duration {
         sock.complete();
@@ -117,6 +121,7 @@ pub fn stream_send(
         }
     }
     stats.elapsed = start.elapsed();
+    stats.thread_cpu = thread_cpu_time().saturating_sub(cpu0);
     stats
 }
 
@@ -130,15 +135,17 @@ pub fn stream_receive(
     poll: PollMode,
 ) -> FloorStats {
     let mut stats = FloorStats::default();
-    let mut first: Option<Instant> = None;
+    let mut first: Option<(Instant, Duration)> = None;
     let mut last = Instant::now();
+    let mut last_cpu = Duration::ZERO;
     let mut idle_since = None;
     loop {
         let mut bytes = 0u64;
         let n = sock.recv(BATCH, |p| bytes += p.len() as u64);
         if n > 0 {
             let now = Instant::now();
-            first.get_or_insert(now);
+            last_cpu = thread_cpu_time();
+            first.get_or_insert((now, last_cpu));
             last = now;
             stats.packets += n as u64;
             stats.bytes += bytes;
@@ -149,7 +156,10 @@ pub fn stream_receive(
             idle_wait(sock, poll, &mut idle_since, Duration::from_millis(5));
         }
     }
-    stats.elapsed = first.map(|f| last - f).unwrap_or_default();
+    if let Some((t0, cpu0)) = first {
+        stats.elapsed = last - t0;
+        stats.thread_cpu = last_cpu.saturating_sub(cpu0);
+    }
     stats
 }
 

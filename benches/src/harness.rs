@@ -556,6 +556,9 @@ pub struct FloorPoint {
     /// Process CPU time (both ends, plus the veth work done in their
     /// system calls) per received frame, ns.
     pub cpu_ns_per_packet: Option<f64>,
+    /// CPU time per received frame of the sending and of the receiving
+    /// thread, ns (each including the kernel work of its system calls).
+    pub thread_ns_per_packet: Option<(f64, f64)>,
 }
 
 /// Opens an AF_XDP socket on queue `queue` of `side`'s veth end with the
@@ -605,7 +608,7 @@ fn floor_stream(
     stop.store(true, Ordering::Relaxed);
     let (got, mode, zero_copy) = join(receiver)?;
     let cpu = process_cpu_time().saturating_sub(cpu0);
-    sent?;
+    let sent = sent?;
     if got.packets == 0 {
         return Err(HarnessError::Floor(format!(
             "no {frame_len}-byte frame arrived: is XDP steering UDP 4791 on {}?",
@@ -618,6 +621,12 @@ fn floor_stream(
         mode,
         zero_copy,
         cpu_ns_per_packet: (got.packets > 0).then(|| cpu.as_nanos() as f64 / got.packets as f64),
+        thread_ns_per_packet: (sent.packets > 0).then(|| {
+            (
+                sent.thread_cpu.as_nanos() as f64 / sent.packets as f64,
+                got.thread_cpu.as_nanos() as f64 / got.packets as f64,
+            )
+        }),
     })
 }
 

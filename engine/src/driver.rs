@@ -58,6 +58,9 @@ pub struct QueueStats {
     pub kernel: XskStatistics,
     /// Loop iterations and sleeps (to see how busy the thread was).
     pub loops: u64,
+    /// CPU time the engine thread has used (user + system, including the
+    /// kernel's transmit work done in its system calls), as of the snapshot.
+    pub thread_cpu: Duration,
     pub sleeps: u64,
     /// Completions waiting because the application's queue was full.
     pub completion_backlog_events: u64,
@@ -451,6 +454,7 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
 
 fn publish(shared: &Shared, stats: &mut QueueStats, ep: &Endpoint, sock: &XskSocket) {
     stats.transport = ep.counters();
+    stats.thread_cpu = crate::io::thread_cpu_time();
     // Runs every STATS_PERIOD, not per packet: one walk over the QPs.
     stats.qp_rates.fill(ep.qp_rates());
     stats.socket = sock.counters();

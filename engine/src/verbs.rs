@@ -401,6 +401,7 @@ fn add_stats(t: &mut QueueStats, s: &QueueStats) {
     a.tx_full += b.tx_full;
     a.tx_kicks += b.tx_kicks;
     a.rx_kicks += b.rx_kicks;
+    a.tx_in_place += b.tx_in_place;
     let (a, b) = (&mut t.kernel, &s.kernel);
     a.rx_dropped += b.rx_dropped;
     a.rx_invalid_descs += b.rx_invalid_descs;
@@ -410,6 +411,7 @@ fn add_stats(t: &mut QueueStats, s: &QueueStats) {
     a.tx_ring_empty_descs += b.tx_ring_empty_descs;
     t.loops += s.loops;
     t.sleeps += s.sleeps;
+    t.thread_cpu += s.thread_cpu;
     t.completion_backlog_events += s.completion_backlog_events;
 }
 

@@ -20,6 +20,6 @@ pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
     InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy, MAX_PACKET,
 };
-pub use sys::{if_index, set_thread_netns};
+pub use sys::{if_index, set_thread_netns, thread_cpu_time};
 pub use umem::{FrameAccounting, Umem, UmemConfig};
 pub use waker::Waker;
