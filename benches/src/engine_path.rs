@@ -98,7 +98,8 @@ impl EngineResults {
         self
     }
 
-    fn find(&self, op: Op, size: u64) -> Option<&Point> {
+    /// The point of `op` at `size` bytes, if measured.
+    pub fn find(&self, op: Op, size: u64) -> Option<&Point> {
         self.points
             .iter()
             .find(|p| p.op == op && p.message_bytes == size)

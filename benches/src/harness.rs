@@ -261,6 +261,9 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             read_gbps: engine.read_gbps(s),
         })
         .collect();
+    if let Some(n) = busiest_thread_note(&sizes, floor_at, &engine) {
+        notes.push(n);
+    }
     let machine_mhz = machine.cpu_mhz;
     let mut missing_late = Vec::new();
     let mut report = Report {
@@ -309,6 +312,36 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     report.ratios = report.target_ratios();
     drop(pair);
     Ok(report)
+}
+
+/// A note comparing, per WRITE size, the CPU time per packet of the
+/// busiest thread: the floor's sender and the busier engine thread.
+fn busiest_thread_note(
+    sizes: &[u64],
+    floor_at: impl Fn(u64) -> Option<FloorPoint>,
+    engine: &EngineResults,
+) -> Option<String> {
+    let figures: Vec<String> = sizes
+        .iter()
+        .filter_map(|&s| {
+            let (floor_tx, _) = floor_at(s)?.thread_ns_per_packet?;
+            let (a, b) = engine
+                .find(crate::engine_path::Op::Write, s)?
+                .thread_ns_per_packet?;
+            let busiest = a.max(b);
+            Some(format!(
+                "{s} B: floor sender {floor_tx:.0} ns, engine {} thread {busiest:.0} ns ({:.2})",
+                if a >= b { "requester" } else { "responder" },
+                floor_tx / busiest
+            ))
+        })
+        .collect();
+    (!figures.is_empty()).then(|| {
+        format!(
+            "busiest thread, CPU time per packet (user + system, including the copy-mode AF_XDP and veth work done in its system calls; in parentheses floor / engine, the goodput ratio to expect when every thread has a core of its own, and far less sensitive to other load on the machine than the goodput ratio), WRITE: {}",
+            figures.join("; ")
+        )
+    })
 }
 
 /// What one round measured.
