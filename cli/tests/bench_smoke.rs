@@ -109,6 +109,27 @@ fn bench_quick_json_has_the_documented_shape() {
             );
         }
     }
+    // Both engine ping-pong modes: measured, or missing with a reason.
+    for (mode, p, prefix) in [
+        (
+            "run-to-completion",
+            r.latency.engine_send_rtc,
+            "engine SEND ping-pong, run-to-completion",
+        ),
+        (
+            "engine threads",
+            r.latency.engine_send,
+            "engine SEND ping-pong:",
+        ),
+    ] {
+        assert!(
+            p.is_some_and(|p| p.samples > 0 && p.p50_us > 0.0)
+                || r.missing
+                    .iter()
+                    .any(|m| m.contains(prefix) || m.contains("engine (all figures)")),
+            "engine SEND ping-pong ({mode}) neither measured nor listed as missing"
+        );
+    }
     // The four target ratios, each computed from its figures.
     assert_eq!(r.ratios.len(), 4);
     for ratio in &r.ratios {
