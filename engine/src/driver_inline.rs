@@ -19,7 +19,9 @@
 //! Nothing moves unless the owner calls [`RunToCompletion::poll_cq`] (or
 //! [`RunToCompletion::progress`]): retransmissions, ACKs and the peer's
 //! requests are all served from those calls, so an application keeps
-//! calling it while it has QPs, the way a poll-mode driver is polled. When
+//! calling it while it has QPs, the way a poll-mode driver is polled (with
+//! reply coalescing, the default, the ACKs of what a call returned leave on
+//! the next call, together with the application's answer). When
 //! it has nothing else to do it may spin (lowest latency, one core per
 //! queue) or block in [`RunToCompletion::wait`] until a packet arrives or
 //! the next timer is due.
@@ -28,7 +30,7 @@
 //! lock-free queues to the application), a round trip crosses no thread
 //! boundary and no futex; the price is that the application's own work
 //! delays the engine's. The I/O steps are those of the engine thread
-//! ([`crate::driver_step`]), so both modes put the same frames on the wire.
+//! (`driver_step`), so both modes put the same frames on the wire.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
