@@ -5,9 +5,10 @@
 //! `write_vs_floor 3 2 write,send,read 64,1024,65536`: every round
 //! measures the floor and then the engine at each size; prints every
 //! figure and the best-of-rounds ratios engine / floor, of goodput and of
-//! CPU time per packet of the busiest thread (floor: the sender; engine:
-//! the busier engine thread), which is what bounds each when every thread
-//! has a core of its own and varies far less with other load than goodput. `ENGINE_ONLY=1`
+//! CPU time per packet of the thread that sends the data (floor: the
+//! sender; engine: the requester's thread for WRITE and SEND, the
+//! responder's for READ), which is what bounds each when that thread has
+//! a core of its own, and varies far less with other load than goodput. `ENGINE_ONLY=1`
 //! or `FLOOR_ONLY=1` measures one side only (for profiling).
 
 use std::time::Duration;
@@ -51,8 +52,7 @@ fn main() {
     .expect("creating the veth pair (needs root)");
     let mut best_floor = vec![0.0f64; sizes.len()];
     let mut best_engine = vec![vec![0.0f64; sizes.len()]; ops.len()];
-    // Lowest CPU time per packet of the busiest thread (floor: the sender;
-    // engine: the busier engine thread).
+    // Lowest CPU time per packet of the thread sending the data.
     let mut best_floor_ns = vec![f64::INFINITY; sizes.len()];
     let mut best_engine_ns = vec![vec![f64::INFINITY; sizes.len()]; ops.len()];
     for round in 0..rounds {
@@ -86,14 +86,15 @@ fn main() {
                 p.mpps,
                 p.cpu_ns_per_packet.unwrap_or(0.0)
             );
-            best_engine_ns[o][i] = best_engine_ns[o][i].min(ta.max(tb));
+            let sender = if p.op == Op::Read { tb } else { ta };
+            best_engine_ns[o][i] = best_engine_ns[o][i].min(sender);
             best_engine[o][i] = best_engine[o][i].max(p.gbps);
         }
     }
     for (o, op) in ops.iter().enumerate() {
         for (i, size) in sizes.iter().enumerate() {
             println!(
-                "best {op:?} {size} B: engine {:.2} / floor {:.2} Gb/s = {:.2}; busiest thread CPU per packet: floor {:.0} / engine {:.0} ns = {:.2}",
+                "best {op:?} {size} B: engine {:.2} / floor {:.2} Gb/s = {:.2}; sending thread CPU per packet: floor {:.0} / engine {:.0} ns = {:.2}",
                 best_engine[o][i],
                 best_floor[i],
                 best_engine[o][i] / best_floor[i],

@@ -261,7 +261,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             read_gbps: engine.read_gbps(s),
         })
         .collect();
-    if let Some(n) = busiest_thread_note(&sizes, floor_at, &engine) {
+    if let Some(n) = sender_thread_note(&sizes, floor_at, &engine) {
         notes.push(n);
     }
     let machine_mhz = machine.cpu_mhz;
@@ -315,8 +315,10 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
 }
 
 /// A note comparing, per WRITE size, the CPU time per packet of the
-/// busiest thread: the floor's sender and the busier engine thread.
-fn busiest_thread_note(
+/// thread that sends the data: the floor's sender and the requester's
+/// engine thread (the responder's thread spins while it waits for data,
+/// so its CPU time says little when it is not the one that limits).
+fn sender_thread_note(
     sizes: &[u64],
     floor_at: impl Fn(u64) -> Option<FloorPoint>,
     engine: &EngineResults,
@@ -325,20 +327,18 @@ fn busiest_thread_note(
         .iter()
         .filter_map(|&s| {
             let (floor_tx, _) = floor_at(s)?.thread_ns_per_packet?;
-            let (a, b) = engine
+            let (requester, _) = engine
                 .find(crate::engine_path::Op::Write, s)?
                 .thread_ns_per_packet?;
-            let busiest = a.max(b);
             Some(format!(
-                "{s} B: floor sender {floor_tx:.0} ns, engine {} thread {busiest:.0} ns ({:.2})",
-                if a >= b { "requester" } else { "responder" },
-                floor_tx / busiest
+                "{s} B: floor sender {floor_tx:.0} ns, engine requester thread {requester:.0} ns ({:.2})",
+                floor_tx / requester
             ))
         })
         .collect();
     (!figures.is_empty()).then(|| {
         format!(
-            "busiest thread, CPU time per packet (user + system, including the copy-mode AF_XDP and veth work done in its system calls; in parentheses floor / engine, the goodput ratio to expect when every thread has a core of its own, and far less sensitive to other load on the machine than the goodput ratio), WRITE: {}",
+            "sending thread, CPU time per data packet (user + system, including the copy-mode AF_XDP and veth work its system calls do, which on veth includes delivering the packet to the peer's socket; in parentheses floor / engine: the goodput ratio to expect when the sending thread is the one that limits and has a core of its own, and far less sensitive to other load on the machine than the goodput ratio), WRITE: {}",
             figures.join("; ")
         )
     })
