@@ -493,3 +493,40 @@ fn drop_unregisters_the_socket_and_detaches_the_program() {
     drop(b);
     assert!(xdp_detaches(&pair.b), "XDP still attached to b after drop");
 }
+
+#[test]
+fn wait_sleeps_until_a_packet_arrives_or_the_timeout() {
+    if !is_root() {
+        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+        return;
+    }
+    let pair = pair();
+    let a = RunToCompletion::open(config(&pair.a)).unwrap();
+    let b = RunToCompletion::open(config(&pair.b)).unwrap();
+    let (mut a, mut b) = connect(a, b);
+    // Nothing due, nothing arriving: the full timeout.
+    let t = Instant::now();
+    a.q.wait(Duration::from_millis(30));
+    assert!(
+        t.elapsed() >= Duration::from_millis(25),
+        "{:?}",
+        t.elapsed()
+    );
+    // A packet on its way: back long before the timeout.
+    a.q.post_recv(
+        a.qpn,
+        RecvWr {
+            wr_id: 1,
+            sge: a.mr.sge(0, 64),
+        },
+    )
+    .unwrap();
+    b.q.post_send(b.qpn, SendWr::new(1, SendOp::Send, b.mr.sge(64, 64)))
+        .unwrap();
+    let mut wcs = vec![WorkCompletion::default(); 16];
+    b.q.poll_cq(&mut wcs);
+    let t = Instant::now();
+    a.q.wait(Duration::from_secs(2));
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(wait_recv(&mut a.q, &mut wcs), 64);
+}
