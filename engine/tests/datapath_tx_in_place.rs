@@ -89,7 +89,7 @@ fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
         let mut got = Vec::new();
         let mut expect = vec![0u8; 9216];
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !(stop2.load(Ordering::SeqCst) && got.len() >= 3) && Instant::now() < deadline {
+        while !(stop2.load(Ordering::SeqCst) && got.len() >= 7) && Instant::now() < deadline {
             sock.recv(64, |p| {
                 let tag = got.len() as u8;
                 write_frame(&mut expect, &a_side, &b_side, p.len(), tag);
@@ -165,6 +165,24 @@ fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
         let c = sock.counters();
         assert_eq!((c.tx_packets, c.tx_in_place), (3, 3));
         assert_eq!(c.tx_bytes, (100 + 4154 + fs) as u64);
+
+        // Completed frames go back so that small packets keep finding a
+        // run of two adjacent frames (none falls back to a copy).
+        for tag in 3..7u8 {
+            let r = sock.send_in_place(2 * fs, |buf| Some(write_frame(buf, &src, &dst, 100, tag)));
+            assert_eq!(r, InPlace::Sent(100), "packet {tag}");
+        }
+        sock.flush().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while sock.tx_in_flight() > 0 && Instant::now() < deadline {
+            sock.complete();
+            let _ = sock.flush();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let last = sock.accounting();
+        frames_conserved(last);
+        assert_eq!(last.free_tx, before.free_tx);
+        assert_eq!(sock.counters().tx_in_place, 7);
         fs
     });
     let fs = sender.join().unwrap();
@@ -172,7 +190,7 @@ fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
     let got = receiver.join().unwrap();
     assert_eq!(
         got,
-        vec![100, 4154, fs],
+        vec![100, 4154, fs, 100, 100, 100, 100],
         "the peer got every packet, in order"
     );
 }

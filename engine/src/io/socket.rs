@@ -629,7 +629,14 @@ impl XskSocket {
     /// Takes transmitted frames back from the completion ring; returns how many.
     pub fn complete(&mut self) -> u32 {
         let n = self.comp.cons_avail(u32::MAX);
-        for i in 0..n {
+        // Last completed first: frames come back in the order they were
+        // sent (ascending runs), so pushing them in reverse leaves the
+        // lowest on top of the free stack and adjacent frames in order
+        // below it, which is what `send_in_place` reserves. In send order,
+        // a one-frame packet taken from a two-frame run would split every
+        // following pair (measured: half the small packets fell back to
+        // the copy path).
+        for i in (0..n).rev() {
             let addr = self.comp.cons_read(i);
             self.pool.return_tx(addr);
         }

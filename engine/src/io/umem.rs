@@ -402,6 +402,30 @@ mod tests {
     }
 
     #[test]
+    fn completions_returned_last_first_keep_small_packets_in_runs() {
+        let mut p = FramePool::new(64, 4096);
+        // Rounds of 8 one-frame packets, each from a two-frame run (one
+        // frame given back), completed in send order and returned last
+        // first (as XskSocket::complete does): every run is found.
+        for _ in 0..4 {
+            let mut sent = Vec::new();
+            for _ in 0..8 {
+                let base = p.take_tx_run(2).expect("a run on top of the stack");
+                p.untake_tx_run(base, 1, 2);
+                sent.push(base);
+            }
+            for &a in sent.iter().rev() {
+                p.return_tx(a);
+            }
+        }
+        let acc = p.accounting();
+        assert_eq!(
+            (acc.free_tx, acc.in_tx_or_completion, acc.bad_returns),
+            (32, 0, 0)
+        );
+    }
+
+    #[test]
     fn a_scattered_stack_yields_no_run_and_takes_nothing() {
         let mut p = FramePool::new(16, 4096);
         let a = p.take_tx().unwrap();
