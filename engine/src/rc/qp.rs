@@ -61,6 +61,9 @@ pub struct Qp {
     pub(crate) tpl: Option<FrameTemplate>,
     /// Alternates the responder and the requester on the wire.
     responder_turn: bool,
+    /// A lone pending ACK let one request packet go first (see
+    /// `poll_transmit`); cleared when the responder sends.
+    ack_yielded: bool,
 }
 
 fn sink(cqs: &mut [Cq], cq: u32, qpn: u32, sq_sig_all: bool) -> CompletionSink<'_> {
@@ -84,6 +87,7 @@ impl Qp {
             counters: Counters::default(),
             tpl: None,
             responder_turn: true,
+            ack_yielded: false,
         }
     }
 
@@ -425,6 +429,20 @@ impl Qp {
                 return Some(n);
             }
         }
+        // A lone ACK lets one ready request packet go first: in a request/
+        // answer exchange the answer and the ACK of the request leave in one
+        // TX batch, and the peer, waiting for the answer, then gets it
+        // without first receiving the ACK. The ACK follows that packet
+        // (it yields once, so streaming cannot starve it).
+        if self.responder_turn
+            && !self.ack_yielded
+            && state == QpState::Rts
+            && self.resp.only_ack_pending()
+            && self.req.has_work(&self.attr)
+        {
+            self.responder_turn = false;
+            self.ack_yielded = true;
+        }
         for _ in 0..2 {
             if self.responder_turn {
                 if self.resp.has_work() {
@@ -439,6 +457,7 @@ impl Qp {
                     ) {
                         Ok(Some(n)) => {
                             self.responder_turn = false;
+                            self.ack_yielded = false;
                             return Some(n);
                         }
                         Ok(None) => {}

@@ -143,6 +143,12 @@ impl Responder {
         !self.out.is_empty() || self.ack_pending.is_some()
     }
 
+    /// Whether the only answer waiting is an ACK (no READ or atomic
+    /// response, no NAK).
+    pub(crate) fn only_ack_pending(&self) -> bool {
+        self.out.is_empty() && self.ack_pending.is_some()
+    }
+
     /// Answers queued, the pending ACK included.
     #[inline]
     fn queued(&self) -> usize {
