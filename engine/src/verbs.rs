@@ -391,24 +391,8 @@ impl Device {
 
 fn add_stats(t: &mut QueueStats, s: &QueueStats) {
     t.transport.accumulate(&s.transport);
-    let (a, b) = (&mut t.socket, &s.socket);
-    a.rx_packets += b.rx_packets;
-    a.rx_bytes += b.rx_bytes;
-    a.rx_multi_buffer += b.rx_multi_buffer;
-    a.rx_bad_descs += b.rx_bad_descs;
-    a.tx_packets += b.tx_packets;
-    a.tx_bytes += b.tx_bytes;
-    a.tx_full += b.tx_full;
-    a.tx_kicks += b.tx_kicks;
-    a.rx_kicks += b.rx_kicks;
-    a.tx_in_place += b.tx_in_place;
-    let (a, b) = (&mut t.kernel, &s.kernel);
-    a.rx_dropped += b.rx_dropped;
-    a.rx_invalid_descs += b.rx_invalid_descs;
-    a.tx_invalid_descs += b.tx_invalid_descs;
-    a.rx_ring_full += b.rx_ring_full;
-    a.rx_fill_ring_empty_descs += b.rx_fill_ring_empty_descs;
-    a.tx_ring_empty_descs += b.tx_ring_empty_descs;
+    t.socket.accumulate(&s.socket);
+    t.kernel.accumulate(&s.kernel);
     t.loops += s.loops;
     t.sleeps += s.sleeps;
     t.thread_cpu += s.thread_cpu;

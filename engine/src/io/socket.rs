@@ -99,6 +99,27 @@ pub struct XskStatistics {
     pub tx_ring_empty_descs: u64,
 }
 
+impl XskStatistics {
+    /// Adds `other`'s counts to these (totals over several sockets).
+    pub fn accumulate(&mut self, other: &XskStatistics) {
+        // Destructured without `..`: a new field must be added here too.
+        let XskStatistics {
+            rx_dropped,
+            rx_invalid_descs,
+            tx_invalid_descs,
+            rx_ring_full,
+            rx_fill_ring_empty_descs,
+            tx_ring_empty_descs,
+        } = *other;
+        self.rx_dropped += rx_dropped;
+        self.rx_invalid_descs += rx_invalid_descs;
+        self.tx_invalid_descs += tx_invalid_descs;
+        self.rx_ring_full += rx_ring_full;
+        self.rx_fill_ring_empty_descs += rx_fill_ring_empty_descs;
+        self.tx_ring_empty_descs += tx_ring_empty_descs;
+    }
+}
+
 /// Counters kept by the socket itself.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct XskCounters {
@@ -117,6 +138,35 @@ pub struct XskCounters {
     /// Packets written in place ([`XskSocket::send_in_place`]), included
     /// in `tx_packets`.
     pub tx_in_place: u64,
+}
+
+impl XskCounters {
+    /// Adds `other`'s counts to these (totals over several sockets).
+    pub fn accumulate(&mut self, other: &XskCounters) {
+        // Destructured without `..`: a new field must be added here too.
+        let XskCounters {
+            rx_packets,
+            rx_bytes,
+            rx_multi_buffer,
+            rx_bad_descs,
+            tx_packets,
+            tx_bytes,
+            tx_full,
+            tx_kicks,
+            rx_kicks,
+            tx_in_place,
+        } = *other;
+        self.rx_packets += rx_packets;
+        self.rx_bytes += rx_bytes;
+        self.rx_multi_buffer += rx_multi_buffer;
+        self.rx_bad_descs += rx_bad_descs;
+        self.tx_packets += tx_packets;
+        self.tx_bytes += tx_bytes;
+        self.tx_full += tx_full;
+        self.tx_kicks += tx_kicks;
+        self.rx_kicks += rx_kicks;
+        self.tx_in_place += tx_in_place;
+    }
 }
 
 /// Outcome of [`XskSocket::send_in_place`].
@@ -689,5 +739,65 @@ impl AsFd for XskSocket {
 impl AsRawFd for XskSocket {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod counter_tests {
+    use super::*;
+
+    #[test]
+    fn accumulate_adds_every_field() {
+        let one = XskCounters {
+            rx_packets: 1,
+            rx_bytes: 2,
+            rx_multi_buffer: 3,
+            rx_bad_descs: 4,
+            tx_packets: 5,
+            tx_bytes: 6,
+            tx_full: 7,
+            tx_kicks: 8,
+            rx_kicks: 9,
+            tx_in_place: 10,
+        };
+        let mut sum = one;
+        sum.accumulate(&one);
+        assert_eq!(
+            sum,
+            XskCounters {
+                rx_packets: 2,
+                rx_bytes: 4,
+                rx_multi_buffer: 6,
+                rx_bad_descs: 8,
+                tx_packets: 10,
+                tx_bytes: 12,
+                tx_full: 14,
+                tx_kicks: 16,
+                rx_kicks: 18,
+                tx_in_place: 20,
+            }
+        );
+        let k = XskStatistics {
+            rx_dropped: 1,
+            rx_invalid_descs: 2,
+            tx_invalid_descs: 3,
+            rx_ring_full: 4,
+            rx_fill_ring_empty_descs: 5,
+            tx_ring_empty_descs: 6,
+        };
+        let mut ks = XskStatistics::default();
+        ks.accumulate(&k);
+        ks.accumulate(&k);
+        assert_eq!(
+            ks,
+            XskStatistics {
+                rx_dropped: 2,
+                rx_invalid_descs: 4,
+                tx_invalid_descs: 6,
+                rx_ring_full: 8,
+                rx_fill_ring_empty_descs: 10,
+                tx_ring_empty_descs: 12,
+            }
+        );
     }
 }
