@@ -5,7 +5,8 @@ use core::net::IpAddr;
 
 use super::psn::Psn;
 use crate::wire::{
-    BthRepr, Ecn, EthRepr, IpRepr, Opcode, RoceFrameView, RoceHeaders, UdpRepr, ROCE_V2_UDP_PORT,
+    BthRepr, Ecn, EthRepr, HeaderTemplate, IpRepr, Opcode, RoceFrameView, RoceHeaders, UdpRepr,
+    ROCE_V2_UDP_PORT,
 };
 
 /// Headers of one QP's packets, minus opcode, PSN and extension headers.
@@ -16,6 +17,8 @@ pub struct FrameTemplate {
     pub udp: UdpRepr,
     pub pkey: u16,
     pub dest_qp: u32,
+    /// `eth`, `ip` and `udp` pre-emitted, for [`crate::wire::emit_request`].
+    pub wire: HeaderTemplate,
 }
 
 impl FrameTemplate {
@@ -54,20 +57,40 @@ impl FrameTemplate {
             },
             _ => return None,
         };
+        let eth = EthRepr {
+            dst: remote_mac,
+            src: local_mac,
+            vlan: None,
+        };
+        let udp = UdpRepr {
+            src_port: udp_src_port,
+            dst_port: ROCE_V2_UDP_PORT,
+        };
         Some(FrameTemplate {
-            eth: EthRepr {
-                dst: remote_mac,
-                src: local_mac,
-                vlan: None,
-            },
+            eth,
             ip,
-            udp: UdpRepr {
-                src_port: udp_src_port,
-                dst_port: ROCE_V2_UDP_PORT,
-            },
+            udp,
             pkey,
             dest_qp: dest_qp & Psn::MASK,
+            wire: HeaderTemplate::new(&eth, &ip, &udp),
         })
+    }
+
+    /// The BTH of one packet (pad count filled in at emit).
+    #[inline]
+    pub fn bth(&self, opcode: Opcode, psn: Psn, ack_req: bool) -> BthRepr {
+        BthRepr {
+            opcode,
+            solicited: false,
+            mig_req: false,
+            pad_count: 0,
+            pkey: self.pkey,
+            fecn: false,
+            becn: false,
+            dest_qp: self.dest_qp,
+            ack_req,
+            psn: psn.value(),
+        }
     }
 
     /// Headers for one packet: no extension headers yet.
@@ -77,18 +100,7 @@ impl FrameTemplate {
             eth: self.eth,
             ip: self.ip,
             udp: self.udp,
-            bth: BthRepr {
-                opcode,
-                solicited: false,
-                mig_req: false,
-                pad_count: 0,
-                pkey: self.pkey,
-                fecn: false,
-                becn: false,
-                dest_qp: self.dest_qp,
-                ack_req,
-                psn: psn.value(),
-            },
+            bth: self.bth(opcode, psn, ack_req),
             reth: None,
             aeth: None,
             atomic_eth: None,

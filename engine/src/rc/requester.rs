@@ -26,7 +26,7 @@ use super::psn::Psn;
 use super::timer::{Timer, TimerTable};
 use super::wqe::{SendOp, SendWr};
 use crate::time::Instant;
-use crate::wire::{emit_frame, frame_len, AtomicEthRepr, Opcode, RethRepr};
+use crate::wire::{emit_frame, emit_request, AtomicEthRepr, Opcode, RethRepr};
 
 /// Largest number of PSNs a requester leaves unacknowledged (rxe: 128).
 pub const MAX_OUTSTANDING_PSNS: u32 = 128;
@@ -216,7 +216,9 @@ impl Requester {
         let outstanding = self.send_psn.diff(self.acked_psn) as u32;
         let window_full = outstanding + 1 >= MAX_OUTSTANDING_PSNS;
 
-        let (h, local_off, len) = match wr.opcode {
+        // Per packet: the BTH and extension headers; the fixed headers come
+        // from the QP's pre-emitted template (`wire::emit_request`).
+        let (bth, reth, immdt, atomic, local_off, len) = match wr.opcode {
             SendOp::Send | SendOp::SendWithImm | SendOp::Write | SendOp::WriteWithImm => {
                 let off = k * mtu;
                 let len = (wr.local.length - off).min(mtu);
@@ -238,30 +240,25 @@ impl Requester {
                     (false, false, false, true, true) => Opcode::WriteLastImm,
                 };
                 let ack_req = last || (self.since_ack_req + 1 >= ACK_REQ_EVERY) || window_full;
-                let mut h = tpl.headers(opcode, psn, ack_req);
-                if !is_send && k == 0 {
-                    h.reth = Some(RethRepr {
-                        va: wr.remote_addr,
-                        rkey: wr.rkey,
-                        dma_len: wr.local.length,
-                    });
-                }
-                if imm && last {
-                    h.immdt = Some(wr.imm);
-                }
-                (h, off, len)
+                let reth = (!is_send && k == 0).then_some(RethRepr {
+                    va: wr.remote_addr,
+                    rkey: wr.rkey,
+                    dma_len: wr.local.length,
+                });
+                let immdt = (imm && last).then_some(wr.imm);
+                (tpl.bth(opcode, psn, ack_req), reth, immdt, None, off, len)
             }
             SendOp::Read => {
                 // Resuming mid-READ: ask for the bytes not yet received, from
                 // the resume PSN on (rxe req_retry does the same).
                 let off = k * mtu;
-                let mut h = tpl.headers(Opcode::ReadRequest, psn, true);
-                h.reth = Some(RethRepr {
+                let reth = RethRepr {
                     va: wr.remote_addr.wrapping_add(u64::from(off)),
                     rkey: wr.rkey,
                     dma_len: wr.local.length - off,
-                });
-                (h, 0, 0)
+                };
+                let bth = tpl.bth(Opcode::ReadRequest, psn, true);
+                (bth, Some(reth), None, None, 0, 0)
             }
             SendOp::CompareSwap | SendOp::FetchAdd => {
                 let opcode = if wr.opcode == SendOp::CompareSwap {
@@ -269,23 +266,22 @@ impl Requester {
                 } else {
                     Opcode::FetchAdd
                 };
-                let mut h = tpl.headers(opcode, psn, true);
                 let (swap_add, compare) = if wr.opcode == SendOp::CompareSwap {
                     (wr.swap, wr.compare_add)
                 } else {
                     (wr.compare_add, 0)
                 };
-                h.atomic_eth = Some(AtomicEthRepr {
+                let atomic = AtomicEthRepr {
                     va: wr.remote_addr,
                     rkey: wr.rkey,
                     swap_add,
                     compare,
-                });
-                (h, 0, 0)
+                };
+                (tpl.bth(opcode, psn, true), None, None, Some(atomic), 0, 0)
             }
         };
 
-        let flen = frame_len(&h, len as usize);
+        let flen = tpl.wire.frame_len(bth.opcode, len as usize);
         if flen > buf.len() {
             counters.tx_buffer_too_small += 1;
             return TxOutcome::Idle;
@@ -306,7 +302,15 @@ impl Requester {
                 Err(_) => return TxOutcome::Fatal,
             }
         };
-        let written = match emit_frame(&h, payload, buf) {
+        let emitted = match atomic {
+            None => emit_request(&tpl.wire, &bth, reth.as_ref(), immdt, payload, buf),
+            Some(a) => {
+                let mut h = tpl.headers(bth.opcode, psn, bth.ack_req);
+                h.atomic_eth = Some(a);
+                emit_frame(&h, payload, buf)
+            }
+        };
+        let written = match emitted {
             Ok(n) => n,
             Err(_) => {
                 counters.tx_buffer_too_small += 1;
@@ -318,7 +322,7 @@ impl Requester {
         if psn.before(self.max_sent_psn) {
             counters.retransmitted_packets += 1;
         }
-        if h.bth.ack_req {
+        if bth.ack_req {
             self.since_ack_req = 0;
         } else {
             self.since_ack_req += 1;

@@ -118,7 +118,7 @@ const fn register_preimage(target: u32) -> u32 {
 /// Replace the variant fields of the IP + UDP + BTH headers at the start of
 /// `hdr` with all-ones.
 #[inline(always)]
-fn mask(version: IpVersion, hdr: &mut [u8]) {
+pub(crate) fn mask(version: IpVersion, hdr: &mut [u8]) {
     match version {
         IpVersion::V4 => {
             hdr[1] = 0xFF; // TOS (DSCP + ECN)
