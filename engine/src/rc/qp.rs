@@ -410,7 +410,8 @@ impl Qp {
         buf: &mut [u8],
     ) -> Option<usize> {
         let state = self.attr.state;
-        let tpl = self.tpl?;
+        // Borrowed, not copied: the template is ~200 bytes.
+        let tpl = self.tpl.as_ref()?;
         if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Error) {
             return None;
         }
@@ -449,7 +450,7 @@ impl Qp {
                     match self.resp.poll_transmit(
                         now,
                         &self.attr,
-                        &tpl,
+                        tpl,
                         mrs,
                         &mut self.cc,
                         &mut self.counters,
@@ -471,7 +472,7 @@ impl Qp {
                 match self.req.poll_transmit(
                     now,
                     &self.attr,
-                    &tpl,
+                    tpl,
                     mrs,
                     &mut self.cc,
                     &mut self.counters,
