@@ -1,4 +1,5 @@
-//! The RC responder's receive path, per packet.
+//! The RC responder's receive path and the requester's transmit path, per
+//! packet.
 //!
 //! Run: `cargo bench -p roce-xdp-benches --bench rc`.
 //!
@@ -16,7 +17,12 @@
 //! `-- --best-of` prints minimum-of-many-runs figures instead, which stay
 //! close to the uncontended cost on a shared machine: `write_64B` (alone and
 //! with 1023 idle QPs), and `write_4KiB` against its floor with the runs of
-//! the two interleaved, so both see the same load.
+//! the two interleaved, so both see the same load. It ends with the
+//! requester's transmit path (`rc_requester/write_64KiB_pmtu4096`:
+//! `post_send` + `poll_transmit` per packet of 64 KiB WRITEs at PMTU 4096,
+//! into rotating TX frames) against its floor (the payload copy to the same
+//! frames + crc32fast over the IP packet), interleaved;
+//! `-- --best-of --requester` runs only that row.
 //!
 //! Frames come from a real requester (an `Endpoint` posting WRITEs), so
 //! they carry the headers, AckReq bits and ICRCs the engine would send. A
