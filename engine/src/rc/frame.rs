@@ -17,7 +17,7 @@ pub struct FrameTemplate {
     pub udp: UdpRepr,
     pub pkey: u16,
     pub dest_qp: u32,
-    /// `eth`, `ip` and `udp` pre-emitted, for [`crate::wire::emit_request`].
+    /// `eth`, `ip` and `udp` pre-emitted, for [`crate::wire::emit_templated`].
     pub wire: HeaderTemplate,
 }
 

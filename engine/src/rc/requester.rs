@@ -26,7 +26,7 @@ use super::psn::Psn;
 use super::timer::{Timer, TimerTable};
 use super::wqe::{SendOp, SendWr};
 use crate::time::Instant;
-use crate::wire::{emit_frame, emit_request, AtomicEthRepr, Opcode, RethRepr};
+use crate::wire::{emit_frame, emit_templated, AtomicEthRepr, Opcode, RethRepr};
 
 /// Largest number of PSNs a requester leaves unacknowledged (rxe: 128).
 pub const MAX_OUTSTANDING_PSNS: u32 = 128;
@@ -217,7 +217,7 @@ impl Requester {
         let window_full = outstanding + 1 >= MAX_OUTSTANDING_PSNS;
 
         // Per packet: the BTH and extension headers; the fixed headers come
-        // from the QP's pre-emitted template (`wire::emit_request`).
+        // from the QP's pre-emitted template (`wire::emit_templated`).
         let (bth, reth, immdt, atomic, local_off, len) = match wr.opcode {
             SendOp::Send | SendOp::SendWithImm | SendOp::Write | SendOp::WriteWithImm => {
                 let off = k * mtu;
@@ -303,7 +303,7 @@ impl Requester {
             }
         };
         let emitted = match atomic {
-            None => emit_request(&tpl.wire, &bth, reth.as_ref(), immdt, payload, buf),
+            None => emit_templated(&tpl.wire, &bth, reth.as_ref(), immdt, None, payload, buf),
             Some(a) => {
                 let mut h = tpl.headers(bth.opcode, psn, bth.ack_req);
                 h.atomic_eth = Some(a);

@@ -34,7 +34,7 @@ use super::psn::Psn;
 use super::requester::packets_for;
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
-use crate::wire::{emit_frame, frame_len, AtomicAckEthRepr, Opcode, RethRepr, RoceFrameView};
+use crate::wire::{emit_frame, emit_templated, AtomicAckEthRepr, Opcode, RethRepr, RoceFrameView};
 
 /// One answer waiting to be sent, in PSN order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -629,9 +629,9 @@ impl Responder {
                 syndrome: s,
                 msn,
             } => {
-                let mut h = tpl.headers(Opcode::Acknowledge, psn, false);
-                h.aeth = Some(aeth(s, msn));
-                let n = match emit_frame(&h, &[], buf) {
+                let bth = tpl.bth(Opcode::Acknowledge, psn, false);
+                let a = aeth(s, msn);
+                let n = match emit_templated(&tpl.wire, &bth, None, None, Some(&a), &[], buf) {
                     Ok(n) => n,
                     Err(_) => {
                         counters.tx_buffer_too_small += 1;
@@ -681,11 +681,9 @@ impl Responder {
                     (false, false) => Opcode::ReadRespMiddle,
                     (false, true) => Opcode::ReadRespLast,
                 };
-                let mut h = tpl.headers(opcode, psn, false);
-                if opcode != Opcode::ReadRespMiddle {
-                    h.aeth = Some(aeth(syndrome::ACK, msn));
-                }
-                let flen = frame_len(&h, len as usize);
+                let bth = tpl.bth(opcode, psn, false);
+                let a = (opcode != Opcode::ReadRespMiddle).then(|| aeth(syndrome::ACK, msn));
+                let flen = tpl.wire.frame_len(opcode, len as usize);
                 if flen > buf.len() {
                     counters.tx_buffer_too_small += 1;
                     return Ok(None);
@@ -712,7 +710,8 @@ impl Responder {
                         }
                     }
                 };
-                let n = match emit_frame(&h, payload, buf) {
+                let n = match emit_templated(&tpl.wire, &bth, None, None, a.as_ref(), payload, buf)
+                {
                     Ok(n) => n,
                     Err(_) => {
                         counters.tx_buffer_too_small += 1;

@@ -88,7 +88,7 @@ pub fn compute_in_frame(version: IpVersion, frame: &[u8], ip: usize, icrc: usize
 }
 
 /// Packets up to this many bytes are CRCed from one masked stack copy.
-const SMALL_PACKET: usize = 256;
+pub(crate) const SMALL_PACKET: usize = 256;
 
 /// Size of the block the smallest packets are CRCed in (crc32fast's
 /// threshold for its 4-accumulator fold).

@@ -46,5 +46,5 @@ pub use contract::*;
 pub use aeth::{nak_code, rnr_timer_micros, Syndrome};
 pub use cnp::{cnp_headers, cnp_reply};
 pub use frame::{frame_icrc, pad_for, parse_frame_lenient, parse_frame_unchecked_icrc};
-pub use template::{emit_request, HeaderTemplate};
+pub use template::{emit_templated, HeaderTemplate};
 pub use view::{parse_frame_view, RoceFrameView};

@@ -1,10 +1,10 @@
 //! Pre-emitted Ethernet [+ 802.1Q] + IP + UDP headers of one flow, and the
-//! request-packet emit that starts from them.
+//! packet emit that starts from them.
 //!
 //! Every packet a QP sends carries the same addresses, ports, TOS and TTL;
 //! only the lengths, the IPv4 header checksum, the BTH and the extension
 //! headers change. [`HeaderTemplate::new`] emits the fixed part once;
-//! [`emit_request`] copies it, patches the lengths, computes the IPv4
+//! [`emit_templated`] copies it, patches the lengths, computes the IPv4
 //! checksum from the template's precomputed partial sum (RFC 1071: the
 //! one's-complement sum is order-independent, so adding the total length to
 //! the sum of the other words gives the same result as summing the whole
@@ -13,6 +13,7 @@
 //! fields temporarily set to all-ones (`roce-v2-notes.md`, "ICRC"). The bytes
 //! are the same as [`super::emit_frame`]'s for the same headers (tested).
 
+use super::aeth::{Aeth, AethRepr};
 use super::bth::{self, Bth, BthRepr};
 use super::checksum;
 use super::crc32::{crc32_update, LRH_CRC};
@@ -74,7 +75,7 @@ impl HeaderTemplate {
         }
     }
 
-    /// Length of the frame [`emit_request`] writes for `opcode` and a
+    /// Length of the frame [`emit_templated`] writes for `opcode` and a
     /// payload of `payload_len` bytes (pad and ICRC included).
     #[inline]
     pub fn frame_len(&self, opcode: super::Opcode, payload_len: usize) -> usize {
@@ -93,27 +94,28 @@ impl HeaderTemplate {
     }
 }
 
-/// Emit a request packet (BTH, optional RETH, optional ImmDt, payload) with
-/// the template's fixed headers into `buf`; returns the frame length. The
-/// bytes equal [`super::emit_frame`]'s for the same headers: the pad count
-/// is computed (`bth.pad_count` ignored), 24-bit fields are masked, the
-/// IPv4 UDP checksum is 0 and the IPv6 one is computed.
+/// Emit a packet (BTH, optional RETH, ImmDt and AETH, payload) with the
+/// template's fixed headers into `buf`; returns the frame length. The bytes
+/// equal [`super::emit_frame`]'s for the same headers: the pad count is
+/// computed (`bth.pad_count` ignored), 24-bit fields are masked, the IPv4
+/// UDP checksum is 0 and the IPv6 one is computed.
 ///
 /// The caller passes exactly the extension headers `bth.opcode` carries
-/// (checked: [`EmitError::HeadersMismatchOpcode`]); opcodes with an AETH,
+/// (checked: [`EmitError::HeadersMismatchOpcode`]); opcodes with an
 /// AtomicETH, AtomicAckETH or IETH, and CNPs, go through `emit_frame`.
-pub fn emit_request(
+pub fn emit_templated(
     t: &HeaderTemplate,
     bth_repr: &BthRepr,
     reth: Option<&RethRepr>,
     immdt: Option<u32>,
+    aeth: Option<&AethRepr>,
     payload: &[u8],
     buf: &mut [u8],
 ) -> Result<usize, EmitError> {
     let op = bth_repr.opcode;
     if reth.is_some() != op.has_reth()
         || immdt.is_some() != op.has_immdt()
-        || op.has_aeth()
+        || aeth.is_some() != op.has_aeth()
         || op.has_atomic_eth()
         || op.has_atomic_ack_eth()
         || op.has_ieth()
@@ -165,20 +167,31 @@ pub fn emit_request(
         ImmDt::new_unchecked(&mut f[x..]).set_immediate(imm);
         x += ImmDt::<&[u8]>::HEADER_LEN;
     }
+    if let Some(a) = aeth {
+        a.emit(&mut Aeth::new_unchecked(&mut f[x..]));
+        x += Aeth::<&[u8]>::HEADER_LEN;
+    }
     let icrc_at = total - ICRC_LEN;
     f[x..x + payload.len()].copy_from_slice(payload);
     f[x + payload.len()..icrc_at].fill(0);
 
-    // ICRC in one pass: set the variant fields of IP + UDP + BTH to ones,
-    // CRC from the IP header to the pad, then put the real bytes back.
-    let masked_end = bth_at + bth::HEADER_LEN;
-    let mut saved = [0u8; MAX_MASKED];
-    let saved = &mut saved[..masked_end - ip_at];
-    saved.copy_from_slice(&f[ip_at..masked_end]);
     let version = if v4 { IpVersion::V4 } else { IpVersion::V6 };
-    icrc::mask(version, &mut f[ip_at..masked_end]);
-    let crc = crc32_update(LRH_CRC, &f[ip_at..icrc_at]);
-    f[ip_at..masked_end].copy_from_slice(saved);
+    let crc = if icrc_at - ip_at <= icrc::SMALL_PACKET {
+        // Small packets (ACKs, short messages): the ICRC's own tuned path
+        // over a masked stack copy.
+        icrc::compute(version, &f[ip_at..icrc_at]).unwrap_or(0)
+    } else {
+        // One pass: set the variant fields of IP + UDP + BTH to ones, CRC
+        // from the IP header to the pad, then put the real bytes back.
+        let masked_end = bth_at + bth::HEADER_LEN;
+        let mut saved = [0u8; MAX_MASKED];
+        let saved = &mut saved[..masked_end - ip_at];
+        saved.copy_from_slice(&f[ip_at..masked_end]);
+        icrc::mask(version, &mut f[ip_at..masked_end]);
+        let crc = crc32_update(LRH_CRC, &f[ip_at..icrc_at]);
+        f[ip_at..masked_end].copy_from_slice(saved);
+        crc
+    };
     f[icrc_at..].copy_from_slice(&crc.to_le_bytes());
 
     match t.ip {
@@ -202,7 +215,7 @@ mod tests {
     use super::*;
     use crate::wire::{emit_frame, parse_frame, Ecn, Opcode, RoceHeaders, VlanTag};
 
-    const REQUESTS: [Opcode; 13] = [
+    const OPCODES: [Opcode; 18] = [
         Opcode::SendFirst,
         Opcode::SendMiddle,
         Opcode::SendLast,
@@ -216,6 +229,11 @@ mod tests {
         Opcode::WriteOnly,
         Opcode::WriteOnlyImm,
         Opcode::ReadRequest,
+        Opcode::ReadRespFirst,
+        Opcode::ReadRespMiddle,
+        Opcode::ReadRespLast,
+        Opcode::ReadRespOnly,
+        Opcode::Acknowledge,
     ];
 
     fn headers(ip: IpAddr, vlan: bool, op: Opcode, psn: u32, seed: u32) -> RoceHeaders {
@@ -271,7 +289,10 @@ mod tests {
                 rkey: 0xABCD_0000 | seed,
                 dma_len: 65536,
             }),
-            aeth: None,
+            aeth: op.has_aeth().then_some(AethRepr {
+                syndrome: [0x1F, 0x00, 0x61, 0x63][(seed % 4) as usize],
+                msn: seed & 0xFF_FFFF,
+            }),
             atomic_eth: None,
             atomic_ack_eth: None,
             immdt: op.has_immdt().then_some(0xDEAD_0000 ^ seed),
@@ -280,8 +301,8 @@ mod tests {
     }
 
     /// The template path writes the same bytes as `emit_frame` (which the
-    /// Scapy/tshark vectors and rxe captures check) for every request
-    /// opcode without AtomicETH, IPv4 and IPv6, with and without a VLAN tag,
+    /// Scapy/tshark vectors and rxe captures check) for every request and
+    /// response opcode without AtomicETH / AtomicAckETH / IETH, IPv4 and IPv6, with and without a VLAN tag,
     /// payloads 0..=4096 bytes (every pad), PSNs across the 24-bit wrap,
     /// into a buffer holding the previous packet's bytes.
     #[test]
@@ -299,7 +320,7 @@ mod tests {
             IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
         ] {
             for vlan in [false, true] {
-                for op in REQUESTS {
+                for op in OPCODES {
                     for &n in &sizes {
                         if !op.has_payload() && n > 0 {
                             continue;
@@ -311,8 +332,16 @@ mod tests {
                         let want = emit_frame(&h, p, &mut a).unwrap();
                         let t = HeaderTemplate::new(&h.eth, &h.ip, &h.udp);
                         assert_eq!(t.frame_len(op, p.len()), want);
-                        let got =
-                            emit_request(&t, &h.bth, h.reth.as_ref(), h.immdt, p, &mut b).unwrap();
+                        let got = emit_templated(
+                            &t,
+                            &h.bth,
+                            h.reth.as_ref(),
+                            h.immdt,
+                            h.aeth.as_ref(),
+                            p,
+                            &mut b,
+                        )
+                        .unwrap();
                         assert_eq!(got, want, "{op:?} {n} B");
                         assert_eq!(&b[..got], &a[..want], "{op:?} {n} B psn {psn:#x}");
                         // FIRST/MIDDLE with a pad do not parse (BadPad),
@@ -323,6 +352,8 @@ mod tests {
                                 | Opcode::SendMiddle
                                 | Opcode::WriteFirst
                                 | Opcode::WriteMiddle
+                                | Opcode::ReadRespFirst
+                                | Opcode::ReadRespMiddle
                         );
                         if !mid || pad_for(p.len()) == 0 {
                             parse_frame(&b[..got]).unwrap();
@@ -342,16 +373,23 @@ mod tests {
         let t = HeaderTemplate::new(&h.eth, &h.ip, &h.udp);
         let mut buf = [0u8; 256];
         // Missing RETH, payload on a READ request, an atomic, a short buffer.
-        let r = emit_request(&t, &h.bth, None, None, &[1], &mut buf);
+        let r = emit_templated(&t, &h.bth, None, None, None, &[1], &mut buf);
         assert_eq!(r, Err(EmitError::HeadersMismatchOpcode));
         let mut bth = h.bth;
         bth.opcode = Opcode::ReadRequest;
-        let r = emit_request(&t, &bth, h.reth.as_ref(), None, &[1], &mut buf);
+        let r = emit_templated(&t, &bth, h.reth.as_ref(), None, None, &[1], &mut buf);
         assert_eq!(r, Err(EmitError::HeadersMismatchOpcode));
         bth.opcode = Opcode::FetchAdd;
-        let r = emit_request(&t, &bth, None, None, &[], &mut buf);
+        let r = emit_templated(&t, &bth, None, None, None, &[], &mut buf);
+        bth.opcode = Opcode::Acknowledge;
+        let r2 = emit_templated(&t, &bth, None, None, None, &[], &mut buf);
+        assert_eq!(
+            r2,
+            Err(EmitError::HeadersMismatchOpcode),
+            "ACK without AETH"
+        );
         assert_eq!(r, Err(EmitError::HeadersMismatchOpcode));
-        let r = emit_request(&t, &h.bth, h.reth.as_ref(), None, &[0; 200], &mut buf);
+        let r = emit_templated(&t, &h.bth, h.reth.as_ref(), None, None, &[0; 200], &mut buf);
         assert_eq!(r, Err(EmitError::BufferTooSmall));
     }
 }
