@@ -38,6 +38,20 @@ struct End {
 const REGION: usize = 1 << 20;
 
 /// Connects one QP pair between `a` and `b`, with a region on each side.
+/// A fresh veth pair with a run-to-completion queue on each side and one
+/// connected QP pair; None (test skipped) without root.
+fn connected_pair() -> Option<(VethPair, End, End)> {
+    if !is_root() {
+        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+        return None;
+    }
+    let pair = pair();
+    let a = RunToCompletion::open(config(&pair.a)).unwrap();
+    let b = RunToCompletion::open(config(&pair.b)).unwrap();
+    let (a, b) = connect(a, b);
+    Some((pair, a, b))
+}
+
 fn connect(a: RunToCompletion, b: RunToCompletion) -> (End, End) {
     let (mut a, mut b) = (a, b);
     let mac_b = a.resolve_mac(b.ip()).unwrap();
@@ -289,14 +303,9 @@ fn without_coalescing_each_ack_leaves_in_its_own_kick() {
 
 #[test]
 fn dropping_after_the_last_completion_still_sends_its_ack() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+    let Some((_pair, mut a, mut b)) = connected_pair() else {
         return;
-    }
-    let pair = pair();
-    let a = RunToCompletion::open(config(&pair.a)).unwrap();
-    let b = RunToCompletion::open(config(&pair.b)).unwrap();
-    let (mut a, mut b) = connect(a, b);
+    };
     let mut wcs = vec![WorkCompletion::default(); 16];
     b.q.post_recv(
         b.qpn,
@@ -332,14 +341,9 @@ fn dropping_after_the_last_completion_still_sends_its_ack() {
 
 #[test]
 fn writes_of_every_size_land_byte_for_byte() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+    let Some((_pair, mut a, mut b)) = connected_pair() else {
         return;
-    }
-    let pair = pair();
-    let a = RunToCompletion::open(config(&pair.a)).unwrap();
-    let b = RunToCompletion::open(config(&pair.b)).unwrap();
-    let (mut a, mut b) = connect(a, b);
+    };
     let pattern: Vec<u8> = (0..REGION).map(|i| (i * 31 % 251) as u8 ^ 0x5a).collect();
     assert!(a.mr.write(0, &pattern));
     // Sizes around the PMTU and multi-packet messages, laid end to end.
@@ -496,14 +500,9 @@ fn drop_unregisters_the_socket_and_detaches_the_program() {
 
 #[test]
 fn wait_sleeps_until_a_packet_arrives_or_the_timeout() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+    let Some((_pair, mut a, mut b)) = connected_pair() else {
         return;
-    }
-    let pair = pair();
-    let a = RunToCompletion::open(config(&pair.a)).unwrap();
-    let b = RunToCompletion::open(config(&pair.b)).unwrap();
-    let (mut a, mut b) = connect(a, b);
+    };
     // Nothing due, nothing arriving: the full timeout.
     let t = Instant::now();
     a.q.wait(Duration::from_millis(30));
