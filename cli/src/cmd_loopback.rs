@@ -82,6 +82,9 @@ pub struct LoopbackArgs {
     /// Engine poll loop.
     #[arg(long, value_enum, default_value = "adaptive")]
     poll: PollArg,
+    /// Tag every RoCE frame with this 802.1Q VLAN id (1-4094), priority 3.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=4094))]
+    vlan: Option<u16>,
     /// Outstanding messages per QP.
     #[arg(long, default_value_t = 16)]
     window: u32,
@@ -168,6 +171,11 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
         // earlier by sequence-error NAKs.
         ack_timeout: 12,
         capture,
+        vlan: a.vlan.map(|vid| engine::wire::VlanTag {
+            pcp: 3,
+            dei: false,
+            vid,
+        }),
         check_kernel_traffic: false,
         stall_timeout: Duration::from_secs(10),
         cancel: Some(cancel),
@@ -284,6 +292,7 @@ fn to_json(
         "queues": a.queues,
         "loss": a.loss,
         "ipv6": a.ipv6,
+        "vlan": a.vlan,
         "xdp_mode": r.attached_mode,
         "zero_copy": r.zero_copy,
         "messages_completed": r.messages_completed,

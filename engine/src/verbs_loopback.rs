@@ -55,6 +55,8 @@ pub struct LoopbackOptions {
     /// ACK timeout exponent (4.096 us * 2^timeout).
     pub ack_timeout: u8,
     pub capture: Option<CaptureSink>,
+    /// 802.1Q tag on every RoCE frame both engines send (`None` = untagged).
+    pub vlan: Option<crate::wire::VlanTag>,
     /// Ping and hold a TCP exchange across the veth during the transfer.
     pub check_kernel_traffic: bool,
     /// Give up after this long without a completion.
@@ -82,6 +84,7 @@ impl Default for LoopbackOptions {
             window: 16,
             ack_timeout: 12,
             capture: None,
+            vlan: None,
             check_kernel_traffic: false,
             stall_timeout: Duration::from_secs(10),
             cancel: None,
@@ -240,6 +243,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
             path_mtu: opts.mtu,
             timeout: opts.ack_timeout,
             sq_psn: 0x100 * (i + 1),
+            vlan: opts.vlan,
             ..Default::default()
         };
         let psn_b = 0xabc00 + i;

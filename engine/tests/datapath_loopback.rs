@@ -347,3 +347,31 @@ fn capture_records_every_frame_both_ways() {
         engine::wire::parse_frame(&f.data).expect("captured frames are valid RoCE v2");
     }
 }
+
+/// `vlan`: every RoCE frame tagged (the XDP program steers RoCE inside one
+/// 802.1Q tag), over IPv6 and with injected loss, byte-exact.
+#[test]
+fn vlan_tagged_read_with_loss_ipv6() {
+    if !is_root() {
+        eprintln!("skipping: needs root");
+        return;
+    }
+    let opts = LoopbackOptions {
+        op: LoopbackOp::Read,
+        messages: 40,
+        size: 100_000,
+        mtu: engine::rc::Mtu::Mtu1024,
+        ipv6: true,
+        loss: 0.02,
+        vlan: Some(engine::wire::VlanTag {
+            pcp: 3,
+            dei: false,
+            vid: 100,
+        }),
+        ..Default::default()
+    };
+    let r = run_loopback(&opts).unwrap();
+    assert!(r.success(40), "{r:#?}");
+    assert_eq!(r.bytes_verified, 40 * 100_000);
+    assert!(r.steer_requester.redirected > 0 && r.steer_responder.redirected > 0);
+}

@@ -50,6 +50,7 @@ fn transitions_follow_the_verbs_state_machine() {
         remote: engine::rc::RemoteAddress {
             mac: MAC_B,
             ip: "fe80::1".parse().unwrap(),
+            vlan: None,
         },
         ..QpAttr::default()
     };
@@ -62,6 +63,7 @@ fn transitions_follow_the_verbs_state_machine() {
         remote: engine::rc::RemoteAddress {
             mac: MAC_B,
             ip: "10.0.0.2".parse().unwrap(),
+            vlan: None,
         },
         ..QpAttr::default()
     };

@@ -47,7 +47,7 @@ use crate::rc::mr::{Access, MrKeys, MrTable, RegionMemory};
 use crate::rc::qp::{Qp, QpInitAttr};
 use crate::rc::wqe::{RecvWr, SendWr, WorkCompletion};
 use crate::time::Instant;
-use crate::wire::{parse_frame_view, Ecn, Opcode, ParseError};
+use crate::wire::{parse_frame_view, Ecn, Opcode, ParseError, VlanTag};
 
 /// First QP number handed out (QPN 0 and 1 are special in InfiniBand).
 pub const FIRST_QPN: u32 = 0x11;
@@ -109,6 +109,10 @@ pub struct ConnectOptions {
     pub ecn: Option<Ecn>,
     /// 0 = derive from the QPN.
     pub udp_src_port: u16,
+    /// 802.1Q tag of every frame this QP sends (`None` = untagged). Tagged
+    /// frames received are accepted either way (the XDP program steers
+    /// RoCE with or without one tag).
+    pub vlan: Option<VlanTag>,
 }
 
 impl Default for ConnectOptions {
@@ -126,6 +130,7 @@ impl Default for ConnectOptions {
             dscp: None,
             ecn: None,
             udp_src_port: 0,
+            vlan: None,
         }
     }
 }
@@ -338,6 +343,7 @@ impl Endpoint {
             remote: RemoteAddress {
                 mac: remote.mac,
                 ip: remote.ip,
+                vlan: opts.vlan,
             },
             udp_src_port: opts.udp_src_port,
             dscp: opts.dscp.unwrap_or(self.config.cc.marking.data_dscp),

@@ -3,7 +3,7 @@
 use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
-use crate::wire::Ecn;
+use crate::wire::{Ecn, VlanTag};
 
 /// QP states (verbs `IBV_QPS_*`, the subset RC uses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -63,6 +63,9 @@ pub struct RemoteAddress {
     pub mac: [u8; 6],
     /// The peer's IP (its GID); must be the same family as the endpoint's.
     pub ip: IpAddr,
+    /// 802.1Q tag of every frame to this peer (the VLAN of the GID's
+    /// interface, as in RoCE's address vector); `None` = untagged.
+    pub vlan: Option<VlanTag>,
 }
 
 impl Default for RemoteAddress {
@@ -70,6 +73,7 @@ impl Default for RemoteAddress {
         RemoteAddress {
             mac: [0; 6],
             ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            vlan: None,
         }
     }
 }

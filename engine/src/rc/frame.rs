@@ -6,7 +6,7 @@ use core::net::IpAddr;
 use super::psn::Psn;
 use crate::wire::{
     BthRepr, Ecn, EthRepr, HeaderTemplate, IpRepr, Opcode, RoceFrameView, RoceHeaders, UdpRepr,
-    ROCE_V2_UDP_PORT,
+    VlanTag, ROCE_V2_UDP_PORT,
 };
 
 /// Headers of one QP's packets, minus opcode, PSN and extension headers.
@@ -30,6 +30,7 @@ impl FrameTemplate {
         local_ip: IpAddr,
         remote_mac: [u8; 6],
         remote_ip: IpAddr,
+        vlan: Option<VlanTag>,
         udp_src_port: u16,
         dscp: u8,
         ecn: Ecn,
@@ -60,7 +61,7 @@ impl FrameTemplate {
         let eth = EthRepr {
             dst: remote_mac,
             src: local_mac,
-            vlan: None,
+            vlan,
         };
         let udp = UdpRepr {
             src_port: udp_src_port,

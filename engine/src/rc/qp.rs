@@ -177,6 +177,7 @@ impl Qp {
                     local_ip,
                     new.remote.mac,
                     new.remote.ip,
+                    new.remote.vlan,
                     new.udp_src_port,
                     new.dscp,
                     new.ecn,
