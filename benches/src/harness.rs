@@ -116,15 +116,8 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessErro
     move |source| HarnessError::Io { what, source }
 }
 
-/// Whether the process runs with uid 0.
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
+/// Whether the process runs with uid 0 (the engine's check).
+pub use engine::netns::is_root;
 
 /// Runs `f` on a new thread inside `side`'s network namespace.
 pub fn spawn_in<T, F>(side: &Side, f: F) -> JoinHandle<Result<T, HarnessError>>

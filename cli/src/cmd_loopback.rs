@@ -14,6 +14,7 @@ use engine::driver_capture::{capture_channel, PcapWriter};
 use engine::driver_floor::{run_echo_floor, FloorOptions};
 use engine::io::{PollMode, ZeroCopy};
 use engine::loader::AttachMode;
+use engine::netns::is_root;
 use engine::rc::Mtu;
 use engine::verbs_loopback::{run_loopback, LoopbackOp, LoopbackOptions, LoopbackReport};
 use serde_json::json;
@@ -251,15 +252,6 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
 }
 
 fn to_json(

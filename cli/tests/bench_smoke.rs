@@ -7,16 +7,8 @@
 use std::process::Command;
 use std::time::Instant;
 
+use engine::netns::is_root;
 use roce_xdp_benches::report::{Report, SCHEMA_VERSION};
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 fn positive(v: Option<f64>) -> bool {
     v.is_some_and(|x| x.is_finite() && x > 0.0)

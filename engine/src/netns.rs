@@ -33,6 +33,17 @@ pub enum NetnsError {
     Parse(String),
 }
 
+/// Whether this process runs as root (uid 0): what creating namespaces,
+/// attaching XDP and binding AF_XDP sockets need. Tests skip without it.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
 /// Runs `ip ARGS`, returning stdout.
 pub fn ip(args: &[&str]) -> Result<String, NetnsError> {
     let out = Command::new("ip")

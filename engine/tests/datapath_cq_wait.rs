@@ -5,18 +5,10 @@
 use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
+use engine::netns::is_root;
 use engine::netns::{PairConfig, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps};
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 /// Waits for the next receive completion of `dev`, checking every
 /// completion it takes; returns its byte count.

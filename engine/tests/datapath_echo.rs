@@ -10,16 +10,8 @@ use std::time::Duration;
 use engine::io::echo::{echo, generate, PollMode};
 use engine::io::{XskConfig, XskSocket, ZeroCopy};
 use engine::loader::{AttachMode, AttachedMode, SteerProgram};
+use engine::netns::is_root;
 use engine::netns::{PairConfig, Side, VethPair};
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 /// An Ethernet/IPv4/UDP frame to port `dport` of `len` bytes.
 fn udp_frame(src: &Side, dst: &Side, dport: u16, len: usize) -> Vec<u8> {

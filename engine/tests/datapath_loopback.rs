@@ -4,17 +4,9 @@
 //! Needs root; skipped (with a message) otherwise.
 
 use engine::loader::AttachMode;
+use engine::netns::is_root;
 use engine::rc::Mtu;
 use engine::verbs_loopback::{run_loopback, LoopbackOp, LoopbackOptions};
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 fn run(op: LoopbackOp, mode: AttachMode, ipv6: bool, mtu: Mtu, loss: f64) {
     if !is_root() {

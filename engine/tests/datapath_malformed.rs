@@ -7,21 +7,13 @@ use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::io::{XskConfig, XskSocket};
+use engine::netns::is_root;
 use engine::netns::{PairConfig, VethPair};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, QpCaps};
 use engine::wire::{
     emit_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr,
 };
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 fn write_only(pair: &VethPair, dest_qp: u32) -> Vec<u8> {
     let h = RoceHeaders {

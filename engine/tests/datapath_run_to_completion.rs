@@ -9,18 +9,10 @@ use std::time::{Duration, Instant};
 
 use engine::driver_inline::{InlineConfig, RunToCompletion};
 use engine::endpoint::{ConnectOptions, RemoteQp};
+use engine::netns::is_root;
 use engine::netns::{PairConfig, Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
 use engine::verbs::{MemoryRegion, QpCaps};
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 fn config(side: &Side) -> InlineConfig {
     let mut c = InlineConfig::new(&side.ifname);

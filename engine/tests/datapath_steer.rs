@@ -12,16 +12,8 @@ use std::time::{Duration, Instant};
 
 use engine::io::{XskConfig, XskSocket};
 use engine::loader::{AttachMode, SteerProgram};
+use engine::netns::is_root;
 use engine::netns::{PairConfig, VethPair};
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 #[derive(Clone, Copy)]
 struct FrameSpec {

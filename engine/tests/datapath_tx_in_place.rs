@@ -11,16 +11,8 @@ use std::time::{Duration, Instant};
 
 use engine::io::{FrameAccounting, InPlace, XskConfig, XskSocket};
 use engine::loader::{AttachMode, SteerProgram};
+use engine::netns::is_root;
 use engine::netns::{PairConfig, Side, VethPair};
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 /// Writes an Ethernet/IPv4/UDP frame to port 4791 of `len` bytes into
 /// `buf` (payload byte i = i as u8 ^ tag); returns `len`.

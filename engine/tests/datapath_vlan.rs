@@ -8,19 +8,11 @@ use std::time::{Duration, Instant};
 
 use engine::driver_capture::capture_channel;
 use engine::endpoint::{ConnectOptions, RemoteQp};
+use engine::netns::is_root;
 use engine::netns::{PairConfig, Side, VethPair};
 use engine::rc::{Access, Mtu, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, QpCaps};
 use engine::wire::{parse_frame, VlanTag};
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 /// Waits for the completion of `wr_id` on `dev`, checking it succeeded.
 fn wait_for(dev: &Device, wr_id: u64) {

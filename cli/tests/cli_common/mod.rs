@@ -17,16 +17,7 @@ pub fn bin() -> &'static str {
 }
 
 /// Whether we can create namespaces and attach XDP.
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|u| u.split_whitespace().next() == Some("0"))
-        })
-        .unwrap_or(false)
-}
+pub use engine::netns::is_root;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
