@@ -42,7 +42,7 @@ use crate::driver_step::DriverStep;
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, XskSocket, ZeroCopy};
 use crate::loader::{AttachMode, AttachedMode, SteerCounters, SteerProgram};
-use crate::rc::{Access, QpInitAttr, QpState, RecvWr, SendWr, VerbsError, WorkCompletion};
+use crate::rc::{Access, QpState, RecvWr, SendWr, VerbsError, WorkCompletion};
 use crate::time::Instant;
 use crate::verbs::{in_netns, DeviceError, MemoryRegion, QpCaps};
 
@@ -259,13 +259,7 @@ impl RunToCompletion {
 
     /// Creates an RC QP; returns its QP number (give it to the peer).
     pub fn create_qp(&mut self, caps: QpCaps) -> Result<u32, DeviceError> {
-        Ok(self.ep.create_qp(QpInitAttr {
-            send_cq: self.cq,
-            recv_cq: self.cq,
-            max_send_wr: caps.max_send_wr,
-            max_recv_wr: caps.max_recv_wr,
-            sq_sig_all: false,
-        })?)
+        Ok(self.ep.create_qp(caps.init_attr(self.cq))?)
     }
 
     /// RESET -> INIT -> RTR -> RTS with the peer's parameters.

@@ -244,26 +244,13 @@ impl Device {
         let keys = call(self.shared(q)?, q, move |ep, _| {
             ep.reg_mr(Box::new(handle), iova, access)
         })??;
-        Ok(MemoryRegion {
-            region,
-            lkey: keys.lkey,
-            rkey: keys.rkey,
-            queue: q,
-        })
+        Ok(MemoryRegion::new(region, keys.lkey, keys.rkey, q))
     }
 
     /// Creates an RC QP on queue `q`.
     pub fn create_qp(&self, q: u32, caps: QpCaps) -> Result<QueuePair, DeviceError> {
         let shared = self.shared(q)?.clone();
-        let qpn = call(&shared, q, move |ep, cq| {
-            ep.create_qp(QpInitAttr {
-                send_cq: cq,
-                recv_cq: cq,
-                max_send_wr: caps.max_send_wr,
-                max_recv_wr: caps.max_recv_wr,
-                sq_sig_all: false,
-            })
-        })??;
+        let qpn = call(&shared, q, move |ep, cq| ep.create_qp(caps.init_attr(cq)))??;
         Ok(QueuePair {
             qpn,
             queue: q,
@@ -432,6 +419,19 @@ fn call<R: Send + 'static>(
 pub struct QpCaps {
     pub max_send_wr: u32,
     pub max_recv_wr: u32,
+}
+
+impl QpCaps {
+    /// The QP's creation attributes with both work queues on `cq`.
+    pub(crate) fn init_attr(self, cq: u32) -> QpInitAttr {
+        QpInitAttr {
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr: self.max_send_wr,
+            max_recv_wr: self.max_recv_wr,
+            sq_sig_all: false,
+        }
+    }
 }
 
 impl Default for QpCaps {
