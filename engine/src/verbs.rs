@@ -31,7 +31,10 @@ use crate::loader::{
     AttachMode, AttachedMode, Impairment, LoaderError, SteerCounters, SteerProgram,
 };
 use crate::netns::NetnsError;
-use crate::rc::{Access, QpInitAttr, QpState, RecvWr, SendWr, Sge, VerbsError, WorkCompletion};
+use crate::rc::{
+    Access, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendWr, Sge, VerbsError,
+    WorkCompletion,
+};
 
 /// How to open a device.
 #[derive(Clone)]
@@ -245,6 +248,21 @@ impl Device {
             ep.reg_mr(Box::new(handle), iova, access)
         })??;
         Ok(MemoryRegion::new(region, keys.lkey, keys.rkey, q))
+    }
+
+    /// Deregisters `mr` (`ibv_dereg_mr`): from then on its keys are
+    /// unknown to the engine, so a peer's WRITE, READ or atomic naming its
+    /// R_Key gets a remote access NAK and a local work request naming its
+    /// L_Key completes with a local protection error. Deregister only when
+    /// no work request on it is outstanding. The memory itself stays mapped
+    /// while any clone of `mr` lives (reads and writes through it keep
+    /// working, they just no longer reach the network).
+    pub fn deregister_memory(&self, mr: &MemoryRegion) -> Result<(), DeviceError> {
+        let lkey = mr.lkey;
+        call(self.shared(mr.queue)?, mr.queue, move |ep, _| {
+            ep.dereg_mr(lkey).map(drop)
+        })??;
+        Ok(())
     }
 
     /// Creates an RC QP on queue `q`.
@@ -539,6 +557,29 @@ impl QueuePair {
     pub fn state(&self) -> Result<Option<QpState>, DeviceError> {
         let qpn = self.qpn;
         call(&self.shared, self.queue, move |ep, _| ep.qp_state(qpn))
+    }
+
+    /// Applies the fields of `attr` that `mask` selects (`ibv_modify_qp`),
+    /// e.g. `QpState::Error` with [`QpAttrMask::STATE`] to flush the QP's
+    /// outstanding work requests as `Flushed` completions.
+    pub fn modify(&self, attr: QpAttr, mask: QpAttrMask) -> Result<(), DeviceError> {
+        let qpn = self.qpn;
+        Ok(call(&self.shared, self.queue, move |ep, _| {
+            ep.modify_qp(qpn, &attr, mask)
+        })??)
+    }
+
+    /// Destroys the QP (`ibv_destroy_qp`). Work requests still outstanding
+    /// are dropped without completions (move the QP to the error state and
+    /// poll its flushed completions first if you need them); packets that
+    /// still arrive for it are counted as unknown-QP drops; a later QP may
+    /// get the same number. Posts through a clone of this handle are
+    /// refused with an unknown-QP error ([`Device::poll_post_error`]).
+    pub fn destroy(self) -> Result<(), DeviceError> {
+        let qpn = self.qpn;
+        Ok(call(&self.shared, self.queue, move |ep, _| {
+            ep.destroy_qp(qpn)
+        })??)
     }
 
     /// Posts a send work request (SEND, WRITE, READ, atomics). Refusals by
