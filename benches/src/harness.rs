@@ -1,7 +1,9 @@
 //! The end-to-end harness behind `roce-xdp bench`: creates a fresh pair of
 //! network namespaces joined by a veth pair, and measures on it, in one
-//! process, the kernel UDP path, the bare AF_XDP floor and the engine;
-//! then derives the ratios, the multi-queue scaling and the projection.
+//! process, the kernel UDP path, the bare AF_XDP floor and the engine (the
+//! sweep, in rounds); then the target comparisons as adjacent pairs
+//! ([`crate::paired`]); then derives the ratios, the multi-queue scaling
+//! and the projection.
 //!
 //! Each side of a measurement runs on its own thread that first enters its
 //! namespace (`setns`), so sockets, interface lookups and XDP attachments
@@ -22,6 +24,7 @@ use thiserror::Error;
 
 use crate::engine_path::EngineResults;
 use crate::floor;
+use crate::paired;
 use crate::protocol_path;
 use crate::report::{
     GoodputRow, Latency, MessageRate, Projection, ProjectionRow, Report, Setup, SCHEMA_VERSION,
@@ -76,6 +79,26 @@ impl Options {
             2_000
         } else {
             20_000
+        }
+    }
+
+    /// Engine/baseline pairs per target of the paired step. Even, so that
+    /// each order (baseline first, engine first) runs equally often.
+    pub fn pairs(&self) -> usize {
+        if self.quick {
+            2
+        } else {
+            6
+        }
+    }
+
+    /// Length of each side's point in the paired step: shorter than the
+    /// sweep's, so the two sides of a pair are close in time.
+    pub fn pair_point(&self) -> Duration {
+        if self.quick {
+            Duration::from_millis(300)
+        } else {
+            Duration::from_secs(1)
         }
     }
 
@@ -211,6 +234,29 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             Some(b) => b.merge(r),
         });
     }
+    // The paired step runs once, after the rounds: pairing (not repetition)
+    // is what cancels the machine's drift, so more pairs buy more than
+    // repeating the step each round, and its pairs are interleaved across
+    // the targets so each target's pairs spread over the whole step.
+    let paired_opts = paired::PairedOptions {
+        pairs: opts.pairs(),
+        point: opts.pair_point(),
+        poll: opts.engine_poll,
+    };
+    progress(
+        opts,
+        &format!(
+            "paired target measurements: {} pairs per target, {:.2} s per side",
+            paired_opts.pairs,
+            paired_opts.point.as_secs_f64()
+        ),
+    );
+    let paired = paired::measure(&pair, &paired_opts, opts.progress, &mut missing);
+    notes.push(format!(
+        "paired target measurements: after the sweep, each target comparison is measured as {} pairs of {:.2} s points, the engine's WRITE stream and its baseline (the sweep's own floor or kernel UDP point) back to back, the baseline first in odd-numbered pairs and the engine first in even-numbered ones (A B, B A, ...: a drift linear in time cancels), pair 1 of every target, then pair 2 of every target, and so on; per pair, ratio = engine / baseline. The throughput rows of 'Ratios against the targets' are the median of those per-pair ratios, not a ratio of two best-of-sweep figures measured tens of seconds apart, which on a machine whose speed drifts (a small shared VM: by up to 1.5x within minutes) says more about when each side ran than about the engine",
+        paired_opts.pairs,
+        paired_opts.point.as_secs_f64()
+    ));
     let mut seen = std::collections::HashSet::new();
     notes.retain(|n| seen.insert(n.clone()));
     if rounds > 1 {
@@ -290,6 +336,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             engine_send_rtc: engine.send_latency_rtc,
         },
         ratios: vec![],
+        paired,
         scaling: engine.scaling,
         projection: Some(projection(
             opts,
@@ -504,8 +551,9 @@ fn projection(
     }
 }
 
-/// One kernel UDP stream of `datagram`-byte datagrams from a to b.
-fn kernel_stream(
+/// One kernel UDP stream of `datagram`-byte datagrams from a to b (the
+/// sweep's point, also used by the paired step).
+pub fn kernel_stream(
     pair: &VethPair,
     datagram: usize,
     duration: Duration,

@@ -9,6 +9,7 @@ pub mod floor;
 pub mod frontend;
 pub mod harness;
 pub mod output;
+pub mod paired;
 pub mod protocol_path;
 pub mod report;
 pub mod stats;

@@ -1,5 +1,6 @@
-//! The harness's result: every figure, the ratios against the targets of
-//! issue 7, and renderings as a plain-text table, Markdown and JSON.
+//! The harness's result: every figure, the paired target measurements, the
+//! ratios against the targets of issues 5 and 7, and renderings as a
+//! plain-text table, Markdown and JSON.
 //! A figure that could not be measured is `None`, and `missing` says why;
 //! nothing here is ever filled in by hand.
 
@@ -25,6 +26,10 @@ pub struct Report {
     pub latency: Latency,
     /// The ratios the targets are stated in.
     pub ratios: Vec<Ratio>,
+    /// The target comparisons measured as adjacent engine/baseline pairs
+    /// (absent from reports written before the paired step existed).
+    #[serde(default)]
+    pub paired: Vec<PairedTarget>,
     pub scaling: Option<Scaling>,
     pub projection: Option<Projection>,
     /// How the figures were obtained (chunking, modes, ...).
@@ -124,6 +129,226 @@ impl Ratio {
             target: format!("{} {bound}", op.symbol()),
             met: value.map(|v| op.holds(v, bound)),
         }
+    }
+}
+
+/// One pair of a paired target measurement: the engine and its baseline
+/// measured back to back.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pair {
+    /// Whether the engine ran first (pairs alternate: baseline first in
+    /// pair 0, engine first in pair 1, ...).
+    pub engine_first: bool,
+    /// The engine's figure, in the target's `unit`.
+    pub engine: f64,
+    /// The baseline's figure, in the target's `unit`.
+    pub baseline: f64,
+    /// `engine / baseline`.
+    pub ratio: f64,
+}
+
+impl Pair {
+    /// A pair of figures; the ratio is `engine / baseline` (NaN when the
+    /// baseline is not positive, which the statistics then sort last).
+    pub fn new(engine_first: bool, engine: f64, baseline: f64) -> Pair {
+        Pair {
+            engine_first,
+            engine,
+            baseline,
+            ratio: if baseline > 0.0 {
+                engine / baseline
+            } else {
+                f64::NAN
+            },
+        }
+    }
+}
+
+/// A target ratio measured as adjacent engine/baseline pairs in
+/// alternating order, summarised by the median of the per-pair ratios:
+/// both sides of a pair see the same machine speed, so the ratio does not
+/// depend on how fast the machine was when each side happened to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedTarget {
+    /// The comparison, e.g. `engine / AF_XDP floor, 64 B WRITE message rate`.
+    pub name: String,
+    pub message_bytes: u64,
+    /// `AF_XDP floor` or `kernel UDP`.
+    pub baseline: String,
+    /// Unit of the pairs' figures (`Mmsg/s` or `Gb/s`).
+    pub unit: String,
+    /// Length of each side's measurement, seconds.
+    pub seconds_per_side: f64,
+    /// The comparison and bound, e.g. `>= 0.8`.
+    pub target: String,
+    /// Every pair, in the order measured.
+    pub pairs: Vec<Pair>,
+    /// Median, smallest and largest of the per-pair ratios.
+    pub median: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// Whether the median meets the target (`None` if no pair was measured).
+    pub met: Option<bool>,
+}
+
+impl PairedTarget {
+    /// Summarises `pairs` against `op bound`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: &str,
+        message_bytes: u64,
+        baseline: &str,
+        unit: &str,
+        seconds_per_side: f64,
+        op: Cmp,
+        bound: f64,
+        pairs: Vec<Pair>,
+    ) -> PairedTarget {
+        let ratios: Vec<f64> = pairs
+            .iter()
+            .map(|p| p.ratio)
+            .filter(|r| r.is_finite())
+            .collect();
+        let median = crate::stats::median(&ratios);
+        let range = crate::stats::min_max(&ratios);
+        PairedTarget {
+            name: name.to_string(),
+            message_bytes,
+            baseline: baseline.to_string(),
+            unit: unit.to_string(),
+            seconds_per_side,
+            target: format!("{} {bound}", op.symbol()),
+            pairs,
+            median,
+            min: range.map(|r| r.0),
+            max: range.map(|r| r.1),
+            met: median.map(|m| op.holds(m, bound)),
+        }
+    }
+
+    /// The target row of [`Report::ratios`] this measurement stands for.
+    pub fn ratio(&self) -> Ratio {
+        Ratio {
+            name: format!("{} {PAIRED_LABEL}", self.name),
+            value: self.median,
+            target: self.target.clone(),
+            met: self.met,
+        }
+    }
+}
+
+/// Label of a target ratio taken from the paired measurements.
+pub const PAIRED_LABEL: &str = "[paired median]";
+/// Label of a target ratio taken from the sweep's best-of figures because
+/// the report has no paired measurement for it.
+pub const SWEEP_LABEL: &str = "[best-of sweep, not paired]";
+
+/// A target comparison of the engine's WRITE with a baseline, measured as
+/// pairs (see [`PairedTarget`]), and the sweep figures it falls back on.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedSpec {
+    pub message_bytes: u64,
+    pub baseline: Baseline,
+    /// Message rate (64 B targets) or goodput.
+    pub metric: Metric,
+    pub bound: f64,
+}
+
+/// The baseline of a paired target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Baseline {
+    Floor,
+    KernelUdp,
+}
+
+/// The figure a paired target compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Messages per second, millions.
+    MessageRate,
+    /// Payload goodput, Gb/s.
+    Goodput,
+}
+
+/// The paired targets: issue 7 (engine / floor >= 0.8 at 64 B message
+/// rate, >= 0.9 at 64 KiB goodput; engine / kernel UDP >= 2 at 64 B
+/// message rate) and issue 5 (engine WRITE >= 0.8 x floor at 64 B and
+/// 1 KiB).
+pub const PAIRED_TARGETS: [PairedSpec; 4] = [
+    PairedSpec {
+        message_bytes: 64,
+        baseline: Baseline::Floor,
+        metric: Metric::MessageRate,
+        bound: 0.8,
+    },
+    PairedSpec {
+        message_bytes: 1024,
+        baseline: Baseline::Floor,
+        metric: Metric::Goodput,
+        bound: 0.8,
+    },
+    PairedSpec {
+        message_bytes: 64 * 1024,
+        baseline: Baseline::Floor,
+        metric: Metric::Goodput,
+        bound: 0.9,
+    },
+    PairedSpec {
+        message_bytes: 64,
+        baseline: Baseline::KernelUdp,
+        metric: Metric::MessageRate,
+        bound: 2.0,
+    },
+];
+
+impl PairedSpec {
+    /// The comparison's name (without the paired/sweep label).
+    pub fn name(&self) -> String {
+        let size = size_label(self.message_bytes);
+        match (self.baseline, self.metric) {
+            (Baseline::Floor, Metric::MessageRate) => {
+                format!("engine / AF_XDP floor, {size} WRITE message rate")
+            }
+            (Baseline::Floor, Metric::Goodput) => {
+                format!("engine / AF_XDP floor, {size} WRITE goodput")
+            }
+            (Baseline::KernelUdp, Metric::MessageRate) => {
+                format!("engine / kernel UDP, {size} message rate (WRITE)")
+            }
+            (Baseline::KernelUdp, Metric::Goodput) => {
+                format!("engine / kernel UDP, {size} goodput (WRITE)")
+            }
+        }
+    }
+
+    /// `AF_XDP floor` or `kernel UDP`.
+    pub fn baseline_name(&self) -> &'static str {
+        match self.baseline {
+            Baseline::Floor => "AF_XDP floor",
+            Baseline::KernelUdp => "kernel UDP",
+        }
+    }
+
+    /// `Mmsg/s` or `Gb/s`.
+    pub fn unit(&self) -> &'static str {
+        match self.metric {
+            Metric::MessageRate => "Mmsg/s",
+            Metric::Goodput => "Gb/s",
+        }
+    }
+
+    /// Summarises measured pairs of this comparison.
+    pub fn summarise(&self, seconds_per_side: f64, pairs: Vec<Pair>) -> PairedTarget {
+        PairedTarget::new(
+            &self.name(),
+            self.message_bytes,
+            self.baseline_name(),
+            self.unit(),
+            seconds_per_side,
+            Cmp::AtLeast,
+            self.bound,
+            pairs,
+        )
     }
 }
 
@@ -286,6 +511,73 @@ fn ratio(n: Option<f64>, d: Option<f64>) -> String {
     }
 }
 
+/// The paired target measurements: one row per target, then every
+/// pair in the order measured (also used by `examples/paired_targets.rs`).
+pub fn paired_tables(paired: &[PairedTarget]) -> [Table; 2] {
+    [paired_summary(paired), paired_pairs(paired)]
+}
+
+fn paired_summary(paired: &[PairedTarget]) -> Table {
+    Table {
+        title: "Paired target measurements (engine WRITE and its baseline back to back, alternating order; ratio = engine / baseline per pair)".into(),
+        header: ["target", "pairs", "median ratio", "min–max", "target", "met?"]
+            .map(String::from)
+            .to_vec(),
+        rows: paired
+            .iter()
+            .map(|p| {
+                vec![
+                    p.name.clone(),
+                    format!("{} x {:.2} s", p.pairs.len(), p.seconds_per_side),
+                    num(p.median, 3),
+                    match (p.min, p.max) {
+                        (Some(lo), Some(hi)) => format!("{lo:.3}–{hi:.3}"),
+                        _ => "n/a".into(),
+                    },
+                    p.target.clone(),
+                    met_label(p.met),
+                ]
+            })
+            .collect(),
+    }
+}
+
+fn paired_pairs(paired: &[PairedTarget]) -> Table {
+    let mut rows = Vec::new();
+    for p in paired {
+        let decimals = if p.unit == "Mmsg/s" { 3 } else { 2 };
+        for (i, pair) in p.pairs.iter().enumerate() {
+            rows.push(vec![
+                p.name.clone(),
+                (i + 1).to_string(),
+                if pair.engine_first {
+                    format!("engine, {}", p.baseline)
+                } else {
+                    format!("{}, engine", p.baseline)
+                },
+                format!("{} {}", num(Some(pair.engine), decimals), p.unit),
+                format!("{} {}", num(Some(pair.baseline), decimals), p.unit),
+                num(Some(pair.ratio), 3),
+            ]);
+        }
+    }
+    Table {
+        title: "Paired target measurements, every pair".into(),
+        header: ["target", "pair", "order", "engine", "baseline", "ratio"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }
+}
+
+fn met_label(met: Option<bool>) -> String {
+    match met {
+        Some(true) => "yes".into(),
+        Some(false) => "NO".into(),
+        None => "not measured".into(),
+    }
+}
+
 /// `64 B`, `4 KiB`, `1 MiB`.
 pub fn size_label(bytes: u64) -> String {
     if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
@@ -298,42 +590,66 @@ pub fn size_label(bytes: u64) -> String {
 }
 
 impl Report {
-    /// The ratio rows the issue's targets are stated in, from the figures.
+    /// The ratio rows the issues' targets are stated in: the throughput
+    /// targets from the paired measurements' median ratio (labelled
+    /// [`PAIRED_LABEL`]), or, in a report without one, from the sweep's
+    /// best-of figures (labelled [`SWEEP_LABEL`]); the latency target from
+    /// the latency table.
     pub fn target_ratios(&self) -> Vec<Ratio> {
         let mr = &self.message_rate;
         let at = |size: u64| self.goodput.iter().find(|r| r.message_bytes == size);
-        let g64k = at(64 * 1024);
         let p50 = |p: Option<Percentiles>| p.map(|p| p.p50_us);
-        vec![
-            Ratio::new(
-                "engine / AF_XDP floor, 64 B WRITE message rate",
-                mr.write_mpps,
-                mr.floor_mpps,
-                Cmp::AtLeast,
-                0.8,
-            ),
-            Ratio::new(
-                "engine / AF_XDP floor, 64 KiB WRITE goodput",
-                g64k.and_then(|r| r.write_gbps),
-                g64k.and_then(|r| r.floor_gbps),
-                Cmp::AtLeast,
-                0.9,
-            ),
-            Ratio::new(
-                "engine / kernel UDP, 64 B message rate (WRITE)",
-                mr.write_mpps,
-                mr.kernel_udp_mpps,
-                Cmp::AtLeast,
-                2.0,
-            ),
-            Ratio::new(
-                "engine / kernel UDP, 64 B p50 round trip (SEND, run-to-completion)",
-                p50(self.latency.engine_send_rtc),
-                p50(self.latency.kernel_udp),
-                Cmp::Below,
-                1.0,
-            ),
-        ]
+        let mut out: Vec<Ratio> = PAIRED_TARGETS
+            .iter()
+            .map(|spec| {
+                let name = spec.name();
+                if let Some(p) = self.paired.iter().find(|p| p.name == name) {
+                    return p.ratio();
+                }
+                let (engine, baseline) = match (spec.metric, spec.baseline) {
+                    (Metric::MessageRate, Baseline::Floor)
+                        if spec.message_bytes == mr.message_bytes =>
+                    {
+                        (mr.write_mpps, mr.floor_mpps)
+                    }
+                    (Metric::MessageRate, Baseline::KernelUdp)
+                        if spec.message_bytes == mr.message_bytes =>
+                    {
+                        (mr.write_mpps, mr.kernel_udp_mpps)
+                    }
+                    (Metric::Goodput, Baseline::Floor) => {
+                        let row = at(spec.message_bytes);
+                        (
+                            row.and_then(|r| r.write_gbps),
+                            row.and_then(|r| r.floor_gbps),
+                        )
+                    }
+                    (Metric::Goodput, Baseline::KernelUdp) => {
+                        let row = at(spec.message_bytes);
+                        (
+                            row.and_then(|r| r.write_gbps),
+                            row.and_then(|r| r.kernel_udp_gbps),
+                        )
+                    }
+                    _ => (None, None),
+                };
+                Ratio::new(
+                    &format!("{name} {SWEEP_LABEL}"),
+                    engine,
+                    baseline,
+                    Cmp::AtLeast,
+                    spec.bound,
+                )
+            })
+            .collect();
+        out.push(Ratio::new(
+            "engine / kernel UDP, 64 B p50 round trip (SEND, run-to-completion)",
+            p50(self.latency.engine_send_rtc),
+            p50(self.latency.kernel_udp),
+            Cmp::Below,
+            1.0,
+        ));
+        out
     }
 
     /// All tables, in the order they are printed.
@@ -422,6 +738,9 @@ impl Report {
                 lat_row("engine SEND, engine threads + app thread", lat.engine_send),
             ],
         });
+        if !self.paired.is_empty() {
+            t.extend(paired_tables(&self.paired));
+        }
         t.push(Table {
             title: "Ratios against the targets".into(),
             header: ["ratio", "measured", "target", "met"]
@@ -433,13 +752,9 @@ impl Report {
                 .map(|r| {
                     vec![
                         r.name.clone(),
-                        num(r.value, 2),
+                        num(r.value, 3),
                         r.target.clone(),
-                        match r.met {
-                            Some(true) => "yes".into(),
-                            Some(false) => "NO".into(),
-                            None => "not measured".into(),
-                        },
+                        met_label(r.met),
                     ]
                 })
                 .collect(),
@@ -648,6 +963,7 @@ mod tests {
                 }),
             },
             ratios: vec![],
+            paired: vec![],
             scaling: None,
             projection: None,
             notes: vec!["a note".into()],
@@ -657,15 +973,169 @@ mod tests {
         r
     }
 
+    /// The sample with paired measurements for the three floor targets
+    /// (the kernel UDP one left out, as if it had failed).
+    pub(crate) fn sample_paired() -> Report {
+        let mut r = sample();
+        let floor = |size: u64| {
+            PAIRED_TARGETS
+                .iter()
+                .find(|s| s.baseline == Baseline::Floor && s.message_bytes == size)
+                .unwrap()
+        };
+        r.paired = vec![
+            // Ratios 0.5, 1.0, 0.875, 0.75: median 0.8125.
+            floor(64).summarise(
+                1.0,
+                vec![
+                    Pair::new(false, 1.0, 2.0),
+                    Pair::new(true, 2.0, 2.0),
+                    Pair::new(false, 1.75, 2.0),
+                    Pair::new(true, 1.5, 2.0),
+                ],
+            ),
+            // Ratios 0.75, 0.5, 0.25: median 0.5.
+            floor(1024).summarise(
+                1.0,
+                vec![
+                    Pair::new(false, 1.5, 2.0),
+                    Pair::new(true, 1.0, 2.0),
+                    Pair::new(false, 0.5, 2.0),
+                ],
+            ),
+            floor(65536).summarise(1.0, vec![]),
+        ];
+        r.ratios = r.target_ratios();
+        r
+    }
+
     #[test]
     fn ratios_follow_the_figures_and_targets() {
         let r = sample();
         let v: Vec<(Option<f64>, Option<bool>)> =
             r.ratios.iter().map(|r| (r.value, r.met)).collect();
+        assert_eq!(r.ratios.len(), 5);
         assert_eq!(v[0], (Some(0.9), Some(true))); // 2.25 / 2.5 >= 0.8
-        assert_eq!(v[1], (Some(0.85), Some(false))); // 17 / 20 < 0.9
-        assert_eq!(v[2], (Some(2.25), Some(true))); // 2.25 / 1.0 >= 2
-        assert_eq!(v[3], (Some(0.5), Some(true))); // 10 / 20 < 1
+        assert_eq!(v[1], (None, None)); // no 1 KiB row in the sweep
+        assert_eq!(v[2], (Some(0.85), Some(false))); // 17 / 20 < 0.9
+        assert_eq!(v[3], (Some(2.25), Some(true))); // 2.25 / 1.0 >= 2
+        assert_eq!(v[4], (Some(0.5), Some(true))); // 10 / 20 < 1
+                                                   // Without paired measurements, every throughput row says it is not paired.
+        assert!(r.ratios[..4].iter().all(|r| r.name.ends_with(SWEEP_LABEL)));
+        assert_eq!(r.ratios[1].target, ">= 0.8");
+    }
+
+    #[test]
+    fn target_ratios_use_the_paired_median() {
+        let r = sample_paired();
+        let row = |i: usize| {
+            (
+                r.ratios[i].name.as_str(),
+                r.ratios[i].value,
+                r.ratios[i].met,
+            )
+        };
+        assert_eq!(
+            row(0),
+            (
+                "engine / AF_XDP floor, 64 B WRITE message rate [paired median]",
+                Some(0.8125),
+                Some(true)
+            )
+        );
+        // 1 KiB: the issue-5 row, from its pairs only.
+        assert_eq!(
+            row(1),
+            (
+                "engine / AF_XDP floor, 1 KiB WRITE goodput [paired median]",
+                Some(0.5),
+                Some(false)
+            )
+        );
+        // 64 KiB: paired, but no pair measured: not measured, no fallback.
+        assert_eq!(
+            row(2),
+            (
+                "engine / AF_XDP floor, 64 KiB WRITE goodput [paired median]",
+                None,
+                None
+            )
+        );
+        // Kernel UDP: no paired measurement: the sweep's figures, labelled so.
+        assert_eq!(
+            row(3),
+            (
+                "engine / kernel UDP, 64 B message rate (WRITE) [best-of sweep, not paired]",
+                Some(2.25),
+                Some(true)
+            )
+        );
+        let p = &r.paired[0];
+        assert_eq!((p.min, p.max), (Some(0.5), Some(1.0)));
+        assert_eq!(
+            (p.unit.as_str(), p.baseline.as_str()),
+            ("Mmsg/s", "AF_XDP floor")
+        );
+    }
+
+    #[test]
+    fn paired_tables_show_every_pair_and_the_summary() {
+        let r = sample_paired();
+        let md = r.to_markdown(None);
+        assert!(md.contains("| target | pairs | median ratio | min–max | target | met? |"));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 64 B WRITE message rate | 4 x 1.00 s | 0.812 | 0.500–1.000 | >= 0.8 | yes |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 1 KiB WRITE goodput | 3 x 1.00 s | 0.500 | 0.250–0.750 | >= 0.8 | NO |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 64 KiB WRITE goodput | 0 x 1.00 s | n/a | n/a | >= 0.9 | not measured |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 64 B WRITE message rate | 2 | engine, AF_XDP floor | 2.000 Mmsg/s | 2.000 Mmsg/s | 1.000 |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 1 KiB WRITE goodput | 1 | AF_XDP floor, engine | 1.50 Gb/s | 2.00 Gb/s | 0.750 |"
+        ));
+        // The summary precedes the ratios it feeds.
+        let summary = md.find("**Paired target measurements (").unwrap();
+        assert!(summary < md.find("**Ratios against the targets**").unwrap());
+        let text = r.to_text();
+        assert!(text.contains("Paired target measurements, every pair"));
+        assert!(text.contains("0.500–1.000"));
+        // A report without pairs has neither table.
+        assert!(!sample().to_text().contains("Paired target"));
+    }
+
+    #[test]
+    fn paired_json_round_trips_and_old_reports_still_parse() {
+        let r = sample_paired();
+        let json = r.to_json();
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let pair = &v["paired"][1]["pairs"][0];
+        assert_eq!(pair["engine_first"], false);
+        assert_eq!(pair["engine"], 1.5);
+        assert_eq!(pair["baseline"], 2.0);
+        assert_eq!(pair["ratio"], 0.75);
+        assert_eq!(v["paired"][1]["median"], 0.5);
+        // A report written before the paired step: no "paired" key.
+        let mut old: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        old.as_object_mut().unwrap().remove("paired");
+        let back: Report = serde_json::from_value(old).unwrap();
+        assert!(back.paired.is_empty());
+    }
+
+    #[test]
+    fn pair_ratio_of_a_zero_baseline_is_left_out() {
+        let p = PAIRED_TARGETS[0].summarise(
+            0.3,
+            vec![Pair::new(false, 1.0, 0.0), Pair::new(true, 0.9, 1.0)],
+        );
+        assert!(p.pairs[0].ratio.is_nan());
+        assert_eq!((p.median, p.min, p.max), (Some(0.9), Some(0.9), Some(0.9)));
     }
 
     #[test]
@@ -708,7 +1178,7 @@ mod tests {
         ));
         assert!(md.contains("| AF_XDP floor (echo loop) | n/a | n/a | n/a | 0 | n/a |"));
         // The target ratio is the run-to-completion row's.
-        let lat = &r.ratios[3];
+        let lat = &r.ratios[4];
         assert!(lat.name.contains("run-to-completion"));
         assert_eq!(lat.value, Some(0.5));
     }

@@ -1,4 +1,5 @@
-//! Small statistics helpers: latency percentiles and rates.
+//! Small statistics helpers: latency percentiles, rates, the median and
+//! the alternating (ABBA) order of paired measurements.
 
 use std::time::Duration;
 
@@ -41,9 +42,65 @@ pub fn per_second(count: f64, elapsed: Duration) -> f64 {
     }
 }
 
+/// The median of `values` (the mean of the middle two for an even count);
+/// `None` if there are none. NaNs sort last.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// The smallest and the largest of `values`; `None` if there are none.
+pub fn min_max(values: &[f64]) -> Option<(f64, f64)> {
+    values.iter().fold(None, |acc, &x| match acc {
+        None => Some((x, x)),
+        Some((lo, hi)) => Some((lo.min(x), hi.max(x))),
+    })
+}
+
+/// Whether pair `index` (from 0) of an alternating sequence of paired
+/// measurements runs side A first: A B, B A, A B, B A, ... Under a drift
+/// that is linear in time, each side is measured as often early as late
+/// within its pair, so over an even number of pairs the drift's effect on
+/// the ratio cancels (the ABBA design).
+pub fn abba_a_first(index: usize) -> bool {
+    index.is_multiple_of(2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0]), Some(3.0));
+        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        // One wild value moves the median by at most one rank.
+        assert_eq!(median(&[0.8, 0.81, 0.79, 5.0, 0.8]), Some(0.8));
+    }
+
+    #[test]
+    fn min_max_of_values() {
+        assert_eq!(min_max(&[]), None);
+        assert_eq!(min_max(&[2.0]), Some((2.0, 2.0)));
+        assert_eq!(min_max(&[0.9, 0.7, 1.1, 0.8]), Some((0.7, 1.1)));
+    }
+
+    #[test]
+    fn abba_alternates_the_first_side() {
+        let order: Vec<bool> = (0..6).map(abba_a_first).collect();
+        assert_eq!(order, [true, false, true, false, true, false]);
+    }
 
     #[test]
     fn nearest_rank_percentiles() {

@@ -122,8 +122,17 @@ fn bench_quick_json_has_the_documented_shape() {
             "engine SEND ping-pong ({mode}) neither measured nor listed as missing"
         );
     }
-    // The four target ratios, each computed from its figures.
-    assert_eq!(r.ratios.len(), 4);
+    // The five target ratios, each computed from its figures.
+    assert_eq!(r.ratios.len(), 5);
+    // The paired step: one entry per throughput target, each with its
+    // pairs, or listed as missing.
+    assert_eq!(r.paired.len(), 4);
+    for p in &r.paired {
+        assert!(
+            !p.pairs.is_empty() || r.missing.iter().any(|m| m.starts_with("paired")),
+            "{p:?}"
+        );
+    }
     for ratio in &r.ratios {
         assert_eq!(ratio.value.is_some(), ratio.met.is_some(), "{ratio:?}");
         assert!(ratio.value.is_some() || !r.missing.is_empty(), "{ratio:?}");
