@@ -182,6 +182,15 @@ struct QpPair {
     rb: MemoryRegion,
 }
 
+impl QpPair {
+    /// Destroys both QPs, so that a long run does not pile up idle QPs in
+    /// the engines (every stream connects fresh ones).
+    fn destroy(self) -> EResult<()> {
+        self.a.destroy().map_err(e("destroying QP a"))?;
+        self.b.destroy().map_err(e("destroying QP b"))
+    }
+}
+
 fn device_config(side: &Side, queues: u32, poll: PollMode) -> DeviceConfig {
     let mut c = DeviceConfig::new(&side.ifname);
     c.netns = Some(side.netns.clone());
@@ -460,6 +469,9 @@ fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamRes
         }
         if let Some(r) = result {
             if flows.iter().all(|f| f.completed >= f.issued) {
+                for qp in qps {
+                    qp.destroy()?;
+                }
                 return Ok(r);
             }
         }

@@ -21,10 +21,13 @@ pub struct BenchArgs {
     pub out: Option<PathBuf>,
     /// Engine threads spin instead of sleeping when idle (`--busy-poll`).
     pub busy_poll: bool,
+    /// Pairs per target of the paired step (`--pairs N`).
+    pub pairs: Option<usize>,
 }
 
 /// Usage of the standalone binary.
-pub const USAGE: &str = "usage: roce-xdp-bench [--quick] [--json] [--out DIR] [--busy-poll]\n\
+pub const USAGE: &str =
+    "usage: roce-xdp-bench [--quick] [--json] [--out DIR] [--busy-poll] [--pairs N]\n\
 Runs the end-to-end benchmark (kernel UDP, AF_XDP floor, engine) on a veth\n\
 pair in fresh network namespaces; needs root.";
 
@@ -38,6 +41,13 @@ impl BenchArgs {
                 "--quick" => a.quick = true,
                 "--json" => a.json = true,
                 "--busy-poll" => a.busy_poll = true,
+                "--pairs" => {
+                    let n = it.next().ok_or("--pairs needs a number: --pairs N")?;
+                    a.pairs = Some(
+                        n.parse()
+                            .map_err(|_| format!("--pairs takes a number, not {n:?}"))?,
+                    );
+                }
                 "--out" => {
                     a.out = Some(
                         it.next()
@@ -73,6 +83,7 @@ pub fn run(args: &BenchArgs) -> Result<Report, BenchError> {
         } else {
             PollMode::default()
         },
+        pairs: args.pairs,
     })?;
     if args.json {
         println!("{}", report.to_json());
@@ -107,5 +118,22 @@ mod tests {
         assert_eq!(parse(&["--out=x"]).unwrap().out, Some(PathBuf::from("x")));
         assert!(parse(&["--out"]).is_err());
         assert!(parse(&["--fast"]).unwrap_err().contains("unknown argument"));
+        assert_eq!(parse(&["--pairs", "10"]).unwrap().pairs, Some(10));
+        assert!(parse(&["--pairs", "many"]).is_err());
+        assert!(parse(&["--pairs"]).is_err());
+    }
+
+    #[test]
+    fn pairs_default_by_mode_and_round_up_to_even() {
+        let opts = |quick, pairs| Options {
+            quick,
+            progress: false,
+            engine_poll: PollMode::default(),
+            pairs,
+        };
+        assert_eq!(opts(true, None).pairs(), 2);
+        assert_eq!(opts(false, None).pairs(), 6);
+        assert_eq!(opts(false, Some(9)).pairs(), 10);
+        assert_eq!(opts(false, Some(0)).pairs(), 2);
     }
 }

@@ -52,6 +52,9 @@ pub struct Options {
     pub progress: bool,
     /// How the engine threads wait when idle.
     pub engine_poll: PollMode,
+    /// Engine/baseline pairs per target of the paired step (`--pairs N`;
+    /// `None`: 2 quick, 6 full). Rounded up to an even number.
+    pub pairs: Option<usize>,
 }
 
 impl Options {
@@ -85,10 +88,10 @@ impl Options {
     /// Engine/baseline pairs per target of the paired step. Even, so that
     /// each order (baseline first, engine first) runs equally often.
     pub fn pairs(&self) -> usize {
-        if self.quick {
-            2
-        } else {
-            6
+        match self.pairs {
+            Some(n) => n.max(1).next_multiple_of(2),
+            None if self.quick => 2,
+            None => 6,
         }
     }
 

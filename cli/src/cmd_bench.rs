@@ -21,6 +21,11 @@ pub struct BenchArgs {
     /// Engine threads spin instead of sleeping when idle (one core each).
     #[arg(long)]
     busy_poll: bool,
+    /// Engine/baseline pairs per target in the paired step (default 6, 2
+    /// with --quick; rounded up to even). More pairs narrow the medians on
+    /// a noisy machine; each pair costs two points (2 s in a full run).
+    #[arg(long, value_name = "N")]
+    pairs: Option<usize>,
 }
 
 /// Runs the harness.
@@ -30,6 +35,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         json: a.json,
         out: a.out,
         busy_poll: a.busy_poll,
+        pairs: a.pairs,
     })?;
     Ok(())
 }
