@@ -15,6 +15,7 @@ use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
 
 use crate::harness::{process_cpu_time, Options, ROCE_PMTU};
+use crate::placement;
 use crate::report::Scaling;
 use crate::stats::{per_second, Percentiles};
 
@@ -191,21 +192,33 @@ impl QpPair {
     }
 }
 
-fn device_config(side: &Side, queues: u32, poll: PollMode) -> DeviceConfig {
+/// A device on `side` with `queues` queues, queue i's engine thread
+/// pinned to `cores[i % len]` (unpinned when `cores` is empty).
+fn device_config(side: &Side, queues: u32, poll: PollMode, cores: Vec<usize>) -> DeviceConfig {
     let mut c = DeviceConfig::new(&side.ifname);
     c.netns = Some(side.netns.clone());
     c.queues = queues;
     c.poll = poll;
     c.multi_buffer = true;
+    c.cores = cores;
     c
 }
 
 impl Rig {
+    /// Two devices; with one queue, a's engine thread runs on side a's core
+    /// and b's on side b's ([`placement`]); with two, queue i of a on core
+    /// i and queue i of b on the other one (each core: one sender, one
+    /// receiver).
     fn open(pair: &VethPair, queues: u32, poll: PollMode) -> EResult<Rig> {
-        let a =
-            Device::open(device_config(&pair.a, queues, poll)).map_err(e("opening device a"))?;
-        let b =
-            Device::open(device_config(&pair.b, queues, poll)).map_err(e("opening device b"))?;
+        let (cores_a, cores_b) = match placement::side_cores() {
+            Some([x, y]) if queues == 1 => (vec![x], vec![y]),
+            Some([x, y]) => (vec![x, y], vec![y, x]),
+            None => (Vec::new(), Vec::new()),
+        };
+        let a = Device::open(device_config(&pair.a, queues, poll, cores_a))
+            .map_err(e("opening device a"))?;
+        let b = Device::open(device_config(&pair.b, queues, poll, cores_b))
+            .map_err(e("opening device b"))?;
         let mac_b = a.resolve_mac(b.ip()).map_err(e("resolving b's MAC"))?;
         let mac_a = b.resolve_mac(a.ip()).map_err(e("resolving a's MAC"))?;
         let pattern: Vec<u8> = (0..REGION).map(|i| (i * 31 % 251) as u8).collect();
@@ -344,6 +357,14 @@ fn threads_cpu(rig: &Rig) -> (Duration, Duration) {
 /// every `signal_every`-th request signaled. Counts requester completions
 /// (WRITE/READ) or receive completions (SEND).
 fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamResult> {
+    // The application thread posts from the core of the side that does
+    // not send the data (WRITE, SEND: a sends; READ: b sends the
+    // responses), never beside the engine thread that limits the stream.
+    let _pinned = placement::Pinned::to(if op == Op::Read {
+        placement::core_a()
+    } else {
+        placement::core_b()
+    });
     let qps = rig.connect_all()?;
     let win = window(size);
     let slots = (REGION as u64 / size).clamp(1, win);

@@ -10,6 +10,7 @@ pub mod frontend;
 pub mod harness;
 pub mod output;
 pub mod paired;
+pub mod placement;
 pub mod protocol_path;
 pub mod report;
 pub mod stats;
