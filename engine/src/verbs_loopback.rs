@@ -171,6 +171,10 @@ struct QpRun {
     total: u64,
     issued: u64,
     completed: u64,
+    /// SEND: send completions at the requester (a send buffer slot may be
+    /// reused, and the send queue has room, only once its SEND completed,
+    /// which can be later than the receive completion at b).
+    sends_completed: u64,
     /// Message number occupying each window slot.
     slot_msg: Vec<u64>,
     /// Atomic results seen (fetch-add originals).
@@ -279,6 +283,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
             total,
             issued: 0,
             completed: 0,
+            sends_completed: 0,
             slot_msg: vec![u64::MAX; window],
             seen_orig: if opts.op == LoopbackOp::Atomic {
                 vec![false; total as usize]
@@ -337,7 +342,10 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
         }
         // Issue up to the window on every QP.
         for r in runs.iter_mut() {
-            while r.issued < r.total && r.issued - r.completed < window as u64 {
+            while r.issued < r.total
+                && r.issued - r.completed < window as u64
+                && (opts.op != LoopbackOp::Send || r.issued - r.sends_completed < window as u64)
+            {
                 let msg = r.issued;
                 let slot = (msg % window as u64) as usize;
                 let off = slot * slot_len;
@@ -391,6 +399,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
                 if wc.status != WcStatus::Success {
                     report.failed_completions += 1;
                     r.completed += 1;
+                    r.sends_completed += 1;
                     report.messages_completed += 1;
                     continue;
                 }
@@ -404,7 +413,10 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
                         (0..slot_len).all(|i| buf[i] == pattern(r.idx, msg, i))
                     }
                     // SEND is verified on the receive completion.
-                    LoopbackOp::Send => true,
+                    LoopbackOp::Send => {
+                        r.sends_completed += 1;
+                        true
+                    }
                     LoopbackOp::Read => {
                         r.la.read(off, &mut buf);
                         (0..slot_len).all(|i| buf[i] == pattern(r.idx, slot as u64, i))

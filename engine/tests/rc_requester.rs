@@ -84,6 +84,63 @@ fn zero_length_send_is_one_send_only_packet() {
     );
 }
 
+/// Indices of the frames with AckReq set.
+fn ack_requests(frames: &[Vec<u8>]) -> Vec<usize> {
+    frames
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| hdr(x).bth.ack_req)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn a_stream_of_small_messages_asks_for_an_ack_every_16_packets_and_at_its_end() {
+    let mut p = Pair::default_pair();
+    for i in 0..40 {
+        p.a.post_send(p.qa, write_wr(&p, i, 64, 64 * i)).unwrap();
+    }
+    let f = p.tx_a();
+    assert_eq!(f.len(), 40);
+    assert_eq!(ack_requests(&f), [15, 31, 39]);
+    // One coalesced ACK covers them all and completes every request.
+    p.deliver_b(&f);
+    let acks = p.tx_b();
+    assert_eq!(acks.len(), 1);
+    assert_eq!(psn(&acks[0]), psn(&f[39]));
+    p.deliver_a(&acks);
+    let wcs = p.wcs_a();
+    assert_eq!(wcs.len(), 40);
+    assert!(wcs.iter().all(|w| w.status == WcStatus::Success));
+    // A message posted alone (nothing queued behind it) always asks.
+    p.a.post_send(p.qa, write_wr(&p, 40, 64, 0)).unwrap();
+    let g = p.tx_a();
+    assert_eq!(ack_requests(&g), [0]);
+}
+
+#[test]
+fn a_slow_stream_asks_for_an_ack_within_a_sixteenth_of_the_ack_timeout() {
+    // opts(): timeout 8 = 4.096 us * 2^8 = 1.05 ms; a sixteenth is 65.5 us.
+    let mut p = Pair::default_pair();
+    for i in 0..4 {
+        p.a.post_send(p.qa, write_wr(&p, i, 64, 64 * i)).unwrap();
+    }
+    let mut buf = vec![0u8; 9000];
+    let mut frame_at = |p: &mut Pair, us: u64| {
+        let now = p.now + std::time::Duration::from_micros(us);
+        let n = p.a.poll_transmit(now, &mut buf).expect("a frame is due");
+        buf[..n].to_vec()
+    };
+    let f = [
+        frame_at(&mut p, 0),
+        frame_at(&mut p, 40),
+        frame_at(&mut p, 70),
+        frame_at(&mut p, 80),
+    ];
+    // 70 us after the start: due; the last one: the send queue drains.
+    assert_eq!(ack_requests(&f), [2, 3]);
+}
+
 #[test]
 fn outstanding_psns_are_bounded_and_ackreq_every_64_packets() {
     let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));

@@ -3,9 +3,18 @@
 //! Rules (roce-v2-notes.md, "Reliable Connection: retransmission"):
 //! - segmentation by path MTU: FIRST/MIDDLE carry exactly PMTU bytes, LAST
 //!   1..PMTU, ONLY 0..PMTU; a READ consumes ceil(len / PMTU) PSNs (at least 1);
-//! - AckReq on the last packet of each message and every
-//!   [`ACK_REQ_EVERY`] packets of long messages (rxe uses 64), and on the packet
-//!   that fills the outstanding window;
+//! - AckReq every [`ACK_REQ_EVERY`] packets of long messages (rxe uses 64),
+//!   on the packet that fills the outstanding window, and on the last packet
+//!   of a message when no other request is queued behind it (the send queue
+//!   drains: its completions must not wait). While more requests are queued
+//!   behind a message, its last packet asks for an ACK only every
+//!   [`ACK_REQ_STREAM`] packets or when a sixteenth of the ACK timeout has
+//!   passed since the last AckReq: the notes' rule ("AckReq on the last
+//!   packet of each message", rxe's choice) relaxed for streams of small
+//!   messages, where it made the responder send an ACK for every second or
+//!   third packet. The responder still ACKs every AckReq (coalescing), and
+//!   every request eventually gets one: the send queue's last message, the
+//!   window, or the time bound;
 //! - at most [`MAX_OUTSTANDING_PSNS`] PSNs outstanding (rxe's cap of 128), and
 //!   at most `max_rd_atomic` READ/atomic requests in flight;
 //! - go-back-N rebuilds packets from the work request and the cursor
@@ -32,6 +41,10 @@ use crate::wire::{emit_frame, emit_templated, AtomicEthRepr, Opcode, RethRepr};
 pub const MAX_OUTSTANDING_PSNS: u32 = 128;
 /// AckReq at least every this many packets of one message (rxe: 64).
 pub const ACK_REQ_EVERY: u32 = 64;
+/// While more requests are queued behind a message, its last packet
+/// carries AckReq only if this many packets went out since the last AckReq
+/// (or the time bound of [`Requester::poll_transmit`] has passed).
+pub const ACK_REQ_STREAM: u32 = 16;
 /// Largest message (1 GiB): keeps a READ's PSN span far below 2^23.
 pub const MAX_MESSAGE_LEN: u32 = 1 << 30;
 
@@ -99,6 +112,8 @@ pub struct Requester {
     pub(crate) rd_atomic_sent: u32,
     /// Packets since the last one with AckReq.
     pub(crate) since_ack_req: u32,
+    /// When the last packet with AckReq went out.
+    pub(crate) last_ack_req_at: Instant,
     /// Timeout / sequence-error retries left before "retry exceeded".
     pub(crate) retry_left: u8,
     /// RNR retries left (unused when rnr_retry is 7 = infinite).
@@ -124,6 +139,7 @@ impl Requester {
             acked_psn: Psn::new(0),
             rd_atomic_sent: 0,
             since_ack_req: 0,
+            last_ack_req_at: Instant::from_nanos(0),
             retry_left: 0,
             rnr_left: 0,
             rewound_at: None,
@@ -192,6 +208,20 @@ impl Requester {
         !(wqe.wr.opcode.is_read_or_atomic() && self.rd_atomic_sent >= u32::from(attr.max_rd_atomic))
     }
 
+    /// Whether the last packet of the current message (`wqes[cur]`) asks
+    /// for an ACK: always when no request is queued behind it; otherwise
+    /// every [`ACK_REQ_STREAM`] packets, or once a sixteenth of the ACK
+    /// timeout has passed since the last AckReq (a paced, slow stream must
+    /// not run into its own retransmit timer).
+    #[inline]
+    fn last_packet_wants_ack(&self, now: Instant, attr: &QpAttr) -> bool {
+        self.cur + 1 >= self.wqes.len()
+            || self.since_ack_req + 1 >= ACK_REQ_STREAM
+            || attr
+                .ack_timeout()
+                .is_some_and(|t| now.saturating_duration_since(self.last_ack_req_at) >= t / 16)
+    }
+
     /// Emit the next request packet into `buf`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn poll_transmit(
@@ -239,7 +269,9 @@ impl Requester {
                     (false, false, false, true, false) => Opcode::WriteLast,
                     (false, false, false, true, true) => Opcode::WriteLastImm,
                 };
-                let ack_req = last || (self.since_ack_req + 1 >= ACK_REQ_EVERY) || window_full;
+                let ack_req = window_full
+                    || self.since_ack_req + 1 >= ACK_REQ_EVERY
+                    || (last && self.last_packet_wants_ack(now, attr));
                 let reth = (!is_send && k == 0).then_some(RethRepr {
                     va: wr.remote_addr,
                     rkey: wr.rkey,
@@ -324,6 +356,7 @@ impl Requester {
         }
         if bth.ack_req {
             self.since_ack_req = 0;
+            self.last_ack_req_at = now;
         } else {
             self.since_ack_req += 1;
         }
