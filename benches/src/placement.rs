@@ -1,5 +1,6 @@
-//! Where the harness runs the engine's threads: one pinned engine thread
-//! per queue (side a's on the first core, side b's on the second), and
+//! Where the harness runs the engine's threads: with one queue per side,
+//! one pinned engine thread each (side a's on the first core, side b's on
+//! the second; the 2-queue scaling run floats, see `engine_path`), and
 //! the application thread that posts the work requests on the core of
 //! the side that does *not* send the data, as the engine's design asks
 //! ("applications post work ... without touching the engine's core"). On
