@@ -231,6 +231,17 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     let mac_a = dev_b.resolve_mac(ip_a)?;
 
     let window = opts.window.max(1) as usize;
+    // SEND: b keeps twice the window of receives posted, so the receive
+    // for a message was posted about a window of completions before the
+    // message can be sent. With exactly a window, the repost and the SEND
+    // it allows raced (the post reaches b's engine thread through its work
+    // queue, the SEND through a's engine and the wire): now and then the
+    // SEND won and got an RNR NAK.
+    let recv_slots = if opts.op == LoopbackOp::Send {
+        2 * window
+    } else {
+        window
+    };
     let slot_len = size as usize;
     let mut runs = Vec::new();
     for i in 0..opts.qps {
@@ -242,7 +253,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
         let qa = dev_a.create_qp(q, caps)?;
         let qb = dev_b.create_qp(q, caps)?;
         let la = dev_a.register_memory(q, slot_len * window, Access::ALL)?;
-        let rb = dev_b.register_memory(q, slot_len * window, Access::ALL)?;
+        let rb = dev_b.register_memory(q, slot_len * recv_slots, Access::ALL)?;
         let copts = ConnectOptions {
             path_mtu: opts.mtu,
             timeout: opts.ack_timeout,
@@ -319,10 +330,10 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     let mut wcs = vec![WorkCompletion::default(); 256];
     let total_messages: u64 = runs.iter().map(|r| r.total).sum();
 
-    // SEND: pre-post receives for the whole window.
+    // SEND: pre-post receives for twice the window.
     if opts.op == LoopbackOp::Send {
         for r in &runs {
-            for s in 0..window {
+            for s in 0..recv_slots {
                 r.b.post_recv(RecvWr {
                     wr_id: s as u64,
                     sge: r.rb.sge(s * slot_len, size),
@@ -474,8 +485,9 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
                 }
                 r.completed += 1;
                 report.messages_completed += 1;
-                // Receives complete in order: repost the slot for message completed + window - 1.
-                if r.completed + window as u64 <= r.total {
+                // Receives complete in order: repost the slot for message
+                // completed + recv_slots - 1.
+                if r.completed + recv_slots as u64 <= r.total {
                     let _ = r.b.post_recv(RecvWr {
                         wr_id: slot as u64,
                         sge: r.rb.sge(slot * slot_len, size),
