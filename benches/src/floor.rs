@@ -41,32 +41,10 @@ pub fn frame_len_for(message: usize, pmtu: usize) -> (usize, usize) {
 }
 
 /// An Ethernet/IPv4/UDP frame of `len` bytes from `src` to `dst`, UDP
-/// destination port `dport`, with a valid IPv4 header checksum.
+/// destination port `dport`, with a valid IPv4 header checksum
+/// ([`engine::driver_floor::udp_frame`]) and payload byte i = i as u8.
 pub fn udp_frame(src: &Side, dst: &Side, dport: u16, len: usize) -> Vec<u8> {
-    assert!(len >= 42, "a UDP/IPv4 frame has at least 42 bytes");
-    let mut f = vec![0u8; len];
-    f[0..6].copy_from_slice(&dst.mac);
-    f[6..12].copy_from_slice(&src.mac);
-    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip_len = (len - 14) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[20] = 0x40; // don't fragment
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&src.ipv4.octets());
-    f[30..34].copy_from_slice(&dst.ipv4.octets());
-    let mut sum: u32 = (14..34)
-        .step_by(2)
-        .map(|i| u16::from_be_bytes([f[i], f[i + 1]]) as u32)
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    f[34..36].copy_from_slice(&49152u16.to_be_bytes());
-    f[36..38].copy_from_slice(&dport.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    let mut f = engine::driver_floor::udp_frame(src, dst, dport, len);
     for (i, b) in f[42..].iter_mut().enumerate() {
         *b = i as u8;
     }

@@ -49,10 +49,15 @@ pub struct FloorReport {
     pub gbps: f64,
 }
 
-/// An Ethernet/IPv4/UDP frame to port 4791 of `len` bytes from `src` to `dst`.
-pub fn udp_frame(src: &Side, dst: &Side, len: usize) -> Vec<u8> {
-    let len = len.max(42);
-    let mut f = vec![0u8; len];
+/// Writes an Ethernet/IPv4/UDP frame of `len` bytes (at least 42) from
+/// `src` to `dst` into `buf[..len]`: UDP destination port `dport`, source
+/// port 49152, DF set, a valid IPv4 header checksum, a zero payload (the
+/// floor's frames, and the tests' raw frames, all start from this).
+/// Returns `len`.
+pub fn write_udp_frame(buf: &mut [u8], src: &Side, dst: &Side, dport: u16, len: usize) -> usize {
+    assert!(len >= 42, "a UDP/IPv4 frame has at least 42 bytes");
+    let f = &mut buf[..len];
+    f.fill(0);
     f[0..6].copy_from_slice(&dst.mac);
     f[6..12].copy_from_slice(&src.mac);
     f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
@@ -73,8 +78,15 @@ pub fn udp_frame(src: &Side, dst: &Side, len: usize) -> Vec<u8> {
     }
     f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
     f[34..36].copy_from_slice(&0xc000u16.to_be_bytes());
-    f[36..38].copy_from_slice(&4791u16.to_be_bytes());
+    f[36..38].copy_from_slice(&dport.to_be_bytes());
     f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    len
+}
+
+/// [`write_udp_frame`] into a new buffer of `len` bytes.
+pub fn udp_frame(src: &Side, dst: &Side, dport: u16, len: usize) -> Vec<u8> {
+    let mut f = vec![0u8; len];
+    write_udp_frame(&mut f, src, dst, dport, len);
     f
 }
 
@@ -110,7 +122,7 @@ pub fn run_echo_floor(opts: &FloorOptions) -> Result<FloorReport, LoopbackError>
         .recv()
         .unwrap_or_else(|_| Err("echo thread died".into()));
     let result = ready.and_then(|()| {
-        let frame = udp_frame(&a, &pair.b, opts.frame_len);
+        let frame = udp_frame(&a, &pair.b, 4791, opts.frame_len.max(42));
         let (packets, window) = (opts.packets, opts.window);
         std::thread::spawn(move || -> Result<LoopStats, String> {
             a.enter().map_err(|e| e.to_string())?;

@@ -7,38 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use engine::driver_floor::udp_frame;
 use engine::io::echo::{echo, generate, PollMode};
 use engine::io::{XskConfig, XskSocket, ZeroCopy};
 use engine::loader::{AttachMode, AttachedMode, SteerProgram};
 use engine::netns::is_root;
-use engine::netns::{PairConfig, Side, VethPair};
-
-/// An Ethernet/IPv4/UDP frame to port `dport` of `len` bytes.
-fn udp_frame(src: &Side, dst: &Side, dport: u16, len: usize) -> Vec<u8> {
-    let mut f = vec![0u8; len];
-    f[0..6].copy_from_slice(&dst.mac);
-    f[6..12].copy_from_slice(&src.mac);
-    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip_len = (len - 14) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&src.ipv4.octets());
-    f[30..34].copy_from_slice(&dst.ipv4.octets());
-    let mut sum = 0u32;
-    for i in (14..34).step_by(2) {
-        sum += u16::from_be_bytes([f[i], f[i + 1]]) as u32;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    f[34..36].copy_from_slice(&49152u16.to_be_bytes());
-    f[36..38].copy_from_slice(&dport.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
-    f
-}
+use engine::netns::{PairConfig, VethPair};
 
 fn run_echo(mode: AttachMode, frame_len: usize, mtu: u32) {
     if !is_root() {

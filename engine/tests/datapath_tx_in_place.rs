@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use engine::driver_floor::write_udp_frame;
 use engine::io::{FrameAccounting, InPlace, XskConfig, XskSocket};
 use engine::loader::{AttachMode, SteerProgram};
 use engine::netns::is_root;
@@ -17,30 +18,8 @@ use engine::netns::{PairConfig, Side, VethPair};
 /// Writes an Ethernet/IPv4/UDP frame to port 4791 of `len` bytes into
 /// `buf` (payload byte i = i as u8 ^ tag); returns `len`.
 fn write_frame(buf: &mut [u8], src: &Side, dst: &Side, len: usize, tag: u8) -> usize {
-    let f = &mut buf[..len];
-    f.fill(0);
-    f[0..6].copy_from_slice(&dst.mac);
-    f[6..12].copy_from_slice(&src.mac);
-    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip_len = (len - 14) as u16;
-    f[14] = 0x45;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64;
-    f[23] = 17;
-    f[26..30].copy_from_slice(&src.ipv4.octets());
-    f[30..34].copy_from_slice(&dst.ipv4.octets());
-    let mut sum = 0u32;
-    for i in (14..34).step_by(2) {
-        sum += u16::from_be_bytes([f[i], f[i + 1]]) as u32;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    f[34..36].copy_from_slice(&49152u16.to_be_bytes());
-    f[36..38].copy_from_slice(&4791u16.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
-    for (i, b) in f[42..].iter_mut().enumerate() {
+    write_udp_frame(buf, src, dst, 4791, len);
+    for (i, b) in buf[42..len].iter_mut().enumerate() {
         *b = i as u8 ^ tag;
     }
     len
