@@ -55,6 +55,25 @@ struct Rig {
     tx: Vec<u8>,
 }
 
+/// The `i`-th unsignaled WRITE of a `size`-byte stream: same offset in
+/// the source and the destination region, cycling through 512 KiB.
+fn write_wr(i: u64, size: u32, lkey: u32, rkey: u32) -> SendWr {
+    let off = (i * u64::from(size)) % (1 << 19);
+    let mut wr = SendWr::new(
+        i,
+        SendOp::Write,
+        Sge {
+            lkey,
+            addr: IOVA + off,
+            length: size,
+        },
+    );
+    wr.remote_addr = IOVA + off;
+    wr.rkey = rkey;
+    wr.signaled = false;
+    wr
+}
+
 fn ips() -> (IpAddr, IpAddr) {
     (
         IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
@@ -136,20 +155,8 @@ impl Rig {
         let now = Instant::ZERO;
         while frames.len() < WINDOW {
             while a.qp(qa).unwrap().outstanding_send_wrs() < 64 {
-                let off = (i * u64::from(size)) % (1 << 19);
-                let mut wr = SendWr::new(
-                    i,
-                    SendOp::Write,
-                    Sge {
-                        lkey: src.lkey,
-                        addr: IOVA + off,
-                        length: size,
-                    },
-                );
-                wr.remote_addr = IOVA + off;
-                wr.rkey = dst.rkey;
-                wr.signaled = false;
-                a.post_send(qa, wr).unwrap();
+                a.post_send(qa, write_wr(i, size, src.lkey, dst.rkey))
+                    .unwrap();
                 i += 1;
             }
             while let Some(n) = a.poll_transmit(now, &mut buf) {
@@ -332,19 +339,7 @@ impl Requester {
     /// timed nanoseconds and the packets sent.
     #[inline]
     fn message(&mut self) -> (u64, usize) {
-        let off = (self.i * u64::from(MSG)) % (1 << 19);
-        let mut wr = SendWr::new(
-            self.i,
-            SendOp::Write,
-            Sge {
-                lkey: self.lkey,
-                addr: IOVA + off,
-                length: MSG,
-            },
-        );
-        wr.remote_addr = IOVA + off;
-        wr.rkey = self.rkey;
-        wr.signaled = false;
+        let wr = write_wr(self.i, MSG, self.lkey, self.rkey);
         self.i += 1;
         let start = std::time::Instant::now();
         self.a.post_send(self.qa, wr).unwrap();

@@ -25,6 +25,18 @@ fn write_frame(buf: &mut [u8], src: &Side, dst: &Side, len: usize, tag: u8) -> u
     len
 }
 
+/// Publishes the queued TX frames and waits (up to 5 s) until the kernel
+/// has completed every frame in flight.
+fn flush_until_completed(sock: &mut XskSocket) {
+    sock.flush().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sock.tx_in_flight() > 0 && Instant::now() < deadline {
+        sock.complete();
+        let _ = sock.flush();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn frames_conserved(acc: FrameAccounting) {
     assert_eq!(acc.bad_returns, 0);
     assert_eq!(
@@ -119,13 +131,7 @@ fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
         assert_eq!(sock.accounting().in_tx_or_completion, 4);
         frames_conserved(sock.accounting());
 
-        sock.flush().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while sock.tx_in_flight() > 0 && Instant::now() < deadline {
-            sock.complete();
-            let _ = sock.flush();
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        flush_until_completed(&mut sock);
         let after = sock.accounting();
         frames_conserved(after);
         assert_eq!(after.in_tx_or_completion, 0, "every frame completed");
@@ -143,13 +149,7 @@ fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
             let r = sock.send_in_place(2 * fs, |buf| Some(write_frame(buf, &src, &dst, 100, tag)));
             assert_eq!(r, InPlace::Sent(100), "packet {tag}");
         }
-        sock.flush().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while sock.tx_in_flight() > 0 && Instant::now() < deadline {
-            sock.complete();
-            let _ = sock.flush();
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        flush_until_completed(&mut sock);
         let last = sock.accounting();
         frames_conserved(last);
         assert_eq!(last.free_tx, before.free_tx);
