@@ -173,6 +173,9 @@ struct Rig {
     mac_b: [u8; 6],
     /// QP pairs created so far (for distinct starting PSNs).
     created: std::cell::Cell<u32>,
+    /// The cores of sides a and b when the engine threads are pinned
+    /// (one queue per side), `None` when they float.
+    cores: Option<[usize; 2]>,
 }
 
 /// A connected RC QP pair on one queue, with that queue's regions.
@@ -211,9 +214,10 @@ impl Rig {
     /// a receiver each) measured 10.3 Gb/s at 64 KiB against 11.3-13.1
     /// floating (`--quick` runs back to back).
     fn open(pair: &VethPair, queues: u32, poll: PollMode) -> EResult<Rig> {
-        let (cores_a, cores_b) = match placement::side_cores() {
-            Some([x, y]) if queues == 1 => (vec![x], vec![y]),
-            _ => (Vec::new(), Vec::new()),
+        let cores = placement::side_cores().filter(|_| queues == 1);
+        let (cores_a, cores_b) = match cores {
+            Some([x, y]) => (vec![x], vec![y]),
+            None => (Vec::new(), Vec::new()),
         };
         let a = Device::open(device_config(&pair.a, queues, poll, cores_a))
             .map_err(e("opening device a"))?;
@@ -241,6 +245,7 @@ impl Rig {
             mac_a,
             mac_b,
             created: std::cell::Cell::new(0),
+            cores,
         })
     }
 
@@ -360,11 +365,7 @@ fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamRes
     // The application thread posts from the core of the side that does
     // not send the data (WRITE, SEND: a sends; READ: b sends the
     // responses), never beside the engine thread that limits the stream.
-    let _pinned = placement::Pinned::to(match op {
-        _ if rig.a.queues() > 1 => None,
-        Op::Read => placement::core_a(),
-        _ => placement::core_b(),
-    });
+    let _pinned = placement::Pinned::to(rig.cores.map(|[a, b]| if op == Op::Read { a } else { b }));
     let qps = rig.connect_all()?;
     let win = window(size);
     let slots = (REGION as u64 / size).clamp(1, win);

@@ -20,16 +20,6 @@ pub fn side_cores() -> Option<[usize; 2]> {
     })
 }
 
-/// Side a's core.
-pub fn core_a() -> Option<usize> {
-    side_cores().map(|c| c[0])
-}
-
-/// Side b's core.
-pub fn core_b() -> Option<usize> {
-    side_cores().map(|c| c[1])
-}
-
 /// Pins the calling thread to `core` (nothing when `None`).
 pub fn pin_current(core: Option<usize>) {
     if let Some(id) = core {
