@@ -14,7 +14,9 @@
 //! thread for WRITE and SEND, the responder's for READ), which is what
 //! bounds each when that thread has a core of its own, and varies far
 //! less with other load than goodput. `ENGINE_ONLY=1` or `FLOOR_ONLY=1`
-//! measures one side only (for profiling).
+//! measures one side only (for profiling); `SPREAD=1` places every engine
+//! message in flight in a range of its own instead of perftest's layout
+//! (see `roce_xdp_benches::sources`).
 
 use std::time::Duration;
 
@@ -22,6 +24,7 @@ use engine::io::PollMode;
 use engine::netns::{PairConfig, VethPair};
 use roce_xdp_benches::engine_path::{measure_points, Op};
 use roce_xdp_benches::harness::{floor_point, LINK_MTU};
+use roce_xdp_benches::sources::SourceLayout;
 use roce_xdp_benches::stats::{abba_a_first, median, min_max};
 
 fn main() {
@@ -50,6 +53,11 @@ fn main() {
     // ENGINE_ONLY=1 / FLOOR_ONLY=1: one side only (for profiling).
     let skip_floor = std::env::var_os("ENGINE_ONLY").is_some();
     let skip_engine = std::env::var_os("FLOOR_ONLY").is_some();
+    let layout = if std::env::var_os("SPREAD").is_some() {
+        SourceLayout::Spread
+    } else {
+        SourceLayout::Perftest
+    };
     let poll = PollMode::default();
     let pair = VethPair::create(&PairConfig {
         mtu: LINK_MTU,
@@ -83,7 +91,7 @@ fn main() {
                 if skip_engine {
                     return Vec::new();
                 }
-                measure_points(&pair, &ops, &[size], point, poll).expect("engine")
+                measure_points(&pair, &ops, &[size], layout, point, poll).expect("engine")
             };
             let (floor, pts) = if floor_first {
                 let f = measure_floor();

@@ -17,6 +17,7 @@ use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
 use crate::harness::{process_cpu_time, Options, ROCE_PMTU};
 use crate::placement;
 use crate::report::Scaling;
+use crate::sources::SourceLayout;
 use crate::stats::{per_second, Percentiles};
 
 /// An RDMA operation measured by the harness.
@@ -359,16 +360,22 @@ fn threads_cpu(rig: &Rig) -> (Duration, Duration) {
 
 /// Streams `size`-byte `op` messages on every QP of the rig for
 /// `duration` (after a warm-up), keeping `window(size)` in flight per QP,
+/// placed in the regions as `layout` says,
 /// every `signal_every`-th request signaled. Counts requester completions
 /// (WRITE/READ) or receive completions (SEND).
-fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamResult> {
+fn stream(
+    rig: &Rig,
+    op: Op,
+    size: u64,
+    layout: SourceLayout,
+    duration: Duration,
+) -> EResult<StreamResult> {
     // The application thread posts from the core of the side that does
     // not send the data (WRITE, SEND: a sends; READ: b sends the
     // responses), never beside the engine thread that limits the stream.
     let _pinned = placement::Pinned::to(rig.cores.map(|[a, b]| if op == Op::Read { a } else { b }));
     let qps = rig.connect_all()?;
     let win = window(size);
-    let slots = (REGION as u64 / size).clamp(1, win);
     let signal_every = (win / 4).max(1);
     let mut flows: Vec<Flow> = qps
         .iter()
@@ -423,8 +430,7 @@ fn stream(rig: &Rig, op: Op, size: u64, duration: Duration) -> EResult<StreamRes
                 }
             }
             while posting && f.issued < f.completed + win {
-                let slot = f.issued % slots;
-                let off = (slot * size) as usize;
+                let off = layout.offset(size, f.issued, win, REGION as u64) as usize;
                 let opcode = match op {
                     Op::Write => SendOp::Write,
                     Op::Send => SendOp::Send,
@@ -621,6 +627,7 @@ pub fn measure_points(
     pair: &VethPair,
     ops: &[Op],
     sizes: &[u64],
+    layout: SourceLayout,
     point: Duration,
     poll: PollMode,
 ) -> EResult<Vec<Point>> {
@@ -628,7 +635,7 @@ pub fn measure_points(
     let mut out = Vec::new();
     for &op in ops {
         for &size in sizes {
-            out.push(stream(&rig, op, size, point)?.point(op, size));
+            out.push(stream(&rig, op, size, layout, point)?.point(op, size));
         }
     }
     rig.close();
@@ -647,8 +654,9 @@ pub fn measure(
     let mut res = EngineResults::default();
     let poll = opts.engine_poll;
     notes.push(format!(
-        "engine: one verbs Device per namespace, engine threads in {poll:?} poll mode, RC QPs with PMTU 4096; up to {} B or {MAX_WINDOW} messages in flight per QP; WRITE/READ signal every window/4-th request, SEND counts receive completions",
-        BYTES_IN_FLIGHT
+        "engine: one verbs Device per namespace, engine threads in {poll:?} poll mode, RC QPs with PMTU 4096; up to {} B or {MAX_WINDOW} messages in flight per QP; WRITE/READ signal every window/4-th request, SEND counts receive completions; message placement in the registered regions: {}",
+        BYTES_IN_FLIGHT,
+        SourceLayout::Perftest.describe()
     ));
     notes.push(
         "latency, engine SEND, run-to-completion (app thread drives the engine): the library's run-to-completion mode (engine::driver_inline::RunToCompletion): two application threads, one per side, each owning its side's AF_XDP socket and endpoint; every poll_cq runs one engine iteration (receive, timers, transmit) and returns completions; both busy-poll, yielding the core when nothing arrived (the kernel UDP ping-pong's idle policy). No engine thread, no cross-thread queue. This row is the one the p50 target ratio uses: it compares like with like (two busy-polling application threads, one per side)"
@@ -666,7 +674,7 @@ pub fn measure(
     };
     for op in [Op::Write, Op::Send, Op::Read] {
         for &size in sizes {
-            match stream(&rig, op, size, opts.point()) {
+            match stream(&rig, op, size, SourceLayout::Perftest, opts.point()) {
                 Ok(r) => {
                     let p = r.point(op, size);
                     if opts.progress {
@@ -723,7 +731,13 @@ pub fn measure(
     let one = res.write_gbps(SCALING_SIZE);
     match (one, Rig::open(pair, 2, poll)) {
         (Some(one), Ok(rig2)) => {
-            match stream(&rig2, Op::Write, SCALING_SIZE, opts.point()) {
+            match stream(
+                &rig2,
+                Op::Write,
+                SCALING_SIZE,
+                SourceLayout::Perftest,
+                opts.point(),
+            ) {
                 Ok(r) => {
                     let many = per_second((r.messages * SCALING_SIZE * 8) as f64, r.elapsed) / 1e9;
                     res.scaling = Some(Scaling {
@@ -769,7 +783,14 @@ mod tests {
         assert_eq!(rtts.len(), 2000);
         let p = Percentiles::of(&mut rtts[200..]).unwrap();
         eprintln!("engine SEND ping-pong: {p:?}");
-        let r = stream(&rig, Op::Write, 65536, Duration::from_millis(200)).unwrap();
+        let r = stream(
+            &rig,
+            Op::Write,
+            65536,
+            SourceLayout::Perftest,
+            Duration::from_millis(200),
+        )
+        .unwrap();
         eprintln!(
             "engine WRITE 64 KiB: {} messages in {:?}, cpu {:?}",
             r.messages, r.elapsed, r.cpu

@@ -13,6 +13,7 @@ pub mod paired;
 pub mod placement;
 pub mod protocol_path;
 pub mod report;
+pub mod sources;
 pub mod stats;
 pub mod svg;
 pub mod sysinfo;

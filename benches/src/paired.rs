@@ -27,7 +27,9 @@ use engine::netns::VethPair;
 
 use crate::engine_path::{measure_points, Op};
 use crate::harness::{floor_point, kernel_stream, HarnessError, UDP_CHUNK};
-use crate::report::{Baseline, Metric, Pair, PairedSpec, PairedTarget, PAIRED_TARGETS};
+use crate::report::{
+    Baseline, Metric, Pair, PairedSpec, PairedTarget, PAIRED_INFO, PAIRED_TARGETS,
+};
 use crate::stats::abba_a_first;
 
 /// How the paired step runs.
@@ -100,7 +102,14 @@ pub fn run_specs<E: std::fmt::Display>(
 
 /// The engine's figure for `spec`: a WRITE stream of its message size.
 fn engine_figure(pair: &VethPair, spec: &PairedSpec, o: &PairedOptions) -> Result<f64, String> {
-    let p = measure_points(pair, &[Op::Write], &[spec.message_bytes], o.point, o.poll)?;
+    let p = measure_points(
+        pair,
+        &[Op::Write],
+        &[spec.message_bytes],
+        spec.sources,
+        o.point,
+        o.poll,
+    )?;
     let p = p.first().ok_or("the engine returned no point")?;
     Ok(match spec.metric {
         Metric::MessageRate => p.mpps,
@@ -135,15 +144,17 @@ fn baseline_figure(
     })
 }
 
-/// Measures every target of [`PAIRED_TARGETS`] on `pair`.
+/// Measures every target of [`PAIRED_TARGETS`] and every comparison of
+/// [`PAIRED_INFO`] on `pair`, interleaved.
 pub fn measure(
     pair: &VethPair,
     o: &PairedOptions,
     progress: bool,
     missing: &mut Vec<String>,
 ) -> Vec<PairedTarget> {
+    let specs: Vec<PairedSpec> = PAIRED_TARGETS.iter().chain(&PAIRED_INFO).copied().collect();
     run_specs(
-        &PAIRED_TARGETS,
+        &specs,
         o.pairs,
         o.point.as_secs_f64(),
         |spec| engine_figure(pair, spec, o).map_err(|e| format!("engine: {e}")),

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::sources::SourceLayout;
 use crate::stats::Percentiles;
 use crate::sysinfo::Machine;
 
@@ -200,8 +201,7 @@ impl PairedTarget {
         baseline: &str,
         unit: &str,
         seconds_per_side: f64,
-        op: Cmp,
-        bound: f64,
+        target: Option<(Cmp, f64)>,
         pairs: Vec<Pair>,
     ) -> PairedTarget {
         let ratios: Vec<f64> = pairs
@@ -217,12 +217,15 @@ impl PairedTarget {
             baseline: baseline.to_string(),
             unit: unit.to_string(),
             seconds_per_side,
-            target: format!("{} {bound}", op.symbol()),
+            target: match target {
+                Some((op, bound)) => format!("{} {bound}", op.symbol()),
+                None => INFORMATION.into(),
+            },
             pairs,
             median,
             min: range.map(|r| r.0),
             max: range.map(|r| r.1),
-            met: median.map(|m| op.holds(m, bound)),
+            met: target.and_then(|(op, bound)| median.map(|m| op.holds(m, bound))),
         }
     }
 
@@ -236,6 +239,9 @@ impl PairedTarget {
         }
     }
 }
+
+/// The `target` of a paired comparison measured for information.
+pub const INFORMATION: &str = "none (information)";
 
 /// Label of a target ratio taken from the paired measurements.
 pub const PAIRED_LABEL: &str = "[paired median]";
@@ -251,7 +257,10 @@ pub struct PairedSpec {
     pub baseline: Baseline,
     /// Message rate (64 B targets) or goodput.
     pub metric: Metric,
-    pub bound: f64,
+    /// Where the engine's stream places its messages.
+    pub sources: SourceLayout,
+    /// The target's lower bound; `None`: measured for information.
+    pub bound: Option<f64>,
 }
 
 /// The baseline of a paired target.
@@ -279,33 +288,50 @@ pub const PAIRED_TARGETS: [PairedSpec; 4] = [
         message_bytes: 64,
         baseline: Baseline::Floor,
         metric: Metric::MessageRate,
-        bound: 0.8,
+        sources: SourceLayout::Perftest,
+        bound: Some(0.8),
     },
     PairedSpec {
         message_bytes: 1024,
         baseline: Baseline::Floor,
         metric: Metric::Goodput,
-        bound: 0.8,
+        sources: SourceLayout::Perftest,
+        bound: Some(0.8),
     },
     PairedSpec {
         message_bytes: 64 * 1024,
         baseline: Baseline::Floor,
         metric: Metric::Goodput,
-        bound: 0.9,
+        sources: SourceLayout::Perftest,
+        bound: Some(0.9),
     },
     PairedSpec {
         message_bytes: 64,
         baseline: Baseline::KernelUdp,
         metric: Metric::MessageRate,
-        bound: 2.0,
+        sources: SourceLayout::Perftest,
+        bound: Some(2.0),
     },
 ];
+
+/// Paired comparisons measured for information, after the targets: the
+/// 64 KiB WRITE target again with every message in flight in a range of
+/// its own (a 2 MiB working set per side, beyond this machine's L2
+/// cache), to show what the cache costs the engine next to the floor,
+/// whose sender copies one frame.
+pub const PAIRED_INFO: [PairedSpec; 1] = [PairedSpec {
+    message_bytes: 64 * 1024,
+    baseline: Baseline::Floor,
+    metric: Metric::Goodput,
+    sources: SourceLayout::Spread,
+    bound: None,
+}];
 
 impl PairedSpec {
     /// The comparison's name (without the paired/sweep label).
     pub fn name(&self) -> String {
         let size = size_label(self.message_bytes);
-        match (self.baseline, self.metric) {
+        let name = match (self.baseline, self.metric) {
             (Baseline::Floor, Metric::MessageRate) => {
                 format!("engine / AF_XDP floor, {size} WRITE message rate")
             }
@@ -317,6 +343,12 @@ impl PairedSpec {
             }
             (Baseline::KernelUdp, Metric::Goodput) => {
                 format!("engine / kernel UDP, {size} goodput (WRITE)")
+            }
+        };
+        match self.sources {
+            SourceLayout::Perftest => name,
+            SourceLayout::Spread => {
+                format!("{name}, every message in flight in its own range (information)")
             }
         }
     }
@@ -345,8 +377,7 @@ impl PairedSpec {
             self.baseline_name(),
             self.unit(),
             seconds_per_side,
-            Cmp::AtLeast,
-            self.bound,
+            self.bound.map(|b| (Cmp::AtLeast, b)),
             pairs,
         )
     }
@@ -535,7 +566,11 @@ fn paired_summary(paired: &[PairedTarget]) -> Table {
                         _ => "n/a".into(),
                     },
                     p.target.clone(),
-                    met_label(p.met),
+                    if p.target == INFORMATION {
+                        "-".into()
+                    } else {
+                        met_label(p.met)
+                    },
                 ]
             })
             .collect(),
@@ -601,7 +636,8 @@ impl Report {
         let p50 = |p: Option<Percentiles>| p.map(|p| p.p50_us);
         let mut out: Vec<Ratio> = PAIRED_TARGETS
             .iter()
-            .map(|spec| {
+            .filter_map(|spec| Some((spec, spec.bound?)))
+            .map(|(spec, bound)| {
                 let name = spec.name();
                 if let Some(p) = self.paired.iter().find(|p| p.name == name) {
                     return p.ratio();
@@ -638,7 +674,7 @@ impl Report {
                     engine,
                     baseline,
                     Cmp::AtLeast,
-                    spec.bound,
+                    bound,
                 )
             })
             .collect();
@@ -1004,9 +1040,34 @@ mod tests {
                 ],
             ),
             floor(65536).summarise(1.0, vec![]),
+            // Ratios 0.6, 0.7: median 0.65, no target.
+            PAIRED_INFO[0].summarise(
+                1.0,
+                vec![Pair::new(false, 6.0, 10.0), Pair::new(true, 7.0, 10.0)],
+            ),
         ];
         r.ratios = r.target_ratios();
         r
+    }
+
+    #[test]
+    fn an_information_comparison_is_shown_but_is_no_target() {
+        let r = sample_paired();
+        let info = &r.paired[3];
+        assert_eq!(info.target, INFORMATION);
+        assert!((info.median.unwrap() - 0.65).abs() < 1e-9);
+        assert_eq!(info.met, None);
+        assert!(info
+            .name
+            .contains("64 KiB WRITE goodput, every message in flight"));
+        let md = r.to_markdown(None);
+        assert!(md.contains(&format!(
+            "| {} | 2 x 1.00 s | 0.650 | 0.600–0.700 | none (information) | - |",
+            info.name
+        )));
+        // The target rows are the four bounded comparisons and latency.
+        assert_eq!(r.ratios.len(), 5);
+        assert!(r.ratios.iter().all(|x| !x.name.contains("information")));
     }
 
     #[test]

@@ -1,0 +1,117 @@
+//! Where in its registered regions an engine stream puts each message.
+//!
+//! The layout decides the stream's memory working set, and with it how much
+//! of each copy the CPU caches serve, so it is part of what a goodput
+//! figure means. [`SourceLayout::Perftest`] is the one the sweep and the
+//! targets use: the same as perftest's `ib_write_bw` / `ib_read_bw` /
+//! `ib_send_bw`, which a user compares these figures with on RDMA NICs.
+//! [`SourceLayout::Spread`] gives every message in flight a range of its
+//! own (the harness's layout before it matched perftest), a working set of
+//! about [`crate::engine_path::window`] x size per side: the paired step
+//! measures it once at 64 KiB, for information, to show what a working set
+//! beyond the L2 cache costs.
+
+/// How a stream addresses its messages (the local and the remote range
+/// get the same offset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SourceLayout {
+    /// As perftest (`increase_loc_addr` / `increase_rem_addr` in its
+    /// `run_iter_bw`): messages up to half a page step through one 4 KiB
+    /// page in cache-line-rounded steps; larger messages all use the
+    /// buffer at offset 0.
+    #[default]
+    Perftest,
+    /// Message k of a stream with `window` in flight uses slot
+    /// `k mod slots`, `slots = min(region / size, window)`: every message
+    /// in flight has its own range.
+    Spread,
+}
+
+/// perftest's cycle buffer: one page.
+const CYCLE_BUFFER: u64 = 4096;
+/// perftest rounds each step up to the cache line.
+const CACHE_LINE: u64 = 64;
+
+impl SourceLayout {
+    /// Offset of message `k` (counted from 0) of `size` bytes in a stream
+    /// keeping `window` messages in flight in regions of `region` bytes.
+    pub fn offset(self, size: u64, k: u64, window: u64, region: u64) -> u64 {
+        match self {
+            SourceLayout::Perftest => {
+                if size == 0 || size > CYCLE_BUFFER / 2 {
+                    return 0;
+                }
+                let step = size.div_ceil(CACHE_LINE) * CACHE_LINE;
+                (k % (CYCLE_BUFFER / step)) * step
+            }
+            SourceLayout::Spread => {
+                let slots = (region / size.max(1)).clamp(1, window.max(1));
+                (k % slots) * size
+            }
+        }
+    }
+
+    /// For reports: how the layout places messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SourceLayout::Perftest => {
+                "as perftest's ib_write_bw: messages up to 2 KiB step through one 4 KiB page, larger ones all use the same buffer"
+            }
+            SourceLayout::Spread => "every message in flight in a range of its own",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REGION: u64 = 4 << 20;
+
+    #[test]
+    fn perftest_small_messages_cycle_through_one_page_in_cache_line_steps() {
+        let offs: Vec<u64> = (0..70)
+            .map(|k| SourceLayout::Perftest.offset(64, k, 512, REGION))
+            .collect();
+        assert_eq!(offs[0], 0);
+        assert_eq!(offs[1], 64);
+        assert_eq!(offs[63], 4032);
+        assert_eq!(offs[64], 0, "wraps after one page");
+        // 100 B rounds up to 128 B steps: 32 per page.
+        assert_eq!(
+            SourceLayout::Perftest.offset(100, 31, 512, REGION),
+            31 * 128
+        );
+        assert_eq!(SourceLayout::Perftest.offset(100, 32, 512, REGION), 0);
+        // 1 KiB: four per page; 2 KiB: two.
+        assert_eq!(SourceLayout::Perftest.offset(1024, 3, 512, REGION), 3072);
+        assert_eq!(SourceLayout::Perftest.offset(1024, 4, 512, REGION), 0);
+        assert_eq!(SourceLayout::Perftest.offset(2048, 1, 512, REGION), 2048);
+    }
+
+    #[test]
+    fn perftest_large_messages_reuse_one_buffer() {
+        for size in [2049, 4096, 65536, 1 << 20] {
+            for k in [0, 1, 7, 1000] {
+                assert_eq!(SourceLayout::Perftest.offset(size, k, 32, REGION), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn spread_gives_each_message_in_flight_its_own_range_inside_the_region() {
+        // 64 KiB, 32 in flight: 32 slots, 2 MiB.
+        let offs: Vec<u64> = (0..33)
+            .map(|k| SourceLayout::Spread.offset(65536, k, 32, REGION))
+            .collect();
+        assert_eq!(offs[31], 31 * 65536);
+        assert_eq!(offs[32], 0);
+        // 1 MiB, 4 in flight, 4 MiB region: all four fit.
+        assert_eq!(SourceLayout::Spread.offset(1 << 20, 3, 4, REGION), 3 << 20);
+        // More in flight than the region holds: bounded by the region.
+        for k in 0..100 {
+            let o = SourceLayout::Spread.offset(1 << 20, k, 8, REGION);
+            assert!(o + (1 << 20) <= REGION);
+        }
+    }
+}
