@@ -21,9 +21,9 @@ pub struct BenchArgs {
     /// Engine threads spin instead of sleeping when idle (one core each).
     #[arg(long)]
     busy_poll: bool,
-    /// Engine/baseline pairs per target in the paired step (default 6, 2
+    /// Engine/baseline pairs per target in the paired step (default 12, 2
     /// with --quick; rounded up to even). More pairs narrow the medians on
-    /// a noisy machine; each pair costs two points (2 s in a full run).
+    /// a noisy machine; each pair costs two points (1 s in a full run).
     #[arg(long, value_name = "N")]
     pairs: Option<usize>,
 }
