@@ -9,13 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::driver::DriverError;
 use engine::driver_inline::{InlineConfig, RunToCompletion};
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::io::XskError;
 use engine::netns::{Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
-use engine::verbs::{DeviceError, MemoryRegion, QpCaps};
+use engine::verbs::{MemoryRegion, QpCaps};
 
 /// Why a measurement failed.
 type EResult<T> = Result<T, String>;
@@ -38,26 +36,13 @@ struct End {
     mr: MemoryRegion,
 }
 
-/// Opens `side`'s queue 0. The kernel frees a queue's previous AF_XDP
-/// socket in deferred work, so a bind right after another measurement
-/// closed its socket may see EBUSY for a moment: retried for up to 1 s.
+/// Opens `side`'s queue 0 (the socket layer waits for a queue another
+/// measurement just closed: `XskConfig::busy_wait`).
 fn open(side: &Side) -> EResult<RunToCompletion> {
     let mut c = InlineConfig::new(&side.ifname);
     c.netns = Some(side.netns.clone());
     c.multi_buffer = true;
-    let start = Instant::now();
-    loop {
-        match RunToCompletion::open(c.clone()) {
-            Ok(q) => return Ok(q),
-            Err(DeviceError::Driver(DriverError::Xsk(XskError::Bind { source, .. })))
-                if source.raw_os_error() == Some(libc::EBUSY)
-                    && start.elapsed() < Duration::from_secs(1) =>
-            {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(err) => return Err(format!("opening a run-to-completion queue: {err}")),
-        }
-    }
+    RunToCompletion::open(c).map_err(|err| format!("opening a run-to-completion queue: {err}"))
 }
 
 /// Opens both sides' queue 0 and connects one RC QP pair (PMTU 4096).

@@ -120,10 +120,8 @@ fn loader_message(l: &LoaderError) -> Option<String> {
 
 fn xsk_message(x: &XskError) -> Option<String> {
     match x {
-        XskError::Bind { ifname, queue, source } if source.raw_os_error() == Some(16) => Some(format!(
-            "queue {queue} of {ifname} is taken by another AF_XDP socket (another roce-xdp engine?): stop it or use another queue"
-        )),
         XskError::Umem(_)
+        | XskError::QueueBusy { .. }
         | XskError::Socket(_)
         | XskError::NoSuchInterface(_)
         | XskError::Bind { .. } => Some(x.to_string()),

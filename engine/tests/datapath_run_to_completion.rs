@@ -447,17 +447,9 @@ fn drop_unregisters_the_socket_and_detaches_the_program() {
     }
     // The queue is free again: a new socket binds to it and is steered to.
     // (The kernel releases a closed socket's hold on the queue in deferred
-    // work: binding again can see EBUSY for a moment.)
-    let mut again = loop {
-        match RunToCompletion::open_on(config(&pair.a), program_a.clone()) {
-            Ok(q) => break q,
-            Err(e) if start.elapsed() < Duration::from_secs(2) => {
-                eprintln!("re-opening queue 0: {e}; retrying");
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => panic!("queue 0 still busy 2 s after its socket closed: {e}"),
-        }
-    };
+    // work; the socket layer waits for it: `XskConfig::busy_wait`.)
+    let mut again = RunToCompletion::open_on(config(&pair.a), program_a.clone())
+        .expect("re-opening queue 0 right after its socket closed");
     let before = program_a.lock().unwrap().counters().unwrap();
     let start = Instant::now();
     loop {

@@ -9,15 +9,13 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anyhow::Context as _;
-use engine::driver::DriverError;
 use engine::driver::QueueStats;
 use engine::driver_capture::CaptureSink;
 use engine::driver_capture::{capture_channel, PcapWriter};
-use engine::io::XskError;
 use engine::io::{PollMode, ZeroCopy};
 use engine::loader::AttachMode;
 use engine::stats::{CaptureHub, Snapshot, StatsServer};
-use engine::verbs::{Device, DeviceConfig, DeviceError};
+use engine::verbs::{Device, DeviceConfig};
 
 use super::options::{ModeArg, ZeroCopyArg};
 use crate::preflight;
@@ -65,36 +63,6 @@ pub struct Closed {
 
 /// Frames buffered between the engines and the pcap writer.
 const CAPTURE_QUEUE: usize = 65536;
-
-/// Whether `e` is the kernel still holding the queue for an AF_XDP socket
-/// that was just closed (a previous run on the same interface).
-fn queue_busy(e: &DeviceError) -> bool {
-    matches!(
-        e,
-        DeviceError::Driver(DriverError::Xsk(XskError::Bind { source, .. }))
-            if source.raw_os_error() == Some(EBUSY)
-    )
-}
-
-/// EBUSY (the same value on every Linux architecture).
-const EBUSY: i32 = 16;
-
-/// Opens the device, retrying for up to 3 s while the queue is still
-/// busy: the kernel releases a closed AF_XDP socket asynchronously, so a
-/// tool started right after another one on the same interface may find
-/// the queue taken for a moment.
-fn open_retrying_busy(cfg: DeviceConfig) -> Result<Device, DeviceError> {
-    let deadline = Instant::now() + std::time::Duration::from_secs(3);
-    loop {
-        match Device::open(cfg.clone()) {
-            Err(e) if queue_busy(&e) && Instant::now() < deadline => {
-                tracing::debug!("queue busy, retrying: {e}");
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            r => return r,
-        }
-    }
-}
 
 impl Datapath {
     /// Checks, opens, and starts the stats channel (and capture).
@@ -156,7 +124,9 @@ impl Datapath {
             cfg.capture = Some(sink.clone());
             hub = Some(CaptureHub { sink, frames });
         }
-        let dev = Arc::new(open_retrying_busy(cfg)?);
+        // A queue a previous run just closed is waited for by the socket layer
+        // (`XskConfig::busy_wait`).
+        let dev = Arc::new(Device::open(cfg)?);
         tracing::info!(iface = %o.iface, mode = %dev.attached_mode(), queues = dev.queues(), "datapath open");
         let started = Instant::now();
         let stats = {

@@ -18,7 +18,8 @@ pub mod region;
 pub use echo::PollMode;
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
-    InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy, MAX_PACKET,
+    InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,
+    DEFAULT_BUSY_WAIT, MAX_PACKET,
 };
 pub use sys::{if_index, set_thread_netns, thread_cpu_time};
 pub use umem::{FrameAccounting, Umem, UmemConfig};

@@ -4,7 +4,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
@@ -43,11 +43,18 @@ pub struct XskConfig {
     pub multi_buffer: bool,
     /// Bind with XDP_USE_NEED_WAKEUP (fewer syscalls).
     pub need_wakeup: bool,
+    /// How long [`XskSocket::open`] keeps retrying while the queue is
+    /// busy (EBUSY): the kernel releases a closed socket's hold on its
+    /// queue in deferred work, so a socket opened right after another one
+    /// on the same queue closed (a restarted tool, the next test) may find
+    /// it taken for a few milliseconds. Zero: fail at once.
+    pub busy_wait: Duration,
 }
 
 impl XskConfig {
     /// Defaults for `ifname`/`queue`: 4096 frames of 4096 bytes, rings of
-    /// 2048, zero-copy auto, multi-buffer and need_wakeup on.
+    /// 2048, zero-copy auto, multi-buffer and need_wakeup on, up to
+    /// [`DEFAULT_BUSY_WAIT`] of retries while the queue is busy.
     pub fn new(ifname: &str, queue: u32) -> XskConfig {
         XskConfig {
             ifname: ifname.to_string(),
@@ -58,9 +65,15 @@ impl XskConfig {
             zero_copy: ZeroCopy::Auto,
             multi_buffer: true,
             need_wakeup: true,
+            busy_wait: DEFAULT_BUSY_WAIT,
         }
     }
 }
+
+/// Default of [`XskConfig::busy_wait`].
+pub const DEFAULT_BUSY_WAIT: Duration = Duration::from_secs(2);
+/// Pause between binding attempts while the queue is busy.
+const BUSY_RETRY: Duration = Duration::from_millis(10);
 
 /// Why a socket could not be opened.
 #[derive(Debug, Error)]
@@ -80,6 +93,12 @@ pub enum XskError {
     },
     #[error("the driver of {ifname} does not support AF_XDP zero-copy ({source}): use zero-copy auto or off")]
     ZeroCopyUnsupported { ifname: String, source: io::Error },
+    #[error("queue {queue} of {ifname} is taken by another AF_XDP socket (another roce-xdp engine?), still after {:.1} s: stop it or use another queue", .waited.as_secs_f64())]
+    QueueBusy {
+        ifname: String,
+        queue: u32,
+        waited: Duration,
+    },
     #[error("binding the AF_XDP socket to {ifname} queue {queue} failed ({source}): is the queue index below the interface's queue count (`ethtool -l`)?")]
     Bind {
         ifname: String,
@@ -237,13 +256,31 @@ impl XskSocket {
         }
         let ifindex = sys::if_index(&cfg.ifname)
             .map_err(|_| XskError::NoSuchInterface(cfg.ifname.clone()))?;
-        match cfg.zero_copy {
-            ZeroCopy::Off => Self::open_once(cfg, ifindex, false),
-            ZeroCopy::On => Self::open_once(cfg, ifindex, true),
-            ZeroCopy::Auto => match Self::open_once(cfg, ifindex, true) {
-                Err(XskError::ZeroCopyUnsupported { .. }) => Self::open_once(cfg, ifindex, false),
-                r => r,
-            },
+        let start = Instant::now();
+        loop {
+            let r = match cfg.zero_copy {
+                ZeroCopy::Off => Self::open_once(cfg, ifindex, false),
+                ZeroCopy::On => Self::open_once(cfg, ifindex, true),
+                ZeroCopy::Auto => match Self::open_once(cfg, ifindex, true) {
+                    Err(XskError::ZeroCopyUnsupported { .. }) => {
+                        Self::open_once(cfg, ifindex, false)
+                    }
+                    r => r,
+                },
+            };
+            match r {
+                Err(XskError::QueueBusy { .. }) if start.elapsed() < cfg.busy_wait => {
+                    std::thread::sleep(BUSY_RETRY);
+                }
+                Err(XskError::QueueBusy { ifname, queue, .. }) => {
+                    return Err(XskError::QueueBusy {
+                        ifname,
+                        queue,
+                        waited: start.elapsed(),
+                    })
+                }
+                r => return r,
+            }
         }
     }
 
@@ -342,6 +379,11 @@ impl XskSocket {
                 Some(libc::EINVAL) if zero_copy => XskError::ZeroCopyUnsupported {
                     ifname: cfg.ifname.clone(),
                     source: e,
+                },
+                Some(libc::EBUSY) => XskError::QueueBusy {
+                    ifname: cfg.ifname.clone(),
+                    queue: cfg.queue,
+                    waited: Duration::ZERO,
                 },
                 _ => XskError::Bind {
                     ifname: cfg.ifname.clone(),
