@@ -2,13 +2,13 @@
 //! with 0 on an empty queue and returns the completion the engine thread
 //! pushes (waking the blocked application thread) during a SEND ping-pong.
 
+mod datapath_support;
+
 use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::netns::is_root;
-use engine::netns::{PairConfig, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
-use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps};
+use engine::verbs::{Device, MemoryRegion, QpCaps};
 
 /// Waits for the next receive completion of `dev`, checking every
 /// completion it takes; returns its byte count.
@@ -38,23 +38,11 @@ fn recv(mr: &MemoryRegion, id: u64) -> RecvWr {
 
 #[test]
 fn poll_cq_wait_times_out_empty_and_wakes_on_completions() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+    let Some(pair) = datapath_support::veth_pair() else {
         return;
-    }
-    let pair = VethPair::create(&PairConfig {
-        mtu: 4500,
-        queues: 1,
-    })
-    .unwrap();
-    let cfg = |s: &engine::netns::Side| {
-        let mut c = DeviceConfig::new(&s.ifname);
-        c.netns = Some(s.netns.clone());
-        c.multi_buffer = true;
-        c
     };
-    let a = Device::open(cfg(&pair.a)).unwrap();
-    let b = Device::open(cfg(&pair.b)).unwrap();
+    let a = Device::open(datapath_support::device_config(&pair.a)).unwrap();
+    let b = Device::open(datapath_support::device_config(&pair.b)).unwrap();
     let mut wcs = vec![WorkCompletion::default(); 16];
 
     // Empty queue: returns 0 after (not before) the timeout.

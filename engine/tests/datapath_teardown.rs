@@ -5,23 +5,22 @@
 //! exceeded; stale handles are refused) and `QueuePair::modify` to the
 //! error state (outstanding receives complete as flushed).
 
+mod datapath_support;
+
 use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::netns::{is_root, PairConfig, Side, VethPair};
+use engine::netns::Side;
 use engine::rc::{
     Access, Mtu, QpAttr, QpAttrMask, QpState, RecvWr, SendOp, SendWr, VerbsError, WcStatus,
     WorkCompletion,
 };
-use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
+use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
 const LEN: usize = 4096;
 
 fn open(side: &Side) -> Device {
-    let mut c = DeviceConfig::new(&side.ifname);
-    c.netns = Some(side.netns.clone());
-    c.multi_buffer = true;
-    Device::open(c).expect("opening the device")
+    Device::open(datapath_support::device_config(side)).expect("opening the device")
 }
 
 /// Creates and connects a QP on each device (queue 0); `opts` for a's side.
@@ -79,15 +78,9 @@ fn write(qa: &QueuePair, la: &MemoryRegion, rb: &MemoryRegion, id: u64) {
 
 #[test]
 fn deregistered_memory_destroyed_qps_and_flushes() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+    let Some(pair) = datapath_support::veth_pair() else {
         return;
-    }
-    let pair = VethPair::create(&PairConfig {
-        mtu: 4500,
-        queues: 1,
-    })
-    .unwrap();
+    };
     let a = open(&pair.a);
     let b = open(&pair.b);
     let opts = ConnectOptions {

@@ -4,14 +4,14 @@
 //! for byte. A capture on side a checks that every RoCE frame it sent and
 //! received carried the tag.
 
+mod datapath_support;
+
 use std::time::{Duration, Instant};
 
 use engine::driver_capture::capture_channel;
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::netns::is_root;
-use engine::netns::{PairConfig, Side, VethPair};
 use engine::rc::{Access, Mtu, SendOp, SendWr, WcStatus, WorkCompletion};
-use engine::verbs::{Device, DeviceConfig, QpCaps};
+use engine::verbs::{Device, QpCaps};
 use engine::wire::{parse_frame, VlanTag};
 
 /// Waits for the completion of `wr_id` on `dev`, checking it succeeded.
@@ -35,26 +35,14 @@ fn wait_for(dev: &Device, wr_id: u64) {
 
 #[test]
 fn tagged_write_and_read_over_veth() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+    let Some(pair) = datapath_support::veth_pair() else {
         return;
-    }
-    let pair = VethPair::create(&PairConfig {
-        mtu: 4500,
-        queues: 1,
-    })
-    .unwrap();
-    let (sink, frames) = capture_channel(1 << 16);
-    let cfg = |s: &Side| {
-        let mut c = DeviceConfig::new(&s.ifname);
-        c.netns = Some(s.netns.clone());
-        c.multi_buffer = true;
-        c
     };
-    let mut cfg_a = cfg(&pair.a);
+    let (sink, frames) = capture_channel(1 << 16);
+    let mut cfg_a = datapath_support::device_config(&pair.a);
     cfg_a.capture = Some(sink);
     let a = Device::open(cfg_a).unwrap();
-    let b = Device::open(cfg(&pair.b)).unwrap();
+    let b = Device::open(datapath_support::device_config(&pair.b)).unwrap();
     let mac_b = a.resolve_mac(b.ip()).unwrap();
     let mac_a = b.resolve_mac(a.ip()).unwrap();
     let qa = a.create_qp(0, QpCaps::default()).unwrap();
