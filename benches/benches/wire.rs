@@ -12,8 +12,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use engine::wire::{
-    emit_frame, frame_len, icrc, parse_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode, RoceHeaders,
-    UdpRepr, DEFAULT_PKEY, ROCE_V2_UDP_PORT,
+    crc32, emit_frame, frame_len, icrc, parse_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode,
+    RoceHeaders, UdpRepr, DEFAULT_PKEY, ROCE_V2_UDP_PORT,
 };
 
 fn send_only(payload_len: usize) -> Vec<u8> {
@@ -116,6 +116,30 @@ fn crc_candidates(c: &mut Criterion) {
     });
     group.bench_function("plain_crc32fast", |b| {
         b.iter(|| crc32fast::hash(black_box(packet)))
+    });
+    group.finish();
+
+    // The payload's copy into a frame and its CRC: two passes (the
+    // portable path) against the datapath's one pass (`io::copy_crc`,
+    // where the CPU has AVX-512 VPCLMULQDQ; otherwise both are the same).
+    let one_pass = engine::io::copy_crc::install();
+    let payload = vec![0x5Au8; 4096];
+    let mut frame = vec![0u8; 4200];
+    let mut group = c.benchmark_group("copy_and_crc_4KiB");
+    group.throughput(Throughput::Bytes(4096));
+    group.bench_function("copy_then_crc32fast", |b| {
+        b.iter(|| {
+            frame[54..54 + 4096].copy_from_slice(black_box(&payload));
+            crc32::crc32_update(0, &frame[54..54 + 4096])
+        })
+    });
+    let name = if one_pass {
+        "one_pass"
+    } else {
+        "one_pass_unsupported_cpu_portable"
+    };
+    group.bench_function(name, |b| {
+        b.iter(|| crc32::copy_and_update(0, &mut frame[54..], black_box(&payload)))
     });
     group.finish();
 }

@@ -2,10 +2,11 @@
 //! need_wakeup, copy and zero-copy binding, multi-buffer frames.
 //!
 //! This is the only module of the engine that uses `unsafe` (system calls,
-//! shared-memory rings, the UMEM); each unsafe item carries a `# Safety`
-//! note and each unsafe block a `SAFETY:` comment. Everything it exports is
-//! safe to use.
+//! shared-memory rings, the UMEM, and the SIMD one-pass copy + CRC of
+//! [`copy_crc`]); each unsafe item carries a `# Safety` note and each
+//! unsafe block a `SAFETY:` comment. Everything it exports is safe to use.
 
+pub mod copy_crc;
 mod ring;
 mod socket;
 mod sys;

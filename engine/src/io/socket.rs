@@ -256,6 +256,9 @@ impl XskSocket {
         }
         let ifindex = sys::if_index(&cfg.ifname)
             .map_err(|_| XskError::NoSuchInterface(cfg.ifname.clone()))?;
+        // Packets this socket carries get their payload copied and ICRC
+        // computed in one pass where the CPU allows.
+        super::copy_crc::install();
         let start = Instant::now();
         loop {
             let r = match cfg.zero_copy {

@@ -16,6 +16,35 @@ pub fn crc32_update(crc: u32, data: &[u8]) -> u32 {
     hasher.finalize()
 }
 
+/// A function that copies `src` into the start of `dst` and returns
+/// `crc32_update(crc, src)` (one pass over the bytes).
+pub type CopyCrc = fn(crc: u32, dst: &mut [u8], src: &[u8]) -> u32;
+
+static COPY_CRC: std::sync::OnceLock<CopyCrc> = std::sync::OnceLock::new();
+
+/// Registers a faster [`copy_and_update`] (the datapath's SIMD one,
+/// `io::copy_crc`); it must give exactly the portable results. The first
+/// registration wins.
+pub fn set_copy_crc_accelerator(f: CopyCrc) {
+    let _ = COPY_CRC.set(f);
+}
+
+/// Copies `src` into `dst[..src.len()]` and extends `crc` over it (as
+/// [`crc32_update`]): with the registered accelerator in one pass,
+/// otherwise a copy and then the CRC. Panics if `dst` is shorter than
+/// `src` (callers size it).
+#[inline]
+pub fn copy_and_update(crc: u32, dst: &mut [u8], src: &[u8]) -> u32 {
+    match COPY_CRC.get() {
+        Some(f) => f(crc, dst, src),
+        None => {
+            let dst = &mut dst[..src.len()];
+            dst.copy_from_slice(src);
+            crc32_update(crc, dst)
+        }
+    }
+}
+
 /// Bitwise CRC-32, usable in `const` context; slow, for constants and tests.
 pub const fn crc32_bitwise(crc: u32, data: &[u8]) -> u32 {
     let mut state = !crc;

@@ -16,7 +16,7 @@
 use super::aeth::{Aeth, AethRepr};
 use super::bth::{self, Bth, BthRepr};
 use super::checksum;
-use super::crc32::{crc32_update, LRH_CRC};
+use super::crc32::{copy_and_update, crc32_update, LRH_CRC};
 use super::eth::EthRepr;
 use super::frame::pad_for;
 use super::icrc::{self, IpVersion, ICRC_LEN};
@@ -172,25 +172,28 @@ pub fn emit_templated(
         x += Aeth::<&[u8]>::HEADER_LEN;
     }
     let icrc_at = total - ICRC_LEN;
-    f[x..x + payload.len()].copy_from_slice(payload);
-    f[x + payload.len()..icrc_at].fill(0);
+    let payload_end = x + payload.len();
+    f[payload_end..icrc_at].fill(0);
 
     let version = if v4 { IpVersion::V4 } else { IpVersion::V6 };
     let crc = if icrc_at - ip_at <= icrc::SMALL_PACKET {
         // Small packets (ACKs, short messages): the ICRC's own tuned path
         // over a masked stack copy.
+        f[x..payload_end].copy_from_slice(payload);
         icrc::compute(version, &f[ip_at..icrc_at]).unwrap_or(0)
     } else {
-        // One pass: set the variant fields of IP + UDP + BTH to ones, CRC
-        // from the IP header to the pad, then put the real bytes back.
+        // The headers with the variant fields of IP + UDP + BTH set to
+        // ones (then the real bytes put back), then the payload copied in
+        // and CRCed in one pass (`copy_and_update`), then the pad.
         let masked_end = bth_at + bth::HEADER_LEN;
         let mut saved = [0u8; MAX_MASKED];
         let saved = &mut saved[..masked_end - ip_at];
         saved.copy_from_slice(&f[ip_at..masked_end]);
         icrc::mask(version, &mut f[ip_at..masked_end]);
-        let crc = crc32_update(LRH_CRC, &f[ip_at..icrc_at]);
+        let crc = crc32_update(LRH_CRC, &f[ip_at..x]);
         f[ip_at..masked_end].copy_from_slice(saved);
-        crc
+        let crc = copy_and_update(crc, &mut f[x..payload_end], payload);
+        crc32_update(crc, &f[payload_end..icrc_at])
     };
     f[icrc_at..].copy_from_slice(&crc.to_le_bytes());
 
