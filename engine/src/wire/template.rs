@@ -173,7 +173,10 @@ pub fn emit_templated(
     }
     let icrc_at = total - ICRC_LEN;
     let payload_end = x + payload.len();
-    f[payload_end..icrc_at].fill(0);
+    if payload_end < icrc_at {
+        // The pad (a zero-length fill is still a memset call).
+        f[payload_end..icrc_at].fill(0);
+    }
 
     let version = if v4 { IpVersion::V4 } else { IpVersion::V6 };
     let crc = if icrc_at - ip_at <= icrc::SMALL_PACKET {
@@ -193,7 +196,11 @@ pub fn emit_templated(
         let crc = crc32_update(LRH_CRC, &f[ip_at..x]);
         f[ip_at..masked_end].copy_from_slice(saved);
         let crc = copy_and_update(crc, &mut f[x..payload_end], payload);
-        crc32_update(crc, &f[payload_end..icrc_at])
+        if payload_end < icrc_at {
+            crc32_update(crc, &f[payload_end..icrc_at])
+        } else {
+            crc
+        }
     };
     f[icrc_at..].copy_from_slice(&crc.to_le_bytes());
 
