@@ -124,9 +124,16 @@ fn bench_quick_json_has_the_documented_shape() {
     }
     // The five target ratios, each computed from its figures.
     assert_eq!(r.ratios.len(), 5);
-    // The paired step: one entry per throughput target, each with its
-    // pairs, or listed as missing.
-    assert_eq!(r.paired.len(), 4);
+    // The paired step: one entry per throughput target and one for
+    // information (no target), each with its pairs, or listed as missing.
+    assert_eq!(r.paired.len(), 5);
+    assert_eq!(
+        r.paired
+            .iter()
+            .filter(|p| p.target == "none (information)")
+            .count(),
+        1
+    );
     for p in &r.paired {
         assert!(
             !p.pairs.is_empty() || r.missing.iter().any(|m| m.starts_with("paired")),
