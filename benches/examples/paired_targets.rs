@@ -2,24 +2,36 @@
 //! comparison of `roce-xdp bench` (engine WRITE against the AF_XDP floor
 //! at 64 B, 1 KiB and 64 KiB, against kernel UDP at 64 B message rate) as
 //! PAIRS adjacent engine/baseline pairs of SECONDS each side, in
-//! alternating order; prints every pair and the median, min and max of
-//! the per-pair ratios:
+//! alternating order, then the comparisons measured for information;
+//! prints every pair and the median, min and max of the per-pair ratios:
 //!
-//! `paired_targets [PAIRS] [SECONDS]` (default: the full run's 6 pairs of
-//! 1 s).
+//! `paired_targets [PAIRS] [SECONDS]` (default: the full run's, from
+//! `harness::Options`).
 
 use std::time::Duration;
 
 use engine::io::PollMode;
 use engine::netns::{PairConfig, VethPair};
-use roce_xdp_benches::harness::LINK_MTU;
+use roce_xdp_benches::harness::{Options, LINK_MTU};
 use roce_xdp_benches::paired::{measure, PairedOptions};
 use roce_xdp_benches::report::paired_tables;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let pairs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(6);
-    let secs: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1.0);
+    let full = Options {
+        quick: false,
+        progress: true,
+        engine_poll: PollMode::default(),
+        pairs: None,
+    };
+    let pairs: usize = args
+        .get(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(full.pairs());
+    let point = args
+        .get(2)
+        .and_then(|a| a.parse().ok())
+        .map_or(full.pair_point(), Duration::from_secs_f64);
     let pair = VethPair::create(&PairConfig {
         mtu: LINK_MTU,
         queues: 2,
@@ -27,7 +39,7 @@ fn main() {
     .expect("creating the veth pair (needs root)");
     let opts = PairedOptions {
         pairs,
-        point: Duration::from_secs_f64(secs),
+        point,
         poll: PollMode::default(),
     };
     let mut missing = Vec::new();

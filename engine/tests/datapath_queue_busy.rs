@@ -5,18 +5,17 @@
 //! kernel's deferred release). Over a veth pair in namespaces this test
 //! creates. Needs root; skipped (with a message) otherwise.
 
+mod datapath_support;
+
 use std::time::{Duration, Instant};
 
 use engine::io::{XskConfig, XskError, XskSocket, DEFAULT_BUSY_WAIT};
-use engine::netns::{is_root, PairConfig, VethPair};
 
 #[test]
 fn a_busy_queue_is_waited_for_then_reported_and_a_released_one_rebinds() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, AF_XDP)");
+    let Some(pair) = datapath_support::veth_pair() else {
         return;
-    }
-    let pair = VethPair::create(&PairConfig::default()).expect("veth pair");
+    };
     let a = pair.a.clone();
     std::thread::spawn(move || {
         a.enter().unwrap();

@@ -29,7 +29,6 @@ struct End {
 
 const REGION: usize = 1 << 20;
 
-/// Connects one QP pair between `a` and `b`, with a region on each side.
 /// A fresh veth pair with a run-to-completion queue on each side and one
 /// connected QP pair; None (test skipped) without root.
 fn connected_pair() -> Option<(VethPair, End, End)> {
@@ -44,6 +43,7 @@ fn connected_pair() -> Option<(VethPair, End, End)> {
     Some((pair, a, b))
 }
 
+/// Connects one QP pair between `a` and `b`, with a region on each side.
 fn connect(a: RunToCompletion, b: RunToCompletion) -> (End, End) {
     let (mut a, mut b) = (a, b);
     let mac_b = a.resolve_mac(b.ip()).unwrap();

@@ -1,5 +1,8 @@
-//! Setup shared by the tests that run the verbs `Device` over a veth pair
+//! Setup shared by the datapath tests over a veth pair
 //! in namespaces the test creates.
+
+// Each test binary uses its own subset.
+#![allow(dead_code)]
 
 use engine::netns::{is_root, PairConfig, Side, VethPair};
 use engine::verbs::DeviceConfig;
