@@ -132,7 +132,7 @@ mod tests {
             pairs,
         };
         assert_eq!(opts(true, None).pairs(), 2);
-        assert_eq!(opts(false, None).pairs(), 12);
+        assert_eq!(opts(false, None).pairs(), 20);
         assert_eq!(opts(false, Some(9)).pairs(), 10);
         assert_eq!(opts(false, Some(0)).pairs(), 2);
     }

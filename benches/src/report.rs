@@ -188,8 +188,20 @@ pub struct PairedTarget {
     pub median: Option<f64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// 95 % confidence interval of the median ratio (distribution-free,
+    /// from the pairs' order statistics: [`crate::stats::median_ci`]);
+    /// `None` with fewer than 6 pairs.
+    #[serde(default)]
+    pub ci95_low: Option<f64>,
+    #[serde(default)]
+    pub ci95_high: Option<f64>,
     /// Whether the median meets the target (`None` if no pair was measured).
     pub met: Option<bool>,
+    /// Whether the whole 95 % interval is on the same side of the target's
+    /// bound as the median, i.e. the verdict `met` does not hinge on the
+    /// machine's noise (`None` without a target or an interval).
+    #[serde(default)]
+    pub ci95_decides: Option<bool>,
 }
 
 impl PairedTarget {
@@ -211,6 +223,7 @@ impl PairedTarget {
             .collect();
         let median = crate::stats::median(&ratios);
         let range = crate::stats::min_max(&ratios);
+        let ci = crate::stats::median_ci(&ratios, 0.95);
         PairedTarget {
             name: name.to_string(),
             message_bytes,
@@ -225,7 +238,12 @@ impl PairedTarget {
             median,
             min: range.map(|r| r.0),
             max: range.map(|r| r.1),
+            ci95_low: ci.map(|c| c.0),
+            ci95_high: ci.map(|c| c.1),
             met: target.and_then(|(op, bound)| median.map(|m| op.holds(m, bound))),
+            ci95_decides: target.and_then(|(op, bound)| {
+                ci.map(|(lo, hi)| op.holds(lo, bound) == op.holds(hi, bound))
+            }),
         }
     }
 
@@ -551,9 +569,17 @@ pub fn paired_tables(paired: &[PairedTarget]) -> [Table; 2] {
 fn paired_summary(paired: &[PairedTarget]) -> Table {
     Table {
         title: "Paired target measurements (engine WRITE and its baseline back to back, alternating order; ratio = engine / baseline per pair)".into(),
-        header: ["target", "pairs", "median ratio", "min–max", "target", "met?"]
-            .map(String::from)
-            .to_vec(),
+        header: [
+            "target",
+            "pairs",
+            "median ratio",
+            "95 % CI of the median",
+            "min–max",
+            "target",
+            "met?",
+        ]
+        .map(String::from)
+        .to_vec(),
         rows: paired
             .iter()
             .map(|p| {
@@ -561,6 +587,10 @@ fn paired_summary(paired: &[PairedTarget]) -> Table {
                     p.name.clone(),
                     format!("{} x {:.2} s", p.pairs.len(), p.seconds_per_side),
                     num(p.median, 3),
+                    match (p.ci95_low, p.ci95_high) {
+                        (Some(lo), Some(hi)) => format!("{lo:.3}–{hi:.3}"),
+                        _ => "n/a (under 6 pairs)".into(),
+                    },
                     match (p.min, p.max) {
                         (Some(lo), Some(hi)) => format!("{lo:.3}–{hi:.3}"),
                         _ => "n/a".into(),
@@ -568,6 +598,8 @@ fn paired_summary(paired: &[PairedTarget]) -> Table {
                     p.target.clone(),
                     if p.target == INFORMATION {
                         "-".into()
+                    } else if p.ci95_decides == Some(false) {
+                        format!("{} (within noise: the CI crosses the bound)", met_label(p.met))
                     } else {
                         met_label(p.met)
                     },
@@ -1062,7 +1094,7 @@ mod tests {
             .contains("64 KiB WRITE goodput, every message in flight"));
         let md = r.to_markdown(None);
         assert!(md.contains(&format!(
-            "| {} | 2 x 1.00 s | 0.650 | 0.600–0.700 | none (information) | - |",
+            "| {} | 2 x 1.00 s | 0.650 | n/a (under 6 pairs) | 0.600–0.700 | none (information) | - |",
             info.name
         )));
         // The target rows are the four bounded comparisons and latency.
@@ -1143,15 +1175,17 @@ mod tests {
     fn paired_tables_show_every_pair_and_the_summary() {
         let r = sample_paired();
         let md = r.to_markdown(None);
-        assert!(md.contains("| target | pairs | median ratio | min–max | target | met? |"));
         assert!(md.contains(
-            "| engine / AF_XDP floor, 64 B WRITE message rate | 4 x 1.00 s | 0.812 | 0.500–1.000 | >= 0.8 | yes |"
+            "| target | pairs | median ratio | 95 % CI of the median | min–max | target | met? |"
         ));
         assert!(md.contains(
-            "| engine / AF_XDP floor, 1 KiB WRITE goodput | 3 x 1.00 s | 0.500 | 0.250–0.750 | >= 0.8 | NO |"
+            "| engine / AF_XDP floor, 64 B WRITE message rate | 4 x 1.00 s | 0.812 | n/a (under 6 pairs) | 0.500–1.000 | >= 0.8 | yes |"
         ));
         assert!(md.contains(
-            "| engine / AF_XDP floor, 64 KiB WRITE goodput | 0 x 1.00 s | n/a | n/a | >= 0.9 | not measured |"
+            "| engine / AF_XDP floor, 1 KiB WRITE goodput | 3 x 1.00 s | 0.500 | n/a (under 6 pairs) | 0.250–0.750 | >= 0.8 | NO |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 64 KiB WRITE goodput | 0 x 1.00 s | n/a | n/a (under 6 pairs) | n/a | >= 0.9 | not measured |"
         ));
         assert!(md.contains(
             "| engine / AF_XDP floor, 64 B WRITE message rate | 2 | engine, AF_XDP floor | 2.000 Mmsg/s | 2.000 Mmsg/s | 1.000 |"
@@ -1187,6 +1221,42 @@ mod tests {
         old.as_object_mut().unwrap().remove("paired");
         let back: Report = serde_json::from_value(old).unwrap();
         assert!(back.paired.is_empty());
+    }
+
+    #[test]
+    fn the_median_comes_with_its_95_percent_interval_and_whether_it_decides() {
+        let spec = PAIRED_TARGETS
+            .iter()
+            .find(|s| s.baseline == Baseline::Floor && s.message_bytes == 65536)
+            .unwrap();
+        // Twelve pairs, ratios 0.80, 0.82, ..., 1.02: median 0.91, interval
+        // x(3)..x(10) = 0.84..0.98, which crosses 0.9.
+        let pairs = |first: f64| -> Vec<Pair> {
+            (0..12)
+                .map(|i| Pair::new(i % 2 == 0, first + 0.02 * f64::from(i), 1.0))
+                .collect()
+        };
+        let p = spec.summarise(0.5, pairs(0.80));
+        assert!((p.median.unwrap() - 0.91).abs() < 1e-9);
+        assert!((p.ci95_low.unwrap() - 0.84).abs() < 1e-9);
+        assert!((p.ci95_high.unwrap() - 0.98).abs() < 1e-9);
+        assert_eq!((p.met, p.ci95_decides), (Some(true), Some(false)));
+        let mut r = sample();
+        r.paired = vec![p];
+        assert!(r
+            .to_markdown(None)
+            .contains("| 0.910 | 0.840–0.980 | 0.800–1.020 | >= 0.9 | yes (within noise: the CI crosses the bound) |"));
+        // Shifted up by 0.1: the whole interval is above the bound.
+        let p = spec.summarise(0.5, pairs(0.90));
+        assert_eq!((p.met, p.ci95_decides), (Some(true), Some(true)));
+        let v: serde_json::Value =
+            serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert!((v["ci95_low"].as_f64().unwrap() - 0.94).abs() < 1e-9);
+        assert_eq!(v["ci95_decides"], true);
+        // Information rows have no target to decide.
+        let info = PAIRED_INFO[0].summarise(0.5, pairs(0.80));
+        assert_eq!((info.met, info.ci95_decides), (None, None));
+        assert!(info.ci95_low.is_some());
     }
 
     #[test]

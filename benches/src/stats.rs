@@ -58,6 +58,35 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// A distribution-free confidence interval for the median of what
+/// `values` were sampled from (independent draws): the order statistics
+/// x(k) and x(n+1-k), with the largest k for which
+/// P(Binomial(n, 1/2) < k) <= (1 - level) / 2, so the interval covers the
+/// median with probability at least `level`. `None` when there are too
+/// few values for that level (5 or fewer at 95 %). NaNs sort last.
+pub fn median_ci(values: &[f64], level: f64) -> Option<(f64, f64)> {
+    let n = values.len();
+    let tail = (1.0 - level) / 2.0;
+    // P(B <= i) for B ~ Binomial(n, 1/2), accumulated term by term.
+    let mut term = 0.5f64.powi(n as i32);
+    let mut cdf = term;
+    let mut k = 0;
+    for i in 0..n {
+        if cdf > tail {
+            break;
+        }
+        k = i + 1;
+        term *= (n - i) as f64 / (i + 1) as f64;
+        cdf += term;
+    }
+    if k == 0 {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some((v[k - 1], v[n - k]))
+}
+
 /// The smallest and the largest of `values`; `None` if there are none.
 pub fn min_max(values: &[f64]) -> Option<(f64, f64)> {
     values.iter().fold(None, |acc, &x| match acc {
@@ -78,6 +107,25 @@ pub fn abba_a_first(index: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_ci_uses_the_binomial_order_statistics() {
+        // n = 20: P(B <= 5) = 0.0207 <= 0.025 < P(B <= 6) = 0.0577, so the
+        // 95 % interval is x(6)..x(15).
+        let v: Vec<f64> = (1..=20).rev().map(f64::from).collect();
+        assert_eq!(median_ci(&v, 0.95), Some((6.0, 15.0)));
+        // n = 12: P(B <= 2) = 0.0193, P(B <= 3) = 0.073: x(3)..x(10).
+        let v: Vec<f64> = (1..=12).map(f64::from).collect();
+        assert_eq!(median_ci(&v, 0.95), Some((3.0, 10.0)));
+        // n = 6: P(B = 0) = 0.0156: the whole range.
+        assert_eq!(
+            median_ci(&[3.0, 1.0, 2.0, 6.0, 5.0, 4.0], 0.95),
+            Some((1.0, 6.0))
+        );
+        // n = 5: P(B = 0) = 0.031 > 0.025: no 95 % interval.
+        assert_eq!(median_ci(&[1.0, 2.0, 3.0, 4.0, 5.0], 0.95), None);
+        assert_eq!(median_ci(&[], 0.95), None);
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {

@@ -21,7 +21,7 @@ pub struct BenchArgs {
     /// Engine threads spin instead of sleeping when idle (one core each).
     #[arg(long)]
     busy_poll: bool,
-    /// Engine/baseline pairs per target in the paired step (default 12, 2
+    /// Engine/baseline pairs per target in the paired step (default 20, 2
     /// with --quick; rounded up to even). More pairs narrow the medians on
     /// a noisy machine; each pair costs two points (1 s in a full run).
     #[arg(long, value_name = "N")]
