@@ -21,7 +21,8 @@
 //! requester's transmit path (`rc_requester/write_64KiB_pmtu4096`:
 //! `post_send` + `poll_transmit` per packet of 64 KiB WRITEs at PMTU 4096,
 //! into rotating TX frames) against its floor (the payload copy to the same
-//! frames + crc32fast over the IP packet), interleaved;
+//! frames + the CRC of the IP packet, in one pass as the datapath does
+//! them: `crc32::copy_and_update_after`), interleaved;
 //! `-- --best-of --requester` runs only that row.
 //!
 //! Frames come from a real requester (an `Endpoint` posting WRITEs), so
@@ -389,7 +390,8 @@ impl Requester {
 
 /// The requester's floor for one 64 KiB WRITE at PMTU 4096: per packet,
 /// copy 4 KiB from the same source offsets into the same rotating TX slots
-/// (behind 58 bytes of headers) and CRC the IP packet with crc32fast.
+/// (behind 58 bytes of headers) and CRC the IP packet, headers and payload
+/// in one pass as the datapath does (`crc32::copy_and_update_after`).
 struct RequesterFloor {
     src: Vec<u8>,
     tx: Vec<u8>,
@@ -417,10 +419,11 @@ impl RequesterFloor {
             let at = self.slot * TX_FRAME;
             let f = &mut self.tx[at..at + TX_FRAME];
             let p = off + k * 4096;
-            let crc = crc32fast::hash(&f[14..58]);
-            let crc = engine::wire::crc32::copy_and_update(
-                crc,
-                &mut f[58..58 + 4096],
+            let (headers, rest) = f.split_at_mut(58);
+            let crc = engine::wire::crc32::copy_and_update_after(
+                0,
+                &headers[14..],
+                &mut rest[..4096],
                 &self.src[p..p + 4096],
             );
             f[58 + 4096..58 + 4100].copy_from_slice(&crc.to_le_bytes());

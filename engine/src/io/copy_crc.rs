@@ -32,9 +32,11 @@ pub fn install() -> bool {
 mod x86 {
     use core::arch::x86_64::{
         __m128i, __m512i, _mm512_broadcast_i32x4, _mm512_castsi512_si128, _mm512_clmulepi64_epi128,
-        _mm512_extracti32x4_epi32, _mm512_loadu_si512, _mm512_storeu_si512, _mm512_xor_si512,
-        _mm512_zextsi128_si512, _mm_clmulepi64_si128, _mm_cvtsi32_si128, _mm_set_epi64x,
-        _mm_storeu_si128, _mm_xor_si128,
+        _mm512_extracti32x4_epi32, _mm512_loadu_si512, _mm512_maskz_loadu_epi8,
+        _mm512_maskz_permutexvar_epi8, _mm512_set1_epi8, _mm512_setzero_si512, _mm512_storeu_si512,
+        _mm512_sub_epi8, _mm512_xor_si512, _mm512_zextsi128_si512, _mm_and_si128,
+        _mm_clmulepi64_si128, _mm_cvtsi32_si128, _mm_extract_epi32, _mm_set_epi64x, _mm_setr_epi32,
+        _mm_srli_si128, _mm_xor_si128,
     };
 
     use crate::wire::crc32::crc32_update;
@@ -75,46 +77,94 @@ mod x86 {
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("vpclmulqdq")
             && std::arch::is_x86_feature_detected!("pclmulqdq")
+            && std::arch::is_x86_feature_detected!("sse4.1")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vbmi")
     }
 
+    /// Longest prefix folded in with the payload (two 64-byte blocks).
+    const MAX_PREFIX: usize = 128;
+
+    /// Byte lane numbers 0..64 (the permutation that right-aligns a
+    /// prefix subtracts its shift from them).
+    static IOTA: [u8; 64] = {
+        let mut t = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            t[i] = i as u8;
+            i += 1;
+        }
+        t
+    };
+
     /// Copies `src` into `dst[..src.len()]` and returns
-    /// `crc32_update(crc, src)`. Only installed after [`supported`].
-    pub(super) fn copy_crc32(crc: u32, dst: &mut [u8], src: &[u8]) -> u32 {
+    /// `crc32_update(crc32_update(crc, prefix), src)`. Only installed after
+    /// [`supported`].
+    ///
+    /// A prefix of 4 to 128 bytes is folded in the same pass: placed at
+    /// the end of one or two zeroed 64-byte blocks with the starting CRC
+    /// xored into its first four bytes, it stands for the same remainder
+    /// (zeros in front of a message whose starting state is zero do not
+    /// change its CRC), and the stream of blocks then goes on with `src`.
+    pub(super) fn copy_crc32(crc: u32, prefix: &[u8], dst: &mut [u8], src: &[u8]) -> u32 {
         let dst = &mut dst[..src.len()];
-        if src.len() < BLOCK {
+        let plen = prefix.len();
+        // The prefix's first block holds its first plen - 64 * (blocks - 1)
+        // bytes; the starting CRC goes into its first four.
+        let pre_len = if plen == 0 {
+            0
+        } else if plen <= MAX_PREFIX && (plen - 1) % 64 + 1 >= 4 {
+            plen.div_ceil(64) * 64
+        } else {
+            // Odd prefixes: CRC them apart.
+            return copy_crc32(crc32_update(crc, prefix), &[], dst, src);
+        };
+        if pre_len + src.len() < BLOCK {
+            let crc = crc32_update(crc, prefix);
             dst.copy_from_slice(src);
             return crc32_update(crc, src);
         }
-        let folded = src.len() / 64 * 64;
-        // SAFETY: `install` registers this function only when
-        // `supported()` saw AVX-512F, VPCLMULQDQ and PCLMULQDQ; the lengths
-        // passed are within both slices (folded <= src.len() == dst.len(),
-        // folded >= BLOCK, a multiple of 64).
-        let lanes = unsafe { fold_copy(crc, dst.as_mut_ptr(), src.as_ptr(), folded) };
-        // The folded value stands for the first `folded` bytes (with the
-        // starting CRC in): CRC it from a zero register (finalized form:
-        // start from !0), then continue over the tail.
-        let mid = crc32_update(!0, &lanes);
+        let folded = (pre_len + src.len()) / 64 * 64 - pre_len;
+        // SAFETY: `install` registers this function only when `supported()`
+        // saw every feature fold_copy enables; the lengths passed are within
+        // both slices (folded <= src.len() == dst.len()); the prefix is
+        // empty or 4..=128 bytes with at least 4 in its first block, and
+        // pre_len + folded is a multiple of 64 and at least BLOCK.
+        let state = unsafe { fold_copy(!crc, prefix, dst.as_mut_ptr(), src.as_ptr(), folded) };
         let tail = &src[folded..];
         if tail.is_empty() {
-            return mid;
+            return !state;
         }
         dst[folded..].copy_from_slice(tail);
-        crc32_update(mid, tail)
+        crc32_update(!state, tail)
     }
 
-    /// Folds `len` bytes (a multiple of 64, at least 256) of `src` into
-    /// one 128-bit value while copying them to `dst`; returns its 16 bytes.
+    /// Folds `prefix` (right-aligned in one or two zeroed 64-byte blocks,
+    /// `state` xored into its first four bytes) and then `len` bytes of
+    /// `src` (copying those to `dst`) into the CRC-32 state they leave (not
+    /// inverted). Without a prefix, `state` (the inverted starting CRC) is
+    /// applied to the start of `src`.
     ///
     /// # Safety
-    /// The CPU must support AVX-512F, VPCLMULQDQ and PCLMULQDQ; `src` and
-    /// `dst` must be valid for `len` bytes of reads and writes and must
-    /// not overlap.
-    #[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse2")]
-    unsafe fn fold_copy(crc: u32, dst: *mut u8, src: *const u8, len: usize) -> [u8; 16] {
+    /// The CPU must support every feature enabled below; `prefix` must be
+    /// empty or 4..=128 bytes long with at least 4 bytes in its first
+    /// block ((len - 1) % 64 + 1 >= 4); `blocks * 64 + len` (blocks = the
+    /// prefix's) must be a multiple of 64 and at least [`BLOCK`]; `src`
+    /// and `dst` must be valid for `len` bytes of reads and writes and
+    /// must not overlap.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,vpclmulqdq,pclmulqdq,sse2,sse4.1")]
+    unsafe fn fold_copy(
+        state: u32,
+        prefix: &[u8],
+        dst: *mut u8,
+        src: *const u8,
+        len: usize,
+    ) -> u32 {
         // SAFETY (whole body): every load reads 64 bytes at src + off and
         // every store writes 64 bytes at dst + off with off + 64 <= len
-        // (unaligned forms); the intrinsics' features are enabled above.
+        // (unaligned forms); the prefix is read with a byte mask that
+        // covers only its own bytes, or 64 bytes ending at its end; the
+        // intrinsics' features are enabled above.
         unsafe {
             let load = |off: usize| _mm512_loadu_si512(src.add(off) as *const __m512i);
             let store =
@@ -126,17 +176,42 @@ mod x86 {
                 let hi = _mm512_clmulepi64_epi128::<0x11>(a, k);
                 _mm512_xor_si512(_mm512_xor_si512(lo, hi), b)
             };
+            let init = _mm512_zextsi128_si512(_mm_cvtsi32_si128(state as i32));
 
-            let mut x = [load(0), load(64), load(128), load(192)];
-            for (i, v) in x.iter().enumerate() {
-                store(i * 64, *v);
+            // The prefix blocks: the first holds the prefix's first `head`
+            // bytes at its end (loaded to the start, the state xored in,
+            // then moved up by a byte permutation), the second, if any, the
+            // last 64 bytes.
+            let mut x = [_mm512_setzero_si512(); 4];
+            let pre_blocks = prefix.len().div_ceil(64);
+            if pre_blocks > 0 {
+                let head = (prefix.len() - 1) % 64 + 1;
+                let low =
+                    _mm512_maskz_loadu_epi8(u64::MAX >> (64 - head), prefix.as_ptr() as *const i8);
+                let low = _mm512_xor_si512(low, init);
+                let shift = (64 - head) as i8;
+                let index = _mm512_sub_epi8(
+                    _mm512_loadu_si512(IOTA.as_ptr() as *const __m512i),
+                    _mm512_set1_epi8(shift),
+                );
+                x[0] = _mm512_maskz_permutexvar_epi8(u64::MAX << (64 - head), index, low);
+                if pre_blocks == 2 {
+                    x[1] = _mm512_loadu_si512(prefix.as_ptr().add(head) as *const __m512i);
+                }
             }
-            // The starting CRC goes into the first 32 bits of the message.
-            let init = _mm512_zextsi128_si512(_mm_cvtsi32_si128(!crc as i32));
-            x[0] = _mm512_xor_si512(x[0], init);
+            // Then the start of src.
+            let mut off = 0;
+            for acc in x.iter_mut().skip(pre_blocks) {
+                *acc = load(off);
+                store(off, *acc);
+                off += 64;
+            }
+            if pre_blocks == 0 {
+                // The starting state goes into the first 32 bits of src.
+                x[0] = _mm512_xor_si512(x[0], init);
+            }
 
             let k2048 = keys(FOLD_2048);
-            let mut off = BLOCK;
             while off + BLOCK <= len {
                 for (i, acc) in x.iter_mut().enumerate() {
                     let v = load(off + i * 64);
@@ -176,10 +251,59 @@ mod x86 {
             r = _mm_xor_si128(r, fold128(lane(0), FOLD_384));
             r = _mm_xor_si128(r, fold128(lane(1), FOLD_256));
             r = _mm_xor_si128(r, fold128(lane(2), FOLD_128));
-            let mut out = [0u8; 16];
-            _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, r);
-            out
+            reduce128(r)
         }
+    }
+
+    /// x^64 mod P (reflected, shifted): folds 32 bits onto the next 64.
+    const FOLD_64: i64 = fold_constant(64);
+    /// x^96 mod P: folds the low 64 bits of 128 onto the high 64.
+    const FOLD_96: i64 = fold_constant(96);
+    /// The CRC-32 polynomial with its x^32 term, bit-reflected (33 bits).
+    const POLY_REFLECTED: i64 = (((0x1_04C1_1DB7u64 as u32).reverse_bits() as i64) << 1) | 1;
+    /// Barrett's mu = floor(x^64 / P), bit-reflected (33 bits).
+    const MU_REFLECTED: i64 = barrett_mu();
+
+    /// floor(x^64 / P) by long division over GF(2), bit-reflected over 33
+    /// bits (the form the reflected reduction multiplies by).
+    const fn barrett_mu() -> i64 {
+        const P: u128 = 0x1_04C1_1DB7;
+        let mut rem: u128 = 1 << 64;
+        let mut q: u64 = 0;
+        let mut bit = 64;
+        while bit >= 32 {
+            if rem & (1 << bit) != 0 {
+                rem ^= P << (bit - 32);
+                q |= 1 << (bit - 32);
+            }
+            bit -= 1;
+        }
+        // q has 33 bits (x^32 .. x^0); reflect them.
+        ((q.reverse_bits() >> 31) as i64) & 0x1_FFFF_FFFF
+    }
+
+    /// The CRC-32 state left by a 16-byte folded value `r` (as CRCing its
+    /// bytes from state zero): 128 bits folded to 64, then Barrett's
+    /// reduction to 32 ("Fast CRC Computation ... Using PCLMULQDQ").
+    ///
+    /// # Safety
+    /// The CPU must support PCLMULQDQ and SSE4.1.
+    #[target_feature(enable = "pclmulqdq,sse2,sse4.1")]
+    unsafe fn reduce128(r: __m128i) -> u32 {
+        let low32 = _mm_setr_epi32(-1, 0, -1, 0);
+        // 128 -> 64: the low 64 bits times x^96 onto the high 64.
+        let k = _mm_set_epi64x(FOLD_64, FOLD_96);
+        let x = _mm_xor_si128(_mm_srli_si128::<8>(r), _mm_clmulepi64_si128::<0x00>(r, k));
+        // 64 -> 32 + 64: the low 32 bits times x^64 onto the rest.
+        let x = _mm_xor_si128(
+            _mm_srli_si128::<4>(x),
+            _mm_clmulepi64_si128::<0x10>(_mm_and_si128(x, low32), k),
+        );
+        // Barrett: q = (low 32 bits * mu) mod x^32, then x ^ q * P.
+        let m = _mm_set_epi64x(MU_REFLECTED, POLY_REFLECTED);
+        let q = _mm_clmulepi64_si128::<0x10>(_mm_and_si128(x, low32), m);
+        let q = _mm_clmulepi64_si128::<0x00>(_mm_and_si128(q, low32), m);
+        _mm_extract_epi32::<1>(_mm_xor_si128(x, q)) as u32
     }
 
     #[cfg(test)]
@@ -190,6 +314,53 @@ mod x86 {
         fn constants_match_the_published_ones() {
             assert_eq!(fold_by(512), (0x1_5444_2bd4, 0x1_c6e4_1596));
             assert_eq!(fold_by(128), (0x1_7519_97d0, 0x0_ccaa_009e));
+            // The reduction's: x^64 mod P, P and mu bit-reflected.
+            assert_eq!(FOLD_64, 0x1_63cd_6124);
+            assert_eq!(POLY_REFLECTED, 0x1_db71_0641);
+            assert_eq!(MU_REFLECTED, 0x1_f701_1641);
+        }
+
+        #[test]
+        fn reduction_equals_the_crc_of_the_16_bytes() {
+            if !supported() {
+                return;
+            }
+            for seed in 0..2000 {
+                let b = data(16, seed);
+                // SAFETY: supported() saw PCLMULQDQ and SSE4.1; b has 16 bytes.
+                let got = unsafe {
+                    reduce128(core::arch::x86_64::_mm_loadu_si128(
+                        b.as_ptr() as *const __m128i
+                    ))
+                };
+                assert_eq!(!got, crc32_update(!0, &b), "seed {seed}");
+            }
+        }
+
+        #[test]
+        fn prefix_and_copy_equal_two_crcs_and_a_copy() {
+            if !supported() {
+                return;
+            }
+            let src_all = data(5000, 4);
+            let prefixes = data(200, 5);
+            for plen in [
+                0, 1, 3, 4, 5, 40, 56, 63, 64, 65, 66, 67, 68, 76, 84, 100, 127, 128, 129, 200,
+            ] {
+                for len in [
+                    0, 1, 60, 64, 127, 128, 129, 191, 192, 193, 255, 256, 4096, 4097,
+                ] {
+                    let prefix = &prefixes[..plen];
+                    let src = &src_all[plen % 5..plen % 5 + len];
+                    let crc_in = (plen * 31 + len) as u32 ^ 0x1234_5678;
+                    let mut dst = vec![0xAAu8; len + 8];
+                    let got = copy_crc32(crc_in, prefix, &mut dst, src);
+                    let want = crc32_update(crc32_update(crc_in, prefix), src);
+                    assert_eq!(got, want, "prefix {plen}, length {len}");
+                    assert_eq!(&dst[..len], src, "copy, prefix {plen}, length {len}");
+                    assert!(dst[len..].iter().all(|&b| b == 0xAA), "after, {plen} {len}");
+                }
+            }
         }
 
         /// A deterministic byte pattern with no short period.
@@ -220,7 +391,7 @@ mod x86 {
                 let src = &src_all[s_off..s_off + len];
                 let crc_in = (k as u32).wrapping_mul(0x0101_0101) ^ 0xDEAD_BEEF;
                 let mut dst = vec![0xAAu8; len + 64 + 16];
-                let got = copy_crc32(crc_in, &mut dst[d_off..], src);
+                let got = copy_crc32(crc_in, &[], &mut dst[d_off..], src);
                 assert_eq!(got, crc32_update(crc_in, src), "length {len}");
                 assert_eq!(&dst[d_off..d_off + len], src, "copy, length {len}");
                 assert!(dst[..d_off].iter().all(|&b| b == 0xAA), "before, {len}");
@@ -239,8 +410,8 @@ mod x86 {
             let a = data(300, 2);
             let b = data(5000, 3);
             let mut dst = vec![0u8; 5300];
-            let c = copy_crc32(0, &mut dst[..300], &a);
-            let c = copy_crc32(c, &mut dst[300..], &b);
+            let c = copy_crc32(0, &[], &mut dst[..300], &a);
+            let c = copy_crc32(c, &[], &mut dst[300..], &b);
             let mut all = a.clone();
             all.extend(&b);
             assert_eq!(c, crc32_update(0, &all));

@@ -17,12 +17,13 @@ pub fn crc32_update(crc: u32, data: &[u8]) -> u32 {
 }
 
 /// A function that copies `src` into the start of `dst` and returns
-/// `crc32_update(crc, src)` (one pass over the bytes).
-pub type CopyCrc = fn(crc: u32, dst: &mut [u8], src: &[u8]) -> u32;
+/// `crc32_update(crc32_update(crc, prefix), src)` (one pass over the
+/// bytes; `prefix` is only CRCed, e.g. a packet's masked headers).
+pub type CopyCrc = fn(crc: u32, prefix: &[u8], dst: &mut [u8], src: &[u8]) -> u32;
 
 static COPY_CRC: std::sync::OnceLock<CopyCrc> = std::sync::OnceLock::new();
 
-/// Registers a faster [`copy_and_update`] (the datapath's SIMD one,
+/// Registers a faster [`copy_and_update_after`] (the datapath's SIMD one,
 /// `io::copy_crc`); it must give exactly the portable results. The first
 /// registration wins.
 pub fn set_copy_crc_accelerator(f: CopyCrc) {
@@ -35,9 +36,25 @@ pub fn set_copy_crc_accelerator(f: CopyCrc) {
 /// `src` (callers size it).
 #[inline]
 pub fn copy_and_update(crc: u32, dst: &mut [u8], src: &[u8]) -> u32 {
+    copy_and_update_after(crc, &[], dst, src)
+}
+
+/// Extends `crc` over `prefix` and then over `src` while copying `src`
+/// into `dst[..src.len()]`: [`copy_and_update`] with bytes that are CRCed
+/// first but not copied (a packet's headers with the ICRC's variant fields
+/// masked, which the frame itself must not carry). The registered
+/// accelerator folds both in one pass. Panics if `dst` is shorter than
+/// `src`.
+#[inline]
+pub fn copy_and_update_after(crc: u32, prefix: &[u8], dst: &mut [u8], src: &[u8]) -> u32 {
     match COPY_CRC.get() {
-        Some(f) => f(crc, dst, src),
+        Some(f) => f(crc, prefix, dst, src),
         None => {
+            let crc = if prefix.is_empty() {
+                crc
+            } else {
+                crc32_update(crc, prefix)
+            };
             let dst = &mut dst[..src.len()];
             dst.copy_from_slice(src);
             crc32_update(crc, dst)
