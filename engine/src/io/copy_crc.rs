@@ -5,10 +5,14 @@
 //! VPCLMULQDQ it folds 256 bytes per iteration into four 512-bit
 //! accumulators (the carry-less-multiply folding of Intel's "Fast CRC
 //! Computation for Generic Polynomials Using PCLMULQDQ", with the
-//! constants computed below, not copied) and lets `crc32fast` finish the
-//! last 16 folded bytes and the tail. [`install`] registers it with
-//! `wire::crc32` when the CPU has those features; the results are
-//! bit-identical to the portable path (tested below against it).
+//! constants computed below, not copied). The packet's masked headers
+//! (up to 128 bytes, CRCed but not copied) ride in front of the payload as
+//! one or two extra blocks, and the last 16 folded bytes are reduced to
+//! the CRC by Barrett's method in registers, so a 4 KiB packet makes no
+//! call to a table-driven CRC; only a tail under 64 bytes goes to
+//! `crc32fast`. [`install`] registers it with `wire::crc32` when the CPU
+//! has those features; the results are bit-identical to the portable path
+//! (tested below against it).
 //!
 //! It lives in `io` because it is the engine's one other use of `unsafe`
 //! (SIMD intrinsics behind a run-time CPU check); the protocol core stays
