@@ -109,6 +109,10 @@ pub struct Ratio {
     pub target: String,
     /// Whether the target is met (`None` if not measured).
     pub met: Option<bool>,
+    /// For a paired median: whether its 95 % interval lies on the same side
+    /// of the bound ([`PairedTarget::ci95_decides`]); `None` otherwise.
+    #[serde(default)]
+    pub ci95_decides: Option<bool>,
 }
 
 impl Ratio {
@@ -129,6 +133,7 @@ impl Ratio {
             value,
             target: format!("{} {bound}", op.symbol()),
             met: value.map(|v| op.holds(v, bound)),
+            ci95_decides: None,
         }
     }
 }
@@ -254,6 +259,7 @@ impl PairedTarget {
             value: self.median,
             target: self.target.clone(),
             met: self.met,
+            ci95_decides: self.ci95_decides,
         }
     }
 }
@@ -599,7 +605,10 @@ fn paired_summary(paired: &[PairedTarget]) -> Table {
                     if p.target == INFORMATION {
                         "-".into()
                     } else if p.ci95_decides == Some(false) {
-                        format!("{} (within noise: the CI crosses the bound)", met_label(p.met))
+                        format!(
+                            "{} (within noise: the CI crosses the bound)",
+                            met_label(p.met)
+                        )
                     } else {
                         met_label(p.met)
                     },
@@ -822,7 +831,11 @@ impl Report {
                         r.name.clone(),
                         num(r.value, 3),
                         r.target.clone(),
-                        met_label(r.met),
+                        if r.ci95_decides == Some(false) {
+                            format!("{} (within noise)", met_label(r.met))
+                        } else {
+                            met_label(r.met)
+                        },
                     ]
                 })
                 .collect(),
@@ -1243,9 +1256,13 @@ mod tests {
         assert_eq!((p.met, p.ci95_decides), (Some(true), Some(false)));
         let mut r = sample();
         r.paired = vec![p];
-        assert!(r
-            .to_markdown(None)
-            .contains("| 0.910 | 0.840–0.980 | 0.800–1.020 | >= 0.9 | yes (within noise: the CI crosses the bound) |"));
+        r.ratios = r.target_ratios();
+        let md = r.to_markdown(None);
+        assert!(md.contains("| 0.910 | 0.840–0.980 | 0.800–1.020 | >= 0.9 | yes (within noise: the CI crosses the bound) |"));
+        // The target row it feeds says so too.
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 64 KiB WRITE goodput [paired median] | 0.910 | >= 0.9 | yes (within noise) |"
+        ));
         // Shifted up by 0.1: the whole interval is above the bound.
         let p = spec.summarise(0.5, pairs(0.90));
         assert_eq!((p.met, p.ci95_decides), (Some(true), Some(true)));
