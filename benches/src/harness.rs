@@ -54,7 +54,7 @@ pub struct Options {
     /// How the engine threads wait when idle.
     pub engine_poll: PollMode,
     /// Engine/baseline pairs per target of the paired step (`--pairs N`;
-    /// `None`: 2 quick, 12 full). Rounded up to an even number.
+    /// `None`: 2 quick, 20 full). Rounded up to an even number.
     pub pairs: Option<usize>,
 }
 

@@ -604,13 +604,12 @@ fn paired_summary(paired: &[PairedTarget]) -> Table {
                     p.target.clone(),
                     if p.target == INFORMATION {
                         "-".into()
-                    } else if p.ci95_decides == Some(false) {
-                        format!(
-                            "{} (within noise: the CI crosses the bound)",
-                            met_label(p.met)
-                        )
                     } else {
-                        met_label(p.met)
+                        verdict_label(
+                            p.met,
+                            p.ci95_decides,
+                            "within noise: the CI crosses the bound",
+                        )
                     },
                 ]
             })
@@ -643,6 +642,16 @@ fn paired_pairs(paired: &[PairedTarget]) -> Table {
             .map(String::from)
             .to_vec(),
         rows,
+    }
+}
+
+/// [`met_label`], with `(noise)` after it when a 95 % interval crosses
+/// the bound (`ci95_decides` false).
+fn verdict_label(met: Option<bool>, ci95_decides: Option<bool>, noise: &str) -> String {
+    if ci95_decides == Some(false) {
+        format!("{} ({noise})", met_label(met))
+    } else {
+        met_label(met)
     }
 }
 
@@ -831,11 +840,7 @@ impl Report {
                         r.name.clone(),
                         num(r.value, 3),
                         r.target.clone(),
-                        if r.ci95_decides == Some(false) {
-                            format!("{} (within noise)", met_label(r.met))
-                        } else {
-                            met_label(r.met)
-                        },
+                        verdict_label(r.met, r.ci95_decides, "within noise"),
                     ]
                 })
                 .collect(),

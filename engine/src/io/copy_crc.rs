@@ -43,7 +43,7 @@ mod x86 {
         _mm_srli_si128, _mm_xor_si128,
     };
 
-    use crate::wire::crc32::crc32_update;
+    use crate::wire::crc32::{copy_then_update_after, crc32_update};
 
     /// Bytes folded per loop iteration (four 512-bit accumulators).
     const BLOCK: usize = 256;
@@ -124,9 +124,7 @@ mod x86 {
             return copy_crc32(crc32_update(crc, prefix), &[], dst, src);
         };
         if pre_len + src.len() < BLOCK {
-            let crc = crc32_update(crc, prefix);
-            dst.copy_from_slice(src);
-            return crc32_update(crc, src);
+            return copy_then_update_after(crc, prefix, dst, src);
         }
         let folded = (pre_len + src.len()) / 64 * 64 - pre_len;
         // SAFETY: `install` registers this function only when `supported()`

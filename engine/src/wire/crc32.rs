@@ -49,17 +49,22 @@ pub fn copy_and_update(crc: u32, dst: &mut [u8], src: &[u8]) -> u32 {
 pub fn copy_and_update_after(crc: u32, prefix: &[u8], dst: &mut [u8], src: &[u8]) -> u32 {
     match COPY_CRC.get() {
         Some(f) => f(crc, prefix, dst, src),
-        None => {
-            let crc = if prefix.is_empty() {
-                crc
-            } else {
-                crc32_update(crc, prefix)
-            };
-            let dst = &mut dst[..src.len()];
-            dst.copy_from_slice(src);
-            crc32_update(crc, dst)
-        }
+        None => copy_then_update_after(crc, prefix, dst, src),
     }
+}
+
+/// [`copy_and_update_after`] in two passes, without an accelerator: the
+/// copy, then the CRC of the prefix and the copied bytes. The portable
+/// path, and what an accelerator does where one pass does not pay.
+pub fn copy_then_update_after(crc: u32, prefix: &[u8], dst: &mut [u8], src: &[u8]) -> u32 {
+    let crc = if prefix.is_empty() {
+        crc
+    } else {
+        crc32_update(crc, prefix)
+    };
+    let dst = &mut dst[..src.len()];
+    dst.copy_from_slice(src);
+    crc32_update(crc, dst)
 }
 
 /// Bitwise CRC-32, usable in `const` context; slow, for constants and tests.
