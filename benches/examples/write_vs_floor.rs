@@ -14,18 +14,21 @@
 //! thread for WRITE and SEND, the responder's for READ), which is what
 //! bounds each when that thread has a core of its own, and varies far
 //! less with other load than goodput. `ENGINE_ONLY=1` or `FLOOR_ONLY=1`
-//! measures one side only (for profiling); `SPREAD=1` places every engine
-//! message in flight in a range of its own instead of perftest's layout
-//! (see `roce_xdp_benches::sources`).
+//! measures one side only (for profiling); `SPREAD=1` places every message
+//! in flight (the engine's, and the floor's payloads) in a range of its
+//! own instead of perftest's layout (see `roce_xdp_benches::sources`);
+//! `ONE_FRAME=1` makes the floor re-send one frame instead of reading the
+//! messages (`FloorPayload::OneFrame`).
 
 use std::time::Duration;
 
 use engine::io::PollMode;
 use engine::netns::{PairConfig, VethPair};
 use roce_xdp_benches::engine_path::{measure_points, Op};
+use roce_xdp_benches::floor::FloorPayload;
 use roce_xdp_benches::harness::{floor_point, LINK_MTU};
 use roce_xdp_benches::sources::SourceLayout;
-use roce_xdp_benches::stats::{abba_a_first, median, min_max};
+use roce_xdp_benches::stats::{abba_a_first, median, median_ci, min_max};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -58,6 +61,13 @@ fn main() {
     } else {
         SourceLayout::Perftest
     };
+    // ONE_FRAME=1: the floor re-sends one frame instead of reading the
+    // messages' bytes where the engine reads them.
+    let floor_payload = if std::env::var_os("ONE_FRAME").is_some() {
+        FloorPayload::OneFrame
+    } else {
+        FloorPayload::Messages(layout)
+    };
     let poll = PollMode::default();
     let pair = VethPair::create(&PairConfig {
         mtu: LINK_MTU,
@@ -79,7 +89,7 @@ fn main() {
                 if skip_floor {
                     return None;
                 }
-                let f = floor_point(&pair, size, point, poll).expect("floor");
+                let f = floor_point(&pair, size, floor_payload, point, poll).expect("floor");
                 let (tx, rx) = f.thread_ns_per_packet.unwrap_or_default();
                 println!(
                     "round {round} floor {size} B: {:.2} Gb/s {:.3} Mpps; thread CPU per packet: sender {tx:.0} ns, receiver {rx:.0} ns",
@@ -134,8 +144,15 @@ fn main() {
         for (i, size) in sizes.iter().enumerate() {
             let range = min_max(&ratios[o][i])
                 .map_or("n/a".to_string(), |(lo, hi)| format!("{lo:.2}-{hi:.2}"));
+            let ci = median_ci(&ratios[o][i], 0.95)
+                .map_or("n/a".to_string(), |(lo, hi)| format!("{lo:.3}-{hi:.3}"));
+            let all: Vec<String> = ratios[o][i].iter().map(|r| format!("{r:.3}")).collect();
             println!(
-                "{op:?} {size} B: paired median engine / floor {} (min-max {range}, {} pairs); best-of: engine {:.2} / floor {:.2} Gb/s = {:.2}; sending thread CPU per packet floor / engine: paired median {}, best-of {:.0} / {:.0} ns = {:.2}",
+                "{op:?} {size} B: per-pair ratios engine / floor: {}",
+                all.join(" ")
+            );
+            println!(
+                "{op:?} {size} B: paired median engine / floor {} (95 % CI of the median {ci}, min-max {range}, {} pairs); best-of: engine {:.2} / floor {:.2} Gb/s = {:.2}; sending thread CPU per packet floor / engine: paired median {}, best-of {:.0} / {:.0} ns = {:.2}",
                 show(median(&ratios[o][i])),
                 ratios[o][i].len(),
                 best_engine[o][i],

@@ -147,7 +147,7 @@ const BYTES_IN_FLIGHT: u64 = 2 << 20;
 /// Most messages in flight per QP.
 const MAX_WINDOW: u64 = 512;
 /// Size of each side's registered region per QP.
-const REGION: usize = 4 << 20;
+const REGION: usize = crate::sources::REGION as usize;
 /// Message size of the scaling test.
 const SCALING_SIZE: u64 = 64 * 1024;
 
@@ -238,7 +238,7 @@ impl Rig {
             .map_err(e("opening device b"))?;
         let mac_b = a.resolve_mac(b.ip()).map_err(e("resolving b's MAC"))?;
         let mac_a = b.resolve_mac(a.ip()).map_err(e("resolving a's MAC"))?;
-        let pattern: Vec<u8> = (0..REGION).map(|i| (i * 31 % 251) as u8).collect();
+        let pattern = crate::sources::region_pattern(REGION);
         let mut regions = Vec::new();
         for q in 0..queues {
             let la = a

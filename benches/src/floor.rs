@@ -12,14 +12,18 @@
 //!
 //! Frames are Ethernet/IPv4/UDP to port 4791, so the XDP program steers
 //! them to the socket, and as long as the engine's RoCE packet carrying the
-//! same payload (see [`frame_len_for`]); their content is not RoCE.
+//! same payload (see [`frame_len_for`]); their content is not RoCE. The
+//! stream's payloads are read from a region laid out as the engine's
+//! messages are ([`FloorPayload::Messages`]), so both move the same bytes.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use engine::io::echo::idle_wait;
-use engine::io::{thread_cpu_time, PollMode, XskSocket};
+use engine::io::{thread_cpu_time, InPlace, PollMode, XskSocket};
 use engine::netns::Side;
+
+use crate::sources::{region_pattern, PacketSource, SourceLayout, REGION};
 
 /// Packets queued per `flush`/taken per `recv` (the echo loop's batch).
 pub const BATCH: usize = 64;
@@ -63,27 +67,124 @@ pub struct FloorStats {
     pub thread_cpu: Duration,
 }
 
-/// Sends `frame` as fast as the rings take it for `duration`, `BATCH`
+/// Where the floor's sender takes each frame's payload from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloorPayload {
+    /// From a region laid out as the engine's stream of the same messages
+    /// lays out its own ([`PacketSource`]): the floor moves the same bytes
+    /// from the same places as the engine, with no protocol work. The
+    /// floor the targets use.
+    Messages(SourceLayout),
+    /// One frame, built once and sent again and again: no message is read
+    /// (the floor before 2026-11-30). For information: next to
+    /// `Messages`, it shows what reading the messages costs.
+    OneFrame,
+}
+
+/// The frames a floor stream sends: headers as long as the engine's
+/// packets', and payloads as [`FloorPayload`] says.
+pub struct FloorFrames {
+    /// A whole frame: headers up to `header`, then (`OneFrame`) its payload.
+    frame: Vec<u8>,
+    header: usize,
+    /// The region the payloads are read from, and where each one starts
+    /// (`Messages`).
+    source: Option<(Vec<u8>, PacketSource)>,
+}
+
+impl FloorFrames {
+    /// Frames like `frame` (its last `payload` bytes are the payload) for
+    /// a stream of `message`-byte messages with `window` in flight.
+    pub fn new(
+        frame: Vec<u8>,
+        payload: usize,
+        what: FloorPayload,
+        message: u64,
+        window: u64,
+    ) -> FloorFrames {
+        let header = frame.len() - payload.min(frame.len());
+        let source = match what {
+            FloorPayload::OneFrame => None,
+            FloorPayload::Messages(layout) => {
+                let src = PacketSource::new(layout, message, payload as u64, window, REGION);
+                Some((region_pattern(src.region_len()), src))
+            }
+        };
+        FloorFrames {
+            frame,
+            header,
+            source,
+        }
+    }
+
+    /// Length of every frame.
+    pub fn frame_len(&self) -> usize {
+        self.frame.len()
+    }
+
+    /// Writes packet `p` of the stream into `buf[..frame_len()]`: the
+    /// headers, then (`Messages`) the payload packet `p` reads from the
+    /// region, or (`OneFrame`) the frame's own payload.
+    pub fn write(&self, p: u64, buf: &mut [u8]) {
+        let (len, h) = (self.frame.len(), self.header);
+        let Some((region, src)) = &self.source else {
+            buf[..len].copy_from_slice(&self.frame);
+            return;
+        };
+        let (at, _) = src.packet(p);
+        let end = (at + (len - h)).min(region.len());
+        buf[..h].copy_from_slice(&self.frame[..h]);
+        buf[h..len].copy_from_slice(&region[end - (len - h)..end]);
+    }
+
+    /// Queues packet `p` of the stream on `sock`: written in place into
+    /// its UMEM frames as the engine writes its packets (`Messages`), or
+    /// copied from the one frame (`OneFrame`, as the floor always did), or
+    /// through `scratch` when no run of adjacent frames is at hand. False
+    /// when the ring or the frames are full.
+    fn queue(&self, sock: &mut XskSocket, p: u64, scratch: &mut [u8]) -> bool {
+        if self.source.is_none() {
+            return sock.send(&self.frame);
+        }
+        let len = self.frame.len();
+        match sock.send_in_place(len, |buf| {
+            self.write(p, buf);
+            Some(len)
+        }) {
+            InPlace::Sent(_) => true,
+            InPlace::Nothing => false,
+            InPlace::NoRoom => {
+                self.write(p, scratch);
+                sock.send(&scratch[..len])
+            }
+        }
+    }
+}
+
+/// Sends `frames` as fast as the rings take them for `duration`, `BATCH`
 /// packets per flush. When the TX ring is full, waits as the engine's
 /// driver does with frames pending (spins in `Busy`, yields in
 /// `Adaptive`). Returns what was queued.
 pub fn stream_send(
     sock: &mut XskSocket,
-    frame: &[u8],
+    frames: &FloorFrames,
     duration: Duration,
     poll: PollMode,
 ) -> FloorStats {
+    let mut scratch = vec![0u8; frames.frame_len()];
     let start = Instant::now();
     let cpu0 = thread_cpu_time();
     let mut stats = FloorStats::default();
+    let mut p = 0u64;
     while start.elapsed() < duration {
         sock.complete();
         let mut queued = 0;
-        while queued < BATCH && sock.send(frame) {
+        while queued < BATCH && frames.queue(sock, p, &mut scratch) {
             queued += 1;
+            p += 1;
         }
         stats.packets += queued as u64;
-        stats.bytes += (queued * frame.len()) as u64;
+        stats.bytes += (queued * frames.frame_len()) as u64;
         let _ = sock.flush();
         if queued == 0 && poll != PollMode::Busy {
             std::thread::yield_now();
@@ -224,5 +325,32 @@ mod tests {
         assert_eq!(frame_len_for(64, 4096), (64 + 58 + 16, 64));
         assert_eq!(frame_len_for(4096, 4096), (4096 + 58 + 16, 4096));
         assert_eq!(frame_len_for(65536, 4096), (4096 + 58, 4096));
+    }
+
+    #[test]
+    fn message_frames_carry_the_region_bytes_the_engine_would_send() {
+        let (a, b) = (side(1), side(2));
+        let (len, payload) = frame_len_for(65536, 4096);
+        let frame = udp_frame(&a, &b, 4791, len);
+        let frames = FloorFrames::new(
+            frame.clone(),
+            payload,
+            FloorPayload::Messages(SourceLayout::Perftest),
+            65536,
+            32,
+        );
+        let region = region_pattern(REGION as usize);
+        let h = len - payload;
+        let mut buf = vec![0u8; len];
+        for p in [0u64, 1, 15, 16, 17] {
+            frames.write(p, &mut buf);
+            assert_eq!(buf[..h], frame[..h], "headers of packet {p}");
+            let at = (p as usize % 16) * 4096;
+            assert_eq!(buf[h..], region[at..at + 4096], "payload of packet {p}");
+        }
+        // One frame: the frame itself, whatever the packet.
+        let one = FloorFrames::new(frame.clone(), payload, FloorPayload::OneFrame, 65536, 32);
+        one.write(5, &mut buf);
+        assert_eq!(buf, frame);
     }
 }

@@ -22,14 +22,15 @@ use engine::loader::{AttachMode, SteerProgram};
 use engine::netns::{PairConfig, Side, VethPair};
 use thiserror::Error;
 
-use crate::engine_path::EngineResults;
-use crate::floor;
+use crate::engine_path::{window, EngineResults};
+use crate::floor::{self, FloorPayload};
 use crate::paired;
 use crate::placement;
 use crate::protocol_path;
 use crate::report::{
     GoodputRow, Latency, MessageRate, Projection, ProjectionRow, Report, Setup, SCHEMA_VERSION,
 };
+use crate::sources::SourceLayout;
 use crate::stats::{per_second, Percentiles};
 use crate::sysinfo::Machine;
 use crate::udp_baseline;
@@ -211,11 +212,13 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     let sizes = opts.sizes();
     let mut notes = vec![
         format!(
-            "kernel UDP: messages larger than {UDP_CHUNK} B are sent as {UDP_CHUNK}-byte datagrams (the largest that fits the {LINK_MTU}-byte link MTU unfragmented); its goodput counts UDP payload received"
+            "kernel UDP: messages larger than {UDP_CHUNK} B are sent as {UDP_CHUNK}-byte datagrams (the largest that fits the {LINK_MTU}-byte link MTU unfragmented; the last of a message carries the rest), whose payloads sendmmsg reads from where the engine's stream of the same messages reads them (as for the floor); its goodput counts UDP payload received"
         ),
         format!(
-            "AF_XDP floor: one-way stream of Ethernet/IPv4/UDP frames as long as the engine's WRITE packets (payload + {} B headers, RETH included for single-packet messages), no protocol work; goodput counts the payload those frames would carry",
-            floor::ROCE_OVERHEAD
+            "AF_XDP floor: one-way stream of Ethernet/IPv4/UDP frames as long as the engine's WRITE packets (payload + {} B headers, RETH included for single-packet messages), no protocol work; each frame's payload is copied from a {} MiB region laid out as the engine's stream lays out its messages ({}), so the floor reads the same bytes from the same places as the engine; goodput counts the payload those frames carry",
+            floor::ROCE_OVERHEAD,
+            crate::sources::REGION >> 20,
+            SourceLayout::Perftest.describe()
         ),
         "engine goodput counts message bytes completed at the requester (WRITE; READ: bytes read back) or received (SEND: receive completions at the responder)".into(),
         format!(
@@ -289,18 +292,19 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         zero_copy,
     } = best.expect("at least one round");
     let kernel_gbps = |size: u64| {
-        let d = size.min(UDP_CHUNK as u64) as usize;
-        kernel.iter().find(|(k, _)| *k == d).map(|(_, s)| s.gbps())
+        kernel
+            .iter()
+            .find(|(k, _)| *k == size)
+            .map(|(_, s)| s.gbps())
     };
     let kernel_mpps = kernel
         .iter()
-        .find(|(d, _)| *d as u64 == SMALL)
+        .find(|(k, _)| *k == SMALL)
         .map(|(_, s)| s.mpps());
     let floor_at = |size: u64| {
-        let (f, _) = floor::frame_len_for(size as usize, ROCE_PMTU as usize);
         floor_pts
             .iter()
-            .find(|(k, _)| *k == f)
+            .find(|(k, _)| *k == size)
             .map(|(_, p)| p.clone())
     };
 
@@ -402,10 +406,12 @@ fn sender_thread_note(
 /// What one round measured.
 struct Round {
     /// Kernel UDP streams by datagram size.
-    kernel: Vec<(usize, udp_baseline::StreamStats)>,
+    /// The kernel UDP point per message size.
+    kernel: Vec<(u64, udp_baseline::StreamStats)>,
     kernel_lat: Option<Percentiles>,
     /// Floor streams by frame length.
-    floor: Vec<(usize, FloorPoint)>,
+    /// The floor's point per message size.
+    floor: Vec<(u64, FloorPoint)>,
     floor_lat: Option<Percentiles>,
     engine: EngineResults,
     xdp_mode: String,
@@ -459,46 +465,46 @@ fn measure_round(
     missing: &mut Vec<String>,
 ) -> Result<Round, HarnessError> {
     // 1. Kernel UDP.
-    let mut kernel: Vec<(usize, udp_baseline::StreamStats)> = Vec::new();
+    let mut kernel: Vec<(u64, udp_baseline::StreamStats)> = Vec::new();
     for &size in sizes {
-        let datagram = size.min(UDP_CHUNK as u64) as usize;
-        if kernel.iter().any(|(d, _)| *d == datagram) {
-            continue;
-        }
-        let s = kernel_stream(pair, datagram, opts.point())?;
+        let datagram = size.min(UDP_CHUNK as u64);
+        let s = kernel_stream(pair, size, opts.point())?;
         progress(
             opts,
             &format!(
-                "kernel UDP {datagram} B datagrams: {:.2} Gb/s, {:.3} Mpps",
+                "kernel UDP, {size} B messages in {datagram} B datagrams: {:.2} Gb/s, {:.3} Mpps",
                 s.gbps(),
                 s.mpps()
             ),
         );
-        kernel.push((datagram, s));
+        kernel.push((size, s));
     }
     let kernel_lat = kernel_pingpong(pair, SMALL as usize, opts.pingpongs())?;
     progress(opts, &format!("kernel UDP ping-pong: {kernel_lat:?}"));
 
     // 2. AF_XDP floor.
-    let mut floor_pts: Vec<(usize, FloorPoint)> = Vec::new();
+    let mut floor_pts: Vec<(u64, FloorPoint)> = Vec::new();
     let mut xdp_mode = String::from("unknown");
     let mut zero_copy = false;
     for &size in sizes {
-        let (frame_len, payload) = floor::frame_len_for(size as usize, ROCE_PMTU as usize);
-        if floor_pts.iter().any(|(f, _)| *f == frame_len) {
-            continue;
-        }
-        let p = floor_stream(pair, frame_len, payload, opts.point(), opts.engine_poll)?;
+        let p = floor_point(
+            pair,
+            size,
+            FloorPayload::Messages(SourceLayout::Perftest),
+            opts.point(),
+            opts.engine_poll,
+        )?;
+        let (frame_len, _) = floor::frame_len_for(size as usize, ROCE_PMTU as usize);
         progress(
             opts,
             &format!(
-                "AF_XDP floor {frame_len} B frames: {:.2} Gb/s payload, {:.3} Mpps",
+                "AF_XDP floor, {size} B messages in {frame_len} B frames: {:.2} Gb/s payload, {:.3} Mpps",
                 p.gbps, p.mpps
             ),
         );
         xdp_mode = p.mode.clone();
         zero_copy = p.zero_copy;
-        floor_pts.push((frame_len, p));
+        floor_pts.push((size, p));
     }
     let floor_lat = floor_pingpong(pair, SMALL as usize, opts.pingpongs(), opts.engine_poll)?;
     progress(opts, &format!("AF_XDP floor ping-pong: {floor_lat:?}"));
@@ -566,13 +572,24 @@ fn projection(
     }
 }
 
-/// One kernel UDP stream of `datagram`-byte datagrams from a to b (the
-/// sweep's point, also used by the paired step).
+/// One kernel UDP stream of `message`-byte messages from a to b, in
+/// datagrams of at most [`UDP_CHUNK`] bytes whose payloads are read from
+/// where the engine's stream of those messages reads them (perftest's
+/// layout, [`crate::sources::PacketSource`]): the sweep's point, also
+/// used by the paired step.
 pub fn kernel_stream(
     pair: &VethPair,
-    datagram: usize,
+    message: u64,
     duration: Duration,
 ) -> Result<udp_baseline::StreamStats, HarnessError> {
+    let datagram = message.clamp(1, UDP_CHUNK as u64) as usize;
+    let source = crate::sources::PacketSource::new(
+        SourceLayout::Perftest,
+        message,
+        datagram as u64,
+        window(message),
+        crate::sources::REGION,
+    );
     let dst = SocketAddr::new(pair.b.ipv4.into(), 7001);
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
@@ -588,7 +605,7 @@ pub fn kernel_stream(
     let sender = spawn_in(&pair.a, move || {
         let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP sender"))?;
         udp_baseline::set_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_SNDBUFFORCE"))?;
-        udp_baseline::stream_send(&sock, dst, datagram, udp_baseline::MAX_BATCH, duration)
+        udp_baseline::stream_send(&sock, dst, &source, udp_baseline::MAX_BATCH, duration)
             .map_err(io_err("sending the UDP stream"))
     });
     let sent = join(sender);
@@ -663,11 +680,14 @@ pub fn open_xsk(side: &Side, queue: u32) -> Result<(SteerProgram, XskSocket), Ha
     Ok((prog, sock))
 }
 
-/// One-way AF_XDP stream of `frame_len`-byte frames from a to b.
+/// One-way AF_XDP stream of `frame_len`-byte frames carrying `payload`
+/// bytes each of `message`-byte messages, from a to b.
 fn floor_stream(
     pair: &VethPair,
     frame_len: usize,
     payload: usize,
+    message: u64,
+    what: FloorPayload,
     duration: Duration,
     poll: PollMode,
 ) -> Result<FloorPoint, HarnessError> {
@@ -687,11 +707,12 @@ fn floor_stream(
             .unwrap_or(HarnessError::Floor("the receiver did not start".into())));
     }
     let frame = floor::udp_frame(&pair.a, &pair.b, 4791, frame_len);
+    let frames = floor::FloorFrames::new(frame, payload, what, message, window(message));
     let a = pair.a.clone();
     let cpu0 = process_cpu_time();
     let sender = spawn_in(&pair.a, move || {
         let (_prog, mut sock) = open_xsk(&a, 0)?;
-        Ok(floor::stream_send(&mut sock, &frame, duration, poll))
+        Ok(floor::stream_send(&mut sock, &frames, duration, poll))
     });
     let sent = join(sender);
     stop.store(true, Ordering::Relaxed);
@@ -720,16 +741,18 @@ fn floor_stream(
 }
 
 /// The floor stream for `size`-byte WRITE messages (frames as long as
-/// the engine's WRITE packets) on `pair`: for focused comparisons (see
-/// `examples/write_vs_floor.rs`), the full run uses the same function.
+/// the engine's WRITE packets, payloads as `what` says) on `pair`: the
+/// sweep, the paired step and the focused comparisons
+/// (`examples/write_vs_floor.rs`) all measure the floor with it.
 pub fn floor_point(
     pair: &VethPair,
     size: u64,
+    what: FloorPayload,
     duration: Duration,
     poll: PollMode,
 ) -> Result<FloorPoint, HarnessError> {
     let (frame_len, payload) = floor::frame_len_for(size as usize, ROCE_PMTU as usize);
-    floor_stream(pair, frame_len, payload, duration, poll)
+    floor_stream(pair, frame_len, payload, size, what, duration, poll)
 }
 
 /// AF_XDP ping-pong: a sends one frame at a time, b's echo loop returns it.

@@ -26,9 +26,10 @@ use engine::io::PollMode;
 use engine::netns::VethPair;
 
 use crate::engine_path::{measure_points, Op};
-use crate::harness::{floor_point, kernel_stream, HarnessError, UDP_CHUNK};
+use crate::floor::FloorPayload;
+use crate::harness::{floor_point, kernel_stream, HarnessError};
 use crate::report::{
-    Baseline, Metric, Pair, PairedSpec, PairedTarget, PAIRED_INFO, PAIRED_TARGETS,
+    Baseline, BaselinePayload, Metric, Pair, PairedSpec, PairedTarget, PAIRED_INFO, PAIRED_TARGETS,
 };
 use crate::stats::abba_a_first;
 
@@ -127,15 +128,18 @@ fn baseline_figure(
 ) -> Result<f64, HarnessError> {
     Ok(match spec.baseline {
         Baseline::Floor => {
-            let p = floor_point(pair, spec.message_bytes, o.point, o.poll)?;
+            let what = match spec.baseline_payload {
+                BaselinePayload::Messages => FloorPayload::Messages(spec.sources),
+                BaselinePayload::OneFrame => FloorPayload::OneFrame,
+            };
+            let p = floor_point(pair, spec.message_bytes, what, o.point, o.poll)?;
             match spec.metric {
                 Metric::MessageRate => p.mpps,
                 Metric::Goodput => p.gbps,
             }
         }
         Baseline::KernelUdp => {
-            let datagram = spec.message_bytes.min(UDP_CHUNK as u64) as usize;
-            let s = kernel_stream(pair, datagram, o.point)?;
+            let s = kernel_stream(pair, spec.message_bytes, o.point)?;
             match spec.metric {
                 Metric::MessageRate => s.mpps(),
                 Metric::Goodput => s.gbps(),

@@ -281,8 +281,11 @@ pub struct PairedSpec {
     pub baseline: Baseline,
     /// Message rate (64 B targets) or goodput.
     pub metric: Metric,
-    /// Where the engine's stream places its messages.
+    /// Where the engine's stream places its messages (and where the
+    /// baseline reads its payloads from, with [`BaselinePayload::Messages`]).
     pub sources: SourceLayout,
+    /// What the baseline's sender sends.
+    pub baseline_payload: BaselinePayload,
     /// The target's lower bound; `None`: measured for information.
     pub bound: Option<f64>,
 }
@@ -292,6 +295,17 @@ pub struct PairedSpec {
 pub enum Baseline {
     Floor,
     KernelUdp,
+}
+
+/// What the baseline's sender of a paired comparison sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BaselinePayload {
+    /// The engine's messages: each payload read from where the engine's
+    /// stream reads it (the spec's `sources`), so both move the same bytes.
+    Messages,
+    /// The floor's one frame, sent again and again (no message read): the
+    /// floor before 2026-11-30, for information.
+    OneFrame,
 }
 
 /// The figure a paired target compares.
@@ -313,6 +327,7 @@ pub const PAIRED_TARGETS: [PairedSpec; 4] = [
         baseline: Baseline::Floor,
         metric: Metric::MessageRate,
         sources: SourceLayout::Perftest,
+        baseline_payload: BaselinePayload::Messages,
         bound: Some(0.8),
     },
     PairedSpec {
@@ -320,6 +335,7 @@ pub const PAIRED_TARGETS: [PairedSpec; 4] = [
         baseline: Baseline::Floor,
         metric: Metric::Goodput,
         sources: SourceLayout::Perftest,
+        baseline_payload: BaselinePayload::Messages,
         bound: Some(0.8),
     },
     PairedSpec {
@@ -327,6 +343,7 @@ pub const PAIRED_TARGETS: [PairedSpec; 4] = [
         baseline: Baseline::Floor,
         metric: Metric::Goodput,
         sources: SourceLayout::Perftest,
+        baseline_payload: BaselinePayload::Messages,
         bound: Some(0.9),
     },
     PairedSpec {
@@ -334,22 +351,35 @@ pub const PAIRED_TARGETS: [PairedSpec; 4] = [
         baseline: Baseline::KernelUdp,
         metric: Metric::MessageRate,
         sources: SourceLayout::Perftest,
+        baseline_payload: BaselinePayload::Messages,
         bound: Some(2.0),
     },
 ];
 
 /// Paired comparisons measured for information, after the targets: the
-/// 64 KiB WRITE target again with every message in flight in a range of
-/// its own (a 2 MiB working set per side, beyond this machine's L2
-/// cache), to show what the cache costs the engine next to the floor,
-/// whose sender copies one frame.
-pub const PAIRED_INFO: [PairedSpec; 1] = [PairedSpec {
-    message_bytes: 64 * 1024,
-    baseline: Baseline::Floor,
-    metric: Metric::Goodput,
-    sources: SourceLayout::Spread,
-    bound: None,
-}];
+/// 64 KiB WRITE target again (1) against the floor re-sending one frame,
+/// which reads no message (the floor before 2026-11-30: the difference is
+/// what reading the messages costs), and (2) with every message in flight
+/// in a range of its own on both sides (a 2 MiB working set per side,
+/// beyond this machine's L2 cache).
+pub const PAIRED_INFO: [PairedSpec; 2] = [
+    PairedSpec {
+        message_bytes: 64 * 1024,
+        baseline: Baseline::Floor,
+        metric: Metric::Goodput,
+        sources: SourceLayout::Perftest,
+        baseline_payload: BaselinePayload::OneFrame,
+        bound: None,
+    },
+    PairedSpec {
+        message_bytes: 64 * 1024,
+        baseline: Baseline::Floor,
+        metric: Metric::Goodput,
+        sources: SourceLayout::Spread,
+        baseline_payload: BaselinePayload::Messages,
+        bound: None,
+    },
+];
 
 impl PairedSpec {
     /// The comparison's name (without the paired/sweep label).
@@ -369,11 +399,17 @@ impl PairedSpec {
                 format!("engine / kernel UDP, {size} goodput (WRITE)")
             }
         };
-        match self.sources {
-            SourceLayout::Perftest => name,
-            SourceLayout::Spread => {
+        match (self.sources, self.baseline_payload) {
+            (SourceLayout::Perftest, BaselinePayload::Messages) => name,
+            (SourceLayout::Perftest, BaselinePayload::OneFrame) => {
+                format!("{name}, against the floor re-sending one frame (information)")
+            }
+            (SourceLayout::Spread, BaselinePayload::Messages) => {
                 format!("{name}, every message in flight in its own range (information)")
             }
+            (SourceLayout::Spread, BaselinePayload::OneFrame) => format!(
+                "{name}, every message in flight in its own range, against the floor re-sending one frame (information)"
+            ),
         }
     }
 
@@ -1109,6 +1145,9 @@ mod tests {
         assert_eq!(info.met, None);
         assert!(info
             .name
+            .contains("64 KiB WRITE goodput, against the floor re-sending one frame"));
+        assert!(PAIRED_INFO[1]
+            .name()
             .contains("64 KiB WRITE goodput, every message in flight"));
         let md = r.to_markdown(None);
         assert!(md.contains(&format!(

@@ -12,6 +12,8 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::sources::{region_pattern, PacketSource};
+
 /// Largest batch the baseline passes to one `sendmmsg`/`recvmmsg`.
 pub const MAX_BATCH: usize = 64;
 
@@ -47,24 +49,35 @@ fn rate(count: f64, elapsed: Duration) -> f64 {
     }
 }
 
-/// Sends `payload`-byte datagrams to `dst` in batches of `batch` for
-/// `duration`, as fast as the kernel takes them.
+/// Sends datagrams to `dst` in batches of `batch` for `duration`, as fast
+/// as the kernel takes them: datagram p carries the bytes `source` says
+/// packet p of the message stream carries (read from a region of the
+/// streams' pattern).
 pub fn stream_send(
     socket: &UdpSocket,
     dst: SocketAddr,
-    payload: usize,
+    source: &PacketSource,
     batch: usize,
     duration: Duration,
 ) -> io::Result<StreamStats> {
     socket.connect(dst)?;
     let batch = batch.clamp(1, MAX_BATCH);
-    let buf = vec![0xA5u8; payload.max(1)];
+    let region = region_pattern(source.region_len());
+    let mut payloads = [(0usize, 0usize); MAX_BATCH];
+    let mut next = 0u64;
     let start = Instant::now();
     let mut stats = StreamStats::default();
     while start.elapsed() < duration {
-        let sent = send_batch(socket, &buf[..payload], batch)?;
+        for (i, slot) in payloads[..batch].iter_mut().enumerate() {
+            *slot = source.packet(next + i as u64);
+        }
+        let sent = send_batch(socket, &region, &payloads[..batch])?;
+        next += sent as u64;
         stats.datagrams += sent as u64;
-        stats.bytes += (sent * payload) as u64;
+        stats.bytes += payloads[..sent]
+            .iter()
+            .map(|&(_, len)| len as u64)
+            .sum::<u64>();
     }
     stats.elapsed = start.elapsed();
     Ok(stats)
@@ -203,9 +216,11 @@ pub fn set_buffer_sizes(socket: &UdpSocket, bytes: usize) -> io::Result<()> {
     Ok(())
 }
 
-/// One `sendmmsg` of `batch` copies of `payload` on a connected socket.
+/// One `sendmmsg` on a connected socket of one datagram per `(offset,
+/// length)` range of `region` in `payloads` (at most [`MAX_BATCH`]).
 /// Returns how many datagrams the kernel took.
-fn send_batch(socket: &UdpSocket, payload: &[u8], batch: usize) -> io::Result<usize> {
+fn send_batch(socket: &UdpSocket, region: &[u8], payloads: &[(usize, usize)]) -> io::Result<usize> {
+    let batch = payloads.len().min(MAX_BATCH);
     let mut iovs = [libc::iovec {
         iov_base: std::ptr::null_mut(),
         iov_len: 0,
@@ -213,7 +228,8 @@ fn send_batch(socket: &UdpSocket, payload: &[u8], batch: usize) -> io::Result<us
     // SAFETY: an all-zero mmsghdr is a valid value (null pointers, zero lengths).
     #[allow(unsafe_code)]
     let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
-    for (msg, iov) in msgs.iter_mut().zip(iovs.iter_mut()).take(batch) {
+    for ((msg, iov), &(at, len)) in msgs.iter_mut().zip(iovs.iter_mut()).zip(payloads) {
+        let payload = &region[at..at + len];
         *iov = libc::iovec {
             iov_base: payload.as_ptr() as *mut libc::c_void,
             iov_len: payload.len(),
@@ -221,8 +237,9 @@ fn send_batch(socket: &UdpSocket, payload: &[u8], batch: usize) -> io::Result<us
         msg.msg_hdr.msg_iov = iov;
         msg.msg_hdr.msg_iovlen = 1;
     }
-    // SAFETY: `msgs[..batch]` point at `iovs`, which point at `payload`; all
-    // outlive the call, and the kernel only reads the iovecs' memory.
+    // SAFETY: `msgs[..batch]` point at `iovs`, which point at ranges of
+    // `region` (bounds-checked by the slicing above); all outlive the call,
+    // and the kernel only reads the iovecs' memory.
     #[allow(unsafe_code)]
     let sent = unsafe { libc::sendmmsg(socket.as_raw_fd(), msgs.as_mut_ptr(), batch as u32, 0) };
     if sent < 0 {
@@ -283,6 +300,7 @@ fn receive_batch(socket: &UdpSocket, bufs: &mut [Vec<u8>]) -> io::Result<(usize,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::{SourceLayout, REGION};
     use std::sync::Arc;
 
     #[test]
@@ -295,13 +313,34 @@ mod tests {
             stream_receive(&rx, 256, &stop_rx, Duration::from_millis(50)).unwrap()
         });
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let sent = stream_send(&tx, dst, 200, 16, Duration::from_millis(100)).unwrap();
+        let source = PacketSource::new(SourceLayout::Perftest, 200, 200, 32, REGION);
+        let sent = stream_send(&tx, dst, &source, 16, Duration::from_millis(100)).unwrap();
         stop.store(true, Ordering::Relaxed);
         let got = receiver.join().unwrap();
         assert!(sent.datagrams > 0);
+        assert_eq!(sent.bytes, sent.datagrams * 200);
         // Loopback UDP may drop under overload, but never invents datagrams.
         assert!(got.datagrams > 0 && got.datagrams <= sent.datagrams);
         assert_eq!(got.bytes, got.datagrams * 200);
+    }
+
+    #[test]
+    fn datagrams_carry_the_message_bytes_where_the_source_puts_them() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        tx.connect(rx.local_addr().unwrap()).unwrap();
+        // 500-byte messages in 200-byte datagrams: 200, 200, 100, then the
+        // next message (perftest: 512-byte steps through one page).
+        let source = PacketSource::new(SourceLayout::Perftest, 500, 200, 32, REGION);
+        let region = region_pattern(source.region_len());
+        let payloads: Vec<(usize, usize)> = (0..4).map(|p| source.packet(p)).collect();
+        assert_eq!(payloads, [(0, 200), (200, 200), (400, 100), (512, 200)]);
+        assert_eq!(send_batch(&tx, &region, &payloads).unwrap(), 4);
+        let mut buf = [0u8; 512];
+        for &(at, len) in &payloads {
+            let n = rx.recv(&mut buf).unwrap();
+            assert_eq!(&buf[..n], &region[at..at + len]);
+        }
     }
 
     #[test]

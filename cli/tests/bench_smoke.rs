@@ -124,16 +124,22 @@ fn bench_quick_json_has_the_documented_shape() {
     }
     // The five target ratios, each computed from its figures.
     assert_eq!(r.ratios.len(), 5);
-    // The paired step: one entry per throughput target and one for
-    // information (no target), each with its pairs, or listed as missing.
-    assert_eq!(r.paired.len(), 5);
+    // The paired step: one entry per throughput target and two for
+    // information (no target: against the floor re-sending one frame, and
+    // every message in its own range), each with its pairs, or listed as
+    // missing.
+    assert_eq!(r.paired.len(), 6);
     assert_eq!(
         r.paired
             .iter()
             .filter(|p| p.target == "none (information)")
             .count(),
-        1
+        2
     );
+    assert!(r
+        .paired
+        .iter()
+        .any(|p| p.name.contains("against the floor re-sending one frame")));
     for p in &r.paired {
         assert!(
             !p.pairs.is_empty() || r.missing.iter().any(|m| m.starts_with("paired")),
