@@ -405,11 +405,9 @@ fn sender_thread_note(
 
 /// What one round measured.
 struct Round {
-    /// Kernel UDP streams by datagram size.
     /// The kernel UDP point per message size.
     kernel: Vec<(u64, udp_baseline::StreamStats)>,
     kernel_lat: Option<Percentiles>,
-    /// Floor streams by frame length.
     /// The floor's point per message size.
     floor: Vec<(u64, FloorPoint)>,
     floor_lat: Option<Percentiles>,
@@ -468,7 +466,7 @@ fn measure_round(
     let mut kernel: Vec<(u64, udp_baseline::StreamStats)> = Vec::new();
     for &size in sizes {
         let datagram = size.min(UDP_CHUNK as u64);
-        let s = kernel_stream(pair, size, opts.point())?;
+        let s = kernel_stream(pair, size, SourceLayout::Perftest, opts.point())?;
         progress(
             opts,
             &format!(
@@ -574,17 +572,18 @@ fn projection(
 
 /// One kernel UDP stream of `message`-byte messages from a to b, in
 /// datagrams of at most [`UDP_CHUNK`] bytes whose payloads are read from
-/// where the engine's stream of those messages reads them (perftest's
-/// layout, [`crate::sources::PacketSource`]): the sweep's point, also
+/// where the engine's stream of those messages placed as `layout` says
+/// reads them ([`crate::sources::PacketSource`]): the sweep's point, also
 /// used by the paired step.
 pub fn kernel_stream(
     pair: &VethPair,
     message: u64,
+    layout: SourceLayout,
     duration: Duration,
 ) -> Result<udp_baseline::StreamStats, HarnessError> {
     let datagram = message.clamp(1, UDP_CHUNK as u64) as usize;
     let source = crate::sources::PacketSource::new(
-        SourceLayout::Perftest,
+        layout,
         message,
         datagram as u64,
         window(message),

@@ -139,7 +139,7 @@ fn baseline_figure(
             }
         }
         Baseline::KernelUdp => {
-            let s = kernel_stream(pair, spec.message_bytes, o.point)?;
+            let s = kernel_stream(pair, spec.message_bytes, spec.sources, o.point)?;
             match spec.metric {
                 Metric::MessageRate => s.mpps(),
                 Metric::Goodput => s.gbps(),

@@ -304,7 +304,8 @@ pub enum BaselinePayload {
     /// stream reads it (the spec's `sources`), so both move the same bytes.
     Messages,
     /// The floor's one frame, sent again and again (no message read): the
-    /// floor before 2026-11-30, for information.
+    /// floor before 2026-11-30, for information. (Kernel UDP has no such
+    /// variant: it reads the messages either way.)
     OneFrame,
 }
 
