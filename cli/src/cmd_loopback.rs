@@ -273,7 +273,8 @@ fn to_json(
                "kernel_rx_dropped": q.kernel.rx_dropped, "kernel_rx_ring_full": q.kernel.rx_ring_full,
                "kernel_fill_ring_empty": q.kernel.rx_fill_ring_empty_descs,
                "kernel_tx_invalid_descs": q.kernel.tx_invalid_descs,
-               "loops": q.loops, "sleeps": q.sleeps})
+               "loops": q.loops, "sleeps": q.sleeps,
+               "app_wakes": q.app_wakes, "woken_by_posts": q.woken_by_posts})
     };
     json!({
         "op": format!("{:?}", a.op).to_lowercase(),

@@ -43,6 +43,8 @@ pub fn queue_counters(s: &QueueStats) -> Vec<(String, u64)> {
         ("kernel_tx_ring_empty_descs", k.tx_ring_empty_descs),
         ("engine_loops", s.loops),
         ("engine_sleeps", s.sleeps),
+        ("engine_app_wakes", s.app_wakes),
+        ("engine_woken_by_posts", s.woken_by_posts),
     ] {
         v.push((n.into(), x));
     }

@@ -14,7 +14,7 @@
 //! poll(2) on the socket and a [`Waker`] until the endpoint's next deadline
 //! ([`PollMode::Adaptive`]).
 
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -64,6 +64,15 @@ pub struct QueueStats {
     pub sleeps: u64,
     /// Completions waiting because the application's queue was full.
     pub completion_backlog_events: u64,
+    /// Times the engine thread woke an application thread parked in
+    /// `wait_cq` / `poll_cq_wait` after pushing completions: each a futex
+    /// wake of another thread, paid by the engine thread (on a VM, with an
+    /// inter-processor interrupt: several microseconds each).
+    pub app_wakes: u64,
+    /// Times a post woke the engine thread from its sleep in poll(2) (an
+    /// eventfd write by the posting thread, and the engine thread's
+    /// wake-up latency on the post's path).
+    pub woken_by_posts: u64,
     /// Current DCQCN rate of the queue's QPs (filled when published).
     pub qp_rates: QpRates,
 }
@@ -128,6 +137,8 @@ pub struct Shared {
     stop: AtomicBool,
     sleeping: AtomicBool,
     waker: Waker,
+    /// Posts that found the engine thread asleep and woke it.
+    woken_by_posts: AtomicU64,
     /// An application thread blocked in [`Shared::wait_completion`]
     /// (unparked by the engine thread after it pushes completions).
     cq_waiting: AtomicBool,
@@ -142,6 +153,7 @@ impl Shared {
         self.work.push(work)?;
         if self.sleeping.load(Ordering::SeqCst) {
             self.waker.wake();
+            self.woken_by_posts.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -167,8 +179,9 @@ impl Shared {
         self.cq_waiting.store(false, Ordering::SeqCst);
     }
 
-    /// Wakes the application thread waiting for completions, if any.
-    fn notify_completion(&self) {
+    /// Wakes the application thread waiting for completions, if any;
+    /// returns whether it woke one.
+    fn notify_completion(&self) -> bool {
         fence(Ordering::SeqCst);
         if self.cq_waiting.load(Ordering::SeqCst) {
             if let Some(t) = self
@@ -178,8 +191,10 @@ impl Shared {
                 .as_ref()
             {
                 t.unpark();
+                return true;
             }
         }
+        false
     }
 
     /// Takes one refused post.
@@ -261,6 +276,7 @@ impl Driver {
             post_errors: ArrayQueue::new(cfg.queue_depth.max(16)),
             stop: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
+            woken_by_posts: AtomicU64::new(0),
             waker: Waker::new().map_err(DriverError::Waker)?,
             cq_waiting: AtomicBool::new(false),
             cq_waiter: Mutex::new(None),
@@ -399,8 +415,8 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
             for wc in &wcs[..k] {
                 let _ = shared.completions.push(*wc);
             }
-            if k > 0 {
-                shared.notify_completion();
+            if k > 0 && shared.notify_completion() {
+                stats.app_wakes += 1;
             }
             progress |= k > 0;
         } else {
@@ -458,6 +474,7 @@ fn publish(shared: &Shared, stats: &mut QueueStats, ep: &Endpoint, sock: &XskSoc
     // Runs every STATS_PERIOD, not per packet: one walk over the QPs.
     stats.qp_rates.fill(ep.qp_rates());
     stats.socket = sock.counters();
+    stats.woken_by_posts = shared.woken_by_posts.load(Ordering::Relaxed);
     if let Ok(k) = sock.statistics() {
         stats.kernel = k;
     }

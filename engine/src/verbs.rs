@@ -402,6 +402,8 @@ fn add_stats(t: &mut QueueStats, s: &QueueStats) {
     t.sleeps += s.sleeps;
     t.thread_cpu += s.thread_cpu;
     t.completion_backlog_events += s.completion_backlog_events;
+    t.app_wakes += s.app_wakes;
+    t.woken_by_posts += s.woken_by_posts;
 }
 
 /// How long [`Device::poll_cq_wait`] spins before it blocks.

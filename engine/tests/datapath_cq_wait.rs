@@ -1,6 +1,7 @@
 //! `Device::poll_cq_wait` over a veth pair in fresh namespaces: it times out
 //! with 0 on an empty queue and returns the completion the engine thread
-//! pushes (waking the blocked application thread) during a SEND ping-pong.
+//! pushes (waking the blocked application thread) during a SEND ping-pong;
+//! and the queue statistics count those wake-ups, both ways.
 
 mod datapath_support;
 
@@ -8,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
-use engine::verbs::{Device, MemoryRegion, QpCaps};
+use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
 /// Waits for the next receive completion of `dev`, checking every
 /// completion it takes; returns its byte count.
@@ -36,20 +37,20 @@ fn recv(mr: &MemoryRegion, id: u64) -> RecvWr {
     }
 }
 
-#[test]
-fn poll_cq_wait_times_out_empty_and_wakes_on_completions() {
-    let Some(pair) = datapath_support::veth_pair() else {
-        return;
-    };
+/// Two devices on `pair` with one RC QP each, connected (PMTU 4096), and
+/// an 8 KiB region on each side.
+struct Rig {
+    a: Device,
+    b: Device,
+    qa: QueuePair,
+    qb: QueuePair,
+    la: MemoryRegion,
+    rb: MemoryRegion,
+}
+
+fn rig(pair: &engine::netns::VethPair) -> Rig {
     let a = Device::open(datapath_support::device_config(&pair.a)).unwrap();
     let b = Device::open(datapath_support::device_config(&pair.b)).unwrap();
-    let mut wcs = vec![WorkCompletion::default(); 16];
-
-    // Empty queue: returns 0 after (not before) the timeout.
-    let t = Instant::now();
-    assert_eq!(a.poll_cq_wait(0, &mut wcs, Duration::from_millis(30)), 0);
-    assert!(t.elapsed() >= Duration::from_millis(30));
-
     let mac_b = a.resolve_mac(b.ip()).unwrap();
     let mac_a = b.resolve_mac(a.ip()).unwrap();
     let qa = a.create_qp(0, QpCaps::default()).unwrap();
@@ -76,6 +77,35 @@ fn poll_cq_wait_times_out_empty_and_wakes_on_completions() {
     qa.connect(remote_b, o).unwrap();
     qb.connect(remote_a, ConnectOptions { sq_psn: 0x900, ..o })
         .unwrap();
+    Rig {
+        a,
+        b,
+        qa,
+        qb,
+        la,
+        rb,
+    }
+}
+
+#[test]
+fn poll_cq_wait_times_out_empty_and_wakes_on_completions() {
+    let Some(pair) = datapath_support::veth_pair() else {
+        return;
+    };
+    let Rig {
+        a,
+        b,
+        qa,
+        qb,
+        la,
+        rb,
+    } = rig(&pair);
+    let mut wcs = vec![WorkCompletion::default(); 16];
+
+    // Empty queue: returns 0 after (not before) the timeout.
+    let t = Instant::now();
+    assert_eq!(a.poll_cq_wait(0, &mut wcs, Duration::from_millis(30)), 0);
+    assert!(t.elapsed() >= Duration::from_millis(30));
 
     la.write(4096, &[0xa5; 64]);
     rb.write(4096, &[0x5a; 100]);
@@ -96,4 +126,56 @@ fn poll_cq_wait_times_out_empty_and_wakes_on_completions() {
     assert_eq!(got[..64], [0xa5; 64]);
     a.close();
     b.close();
+}
+
+/// The queue statistics count the wake-ups between the application and
+/// the engine thread: a post that finds the (idle, adaptive) engine
+/// thread asleep wakes it (`woken_by_posts`), and a completion pushed
+/// while the application is parked in `wait_cq` makes the engine thread
+/// wake it (`app_wakes`).
+#[test]
+fn wakes_between_the_application_and_the_engine_are_counted() {
+    let Some(pair) = datapath_support::veth_pair() else {
+        return;
+    };
+    let Rig {
+        a, b, qa, la, rb, ..
+    } = rig(&pair);
+    let rounds = 5u64;
+    for i in 0..rounds {
+        std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| {
+                let t = Instant::now();
+                a.wait_cq(0, Duration::from_secs(5));
+                t.elapsed()
+            });
+            // Idle long enough for a's engine thread to be asleep in
+            // poll(2), and the waiter to be parked.
+            std::thread::sleep(Duration::from_millis(100));
+            let mut wr = SendWr::new(i, SendOp::Write, la.sge(0, 64));
+            wr.remote_addr = rb.addr();
+            wr.rkey = rb.rkey;
+            qa.post_send(wr).unwrap();
+            let waited = waiter.join().unwrap();
+            assert!(
+                waited < Duration::from_secs(4),
+                "the completion did not wake the waiting thread ({waited:?})"
+            );
+        });
+        let mut wcs = [WorkCompletion::default(); 4];
+        assert_eq!(a.poll_cq(0, &mut wcs), 1);
+        assert_eq!(wcs[0].status, WcStatus::Success, "{:?}", wcs[0]);
+    }
+    let s = a.close();
+    b.close();
+    eprintln!(
+        "app_wakes {}, woken_by_posts {}, sleeps {}",
+        s.app_wakes, s.woken_by_posts, s.sleeps
+    );
+    // Each round parked the application until its WRITE completed.
+    assert!(s.app_wakes >= rounds, "{s:?}");
+    // An idle engine thread sleeps within milliseconds: most of the
+    // rounds' posts found it asleep (its brief spins between sleeps may
+    // catch one).
+    assert!(s.woken_by_posts >= rounds - 1, "{s:?}");
 }
