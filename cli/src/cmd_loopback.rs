@@ -269,7 +269,8 @@ fn to_json(
     };
     let io = |q: &engine::driver::QueueStats| {
         json!({"rx_packets": q.socket.rx_packets, "tx_packets": q.socket.tx_packets,
-               "rx_multi_buffer": q.socket.rx_multi_buffer, "tx_ring_full": q.socket.tx_full,
+               "rx_multi_buffer": q.socket.rx_multi_buffer, "rx_linearized": q.socket.rx_linearized,
+               "tx_ring_full": q.socket.tx_full,
                "kernel_rx_dropped": q.kernel.rx_dropped, "kernel_rx_ring_full": q.kernel.rx_ring_full,
                "kernel_fill_ring_empty": q.kernel.rx_fill_ring_empty_descs,
                "kernel_tx_invalid_descs": q.kernel.tx_invalid_descs,

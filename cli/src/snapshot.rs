@@ -21,6 +21,7 @@ pub fn queue_counters(s: &QueueStats) -> Vec<(String, u64)> {
         ("xsk_rx_packets", k.rx_packets),
         ("xsk_rx_bytes", k.rx_bytes),
         ("xsk_rx_multi_buffer", k.rx_multi_buffer),
+        ("xsk_rx_linearized", k.rx_linearized),
         ("xsk_rx_bad_descs", k.rx_bad_descs),
         ("xsk_tx_packets", k.tx_packets),
         ("xsk_tx_bytes", k.tx_bytes),

@@ -1,6 +1,7 @@
 //! The UMEM (the packet buffer area shared with the kernel) and the frame
 //! accounting that guarantees no frame is leaked or handed out twice.
 
+use std::collections::VecDeque;
 use std::io;
 
 use super::sys::Mapping;
@@ -146,6 +147,42 @@ impl Umem {
         })
     }
 
+    /// Bytes `[addr, addr+len)` of the area across frame boundaries, if in
+    /// bounds. The caller must own every frame the span touches.
+    pub(crate) fn span(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        let end = addr.checked_add(len as u64)?;
+        if end > self.map.len() as u64 {
+            return None;
+        }
+        // SAFETY: in bounds (checked above); the caller owns the frames,
+        // so the kernel does not write them while the slice lives.
+        Some(unsafe { std::slice::from_raw_parts(self.base().add(addr as usize), len) })
+    }
+
+    /// Moves `len` bytes from `src` to `dst` inside the area (the ranges
+    /// may overlap); false, moving nothing, if either is out of bounds.
+    /// The caller must own every frame both ranges touch.
+    pub(crate) fn move_within(&mut self, src: u64, dst: u64, len: usize) -> bool {
+        let in_bounds = |a: u64| {
+            a.checked_add(len as u64)
+                .is_some_and(|e| e <= self.map.len() as u64)
+        };
+        if !in_bounds(src) || !in_bounds(dst) {
+            return false;
+        }
+        // SAFETY: both ranges are in bounds (checked above); `&mut self`
+        // and the caller's ownership of the frames make the access unique;
+        // `copy` allows overlapping ranges.
+        unsafe {
+            std::ptr::copy(
+                self.base().add(src as usize),
+                self.base().add(dst as usize),
+                len,
+            )
+        };
+        true
+    }
+
     fn check(&self, addr: u64, len: u32) -> Option<(usize, usize)> {
         let fs = self.frame_size as u64;
         let off_in_frame = addr % fs;
@@ -156,17 +193,23 @@ impl Umem {
     }
 }
 
-/// Frame ownership: two free stacks (RX frames go back to the fill ring,
-/// TX frames come back from the completion ring) and the owner of every
-/// frame, checked on every transition so that a leaked or doubly returned
-/// frame is detected (counted in `bad_returns`) instead of corrupting data.
-/// The RX free stack is the "stash": frames waiting for room in the fill
-/// ring, whose consumer index the kernel publishes in batches.
+/// Frame ownership: the free RX frames (a queue: they go back to the fill
+/// ring in the order they returned), the free TX frames (a stack: they
+/// come back from the completion ring) and the owner of every frame,
+/// checked on every transition so that a leaked or doubly returned frame
+/// is detected (counted in `bad_returns`) instead of corrupting data. The
+/// free RX queue is the "stash": frames waiting for room in the fill ring,
+/// whose consumer index the kernel publishes in batches.
 #[derive(Debug)]
 pub(crate) struct FramePool {
     frame_size: u32,
     state: Vec<FrameState>,
-    free_rx: Vec<u64>,
+    /// In the order the frames came back, which is the order the kernel
+    /// filled them: re-posted in that order, the fill ring keeps handing
+    /// out ascending adjacent frames, so a multi-buffer packet usually
+    /// lands in adjacent frames, one contiguous span (see
+    /// `XskSocket::recv`).
+    free_rx: VecDeque<u64>,
     free_tx: Vec<u64>,
     in_fill: u32,
     in_tx: u32,
@@ -181,8 +224,8 @@ impl FramePool {
         FramePool {
             frame_size,
             state: vec![FrameState::Free; frame_count as usize],
-            // Reverse so that low addresses are handed out first.
-            free_rx: (0..half).rev().map(|i| i as u64 * fs).collect(),
+            // Ascending: the fill ring gets adjacent frames in order.
+            free_rx: (0..half).map(|i| i as u64 * fs).collect(),
             free_tx: (half..frame_count).rev().map(|i| i as u64 * fs).collect(),
             in_fill: 0,
             in_tx: 0,
@@ -210,7 +253,7 @@ impl FramePool {
 
     /// Takes a free RX frame to place in the fill ring.
     pub(crate) fn take_rx(&mut self) -> Option<u64> {
-        let a = self.free_rx.pop()?;
+        let a = self.free_rx.pop_front()?;
         let i = self.index(a).expect("pool holds only valid frames");
         debug_assert_eq!(self.state[i], FrameState::Free);
         self.state[i] = FrameState::Fill;
@@ -225,7 +268,7 @@ impl FramePool {
             Some(i) if self.state[i] == FrameState::Fill => {
                 self.state[i] = FrameState::Free;
                 self.in_fill -= 1;
-                self.free_rx.push(base);
+                self.free_rx.push_back(base);
             }
             _ => self.bad_returns += 1,
         }
@@ -475,5 +518,51 @@ mod tests {
             huge_pages: false
         })
         .is_err());
+    }
+
+    #[test]
+    fn rx_frames_are_handed_out_ascending_and_again_in_the_order_they_return() {
+        let mut p = FramePool::new(8, 4096);
+        let taken: Vec<u64> = (0..4).map(|_| p.take_rx().unwrap()).collect();
+        assert_eq!(taken, [0, 4096, 8192, 12288], "adjacent, ascending");
+        assert_eq!(p.take_rx(), None, "the first half serves RX");
+        // Returned in the order the kernel filled them: re-posted in that
+        // order, so a packet over two fill entries gets adjacent frames.
+        for &a in &taken[..2] {
+            p.return_rx(a + 256); // RX descriptors point past the headroom
+        }
+        assert_eq!(p.take_rx(), Some(0));
+        assert_eq!(p.take_rx(), Some(4096));
+        let acc = p.accounting();
+        assert_eq!((acc.free_rx, acc.in_fill_or_rx), (0, 4));
+    }
+
+    #[test]
+    fn spans_and_moves_cross_frames_within_bounds() {
+        let mut u = Umem::new(UmemConfig {
+            frame_count: 4,
+            frame_size: 4096,
+            huge_pages: false,
+        })
+        .unwrap();
+        // A second piece at the next frame's headroom moves back to where
+        // the first one ends; the span then reads both as one slice.
+        u.bytes_mut(4096 - 4, 4).unwrap().copy_from_slice(b"head");
+        u.bytes_mut(4096 + 256, 6)
+            .unwrap()
+            .copy_from_slice(b"tail!!");
+        assert!(u.move_within(4096 + 256, 4096, 6));
+        assert_eq!(u.span(4096 - 4, 10).unwrap(), b"headtail!!");
+        // Overlapping ranges move like memmove.
+        u.bytes_mut(0, 8).unwrap().copy_from_slice(b"abcdefgh");
+        assert!(u.move_within(2, 0, 6));
+        assert_eq!(u.span(0, 8).unwrap(), b"cdefghgh");
+        // Out of bounds: refused, nothing moved.
+        assert!(!u.move_within(4 * 4096 - 4, 0, 8));
+        assert!(!u.move_within(0, 4 * 4096 - 4, 8));
+        assert_eq!(u.span(0, 8).unwrap(), b"cdefghgh");
+        assert!(u.span(4 * 4096 - 4, 8).is_none());
+        assert!(u.span(u64::MAX, 1).is_none());
+        assert_eq!(u.span(0, 4 * 4096).unwrap().len(), 4 * 4096);
     }
 }
