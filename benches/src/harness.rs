@@ -679,17 +679,18 @@ pub fn open_xsk(side: &Side, queue: u32) -> Result<(SteerProgram, XskSocket), Ha
     Ok((prog, sock))
 }
 
-/// One-way AF_XDP stream of `frame_len`-byte frames carrying `payload`
-/// bytes each of `message`-byte messages, from a to b.
-fn floor_stream(
+/// The floor stream for `message`-byte WRITE messages, one way from a to
+/// b on `pair`: frames as long as the engine's WRITE packets, payloads as
+/// `what` says. The sweep, the paired step and the focused comparisons
+/// (`examples/write_vs_floor.rs`) all measure the floor with it.
+pub fn floor_point(
     pair: &VethPair,
-    frame_len: usize,
-    payload: usize,
     message: u64,
     what: FloorPayload,
     duration: Duration,
     poll: PollMode,
 ) -> Result<FloorPoint, HarnessError> {
+    let (frame_len, payload) = floor::frame_len_for(message as usize, ROCE_PMTU as usize);
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
     let stop_rx = stop.clone();
@@ -737,21 +738,6 @@ fn floor_stream(
             )
         }),
     })
-}
-
-/// The floor stream for `size`-byte WRITE messages (frames as long as
-/// the engine's WRITE packets, payloads as `what` says) on `pair`: the
-/// sweep, the paired step and the focused comparisons
-/// (`examples/write_vs_floor.rs`) all measure the floor with it.
-pub fn floor_point(
-    pair: &VethPair,
-    size: u64,
-    what: FloorPayload,
-    duration: Duration,
-    poll: PollMode,
-) -> Result<FloorPoint, HarnessError> {
-    let (frame_len, payload) = floor::frame_len_for(size as usize, ROCE_PMTU as usize);
-    floor_stream(pair, frame_len, payload, size, what, duration, poll)
 }
 
 /// AF_XDP ping-pong: a sends one frame at a time, b's echo loop returns it.

@@ -568,22 +568,25 @@ impl XskSocket {
 
     /// Makes the packet in RX descriptors `i..=j` one span of the UMEM if
     /// its frames are adjacent, and returns its start and length; `None`
-    /// (nothing moved) otherwise, or if it is longer than
-    /// [`max_packet`](Self::max_packet). In copy mode the kernel starts
-    /// every piece after the frame's headroom (256 bytes), so a piece
-    /// following a full one is moved back over the next frame's headroom
-    /// to where the previous piece ends: for a 4154-byte packet in two
-    /// 4096-byte frames, about 314 bytes move instead of the whole packet
-    /// being copied out.
+    /// (nothing moved) otherwise, if a piece is out of bounds, or if it is
+    /// longer than [`max_packet`](Self::max_packet). In copy mode the
+    /// kernel starts every piece after the frame's headroom (256 bytes),
+    /// so a piece following a full one is moved back over the next frame's
+    /// headroom to where the previous piece ends: for a 4154-byte packet
+    /// in two 4096-byte frames, about 314 bytes move instead of the whole
+    /// packet being copied out.
     fn gather_in_place(&mut self, i: u32, j: u32) -> Option<(u64, usize)> {
         let fs = u64::from(self.umem.frame_size());
         let first = self.rx.cons_read(i);
+        self.umem.bytes(first.addr, first.len)?;
         let mut end = first.addr + u64::from(first.len);
         let mut frame = first.addr - first.addr % fs;
+        // Check every piece before moving any: each in bounds, in the
+        // frame after the previous piece's, at or after where it ends.
         for k in i + 1..=j {
             let d = self.rx.cons_read(k);
             let base = d.addr - d.addr % fs;
-            if base != frame + fs || d.addr < end {
+            if base != frame + fs || d.addr < end || self.umem.bytes(d.addr, d.len).is_none() {
                 return None;
             }
             frame = base;
@@ -596,8 +599,11 @@ impl XskSocket {
         let mut at = first.addr + u64::from(first.len);
         for k in i + 1..=j {
             let d = self.rx.cons_read(k);
-            if d.addr != at && !self.umem.move_within(d.addr, at, d.len as usize) {
-                return None;
+            if d.addr != at {
+                // In bounds: the piece was checked above, and `at` is
+                // below it in the same or the previous frame.
+                let moved = self.umem.move_within(d.addr, at, d.len as usize);
+                debug_assert!(moved, "checked in bounds above");
             }
             at += u64::from(d.len);
         }
