@@ -1,6 +1,6 @@
 //! `roce-xdp decode` reads the CNPs this engine sends: a CNP produced by an
 //! endpoint answering a CE-marked packet, and the Scapy `cnp()` vectors the
-//! engine is checked against (engine/tests/cc_cnp_vectors.rs), written to a
+//! engine is checked against (engine/proto/tests/cc_cnp_vectors.rs), written to a
 //! pcap and decoded by the CLI binary.
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -21,7 +21,7 @@ fn unhex(s: &str) -> Vec<u8> {
 
 fn scapy_vectors() -> Vec<Vec<u8>> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../engine/tests/vectors/cnp/cnp_vectors.txt");
+        .join("../engine/proto/tests/vectors/cnp/cnp_vectors.txt");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()

@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 fn vectors() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/vectors")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../engine/proto/tests/vectors")
 }
 
 fn manifest() -> Vec<Value> {

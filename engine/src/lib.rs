@@ -11,12 +11,7 @@
 //! `unsafe`: time is the [`time::Instant`] argument the caller passes in.
 #![deny(unsafe_code)]
 
-pub mod cc;
-pub mod endpoint;
-pub mod rc;
-pub mod sim;
-pub mod time;
-pub mod wire;
+pub use proto::{cc, endpoint, rc, sim, time, wire};
 
 pub mod driver;
 pub mod driver_capture;

@@ -6,6 +6,7 @@
 //! sizes and around the one-pass path's 256- and 64-byte blocks. (Its own
 //! process: the accelerator is process-wide.)
 
+#[path = "../proto/tests/wire_support/mod.rs"]
 mod wire_support;
 
 use engine::io::copy_crc;

@@ -12,11 +12,11 @@
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use core::time::Duration;
 
-use engine::cc::CcConfig;
-use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use engine::rc::{Access, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcStatus};
-use engine::time::Instant;
-use engine::wire::{
+use proto::cc::CcConfig;
+use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use proto::rc::{Access, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcStatus};
+use proto::time::Instant;
+use proto::wire::{
     emit_frame, parse_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode, RoceHeaders, UdpRepr, VlanTag,
     ROCE_V2_UDP_PORT,
 };
@@ -358,7 +358,7 @@ fn endpoint_cnp_matches_scapy_ipv6() {
 #[test]
 fn endpoint_cnp_dscp_is_configurable() {
     let cc = CcConfig {
-        marking: engine::cc::EcnMarking {
+        marking: proto::cc::EcnMarking {
             cnp_dscp: 40,
             ..Default::default()
         },
@@ -377,7 +377,7 @@ fn endpoint_cnp_dscp_is_configurable() {
 
 /// Deliver `count` CE-marked SENDs from A to B at `now` (no B transmission
 /// in between), then drain B: how many CNPs did it send?
-fn cnps_for_marked_burst(cc: CcConfig, count: u64) -> (usize, engine::rc::Counters) {
+fn cnps_for_marked_burst(cc: CcConfig, count: u64) -> (usize, proto::rc::Counters) {
     let mut p = pair_v4(cc);
     let mut buf = [0u8; 4200];
     for i in 0..count {
@@ -471,7 +471,7 @@ fn cnp_slows_the_sender_and_dcqcn_can_be_switched_off() {
 #[test]
 fn data_marking_follows_the_endpoint_config() {
     let cc = CcConfig {
-        marking: engine::cc::EcnMarking {
+        marking: proto::cc::EcnMarking {
             data_ecn: Ecn::Ect1,
             data_dscp: 10,
             ..Default::default()

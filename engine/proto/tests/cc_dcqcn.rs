@@ -6,10 +6,10 @@
 
 use core::time::Duration;
 
-use engine::cc::{
+use proto::cc::{
     CcConfig, CnpOutcome, CongestionControl, Dcqcn, DcqcnParams, IncreaseStage, TableFull,
 };
-use engine::time::Instant;
+use proto::time::Instant;
 
 const LINE_MBPS: f64 = 100_000.0; // a 100 Gb/s link
 

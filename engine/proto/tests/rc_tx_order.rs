@@ -6,8 +6,8 @@
 mod rc_support;
 use rc_support::*;
 
-use engine::rc::{Mtu, SendOp, SendWr, Sge};
-use engine::wire::Opcode;
+use proto::rc::{Mtu, SendOp, SendWr, Sge};
+use proto::wire::Opcode;
 
 /// B's RDMA WRITE of `len` bytes from its region to A's.
 fn write_b_to_a(p: &Pair, wr_id: u64, len: u32) -> SendWr {

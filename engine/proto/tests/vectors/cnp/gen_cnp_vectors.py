@@ -3,12 +3,12 @@
 `scapy.contrib.roce.cnp()` (BTH opcode 0x81, BECN=1, 16 reserved zero
 bytes, ICRC computed by Scapy).
 
-Regenerate with:  python3 engine/tests/vectors/cnp/gen_cnp_vectors.py \
-                      > engine/tests/vectors/cnp/cnp_vectors.txt
+Regenerate with:  python3 engine/proto/tests/vectors/cnp/gen_cnp_vectors.py \
+                      > engine/proto/tests/vectors/cnp/cnp_vectors.txt
 (needs `pip install scapy`; generated with Scapy 2.8.0).
 
 Output: one vector per line, space-separated key=value fields, then
-hex=<frame bytes>. The Rust test (engine/tests/cc_cnp_vectors.rs) builds
+hex=<frame bytes>. The Rust test (engine/proto/tests/cc_cnp_vectors.rs) builds
 the same CNP with the engine and compares bytes.
 """
 from scapy.all import Ether, IP, IPv6, UDP, Dot1Q, raw

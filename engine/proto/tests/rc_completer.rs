@@ -6,9 +6,9 @@ mod rc_support;
 use rc_support::*;
 
 use core::time::Duration;
-use engine::endpoint::ConnectOptions;
-use engine::rc::{Mtu, QpState, SendOp, WcStatus};
-use engine::wire::Opcode;
+use proto::endpoint::ConnectOptions;
+use proto::rc::{Mtu, QpState, SendOp, WcStatus};
+use proto::wire::Opcode;
 
 #[test]
 fn nak_sequence_error_resends_from_the_naked_psn_mid_message() {

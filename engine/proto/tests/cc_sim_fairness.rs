@@ -7,10 +7,10 @@
 
 use core::time::Duration;
 
-use engine::cc::CcConfig;
-use engine::sim::bottleneck::{BottleneckConfig, MarkPoint, RedEcn};
-use engine::sim::incast::{run, IncastConfig, IncastReport};
-use engine::sim::link::LinkConfig;
+use proto::cc::CcConfig;
+use proto::sim::bottleneck::{BottleneckConfig, MarkPoint, RedEcn};
+use proto::sim::incast::{run, IncastConfig, IncastReport};
+use proto::sim::link::LinkConfig;
 
 fn scenario(dcqcn_enabled: bool) -> IncastReport {
     let cfg = IncastConfig {

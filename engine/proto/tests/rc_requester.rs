@@ -4,8 +4,8 @@
 mod rc_support;
 use rc_support::*;
 
-use engine::rc::{Mtu, SendOp, SendWr, Sge, WcOpcode, WcStatus};
-use engine::wire::Opcode;
+use proto::rc::{Mtu, SendOp, SendWr, Sge, WcOpcode, WcStatus};
+use proto::wire::Opcode;
 
 #[test]
 fn write_is_segmented_by_path_mtu_with_reth_on_first_and_ackreq_on_last() {
@@ -216,7 +216,7 @@ fn qps_get_distinct_udp_source_ports() {
     let mut p = Pair::default_pair();
     let cq = p.a.create_cq(16);
     let q2 =
-        p.a.create_qp(engine::rc::QpInitAttr {
+        p.a.create_qp(proto::rc::QpInitAttr {
             send_cq: cq,
             recv_cq: cq,
             ..Default::default()
@@ -224,7 +224,7 @@ fn qps_get_distinct_udp_source_ports() {
         .unwrap();
     p.a.connect(
         q2,
-        &engine::endpoint::RemoteQp {
+        &proto::endpoint::RemoteQp {
             qpn: p.qb,
             psn: 0,
             mac: MAC_B,
@@ -241,8 +241,8 @@ fn qps_get_distinct_udp_source_ports() {
 
 #[test]
 fn ipv6_endpoints_talk_roce_v2_over_ipv6() {
-    use engine::endpoint::EndpointConfig;
-    use engine::rc::{Access, QpInitAttr};
+    use proto::endpoint::EndpointConfig;
+    use proto::rc::{Access, QpInitAttr};
     let (ip_a, ip_b): (std::net::IpAddr, std::net::IpAddr) =
         ("fd00::a".parse().unwrap(), "fd00::b".parse().unwrap());
     let Connected {
@@ -284,9 +284,9 @@ fn ipv6_endpoints_talk_roce_v2_over_ipv6() {
     );
     wr.rkey = kb.rkey;
     a.post_send(qa, wr).unwrap();
-    let now = engine::time::Instant::ZERO;
+    let now = proto::time::Instant::ZERO;
     let f = drain(&mut a, now);
-    assert!(matches!(hdr(&f[0]).ip, engine::wire::IpRepr::V6 { .. }));
+    assert!(matches!(hdr(&f[0]).ip, proto::wire::IpRepr::V6 { .. }));
     for x in &f {
         b.handle_packet(now, x);
     }

@@ -5,9 +5,9 @@
 mod rc_support;
 use rc_support::*;
 
-use engine::rc::{Access, Mtu, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
-use engine::sim::SplitMix64;
-use engine::wire::{Opcode, RethRepr};
+use proto::rc::{Access, Mtu, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
+use proto::sim::SplitMix64;
+use proto::wire::{Opcode, RethRepr};
 
 #[test]
 fn one_nak_per_gap_then_silent_until_in_order_again() {
@@ -217,7 +217,7 @@ fn write_with_immediate_consumes_a_receive() {
     assert_eq!(wc.len(), 1);
     assert_eq!(
         (wc[0].wr_id, wc[0].opcode, wc[0].byte_len, wc[0].imm),
-        (8, engine::rc::WcOpcode::RecvRdmaWithImm, 64, Some(0x1234))
+        (8, proto::rc::WcOpcode::RecvRdmaWithImm, 64, Some(0x1234))
     );
 }
 
@@ -391,7 +391,7 @@ fn packets_from_another_host_are_dropped() {
     p.a.post_send(p.qa, write_wr(&p, 1, 16, 0)).unwrap();
     let f = p.tx_a();
     let spoofed = rewrite(&f[0], |h| {
-        if let engine::wire::IpRepr::V4 { src, .. } = &mut h.ip {
+        if let proto::wire::IpRepr::V4 { src, .. } = &mut h.ip {
             *src = "10.0.0.99".parse().unwrap();
         }
     });

@@ -6,8 +6,8 @@
 
 use core::net::{Ipv4Addr, Ipv6Addr};
 
-use engine::wire::pcap::Reader;
-use engine::wire::{
+use proto::wire::pcap::Reader;
+use proto::wire::{
     emit_frame, icrc, parse_frame, parse_frame_lenient, AethRepr, AtomicAckEthRepr, AtomicEthRepr,
     BthRepr, Ecn, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag,
 };

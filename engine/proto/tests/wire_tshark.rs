@@ -7,7 +7,7 @@
 use core::net::{Ipv4Addr, Ipv6Addr};
 use std::process::Command;
 
-use engine::wire::{
+use proto::wire::{
     emit_frame, frame_len, pcap, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn, EthRepr,
     IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr, VlanTag, ROCE_V2_UDP_PORT,
 };

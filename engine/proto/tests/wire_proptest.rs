@@ -4,12 +4,12 @@
 
 use core::net::{Ipv4Addr, Ipv6Addr};
 
-use engine::wire::{
+use proptest::prelude::*;
+use proto::wire::{
     emit_frame, frame_len, parse_frame, parse_frame_lenient, parse_frame_unchecked_icrc, pcap,
     AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn, EthRepr, IpRepr, Opcode, ParseError,
     RethRepr, RoceHeaders, UdpRepr, VlanTag, ROCE_V2_UDP_PORT,
 };
-use proptest::prelude::*;
 
 fn ecn() -> impl Strategy<Value = Ecn> {
     prop_oneof![

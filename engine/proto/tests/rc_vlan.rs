@@ -4,8 +4,8 @@
 mod rc_support;
 use rc_support::*;
 
-use engine::rc::SendOp;
-use engine::wire::{parse_frame, VlanTag};
+use proto::rc::SendOp;
+use proto::wire::{parse_frame, VlanTag};
 
 #[test]
 fn every_frame_of_a_tagged_qp_carries_its_tag() {
@@ -14,7 +14,7 @@ fn every_frame_of_a_tagged_qp_carries_its_tag() {
         dei: false,
         vid: 100,
     };
-    let o = engine::endpoint::ConnectOptions {
+    let o = proto::endpoint::ConnectOptions {
         vlan: Some(tag),
         ..opts()
     };
@@ -50,6 +50,6 @@ fn every_frame_of_a_tagged_qp_carries_its_tag() {
     assert_eq!(wcs.len(), 3, "{wcs:?}");
     assert!(wcs
         .iter()
-        .all(|wc| wc.status == engine::rc::WcStatus::Success));
+        .all(|wc| wc.status == proto::rc::WcStatus::Success));
     assert_eq!(p.wcs_b().len(), 1);
 }

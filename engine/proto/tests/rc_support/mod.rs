@@ -6,10 +6,10 @@
 use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
-use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use engine::rc::{Access, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WorkCompletion};
-use engine::time::Instant;
-use engine::wire::{emit_frame, parse_frame, Opcode, RoceHeaders};
+use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use proto::rc::{Access, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WorkCompletion};
+use proto::time::Instant;
+use proto::wire::{emit_frame, parse_frame, Opcode, RoceHeaders};
 
 pub const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 0xA];
 pub const MAC_B: [u8; 6] = [2, 0, 0, 0, 0, 0xB];

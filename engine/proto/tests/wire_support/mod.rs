@@ -6,7 +6,7 @@
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use engine::wire::{
+use proto::wire::{
     emit_frame, emit_templated, pad_for, parse_frame, AethRepr, BthRepr, Ecn, EthRepr,
     HeaderTemplate, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr, VlanTag, ROCE_V2_UDP_PORT,
 };

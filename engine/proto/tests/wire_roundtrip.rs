@@ -3,7 +3,7 @@
 
 use core::net::{Ipv4Addr, Ipv6Addr};
 
-use engine::wire::{
+use proto::wire::{
     emit_frame, frame_len, parse_frame, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn,
     EmitError, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag,
     DEFAULT_PKEY, ROCE_V2_UDP_PORT,

@@ -3,10 +3,10 @@
 
 use core::time::Duration;
 
-use engine::cc::{
+use proto::cc::{
     CcConfig, CongestionControl, NotificationPoint, NpCounters, DEFAULT_MIN_TIME_BETWEEN_CNPS,
 };
-use engine::time::Instant;
+use proto::time::Instant;
 
 fn ns(t: u64) -> Instant {
     Instant::from_nanos(t)

@@ -3,8 +3,8 @@
 mod rc_support;
 use rc_support::*;
 
-use engine::endpoint::{Endpoint, EndpointConfig};
-use engine::rc::{
+use proto::endpoint::{Endpoint, EndpointConfig};
+use proto::rc::{
     Access, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge, VerbsError, WcStatus,
 };
 
@@ -47,7 +47,7 @@ fn transitions_follow_the_verbs_state_machine() {
     ));
     let v6 = QpAttr {
         state: QpState::Rtr,
-        remote: engine::rc::RemoteAddress {
+        remote: proto::rc::RemoteAddress {
             mac: MAC_B,
             ip: "fe80::1".parse().unwrap(),
             vlan: None,
@@ -60,7 +60,7 @@ fn transitions_follow_the_verbs_state_machine() {
     );
     let rtr = QpAttr {
         state: QpState::Rtr,
-        remote: engine::rc::RemoteAddress {
+        remote: proto::rc::RemoteAddress {
             mac: MAC_B,
             ip: "10.0.0.2".parse().unwrap(),
             vlan: None,

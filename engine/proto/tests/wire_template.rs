@@ -7,7 +7,7 @@ mod wire_support;
 
 use core::net::{IpAddr, Ipv4Addr};
 
-use engine::wire::{emit_templated, EmitError, HeaderTemplate, Opcode};
+use proto::wire::{emit_templated, EmitError, HeaderTemplate, Opcode};
 use wire_support::{check_templated_equals_emit_frame, headers, SIZES};
 
 /// The template path writes the same bytes as `emit_frame` (which the

@@ -1,0 +1,22 @@
+//! roce-xdp's protocol core: a sans-IO RoCE v2 endpoint.
+//!
+//! Layers, from the wire up:
+//! - [`wire`]: zero-copy views and plain representations of every header.
+//! - [`rc`]: the Reliable Connection transport.
+//! - [`cc`]: congestion control (CNP notification point, DCQCN reaction point).
+//! - [`endpoint`]: the one entry point, demultiplexing by QPN.
+//! - [`sim`]: a seeded, deterministic virtual network for tests and `roce-xdp sim`.
+//!
+//! Nothing here reads a clock, touches a socket, spawns a thread or uses
+//! `unsafe`: time is the [`time::Instant`] argument the caller passes in,
+//! and packets are byte slices the caller owns. The AF_XDP datapath, the
+//! XDP loader and the verbs API live in the `engine` crate, which drives
+//! this one.
+#![forbid(unsafe_code)]
+
+pub mod cc;
+pub mod endpoint;
+pub mod rc;
+pub mod sim;
+pub mod time;
+pub mod wire;
