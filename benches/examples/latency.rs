@@ -7,7 +7,7 @@
 //! round's percentiles and each path's best-p50 round. `ONLY=rtc` (or
 //! `udp`, `floor`, `threads`) measures one path only (for profiling).
 
-use engine::io::PollMode;
+use engine::driver::PollMode;
 use engine::netns::{PairConfig, VethPair};
 use roce_xdp_benches::engine_path::pingpong_threaded;
 use roce_xdp_benches::harness::{floor_pingpong, kernel_pingpong, LINK_MTU, SMALL};

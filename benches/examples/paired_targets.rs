@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use engine::io::PollMode;
+use engine::driver::PollMode;
 use engine::netns::{PairConfig, VethPair};
 use roce_xdp_benches::harness::{Options, LINK_MTU};
 use roce_xdp_benches::paired::{measure, PairedOptions};

@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use engine::io::PollMode;
+use engine::driver::PollMode;
 use engine::netns::{PairConfig, VethPair};
 use roce_xdp_benches::engine_path::{measure_points, Op};
 use roce_xdp_benches::floor::FloorPayload;

@@ -8,8 +8,8 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
+use engine::driver::PollMode;
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::io::PollMode;
 use engine::netns::{Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
@@ -671,7 +671,7 @@ pub fn measure(
         SourceLayout::Perftest.describe()
     ));
     notes.push(
-        "latency, engine SEND, run-to-completion (app thread drives the engine): the library's run-to-completion mode (engine::driver_inline::RunToCompletion): two application threads, one per side, each owning its side's AF_XDP socket and endpoint; every poll_cq runs one engine iteration (receive, timers, transmit) and returns completions; both busy-poll, yielding the core when nothing arrived (the kernel UDP ping-pong's idle policy). No engine thread, no cross-thread queue. This row is the one the p50 target ratio uses: it compares like with like (two busy-polling application threads, one per side)"
+        "latency, engine SEND, run-to-completion (app thread drives the engine): the library's run-to-completion mode (engine::driver::RunToCompletion): two application threads, one per side, each owning its side's AF_XDP socket and endpoint; every poll_cq runs one engine iteration (receive, timers, transmit) and returns completions; both busy-poll, yielding the core when nothing arrived (the kernel UDP ping-pong's idle policy). No engine thread, no cross-thread queue. This row is the one the p50 target ratio uses: it compares like with like (two busy-polling application threads, one per side)"
             .into(),
     );
     notes.push(format!(

@@ -1,5 +1,5 @@
 //! The engine's ping-pong in run-to-completion mode
-//! (`engine::driver_inline`): each side's application thread owns its
+//! (`engine::driver::RunToCompletion`): each side's application thread owns its
 //! queue's engine and drives it itself, with no engine thread and no queue
 //! between threads. Two threads, one per side, as the kernel UDP
 //! ping-pong has; both busy-poll with the UDP baseline's idle policy
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::driver_inline::{InlineConfig, RunToCompletion};
+use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::netns::{Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};

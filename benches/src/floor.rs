@@ -19,8 +19,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use engine::driver::PollMode;
 use engine::io::echo::idle_wait;
-use engine::io::{thread_cpu_time, InPlace, PollMode, XskSocket};
+use engine::io::{thread_cpu_time, InPlace, XskSocket};
 use engine::netns::Side;
 
 use crate::sources::{region_pattern, PacketSource, SourceLayout, REGION};

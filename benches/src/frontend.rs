@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use engine::io::PollMode;
+use engine::driver::PollMode;
 
 use crate::harness::{self, HarnessError, Options};
 use crate::output;

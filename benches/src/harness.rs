@@ -16,7 +16,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use engine::io::echo::PollMode;
+use engine::driver::PollMode;
 use engine::io::{XskConfig, XskSocket};
 use engine::loader::{AttachMode, SteerProgram};
 use engine::netns::{PairConfig, Side, VethPair};

@@ -22,7 +22,7 @@
 
 use std::time::Duration;
 
-use engine::io::PollMode;
+use engine::driver::PollMode;
 use engine::netns::VethPair;
 
 use crate::engine_path::{measure_points, Op};

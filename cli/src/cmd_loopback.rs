@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use engine::driver_capture::{capture_channel, PcapWriter};
+use engine::driver::{capture_channel, PcapWriter, PollMode};
 use engine::driver_floor::{run_echo_floor, FloorOptions};
-use engine::io::{PollMode, ZeroCopy};
+use engine::io::ZeroCopy;
 use engine::loader::AttachMode;
 use engine::netns::is_root;
 use engine::rc::Mtu;

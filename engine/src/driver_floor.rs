@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::io::echo::{echo, generate, LoopStats, PollMode};
+use crate::driver::PollMode;
+use crate::io::echo::{echo, generate, LoopStats};
 use crate::io::{XskConfig, XskSocket};
 use crate::loader::{AttachMode, SteerProgram};
 use crate::netns::{PairConfig, Side, VethPair};

@@ -14,10 +14,7 @@
 pub use proto::{cc, endpoint, rc, sim, time, wire};
 
 pub mod driver;
-pub mod driver_capture;
 pub mod driver_floor;
-pub mod driver_inline;
-pub(crate) mod driver_step;
 #[allow(unsafe_code)]
 pub mod io;
 pub mod loader;

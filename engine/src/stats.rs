@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::driver_capture::{CaptureSink, CapturedFrame, PcapWriter};
+use crate::driver::{CaptureSink, CapturedFrame, PcapWriter};
 
 /// Default directory of the sockets.
 pub const DEFAULT_RUN_DIR: &str = "/run/roce-xdp";
@@ -497,7 +497,7 @@ mod tests {
     fn streams_captures_on_demand() {
         let dir = std::env::temp_dir().join(format!("roce-xdp-cap-test-{}", std::process::id()));
         let path = dir.join("c0.sock");
-        let (sink, frames) = crate::driver_capture::capture_channel(64);
+        let (sink, frames) = crate::driver::capture_channel(64);
         sink.set_enabled(false);
         let engine_side = sink.clone();
         let server =

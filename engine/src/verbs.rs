@@ -23,10 +23,11 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::driver::{Driver, DriverError, PostError, QueueConfig, QueueStats, Shared, Work};
-use crate::driver_capture::CaptureSink;
+use crate::driver::{
+    CaptureSink, Driver, DriverError, PollMode, PostError, QueueConfig, QueueStats, Shared, Work,
+};
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use crate::io::{PollMode, RegisteredRegion, SharedRegion, UmemConfig, XskConfig, ZeroCopy};
+use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, ZeroCopy};
 use crate::loader::{
     AttachMode, AttachedMode, Impairment, LoaderError, SteerCounters, SteerProgram,
 };

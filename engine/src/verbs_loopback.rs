@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::driver::QueueStats;
-use crate::driver_capture::CaptureSink;
+use crate::driver::{CaptureSink, PollMode, QueueStats};
 use crate::endpoint::{ConnectOptions, RemoteQp};
-use crate::io::{PollMode, ZeroCopy};
+use crate::io::ZeroCopy;
 use crate::loader::{AttachMode, Impairment, SteerCounters};
 use crate::netns::{NetnsError, PairConfig, VethPair};
 use crate::rc::{Access, Counters, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use engine::driver::PollMode;
 use engine::driver_floor::udp_frame;
-use engine::io::echo::{echo, generate, PollMode};
+use engine::io::echo::{echo, generate};
 use engine::io::{XskConfig, XskSocket, ZeroCopy};
 use engine::loader::{AttachMode, AttachedMode, SteerProgram};
 use engine::netns::is_root;

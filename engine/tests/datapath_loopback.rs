@@ -337,7 +337,7 @@ fn capture_records_every_frame_both_ways() {
         eprintln!("skipping: needs root");
         return;
     }
-    let (sink, rx) = engine::driver_capture::capture_channel(1 << 16);
+    let (sink, rx) = engine::driver::capture_channel(1 << 16);
     let opts = LoopbackOptions {
         messages: 50,
         size: 5000,

@@ -1,4 +1,4 @@
-//! Run-to-completion mode (`engine::driver_inline`) over a veth pair in
+//! Run-to-completion mode (`engine::driver::RunToCompletion`) over a veth pair in
 //! namespaces this test creates: a SEND ping-pong with each side driven by
 //! its own application thread (no engine thread), RDMA WRITEs of many sizes
 //! with every byte checked, and clean-up on drop (the socket leaves the
@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use engine::driver_inline::{InlineConfig, RunToCompletion};
+use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::netns::is_root;
 use engine::netns::{PairConfig, Side, VethPair};

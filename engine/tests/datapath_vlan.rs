@@ -8,7 +8,7 @@ mod datapath_support;
 
 use std::time::{Duration, Instant};
 
-use engine::driver_capture::capture_channel;
+use engine::driver::capture_channel;
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::rc::{Access, Mtu, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, QpCaps};

@@ -9,10 +9,10 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use anyhow::Context as _;
+use engine::driver::CaptureSink;
 use engine::driver::QueueStats;
-use engine::driver_capture::CaptureSink;
-use engine::driver_capture::{capture_channel, PcapWriter};
-use engine::io::{PollMode, ZeroCopy};
+use engine::driver::{capture_channel, PcapWriter, PollMode};
+use engine::io::ZeroCopy;
 use engine::loader::AttachMode;
 use engine::stats::{CaptureHub, Snapshot, StatsServer};
 use engine::verbs::{Device, DeviceConfig};

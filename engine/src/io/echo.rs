@@ -8,24 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::socket::XskSocket;
-
-/// How a loop waits when there is nothing to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PollMode {
-    /// Spin on the rings (one core per loop).
-    Busy,
-    /// Spin for `spin`, then block in poll(2) on the socket (up to the next
-    /// deadline). Suits machines with fewer cores than loops.
-    Adaptive { spin: Duration },
-}
-
-impl Default for PollMode {
-    fn default() -> Self {
-        PollMode::Adaptive {
-            spin: Duration::from_micros(50),
-        }
-    }
-}
+use crate::driver::PollMode;
 
 /// Packet and byte counts of a loop.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

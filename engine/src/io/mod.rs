@@ -16,7 +16,6 @@ mod waker;
 pub mod echo;
 pub mod region;
 
-pub use echo::PollMode;
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
     InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,

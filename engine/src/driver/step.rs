@@ -9,10 +9,11 @@
 //!
 //! [`DriverStep::step`] runs the three in that order.
 
-use crate::driver_capture::CaptureSink;
 use crate::endpoint::Endpoint;
 use crate::io::{InPlace, XskSocket, MAX_PACKET};
 use crate::time::Instant;
+
+use super::capture::CaptureSink;
 
 /// Frames moved per batch (received packets, transmitted packets).
 pub(crate) const BATCH: usize = 64;

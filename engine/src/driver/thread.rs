@@ -2,7 +2,7 @@
 //! socket and feeds the sans-IO [`Endpoint`] in batches:
 //!
 //! 1. take work posted by applications (lock-free `ArrayQueue`s),
-//! 2. the I/O steps of [`crate::driver_step`]: `handle_packet` for every
+//! 2. the I/O steps of `step.rs`: `handle_packet` for every
 //!    received frame, `handle_timeout` when `poll_timeout` has passed,
 //!    `poll_transmit` into TX frames until the endpoint has nothing due or
 //!    the ring is full,
@@ -22,13 +22,15 @@ use std::time::Duration;
 use crossbeam_queue::ArrayQueue;
 use thiserror::Error;
 
-use crate::driver_capture::CaptureSink;
-use crate::driver_step::{DriverStep, BATCH};
 use crate::endpoint::{Endpoint, EndpointConfig};
-use crate::io::{PollMode, Waker, XskConfig, XskCounters, XskError, XskSocket, XskStatistics};
+use crate::io::{Waker, XskConfig, XskCounters, XskError, XskSocket, XskStatistics};
 use crate::loader::SteerProgram;
 use crate::rc::{Counters, RecvWr, SendWr, VerbsError, WorkCompletion};
 use crate::time::Instant;
+
+use super::capture::CaptureSink;
+use super::step::{DriverStep, BATCH};
+use super::PollMode;
 
 /// A control operation run on the engine thread with exclusive access to
 /// the endpoint (QP creation, connection, memory registration, ...).
@@ -315,11 +317,6 @@ impl Driver {
                 Err(DriverError::StartupPanicked(queue))
             }
         }
-    }
-
-    /// The queue this thread serves.
-    pub fn queue(&self) -> u32 {
-        self.queue
     }
 
     /// Whether the socket is bound in zero-copy mode.

@@ -30,21 +30,22 @@
 //! lock-free queues to the application), a round trip crosses no thread
 //! boundary and no futex; the price is that the application's own work
 //! delays the engine's. The I/O steps are those of the engine thread
-//! (`driver_step`), so both modes put the same frames on the wire.
+//! (`step.rs`), so both modes put the same frames on the wire.
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::driver::{DriverError, QueueStats};
-use crate::driver_capture::CaptureSink;
-use crate::driver_step::DriverStep;
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, XskSocket, ZeroCopy};
 use crate::loader::{AttachMode, AttachedMode, SteerCounters, SteerProgram};
 use crate::rc::{Access, QpState, RecvWr, SendWr, VerbsError, WorkCompletion};
 use crate::time::Instant;
 use crate::verbs::{in_netns, DeviceError, MemoryRegion, QpCaps};
+
+use super::capture::CaptureSink;
+use super::step::DriverStep;
+use super::thread::{DriverError, QueueStats};
 
 /// How to open a run-to-completion queue.
 #[derive(Clone)]

@@ -1,0 +1,31 @@
+//! The driver: what moves packets between an AF_XDP socket ([`crate::io`])
+//! and the sans-IO [`Endpoint`](crate::endpoint::Endpoint) of one queue.
+//!
+//! - `thread.rs`: the engine thread of one queue ([`Driver`], behind the
+//!   verbs [`Device`](crate::verbs::Device)): pinned to a core, it polls its
+//!   socket, takes work posted by applications from lock-free queues and
+//!   hands back completions, and sleeps as its [`PollMode`] says.
+//! - `step.rs`: one iteration of any engine loop (receive a batch, run due
+//!   timers, transmit what is due), shared by the engine thread and
+//!   run-to-completion, so both put the same frames on the wire.
+//! - `run_to_completion.rs`: [`RunToCompletion`], the application thread
+//!   drives one queue's engine itself (no engine thread, no queues between
+//!   threads).
+//! - `capture.rs`: optional pcap capture of the frames the engines send
+//!   and receive ([`capture_channel`], [`PcapWriter`]).
+//! - `poll_mode.rs`: [`PollMode`], how a loop waits when idle.
+//!
+//! Time is read here (a monotonic clock) and passed to the endpoint; the
+//! endpoint never reads a clock.
+
+mod capture;
+mod poll_mode;
+mod run_to_completion;
+mod step;
+mod thread;
+
+pub use capture::{capture_channel, CaptureSink, CapturedFrame, PcapWriter, SNAPLEN};
+pub use poll_mode::PollMode;
+pub use run_to_completion::{InlineConfig, RunToCompletion};
+pub(crate) use thread::{Driver, QueueConfig, Shared, Work};
+pub use thread::{DriverError, PostError, QpRates, QueueStats, MAX_REPORTED_QPS};
