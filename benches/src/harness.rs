@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use engine::driver::PollMode;
 use engine::io::{XskConfig, XskSocket};
-use engine::loader::{AttachMode, SteerProgram};
 use engine::netns::{PairConfig, Side, VethPair};
+use engine::nic::{AttachMode, SteerProgram};
 use thiserror::Error;
 
 use crate::engine_path::{window, EngineResults};
@@ -130,7 +130,7 @@ pub enum HarnessError {
     )]
     NotRoot,
     #[error(transparent)]
-    Netns(#[from] engine::netns::NetnsError),
+    Netns(#[from] engine::nic::NetnsError),
     #[error("{what}: {source}")]
     Io {
         what: String,

@@ -13,8 +13,8 @@ use clap::{Args, ValueEnum};
 use engine::driver::{capture_channel, PcapWriter, PollMode};
 use engine::driver_floor::{run_echo_floor, FloorOptions};
 use engine::io::ZeroCopy;
-use engine::loader::AttachMode;
 use engine::netns::is_root;
+use engine::nic::AttachMode;
 use engine::rc::Mtu;
 use engine::verbs_loopback::{run_loopback, LoopbackOp, LoopbackOptions, LoopbackReport};
 use serde_json::json;
@@ -263,7 +263,7 @@ fn to_json(
     let counters = |c: &engine::rc::Counters| {
         serde_json::Value::Object(c.iter().map(|(k, v)| (k.to_string(), json!(v))).collect())
     };
-    let steer = |s: &engine::loader::SteerCounters| {
+    let steer = |s: &engine::nic::SteerCounters| {
         json!({"seen": s.seen, "redirected": s.redirected, "passed": s.passed, "no_socket": s.no_socket,
                "dropped_impairment": s.dropped_impairment, "ce_marked": s.ce_marked})
     };

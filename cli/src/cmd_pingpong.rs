@@ -16,7 +16,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::loader::Impairment;
+use engine::nic::Impairment;
 use engine::oob::pingpong::{
     is_done, is_valid_mtu, report_lines, Dest, DEFAULT_ITERS, DEFAULT_MTU, DEFAULT_RX_DEPTH,
     DEFAULT_SIZE, DEFAULT_TCP_PORT, DEST_MSG_LEN, DONE, FILL_BYTE, RC_PINGPONG_QP_ATTRS,

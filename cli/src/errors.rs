@@ -8,7 +8,7 @@ use std::io;
 
 use engine::driver::DriverError;
 use engine::io::XskError;
-use engine::loader::LoaderError;
+use engine::nic::LoaderError;
 use engine::verbs::DeviceError;
 
 use crate::privileges::Capability;

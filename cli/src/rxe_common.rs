@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use clap::ValueEnum;
 
 use engine::endpoint::ConnectOptions;
-use engine::loader::{AttachMode, Impairment, SteerCounters};
+use engine::nic::{AttachMode, Impairment, SteerCounters};
 use engine::oob::pingpong::is_valid_mtu;
 use engine::oob::Gid;
 use engine::rc::Mtu;

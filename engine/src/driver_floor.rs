@@ -11,8 +11,8 @@ use std::time::Duration;
 use crate::driver::PollMode;
 use crate::io::echo::{echo, generate, LoopStats};
 use crate::io::{XskConfig, XskSocket};
-use crate::loader::{AttachMode, SteerProgram};
 use crate::netns::{PairConfig, Side, VethPair};
+use crate::nic::{AttachMode, SteerProgram};
 use crate::verbs_loopback::LoopbackError;
 
 /// Options of an echo-floor run.

@@ -17,8 +17,8 @@ pub mod driver;
 pub mod driver_floor;
 #[allow(unsafe_code)]
 pub mod io;
-pub mod loader;
 pub mod netns;
+pub mod nic;
 pub mod oob;
 pub mod stats;
 pub mod verbs;

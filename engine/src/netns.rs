@@ -6,32 +6,14 @@
 //!
 //! Uses `ip` from iproute2; needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN).
 
-use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::os::fd::AsFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use thiserror::Error;
+use crate::nic::{enter_netns, interface_mac, ip, NetnsError};
 
 /// Prefix of every namespace and interface this module creates.
 const PREFIX: &str = "rx";
-
-/// Why a namespace pair could not be created or entered.
-#[derive(Debug, Error)]
-pub enum NetnsError {
-    #[error("`ip {args}` failed: {stderr}; creating network namespaces needs root")]
-    Ip { args: String, stderr: String },
-    #[error("running `ip` failed ({0}): install iproute2")]
-    Spawn(std::io::Error),
-    #[error("entering network namespace {name} failed: {source}")]
-    Enter {
-        name: String,
-        source: std::io::Error,
-    },
-    #[error("unexpected output from `ip`: {0}")]
-    Parse(String),
-}
 
 /// Whether this process runs as root (uid 0): what creating namespaces,
 /// attaching XDP and binding AF_XDP sockets need. Tests skip without it.
@@ -42,21 +24,6 @@ pub fn is_root() -> bool {
                 .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
         })
         .unwrap_or(false)
-}
-
-/// Runs `ip ARGS`, returning stdout.
-pub fn ip(args: &[&str]) -> Result<String, NetnsError> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(NetnsError::Spawn)?;
-    if !out.status.success() {
-        return Err(NetnsError::Ip {
-            args: args.join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Options of a pair.
@@ -120,20 +87,6 @@ impl Side {
     }
 }
 
-/// Moves the calling thread into the named namespace; sockets, interface
-/// lookups and XDP attachments made afterwards by this thread happen there.
-pub fn enter_netns(name: &str) -> Result<(), NetnsError> {
-    let path = format!("/var/run/netns/{name}");
-    let f = File::open(&path).map_err(|source| NetnsError::Enter {
-        name: name.into(),
-        source,
-    })?;
-    crate::io::set_thread_netns(f.as_fd()).map_err(|source| NetnsError::Enter {
-        name: name.into(),
-        source,
-    })
-}
-
 /// Two namespaces `a` and `b` joined by a veth pair; removed on drop.
 #[derive(Debug)]
 pub struct VethPair {
@@ -142,117 +95,6 @@ pub struct VethPair {
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
-
-fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let mut mac = [0u8; 6];
-    let mut parts = s.split(':');
-    for b in mac.iter_mut() {
-        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-    }
-    Some(mac)
-}
-
-fn ip_in(netns: Option<&str>, args: &[&str]) -> Result<String, NetnsError> {
-    let mut v: Vec<&str> = Vec::new();
-    if let Some(ns) = netns {
-        v.extend_from_slice(&["-n", ns]);
-    }
-    v.extend_from_slice(args);
-    ip(&v)
-}
-
-/// MAC address of `ifname` (in `netns`, or the current namespace).
-pub fn interface_mac(netns: Option<&str>, ifname: &str) -> Result<[u8; 6], NetnsError> {
-    let out = ip_in(netns, &["-o", "link", "show", "dev", ifname])?;
-    out.split_whitespace()
-        .skip_while(|w| *w != "link/ether")
-        .nth(1)
-        .and_then(parse_mac)
-        .ok_or_else(|| NetnsError::Parse(out.clone()))
-}
-
-/// First global address of the requested family on `ifname`.
-pub fn interface_addr(netns: Option<&str>, ifname: &str, ipv6: bool) -> Result<IpAddr, NetnsError> {
-    let fam = if ipv6 { "-6" } else { "-4" };
-    let out = ip_in(
-        netns,
-        &[fam, "-o", "addr", "show", "dev", ifname, "scope", "global"],
-    )?;
-    out.split_whitespace()
-        .skip_while(|w| *w != "inet" && *w != "inet6")
-        .nth(1)
-        .and_then(|a| a.split('/').next())
-        .and_then(|a| a.parse().ok())
-        .ok_or_else(|| {
-            NetnsError::Parse(format!(
-                "no {} address on {ifname}: {out}",
-                if ipv6 { "IPv6" } else { "IPv4" }
-            ))
-        })
-}
-
-/// The MAC of `addr` from the kernel's neighbour table, if resolved.
-pub fn neighbour_mac(
-    netns: Option<&str>,
-    ifname: &str,
-    addr: IpAddr,
-) -> Result<Option<[u8; 6]>, NetnsError> {
-    let a = addr.to_string();
-    let out = ip_in(netns, &["neigh", "show", "to", &a, "dev", ifname])?;
-    Ok(out
-        .lines()
-        .filter(|l| !l.contains("FAILED") && !l.contains("INCOMPLETE"))
-        .find_map(|l| {
-            l.split_whitespace()
-                .skip_while(|w| *w != "lladdr")
-                .nth(1)
-                .and_then(parse_mac)
-        }))
-}
-
-/// Resolves `addr` to a MAC through the kernel's neighbour table: looks it
-/// up, and if absent makes the kernel resolve it (ARP or ND) by sending a
-/// UDP datagram to the discard port from inside `netns`, then polls the
-/// table for up to `timeout`.
-pub fn resolve_mac(
-    netns: Option<&str>,
-    ifname: &str,
-    addr: IpAddr,
-    timeout: std::time::Duration,
-) -> Result<[u8; 6], NetnsError> {
-    if let Some(mac) = neighbour_mac(netns, ifname, addr)? {
-        return Ok(mac);
-    }
-    let ns = netns.map(str::to_string);
-    let deadline = std::time::Instant::now() + timeout;
-    let poke = move || {
-        if let Some(ns) = &ns {
-            enter_netns(ns)?;
-        }
-        let bind: IpAddr = if addr.is_ipv6() {
-            Ipv6Addr::UNSPECIFIED.into()
-        } else {
-            Ipv4Addr::UNSPECIFIED.into()
-        };
-        if let Ok(s) = std::net::UdpSocket::bind((bind, 0)) {
-            let _ = s.send_to(b"arp", (addr, 9));
-        }
-        Ok::<(), NetnsError>(())
-    };
-    loop {
-        let p = poke.clone();
-        std::thread::spawn(p).join().unwrap_or(Ok(()))?;
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        if let Some(mac) = neighbour_mac(netns, ifname, addr)? {
-            return Ok(mac);
-        }
-        if std::time::Instant::now() > deadline {
-            return Err(NetnsError::Parse(format!(
-                "{addr} did not resolve on {ifname} (ARP/ND): is the peer up?"
-            )));
-        }
-    }
-}
 
 /// Removes namespaces named by this module whose creating process is gone.
 pub fn cleanup_stale() {
@@ -351,19 +193,5 @@ impl Drop for VethPair {
         // Deleting a namespace destroys the veth end inside it (and so the pair).
         let _ = ip(&["netns", "del", &self.a.netns]);
         let _ = ip(&["netns", "del", &self.b.netns]);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_macs() {
-        assert_eq!(
-            parse_mac("02:ab:00:01:ff:10"),
-            Some([2, 0xab, 0, 1, 0xff, 0x10])
-        );
-        assert_eq!(parse_mac("02:ab"), None);
     }
 }

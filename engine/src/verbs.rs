@@ -28,10 +28,10 @@ use crate::driver::{
 };
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, ZeroCopy};
-use crate::loader::{
-    AttachMode, AttachedMode, Impairment, LoaderError, SteerCounters, SteerProgram,
+use crate::nic::{
+    in_netns, AttachMode, AttachedMode, Impairment, LoaderError, NetnsError, SteerCounters,
+    SteerProgram,
 };
-use crate::netns::NetnsError;
 use crate::rc::{
     Access, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendWr, Sge, VerbsError,
     WorkCompletion,
@@ -133,32 +133,14 @@ impl std::fmt::Debug for Device {
     }
 }
 
-/// Runs `f` on a thread inside `netns` (or directly when None).
-pub(crate) fn in_netns<R: Send>(
-    netns: Option<&str>,
-    f: impl FnOnce() -> R + Send,
-) -> Result<R, NetnsError> {
-    match netns {
-        None => Ok(f()),
-        Some(ns) => std::thread::scope(|s| {
-            s.spawn(|| {
-                crate::netns::enter_netns(ns)?;
-                Ok(f())
-            })
-            .join()
-            .unwrap_or_else(|_| Err(NetnsError::Parse("setup thread panicked".into())))
-        }),
-    }
-}
-
 impl Device {
     /// Attaches the XDP program and starts the engine threads.
     pub fn open(cfg: DeviceConfig) -> Result<Device, DeviceError> {
         let ns = cfg.netns.as_deref();
-        let mac = crate::netns::interface_mac(ns, &cfg.ifname)?;
+        let mac = crate::nic::interface_mac(ns, &cfg.ifname)?;
         let ip = match cfg.local_ip {
             Some(ip) => ip,
-            None => crate::netns::interface_addr(ns, &cfg.ifname, cfg.ipv6)?,
+            None => crate::nic::interface_addr(ns, &cfg.ifname, cfg.ipv6)?,
         };
         let program = in_netns(ns, || {
             SteerProgram::attach(&cfg.ifname, cfg.attach, cfg.force)
@@ -280,7 +262,7 @@ impl Device {
     /// The MAC of `ip` from the kernel's neighbour table (resolving it with
     /// ARP/ND through the kernel if needed).
     pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], DeviceError> {
-        Ok(crate::netns::resolve_mac(
+        Ok(crate::nic::resolve_mac(
             self.netns.as_deref(),
             &self.ifname,
             ip,

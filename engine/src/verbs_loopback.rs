@@ -12,8 +12,8 @@ use thiserror::Error;
 use crate::driver::{CaptureSink, PollMode, QueueStats};
 use crate::endpoint::{ConnectOptions, RemoteQp};
 use crate::io::ZeroCopy;
-use crate::loader::{AttachMode, Impairment, SteerCounters};
-use crate::netns::{NetnsError, PairConfig, VethPair};
+use crate::netns::{PairConfig, VethPair};
+use crate::nic::{AttachMode, Impairment, NetnsError, SteerCounters};
 use crate::rc::{Access, Counters, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use crate::verbs::{Device, DeviceConfig, DeviceError, MemoryRegion, QpCaps, QueuePair};
 

@@ -11,9 +11,9 @@ use engine::driver::PollMode;
 use engine::driver_floor::udp_frame;
 use engine::io::echo::{echo, generate};
 use engine::io::{XskConfig, XskSocket, ZeroCopy};
-use engine::loader::{AttachMode, AttachedMode, SteerProgram};
 use engine::netns::is_root;
 use engine::netns::{PairConfig, VethPair};
+use engine::nic::{AttachMode, AttachedMode, SteerProgram};
 
 fn run_echo(mode: AttachMode, frame_len: usize, mtu: u32) {
     if !is_root() {

@@ -3,8 +3,8 @@
 //! 1024 and 4096, with and without injected loss; every byte verified.
 //! Needs root; skipped (with a message) otherwise.
 
-use engine::loader::AttachMode;
 use engine::netns::is_root;
+use engine::nic::AttachMode;
 use engine::rc::Mtu;
 use engine::verbs_loopback::{run_loopback, LoopbackOp, LoopbackOptions};
 

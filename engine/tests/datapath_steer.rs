@@ -11,9 +11,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use engine::io::{XskConfig, XskSocket};
-use engine::loader::{AttachMode, SteerProgram};
 use engine::netns::is_root;
 use engine::netns::{PairConfig, VethPair};
+use engine::nic::{AttachMode, SteerProgram};
 
 #[derive(Clone, Copy)]
 struct FrameSpec {
@@ -307,7 +307,7 @@ fn kill_child_helper() {
         let v: Vec<&str> = spec.split(',').collect();
         (v[0].to_string(), v[1].to_string(), v[2].to_string())
     };
-    engine::netns::enter_netns(&ns).unwrap();
+    engine::nic::enter_netns(&ns).unwrap();
     let mode = if mode == "generic" {
         AttachMode::Generic
     } else {
@@ -436,7 +436,7 @@ fn ce_marking_rewrites_ecn_and_fixes_the_checksum() {
     let got = std::thread::spawn(move || {
         b.enter().unwrap();
         let mut prog = SteerProgram::attach(&b.ifname, AttachMode::Native, false).unwrap();
-        prog.set_impairment(engine::loader::Impairment {
+        prog.set_impairment(engine::nic::Impairment {
             drop_ppm: 0,
             ce_ppm: 1_000_000,
         })

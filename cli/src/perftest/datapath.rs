@@ -13,7 +13,7 @@ use engine::driver::CaptureSink;
 use engine::driver::QueueStats;
 use engine::driver::{capture_channel, PcapWriter, PollMode};
 use engine::io::ZeroCopy;
-use engine::loader::AttachMode;
+use engine::nic::AttachMode;
 use engine::stats::{CaptureHub, Snapshot, StatsServer};
 use engine::verbs::{Device, DeviceConfig};
 

@@ -38,10 +38,10 @@ use std::time::Duration;
 
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, XskSocket, ZeroCopy};
-use crate::loader::{AttachMode, AttachedMode, SteerCounters, SteerProgram};
+use crate::nic::{in_netns, AttachMode, AttachedMode, SteerCounters, SteerProgram};
 use crate::rc::{Access, QpState, RecvWr, SendWr, VerbsError, WorkCompletion};
 use crate::time::Instant;
-use crate::verbs::{in_netns, DeviceError, MemoryRegion, QpCaps};
+use crate::verbs::{DeviceError, MemoryRegion, QpCaps};
 
 use super::capture::CaptureSink;
 use super::step::DriverStep;
@@ -160,10 +160,10 @@ impl RunToCompletion {
         program: Arc<Mutex<SteerProgram>>,
     ) -> Result<RunToCompletion, DeviceError> {
         let ns = cfg.netns.as_deref();
-        let mac = crate::netns::interface_mac(ns, &cfg.ifname)?;
+        let mac = crate::nic::interface_mac(ns, &cfg.ifname)?;
         let ip = match cfg.local_ip {
             Some(ip) => ip,
-            None => crate::netns::interface_addr(ns, &cfg.ifname, cfg.ipv6)?,
+            None => crate::nic::interface_addr(ns, &cfg.ifname, cfg.ipv6)?,
         };
         let mut xsk = XskConfig::new(&cfg.ifname, cfg.queue);
         xsk.umem = cfg.umem;
@@ -235,7 +235,7 @@ impl RunToCompletion {
     /// The MAC of `ip` from the kernel's neighbour table (resolving it with
     /// ARP/ND through the kernel if needed).
     pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], DeviceError> {
-        Ok(crate::netns::resolve_mac(
+        Ok(crate::nic::resolve_mac(
             self.netns.as_deref(),
             &self.ifname,
             ip,

@@ -24,7 +24,7 @@ use thiserror::Error;
 
 use crate::endpoint::{Endpoint, EndpointConfig};
 use crate::io::{Waker, XskConfig, XskCounters, XskError, XskSocket, XskStatistics};
-use crate::loader::SteerProgram;
+use crate::nic::SteerProgram;
 use crate::rc::{Counters, RecvWr, SendWr, VerbsError, WorkCompletion};
 use crate::time::Instant;
 
@@ -231,11 +231,11 @@ pub struct QueueConfig {
 #[derive(Debug, Error)]
 pub enum DriverError {
     #[error(transparent)]
-    Netns(#[from] crate::netns::NetnsError),
+    Netns(#[from] crate::nic::NetnsError),
     #[error(transparent)]
     Xsk(#[from] XskError),
     #[error(transparent)]
-    Loader(#[from] crate::loader::LoaderError),
+    Loader(#[from] crate::nic::LoaderError),
     #[error("creating the engine's wake-up eventfd failed: {0}")]
     Waker(std::io::Error),
     #[error("spawning the engine thread failed: {0}")]
@@ -352,7 +352,7 @@ impl Drop for Driver {
 
 fn setup(cfg: &QueueConfig, program: &Mutex<SteerProgram>) -> Result<XskSocket, DriverError> {
     if let Some(ns) = &cfg.netns {
-        crate::netns::enter_netns(ns)?;
+        crate::nic::enter_netns(ns)?;
     }
     if let Some(core) = cfg.core {
         // Best effort: an unknown core id leaves the thread unpinned.

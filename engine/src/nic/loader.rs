@@ -19,7 +19,7 @@ use aya::{Ebpf, EbpfError};
 use thiserror::Error;
 
 /// The compiled XDP object, embedded (8-byte aligned, as the ELF parser needs).
-static ROCE_STEER_OBJ: &[u8] = aya::include_bytes_aligned!("../../ebpf/roce_steer.o");
+static ROCE_STEER_OBJ: &[u8] = aya::include_bytes_aligned!("../../../ebpf/roce_steer.o");
 
 /// Number of entries of the program's XSKMAP (queues 0..63).
 pub const MAX_QUEUES: u32 = 64;

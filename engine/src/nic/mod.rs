@@ -1,0 +1,20 @@
+//! The network interface the engine serves, on the kernel's side of the
+//! AF_XDP rings:
+//!
+//! - `loader.rs`: the `roce_steer` XDP program that steers RoCE v2 into
+//!   the sockets ([`SteerProgram`]: load, attach by bpf_link, XSKMAP,
+//!   per-CPU counters, test impairments);
+//! - `iface.rs`: the interface's MAC and address, a peer's MAC from the
+//!   kernel's neighbour table, and entering the interface's network
+//!   namespace.
+
+mod iface;
+mod loader;
+
+pub use iface::{
+    enter_netns, interface_addr, interface_mac, neighbour_mac, resolve_mac, NetnsError,
+};
+pub(crate) use iface::{in_netns, ip};
+pub use loader::{
+    AttachMode, AttachedMode, Impairment, LoaderError, SteerCounters, SteerProgram, MAX_QUEUES,
+};
