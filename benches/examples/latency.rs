@@ -8,7 +8,7 @@
 //! `udp`, `floor`, `threads`) measures one path only (for profiling).
 
 use engine::driver::PollMode;
-use engine::netns::{PairConfig, VethPair};
+use engine::testbed::netns::{PairConfig, VethPair};
 use roce_xdp_benches::engine_path::pingpong_threaded;
 use roce_xdp_benches::harness::{floor_pingpong, kernel_pingpong, LINK_MTU, SMALL};
 use roce_xdp_benches::stats::Percentiles;

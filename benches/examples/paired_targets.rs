@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use engine::driver::PollMode;
-use engine::netns::{PairConfig, VethPair};
+use engine::testbed::netns::{PairConfig, VethPair};
 use roce_xdp_benches::harness::{Options, LINK_MTU};
 use roce_xdp_benches::paired::{measure, PairedOptions};
 use roce_xdp_benches::report::paired_tables;

@@ -23,7 +23,7 @@
 use std::time::Duration;
 
 use engine::driver::PollMode;
-use engine::netns::{PairConfig, VethPair};
+use engine::testbed::netns::{PairConfig, VethPair};
 use roce_xdp_benches::engine_path::{measure_points, Op};
 use roce_xdp_benches::floor::FloorPayload;
 use roce_xdp_benches::harness::{floor_point, LINK_MTU};

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use engine::driver::PollMode;
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::netns::{Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
+use engine::testbed::netns::{Side, VethPair};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
 
 use crate::harness::{process_cpu_time, Options, ROCE_PMTU};
@@ -777,7 +777,7 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::netns::PairConfig;
+    use engine::testbed::netns::PairConfig;
 
     #[test]
     fn pingpong_and_write_stream_over_veth() {

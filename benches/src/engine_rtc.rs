@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::netns::{Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
+use engine::testbed::netns::{Side, VethPair};
 use engine::verbs::{MemoryRegion, QpCaps};
 
 /// Why a measurement failed.
@@ -204,7 +204,7 @@ pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EResult<Vec<Du
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::netns::PairConfig;
+    use engine::testbed::netns::PairConfig;
 
     #[test]
     fn run_to_completion_pingpong_over_veth() {

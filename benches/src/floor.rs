@@ -2,7 +2,7 @@
 //! sizes as the engine, with no protocol work. A one-way stream (the sender
 //! keeps the TX ring full, the receiver counts) gives the packet rate and
 //! goodput the engine is compared with; a ping-pong against the datapath's
-//! echo loop (`engine::io::echo`) gives the round-trip floor.
+//! echo loop (`engine::testbed::echo`) gives the round-trip floor.
 //!
 //! Every loop waits the way the engine's driver does in the same
 //! [`PollMode`] (see [`idle_wait`]): in adaptive mode it yields the core
@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use engine::driver::PollMode;
-use engine::io::echo::idle_wait;
 use engine::io::{thread_cpu_time, InPlace, XskSocket};
-use engine::netns::Side;
+use engine::testbed::echo::idle_wait;
+use engine::testbed::netns::Side;
 
 use crate::sources::{region_pattern, PacketSource, SourceLayout, REGION};
 
@@ -47,9 +47,9 @@ pub fn frame_len_for(message: usize, pmtu: usize) -> (usize, usize) {
 
 /// An Ethernet/IPv4/UDP frame of `len` bytes from `src` to `dst`, UDP
 /// destination port `dport`, with a valid IPv4 header checksum
-/// ([`engine::driver_floor::udp_frame`]) and payload byte i = i as u8.
+/// ([`engine::testbed::floor::udp_frame`]) and payload byte i = i as u8.
 pub fn udp_frame(src: &Side, dst: &Side, dport: u16, len: usize) -> Vec<u8> {
-    let mut f = engine::driver_floor::udp_frame(src, dst, dport, len);
+    let mut f = engine::testbed::floor::udp_frame(src, dst, dport, len);
     for (i, b) in f[42..].iter_mut().enumerate() {
         *b = i as u8;
     }

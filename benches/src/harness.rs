@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use engine::driver::PollMode;
 use engine::io::{XskConfig, XskSocket};
-use engine::netns::{PairConfig, Side, VethPair};
 use engine::nic::{AttachMode, SteerProgram};
+use engine::testbed::netns::{PairConfig, Side, VethPair};
 use thiserror::Error;
 
 use crate::engine_path::{window, EngineResults};
@@ -150,7 +150,7 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessErro
 }
 
 /// Whether the process runs with uid 0 (the engine's check).
-pub use engine::netns::is_root;
+pub use engine::testbed::netns::is_root;
 
 /// Runs `f` on a new thread inside `side`'s network namespace.
 pub fn spawn_in<T, F>(side: &Side, f: F) -> JoinHandle<Result<T, HarnessError>>
@@ -754,7 +754,7 @@ pub fn floor_pingpong(
     let echo = spawn_in(&pair.b, move || {
         let (_prog, mut sock) = open_xsk(&b, 0)?;
         let _ = ready_tx.send(());
-        Ok(engine::io::echo::echo(&mut sock, &stop_echo, poll))
+        Ok(engine::testbed::echo::echo(&mut sock, &stop_echo, poll))
     });
     if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
         return Err(join(echo)

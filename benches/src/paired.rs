@@ -23,7 +23,7 @@
 use std::time::Duration;
 
 use engine::driver::PollMode;
-use engine::netns::VethPair;
+use engine::testbed::netns::VethPair;
 
 use crate::engine_path::{measure_points, Op};
 use crate::floor::FloorPayload;

@@ -11,12 +11,12 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use engine::driver::{capture_channel, PcapWriter, PollMode};
-use engine::driver_floor::{run_echo_floor, FloorOptions};
 use engine::io::ZeroCopy;
-use engine::netns::is_root;
 use engine::nic::AttachMode;
 use engine::rc::Mtu;
-use engine::verbs_loopback::{run_loopback, LoopbackOp, LoopbackOptions, LoopbackReport};
+use engine::testbed::floor::{run_echo_floor, FloorOptions};
+use engine::testbed::loopback::{run_loopback, LoopbackOp, LoopbackOptions, LoopbackReport};
+use engine::testbed::netns::is_root;
 use serde_json::json;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

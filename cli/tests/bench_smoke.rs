@@ -7,7 +7,7 @@
 use std::process::Command;
 use std::time::Instant;
 
-use engine::netns::is_root;
+use engine::testbed::netns::is_root;
 use roce_xdp_benches::report::{Report, SCHEMA_VERSION};
 
 fn positive(v: Option<f64>) -> bool {

@@ -14,12 +14,10 @@
 pub use proto::{cc, endpoint, rc, sim, time, wire};
 
 pub mod driver;
-pub mod driver_floor;
 #[allow(unsafe_code)]
 pub mod io;
-pub mod netns;
 pub mod nic;
 pub mod oob;
 pub mod stats;
+pub mod testbed;
 pub mod verbs;
-pub mod verbs_loopback;

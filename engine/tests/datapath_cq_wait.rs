@@ -48,7 +48,7 @@ struct Rig {
     rb: MemoryRegion,
 }
 
-fn rig(pair: &engine::netns::VethPair) -> Rig {
+fn rig(pair: &engine::testbed::netns::VethPair) -> Rig {
     let a = Device::open(datapath_support::device_config(&pair.a)).unwrap();
     let b = Device::open(datapath_support::device_config(&pair.b)).unwrap();
     let mac_b = a.resolve_mac(b.ip()).unwrap();

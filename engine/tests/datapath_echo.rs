@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::driver::PollMode;
-use engine::driver_floor::udp_frame;
-use engine::io::echo::{echo, generate};
 use engine::io::{XskConfig, XskSocket, ZeroCopy};
-use engine::netns::is_root;
-use engine::netns::{PairConfig, VethPair};
 use engine::nic::{AttachMode, AttachedMode, SteerProgram};
+use engine::testbed::echo::{echo, generate};
+use engine::testbed::floor::udp_frame;
+use engine::testbed::netns::is_root;
+use engine::testbed::netns::{PairConfig, VethPair};
 
 fn run_echo(mode: AttachMode, frame_len: usize, mtu: u32) {
     if !is_root() {
@@ -122,11 +122,11 @@ fn echo_floor_runs_on_a_fresh_pair() {
         eprintln!("skipping: needs root");
         return;
     }
-    let opts = engine::driver_floor::FloorOptions {
+    let opts = engine::testbed::floor::FloorOptions {
         packets: 20_000,
         ..Default::default()
     };
-    let r = engine::driver_floor::run_echo_floor(&opts).unwrap();
+    let r = engine::testbed::floor::run_echo_floor(&opts).unwrap();
     eprintln!(
         "echo floor: {:.3} Mpps, {:.2} Gb/s ({:?})",
         r.mpps, r.gbps, r.stats

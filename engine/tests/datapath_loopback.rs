@@ -3,10 +3,10 @@
 //! 1024 and 4096, with and without injected loss; every byte verified.
 //! Needs root; skipped (with a message) otherwise.
 
-use engine::netns::is_root;
 use engine::nic::AttachMode;
 use engine::rc::Mtu;
-use engine::verbs_loopback::{run_loopback, LoopbackOp, LoopbackOptions};
+use engine::testbed::loopback::{run_loopback, LoopbackOp, LoopbackOptions};
+use engine::testbed::netns::is_root;
 
 fn run(op: LoopbackOp, mode: AttachMode, ipv6: bool, mtu: Mtu, loss: f64) {
     if !is_root() {

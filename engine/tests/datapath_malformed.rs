@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::io::{XskConfig, XskSocket};
-use engine::netns::is_root;
-use engine::netns::{PairConfig, VethPair};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
+use engine::testbed::netns::is_root;
+use engine::testbed::netns::{PairConfig, VethPair};
 use engine::verbs::{Device, DeviceConfig, QpCaps};
 use engine::wire::{
     emit_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr,
@@ -71,7 +71,7 @@ fn bad_frames_are_counted_and_dropped_and_the_engine_keeps_running() {
         return;
     }
     let pair = VethPair::create(&PairConfig::default()).unwrap();
-    let cfg = |side: &engine::netns::Side| {
+    let cfg = |side: &engine::testbed::netns::Side| {
         let mut c = DeviceConfig::new(&side.ifname);
         c.netns = Some(side.netns.clone());
         c.umem.frame_count = 512;

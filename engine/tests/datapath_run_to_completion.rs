@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::netns::is_root;
-use engine::netns::{PairConfig, Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
+use engine::testbed::netns::is_root;
+use engine::testbed::netns::{PairConfig, Side, VethPair};
 use engine::verbs::{MemoryRegion, QpCaps};
 
 fn config(side: &Side) -> InlineConfig {

@@ -11,9 +11,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use engine::io::{XskConfig, XskSocket};
-use engine::netns::is_root;
-use engine::netns::{PairConfig, VethPair};
 use engine::nic::{AttachMode, SteerProgram};
+use engine::testbed::netns::is_root;
+use engine::testbed::netns::{PairConfig, VethPair};
 
 #[derive(Clone, Copy)]
 struct FrameSpec {

@@ -10,11 +10,11 @@ mod datapath_support;
 use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::netns::Side;
 use engine::rc::{
     Access, Mtu, QpAttr, QpAttrMask, QpState, RecvWr, SendOp, SendWr, VerbsError, WcStatus,
     WorkCompletion,
 };
+use engine::testbed::netns::Side;
 use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
 const LEN: usize = 4096;

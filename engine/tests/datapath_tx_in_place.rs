@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::driver_floor::write_udp_frame;
 use engine::io::{FrameAccounting, InPlace, XskConfig, XskSocket};
-use engine::netns::is_root;
-use engine::netns::{PairConfig, Side, VethPair};
 use engine::nic::{AttachMode, SteerProgram};
+use engine::testbed::floor::write_udp_frame;
+use engine::testbed::netns::is_root;
+use engine::testbed::netns::{PairConfig, Side, VethPair};
 
 /// Writes an Ethernet/IPv4/UDP frame to port 4791 of `len` bytes into
 /// `buf` (payload byte i = i as u8 ^ tag); returns `len`.

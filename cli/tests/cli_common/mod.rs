@@ -1,5 +1,5 @@
 //! Shared helpers of the CLI integration tests: run `roce-xdp` inside the
-//! network namespaces a test creates (engine::netns::VethPair), wait for a
+//! network namespaces a test creates (engine::testbed::netns::VethPair), wait for a
 //! server to listen, and serialise the tests that attach engines (the
 //! machine may have only two cores).
 #![allow(dead_code)]
@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use engine::netns::{PairConfig, VethPair};
+use engine::testbed::netns::{PairConfig, VethPair};
 
 /// The binary under test.
 pub fn bin() -> &'static str {
@@ -17,7 +17,7 @@ pub fn bin() -> &'static str {
 }
 
 /// Whether we can create namespaces and attach XDP.
-pub use engine::netns::is_root;
+pub use engine::testbed::netns::is_root;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 

@@ -13,7 +13,6 @@ mod sys;
 mod umem;
 mod waker;
 
-pub mod echo;
 pub mod region;
 
 pub use region::{RegisteredRegion, SharedRegion};

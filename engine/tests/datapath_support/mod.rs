@@ -4,7 +4,7 @@
 // Each test binary uses its own subset.
 #![allow(dead_code)]
 
-use engine::netns::{is_root, PairConfig, Side, VethPair};
+use engine::testbed::netns::{is_root, PairConfig, Side, VethPair};
 use engine::verbs::DeviceConfig;
 
 /// A fresh veth pair with one queue per side and an MTU with room for

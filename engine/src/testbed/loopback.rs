@@ -12,10 +12,11 @@ use thiserror::Error;
 use crate::driver::{CaptureSink, PollMode, QueueStats};
 use crate::endpoint::{ConnectOptions, RemoteQp};
 use crate::io::ZeroCopy;
-use crate::netns::{PairConfig, VethPair};
 use crate::nic::{AttachMode, Impairment, NetnsError, SteerCounters};
 use crate::rc::{Access, Counters, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use crate::verbs::{Device, DeviceConfig, DeviceError, MemoryRegion, QpCaps, QueuePair};
+
+use super::netns::{PairConfig, VethPair};
 
 /// The operation the transfer uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,7 +202,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
         queues,
     })?;
 
-    let dev_cfg = |side: &crate::netns::Side| {
+    let dev_cfg = |side: &super::netns::Side| {
         let mut c = DeviceConfig::new(&side.ifname);
         c.netns = Some(side.netns.clone());
         c.queues = queues;

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::driver::PollMode;
-use crate::io::echo::{echo, generate, LoopStats};
 use crate::io::{XskConfig, XskSocket};
-use crate::netns::{PairConfig, Side, VethPair};
 use crate::nic::{AttachMode, SteerProgram};
-use crate::verbs_loopback::LoopbackError;
+
+use super::echo::{echo, generate, LoopStats};
+use super::loopback::LoopbackError;
+use super::netns::{PairConfig, Side, VethPair};
 
 /// Options of an echo-floor run.
 #[derive(Debug, Clone)]

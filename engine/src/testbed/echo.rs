@@ -7,8 +7,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::socket::XskSocket;
 use crate::driver::PollMode;
+use crate::io::XskSocket;
 
 /// Packet and byte counts of a loop.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
