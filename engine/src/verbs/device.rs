@@ -1,41 +1,20 @@
-//! Verbs-style application API over the AF_XDP datapath.
-//!
-//! ```text
-//! let dev = Device::open(DeviceConfig::new("eth0"))?;        // XDP + one engine thread per queue
-//! let mr  = dev.register_memory(0, 1 << 20, Access::ALL)?;  // shared memory the app sees
-//! let qp  = dev.create_qp(0, QpCaps::default())?;           // bound to queue 0
-//! let mac = dev.resolve_mac(peer_ip)?;                       // kernel neighbour table (ARP/ND)
-//! qp.connect(RemoteQp { qpn, psn, mac, ip: peer_ip }, ConnectOptions::default())?;
-//! mr.write(0, b"hello");
-//! qp.post_send(SendWr { .. local: mr.sge(0, 5), .. })?;
-//! let n = dev.poll_cq(0, &mut wcs);
-//! ```
-//!
-//! Each queue runs its own [`Endpoint`](crate::endpoint::Endpoint) on its
-//! own thread: memory regions and QPs belong to one queue. Applications
-//! never touch an endpoint: posts and completions cross lock-free queues,
-//! control operations run on the engine thread.
+//! [`Device`]: the XDP program on one interface and one engine thread per
+//! queue; memory registration, QP creation, completions, statistics.
 
 use std::net::IpAddr;
 use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use thiserror::Error;
-
 use crate::driver::{
-    CaptureSink, Driver, DriverError, PollMode, PostError, QueueConfig, QueueStats, Shared, Work,
+    CaptureSink, Driver, PollMode, PostError, QueueConfig, QueueStats, Shared, Work,
 };
-use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use crate::endpoint::{Endpoint, EndpointConfig};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, ZeroCopy};
-use crate::nic::{
-    in_netns, AttachMode, AttachedMode, Impairment, LoaderError, NetnsError, SteerCounters,
-    SteerProgram,
-};
-use crate::rc::{
-    Access, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendWr, Sge, VerbsError,
-    WorkCompletion,
-};
+use crate::nic::{in_netns, AttachMode, AttachedMode, Impairment, SteerCounters, SteerProgram};
+use crate::rc::{Access, WorkCompletion};
+
+use super::{DeviceError, MemoryRegion, QpCaps, QueuePair};
 
 /// How to open a device.
 #[derive(Clone)]
@@ -89,27 +68,6 @@ impl DeviceConfig {
             capture: None,
         }
     }
-}
-
-/// Errors of the verbs API.
-#[derive(Debug, Error)]
-pub enum DeviceError {
-    #[error(transparent)]
-    Loader(#[from] LoaderError),
-    #[error(transparent)]
-    Driver(#[from] DriverError),
-    #[error(transparent)]
-    Netns(#[from] NetnsError),
-    #[error("{0}")]
-    Verbs(#[from] VerbsError),
-    #[error("queue {0} does not exist (the device has {1})")]
-    NoSuchQueue(u32, u32),
-    #[error("the engine thread of queue {0} did not answer (stopped or stuck)")]
-    EngineGone(u32),
-    #[error("registering memory failed: {0}")]
-    Memory(std::io::Error),
-    #[error("the work queue of queue {0} is full: poll completions first")]
-    WouldBlock(u32),
 }
 
 /// An open device: the XDP program on one interface and one engine thread
@@ -252,11 +210,7 @@ impl Device {
     pub fn create_qp(&self, q: u32, caps: QpCaps) -> Result<QueuePair, DeviceError> {
         let shared = self.shared(q)?.clone();
         let qpn = call(&shared, q, move |ep, cq| ep.create_qp(caps.init_attr(cq)))??;
-        Ok(QueuePair {
-            qpn,
-            queue: q,
-            shared,
-        })
+        Ok(QueuePair::new(qpn, q, shared))
     }
 
     /// The MAC of `ip` from the kernel's neighbour table (resolving it with
@@ -393,7 +347,7 @@ fn add_stats(t: &mut QueueStats, s: &QueueStats) {
 const WAIT_SPIN: Duration = Duration::from_micros(20);
 
 /// Runs `f` on queue `q`'s engine thread and waits for its result.
-fn call<R: Send + 'static>(
+pub(super) fn call<R: Send + 'static>(
     shared: &Shared,
     q: u32,
     f: impl FnOnce(&mut Endpoint, u32) -> R + Send + 'static,
@@ -415,170 +369,4 @@ fn call<R: Send + 'static>(
     }
     rx.recv_timeout(Duration::from_secs(5))
         .map_err(|_| DeviceError::EngineGone(q))
-}
-
-/// Queue depths of a new QP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct QpCaps {
-    pub max_send_wr: u32,
-    pub max_recv_wr: u32,
-}
-
-impl QpCaps {
-    /// The QP's creation attributes with both work queues on `cq`.
-    pub(crate) fn init_attr(self, cq: u32) -> QpInitAttr {
-        QpInitAttr {
-            send_cq: cq,
-            recv_cq: cq,
-            max_send_wr: self.max_send_wr,
-            max_recv_wr: self.max_recv_wr,
-            sq_sig_all: false,
-        }
-    }
-}
-
-impl Default for QpCaps {
-    fn default() -> Self {
-        QpCaps {
-            max_send_wr: 256,
-            max_recv_wr: 256,
-        }
-    }
-}
-
-/// A registered memory region: shared memory the application reads and
-/// writes by copies, and keys for work requests and peers.
-#[derive(Debug, Clone)]
-pub struct MemoryRegion {
-    region: Arc<SharedRegion>,
-    pub lkey: u32,
-    pub rkey: u32,
-    pub queue: u32,
-}
-
-impl MemoryRegion {
-    /// A region registered on queue `queue` with keys `lkey`/`rkey`.
-    pub(crate) fn new(region: Arc<SharedRegion>, lkey: u32, rkey: u32, queue: u32) -> Self {
-        MemoryRegion {
-            region,
-            lkey,
-            rkey,
-            queue,
-        }
-    }
-
-    /// I/O virtual address of byte 0 (give it to peers with the rkey).
-    pub fn addr(&self) -> u64 {
-        self.region.addr()
-    }
-
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        self.region.len()
-    }
-
-    /// Whether the region is empty (never).
-    pub fn is_empty(&self) -> bool {
-        self.region.is_empty()
-    }
-
-    /// Copies bytes out of the region; false if out of bounds.
-    pub fn read(&self, offset: usize, out: &mut [u8]) -> bool {
-        self.region.read(offset, out)
-    }
-
-    /// Copies bytes into the region; false if out of bounds.
-    pub fn write(&self, offset: usize, data: &[u8]) -> bool {
-        self.region.write(offset, data)
-    }
-
-    /// A scatter/gather entry for `len` bytes at `offset`.
-    pub fn sge(&self, offset: usize, len: u32) -> Sge {
-        Sge {
-            lkey: self.lkey,
-            addr: self.addr() + offset as u64,
-            length: len,
-        }
-    }
-}
-
-/// An RC queue pair bound to one queue.
-#[derive(Clone)]
-pub struct QueuePair {
-    qpn: u32,
-    queue: u32,
-    shared: Arc<Shared>,
-}
-
-impl std::fmt::Debug for QueuePair {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QueuePair")
-            .field("qpn", &self.qpn)
-            .field("queue", &self.queue)
-            .finish()
-    }
-}
-
-impl QueuePair {
-    /// QP number (give it to the peer).
-    pub fn qpn(&self) -> u32 {
-        self.qpn
-    }
-
-    /// The queue (engine thread) this QP is bound to.
-    pub fn queue(&self) -> u32 {
-        self.queue
-    }
-
-    /// RESET -> INIT -> RTR -> RTS with the peer's parameters.
-    pub fn connect(&self, remote: RemoteQp, opts: ConnectOptions) -> Result<(), DeviceError> {
-        let qpn = self.qpn;
-        Ok(call(&self.shared, self.queue, move |ep, _| {
-            ep.connect(qpn, &remote, &opts)
-        })??)
-    }
-
-    /// The QP's state.
-    pub fn state(&self) -> Result<Option<QpState>, DeviceError> {
-        let qpn = self.qpn;
-        call(&self.shared, self.queue, move |ep, _| ep.qp_state(qpn))
-    }
-
-    /// Applies the fields of `attr` that `mask` selects (`ibv_modify_qp`),
-    /// e.g. `QpState::Error` with [`QpAttrMask::STATE`] to flush the QP's
-    /// outstanding work requests as `Flushed` completions.
-    pub fn modify(&self, attr: QpAttr, mask: QpAttrMask) -> Result<(), DeviceError> {
-        let qpn = self.qpn;
-        Ok(call(&self.shared, self.queue, move |ep, _| {
-            ep.modify_qp(qpn, &attr, mask)
-        })??)
-    }
-
-    /// Destroys the QP (`ibv_destroy_qp`). Work requests still outstanding
-    /// are dropped without completions (move the QP to the error state and
-    /// poll its flushed completions first if you need them); packets that
-    /// still arrive for it are counted as unknown-QP drops; a later QP may
-    /// get the same number. Posts through a clone of this handle are
-    /// refused with an unknown-QP error ([`Device::poll_post_error`]).
-    pub fn destroy(self) -> Result<(), DeviceError> {
-        let qpn = self.qpn;
-        Ok(call(&self.shared, self.queue, move |ep, _| {
-            ep.destroy_qp(qpn)
-        })??)
-    }
-
-    /// Posts a send work request (SEND, WRITE, READ, atomics). Refusals by
-    /// the engine arrive through [`Device::poll_post_error`].
-    pub fn post_send(&self, wr: SendWr) -> Result<(), DeviceError> {
-        self.shared
-            .post(Work::Send { qpn: self.qpn, wr })
-            .map_err(|_| DeviceError::WouldBlock(self.queue))
-    }
-
-    /// Posts a receive work request.
-    pub fn post_recv(&self, wr: RecvWr) -> Result<(), DeviceError> {
-        self.shared
-            .post(Work::Recv { qpn: self.qpn, wr })
-            .map_err(|_| DeviceError::WouldBlock(self.queue))
-    }
 }

@@ -1,0 +1,36 @@
+//! Verbs-style application API over the AF_XDP datapath.
+//!
+//! ```text
+//! let dev = Device::open(DeviceConfig::new("eth0"))?;        // XDP + one engine thread per queue
+//! let mr  = dev.register_memory(0, 1 << 20, Access::ALL)?;  // shared memory the app sees
+//! let qp  = dev.create_qp(0, QpCaps::default())?;           // bound to queue 0
+//! let mac = dev.resolve_mac(peer_ip)?;                       // kernel neighbour table (ARP/ND)
+//! qp.connect(RemoteQp { qpn, psn, mac, ip: peer_ip }, ConnectOptions::default())?;
+//! mr.write(0, b"hello");
+//! qp.post_send(SendWr { .. local: mr.sge(0, 5), .. })?;
+//! let n = dev.poll_cq(0, &mut wcs);
+//! ```
+//!
+//! Each queue runs its own [`Endpoint`](crate::endpoint::Endpoint) on its
+//! own thread: memory regions and QPs belong to one queue. Applications
+//! never touch an endpoint: posts and completions cross lock-free queues,
+//! control operations run on the engine thread.
+//!
+//! - `device.rs`: [`Device`] and [`DeviceConfig`];
+//! - `memory.rs`: [`MemoryRegion`];
+//! - `qp.rs`: [`QueuePair`] and [`QpCaps`];
+//! - `error.rs`: [`DeviceError`].
+//!
+//! An application that wants to drive a queue's engine from its own thread
+//! instead uses [`RunToCompletion`](crate::driver::RunToCompletion), which
+//! takes the same [`QpCaps`] and hands out the same [`MemoryRegion`]s.
+
+mod device;
+mod error;
+mod memory;
+mod qp;
+
+pub use device::{Device, DeviceConfig};
+pub use error::DeviceError;
+pub use memory::MemoryRegion;
+pub use qp::{QpCaps, QueuePair};

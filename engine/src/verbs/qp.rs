@@ -1,0 +1,127 @@
+//! [`QueuePair`]: an RC QP on one queue (connect, modify, post, destroy),
+//! and [`QpCaps`], the depths of its work queues.
+
+use std::sync::Arc;
+
+use crate::driver::{Shared, Work};
+use crate::endpoint::{ConnectOptions, RemoteQp};
+use crate::rc::{QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendWr};
+
+use super::device::call;
+use super::DeviceError;
+
+/// Queue depths of a new QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpCaps {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+}
+
+impl QpCaps {
+    /// The QP's creation attributes with both work queues on `cq`.
+    pub(crate) fn init_attr(self, cq: u32) -> QpInitAttr {
+        QpInitAttr {
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr: self.max_send_wr,
+            max_recv_wr: self.max_recv_wr,
+            sq_sig_all: false,
+        }
+    }
+}
+
+impl Default for QpCaps {
+    fn default() -> Self {
+        QpCaps {
+            max_send_wr: 256,
+            max_recv_wr: 256,
+        }
+    }
+}
+
+/// An RC queue pair bound to one queue.
+#[derive(Clone)]
+pub struct QueuePair {
+    qpn: u32,
+    queue: u32,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for QueuePair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueuePair")
+            .field("qpn", &self.qpn)
+            .field("queue", &self.queue)
+            .finish()
+    }
+}
+
+impl QueuePair {
+    /// The handle of QP `qpn` on queue `queue`, whose engine thread shares
+    /// `shared`.
+    pub(super) fn new(qpn: u32, queue: u32, shared: Arc<Shared>) -> Self {
+        QueuePair { qpn, queue, shared }
+    }
+
+    /// QP number (give it to the peer).
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The queue (engine thread) this QP is bound to.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+
+    /// RESET -> INIT -> RTR -> RTS with the peer's parameters.
+    pub fn connect(&self, remote: RemoteQp, opts: ConnectOptions) -> Result<(), DeviceError> {
+        let qpn = self.qpn;
+        Ok(call(&self.shared, self.queue, move |ep, _| {
+            ep.connect(qpn, &remote, &opts)
+        })??)
+    }
+
+    /// The QP's state.
+    pub fn state(&self) -> Result<Option<QpState>, DeviceError> {
+        let qpn = self.qpn;
+        call(&self.shared, self.queue, move |ep, _| ep.qp_state(qpn))
+    }
+
+    /// Applies the fields of `attr` that `mask` selects (`ibv_modify_qp`),
+    /// e.g. `QpState::Error` with [`QpAttrMask::STATE`] to flush the QP's
+    /// outstanding work requests as `Flushed` completions.
+    pub fn modify(&self, attr: QpAttr, mask: QpAttrMask) -> Result<(), DeviceError> {
+        let qpn = self.qpn;
+        Ok(call(&self.shared, self.queue, move |ep, _| {
+            ep.modify_qp(qpn, &attr, mask)
+        })??)
+    }
+
+    /// Destroys the QP (`ibv_destroy_qp`). Work requests still outstanding
+    /// are dropped without completions (move the QP to the error state and
+    /// poll its flushed completions first if you need them); packets that
+    /// still arrive for it are counted as unknown-QP drops; a later QP may
+    /// get the same number. Posts through a clone of this handle are
+    /// refused with an unknown-QP error ([`Device::poll_post_error`](super::Device::poll_post_error)).
+    pub fn destroy(self) -> Result<(), DeviceError> {
+        let qpn = self.qpn;
+        Ok(call(&self.shared, self.queue, move |ep, _| {
+            ep.destroy_qp(qpn)
+        })??)
+    }
+
+    /// Posts a send work request (SEND, WRITE, READ, atomics). Refusals by
+    /// the engine arrive through [`Device::poll_post_error`](super::Device::poll_post_error).
+    pub fn post_send(&self, wr: SendWr) -> Result<(), DeviceError> {
+        self.shared
+            .post(Work::Send { qpn: self.qpn, wr })
+            .map_err(|_| DeviceError::WouldBlock(self.queue))
+    }
+
+    /// Posts a receive work request.
+    pub fn post_recv(&self, wr: RecvWr) -> Result<(), DeviceError> {
+        self.shared
+            .post(Work::Recv { qpn: self.qpn, wr })
+            .map_err(|_| DeviceError::WouldBlock(self.queue))
+    }
+}
