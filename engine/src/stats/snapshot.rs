@@ -1,0 +1,113 @@
+//! What one snapshot reports ([`Snapshot`], [`QueueSnapshot`]) and its
+//! JSON document (layout in the module docs of `stats`).
+
+use std::fmt::Write as _;
+
+use super::SCHEMA_VERSION;
+
+/// Counters of one queue's engine.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueueSnapshot {
+    pub queue: u32,
+    /// The core the engine thread is pinned to, if pinned.
+    pub core: Option<usize>,
+    /// `(name, value)` in display order.
+    pub counters: Vec<(String, u64)>,
+    /// Current DCQCN rate of each QP, `(qpn, bit/s)`.
+    pub qp_rates: Vec<(u32, f64)>,
+}
+
+/// Everything one snapshot reports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub iface: String,
+    pub pid: u32,
+    /// Nanoseconds since the engines started.
+    pub uptime_ns: u64,
+    pub xdp_mode: String,
+    pub zero_copy: bool,
+    /// XDP program counters (summed over CPUs).
+    pub xdp: Vec<(String, u64)>,
+    pub queues: Vec<QueueSnapshot>,
+}
+
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_counters(out: &mut String, c: &[(String, u64)]) {
+    out.push('{');
+    for (i, (k, v)) in c.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_str(out, k);
+        let _ = write!(out, ":{v}");
+    }
+    out.push('}');
+}
+
+/// `{"qpn":gbps,...}`; a non-finite rate (never expected) is `null`.
+fn json_rates_gbps(out: &mut String, rates: &[(u32, f64)]) {
+    out.push('{');
+    for (i, (qpn, bps)) in rates.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let gbps = bps / 1e9;
+        if gbps.is_finite() {
+            let _ = write!(out, "\"{qpn}\":{gbps:.3}");
+        } else {
+            let _ = write!(out, "\"{qpn}\":null");
+        }
+    }
+    out.push('}');
+}
+
+impl Snapshot {
+    /// The JSON document (layout in the module docs).
+    pub fn to_json(&self) -> String {
+        let mut s = String::with_capacity(1024);
+        let _ = write!(s, "{{\"schema_version\":{SCHEMA_VERSION},\"iface\":");
+        json_str(&mut s, &self.iface);
+        let _ = write!(
+            s,
+            ",\"pid\":{},\"uptime_ns\":{},\"xdp_mode\":",
+            self.pid, self.uptime_ns
+        );
+        json_str(&mut s, &self.xdp_mode);
+        let _ = write!(s, ",\"zero_copy\":{},\"xdp\":", self.zero_copy);
+        json_counters(&mut s, &self.xdp);
+        s.push_str(",\"queues\":[");
+        for (i, q) in self.queues.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            let _ = write!(s, "{{\"queue\":{},\"core\":", q.queue);
+            match q.core {
+                Some(c) => {
+                    let _ = write!(s, "{c}");
+                }
+                None => s.push_str("null"),
+            }
+            s.push_str(",\"counters\":");
+            json_counters(&mut s, &q.counters);
+            s.push_str(",\"qp_rates_gbps\":");
+            json_rates_gbps(&mut s, &q.qp_rates);
+            s.push('}');
+        }
+        s.push_str("]}\n");
+        s
+    }
+}
