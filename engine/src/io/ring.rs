@@ -1,5 +1,10 @@
 //! The four AF_XDP rings (fill, completion, RX, TX) as single-producer /
-//! single-consumer rings shared with the kernel.
+//! single-consumer rings shared with the kernel. User space produces into
+//! fill and TX ([`ProducerRing`]) and consumes from RX and completion
+//! ([`ConsumerRing`]): each type has only its side's calls, and each
+//! ring's constructor fixes its entry type and mapping offset, so a
+//! consumer's call on the fill ring, or the RX ring mapped as TX, does
+//! not compile (xsk-rs has one type per ring for the same reason).
 //!
 //! Memory ordering follows the kernel's contract (see the comment block of
 //! net/xdp/xsk_queue.h and libxdp's xsk.h): the producer writes entries,
@@ -16,15 +21,27 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::sys::Mapping;
 
-/// Entries are either UMEM addresses (fill, completion) or descriptors.
+/// Entries are either UMEM addresses (fill, completion) or descriptors
+/// (RX, TX).
 pub(crate) trait RingEntry: Copy {}
 impl RingEntry for u64 {}
 impl RingEntry for libc::xdp_desc {}
 
-/// One mapped ring. Invariant: `producer`, `consumer`, `flags` and `descs`
-/// point into `_map`, which lives as long as the ring; `size` is a power
-/// of two and `descs` has `size` entries.
-pub(crate) struct Ring<T: RingEntry> {
+/// The fill ring: UMEM addresses of free frames, produced by us for the
+/// kernel to receive into.
+pub(crate) type FillRing = ProducerRing<u64>;
+/// The TX ring: descriptors of frames to send, produced by us.
+pub(crate) type TxRing = ProducerRing<libc::xdp_desc>;
+/// The completion ring: UMEM addresses of sent frames, produced by the
+/// kernel and consumed by us.
+pub(crate) type CompletionRing = ConsumerRing<u64>;
+/// The RX ring: descriptors of received frames, produced by the kernel.
+pub(crate) type RxRing = ConsumerRing<libc::xdp_desc>;
+
+/// One mapped ring, whichever side we are on. Invariant: `producer`,
+/// `consumer`, `flags` and `descs` point into `_map`, which lives as long
+/// as the ring; `size` is a power of two and `descs` has `size` entries.
+struct RingMap<T: RingEntry> {
     _map: Mapping,
     producer: *const AtomicU32,
     consumer: *const AtomicU32,
@@ -43,16 +60,15 @@ pub(crate) struct Ring<T: RingEntry> {
 // SAFETY: the raw pointers point into the owned mapping; a ring is used by
 // one thread at a time (it is `Send`, not `Sync`), and the kernel side is
 // synchronised through the atomics.
-unsafe impl<T: RingEntry> Send for Ring<T> {}
+unsafe impl<T: RingEntry> Send for RingMap<T> {}
 
-impl<T: RingEntry> Ring<T> {
+impl<T: RingEntry> RingMap<T> {
     /// Maps a ring of `size` entries of the socket `fd`.
-    pub(crate) fn map(
+    fn map(
         fd: BorrowedFd<'_>,
         off: &libc::xdp_ring_offset,
         size: u32,
         pgoff: u64,
-        producer_side: bool,
     ) -> io::Result<Self> {
         assert!(size.is_power_of_two());
         let len = off.desc as usize + size as usize * std::mem::size_of::<T>();
@@ -69,7 +85,7 @@ impl<T: RingEntry> Ring<T> {
                 base.add(off.desc as usize) as *mut T,
             )
         };
-        let mut ring = Ring {
+        let mut ring = RingMap {
             _map: map,
             producer,
             consumer,
@@ -82,9 +98,6 @@ impl<T: RingEntry> Ring<T> {
         };
         ring.cached_prod = ring.producer().load(Ordering::Relaxed);
         ring.cached_cons = ring.consumer().load(Ordering::Relaxed);
-        if producer_side {
-            ring.cached_cons = ring.cached_cons.wrapping_add(size);
-        }
         Ok(ring)
     }
 
@@ -97,85 +110,147 @@ impl<T: RingEntry> Ring<T> {
         // SAFETY: see the struct invariant.
         unsafe { &*self.consumer }
     }
+}
+
+/// A ring user space produces into and the kernel consumes from: fill
+/// and TX. Only the producer's calls exist on it.
+pub(crate) struct ProducerRing<T: RingEntry>(RingMap<T>);
+
+impl<T: RingEntry> ProducerRing<T> {
+    fn new(mut ring: RingMap<T>) -> Self {
+        ring.cached_cons = ring.cached_cons.wrapping_add(ring.size);
+        ProducerRing(ring)
+    }
 
     /// Number of entries.
     pub(crate) fn size(&self) -> u32 {
-        self.size
+        self.0.size
     }
 
-    /// Whether the kernel asked to be woken up (XDP_USE_NEED_WAKEUP).
+    /// Whether the kernel asked to be woken up (XDP_USE_NEED_WAKEUP). The
+    /// kernel sets the flag on the rings it consumes: fill (to receive)
+    /// and TX (to send).
     pub(crate) fn needs_wakeup(&self) -> bool {
         // Order our earlier producer-index store before this load, as the
         // kernel sets the flag and then re-checks the ring.
         std::sync::atomic::fence(Ordering::SeqCst);
-        // SAFETY: see the struct invariant.
-        unsafe { &*self.flags }.load(Ordering::Relaxed) & libc::XDP_RING_NEED_WAKEUP != 0
+        // SAFETY: see the struct invariant of `RingMap`.
+        unsafe { &*self.0.flags }.load(Ordering::Relaxed) & libc::XDP_RING_NEED_WAKEUP != 0
     }
-
-    // ---- producer side (fill, TX) ----
 
     /// Free slots, reloading the kernel's consumer index only if fewer
     /// than `want` are known to be free.
-    pub(crate) fn prod_free(&mut self, want: u32) -> u32 {
-        let free = self.cached_cons.wrapping_sub(self.cached_prod);
+    pub(crate) fn free(&mut self, want: u32) -> u32 {
+        let r = &mut self.0;
+        let free = r.cached_cons.wrapping_sub(r.cached_prod);
         if free >= want {
             return free;
         }
-        self.cached_cons = self
-            .consumer()
-            .load(Ordering::Acquire)
-            .wrapping_add(self.size);
-        self.cached_cons.wrapping_sub(self.cached_prod)
+        r.cached_cons = r.consumer().load(Ordering::Acquire).wrapping_add(r.size);
+        r.cached_cons.wrapping_sub(r.cached_prod)
     }
 
     /// Writes the `i`-th entry after the published producer index.
-    /// The caller must have checked `i < prod_free(..)`.
-    pub(crate) fn prod_write(&mut self, i: u32, v: T) {
-        debug_assert!(i < self.cached_cons.wrapping_sub(self.cached_prod));
-        let idx = (self.cached_prod.wrapping_add(i) & self.mask) as usize;
+    /// The caller must have checked `i < free(..)`.
+    pub(crate) fn write(&mut self, i: u32, v: T) {
+        let r = &mut self.0;
+        debug_assert!(i < r.cached_cons.wrapping_sub(r.cached_prod));
+        let idx = (r.cached_prod.wrapping_add(i) & r.mask) as usize;
         // SAFETY: idx < size; the slot is free (we own it until we publish).
-        unsafe { self.descs.add(idx).write_volatile(v) }
+        unsafe { r.descs.add(idx).write_volatile(v) }
     }
 
     /// Publishes `n` written entries to the kernel.
-    pub(crate) fn prod_submit(&mut self, n: u32) {
+    pub(crate) fn submit(&mut self, n: u32) {
         if n == 0 {
             return;
         }
-        self.cached_prod = self.cached_prod.wrapping_add(n);
-        self.producer().store(self.cached_prod, Ordering::Release);
+        let r = &mut self.0;
+        r.cached_prod = r.cached_prod.wrapping_add(n);
+        r.producer().store(r.cached_prod, Ordering::Release);
     }
+}
 
-    // ---- consumer side (completion, RX) ----
+impl FillRing {
+    /// Maps the fill ring of `fd` (`size` entries).
+    pub(crate) fn fill(
+        fd: BorrowedFd<'_>,
+        off: &libc::xdp_mmap_offsets,
+        size: u32,
+    ) -> io::Result<Self> {
+        RingMap::map(fd, &off.fr, size, libc::XDP_UMEM_PGOFF_FILL_RING).map(Self::new)
+    }
+}
 
+impl TxRing {
+    /// Maps the TX ring of `fd` (`size` entries).
+    pub(crate) fn tx(
+        fd: BorrowedFd<'_>,
+        off: &libc::xdp_mmap_offsets,
+        size: u32,
+    ) -> io::Result<Self> {
+        RingMap::map(fd, &off.tx, size, libc::XDP_PGOFF_TX_RING as u64).map(Self::new)
+    }
+}
+
+/// A ring the kernel produces into and user space consumes from: RX and
+/// completion. Only the consumer's calls exist on it.
+pub(crate) struct ConsumerRing<T: RingEntry>(RingMap<T>);
+
+impl<T: RingEntry> ConsumerRing<T> {
     /// Entries available to read (at most `max`), reloading the kernel's
     /// producer index when the cached view is empty.
-    pub(crate) fn cons_avail(&mut self, max: u32) -> u32 {
-        let mut n = self.cached_prod.wrapping_sub(self.cached_cons);
+    pub(crate) fn available(&mut self, max: u32) -> u32 {
+        let r = &mut self.0;
+        let mut n = r.cached_prod.wrapping_sub(r.cached_cons);
         if n == 0 {
-            self.cached_prod = self.producer().load(Ordering::Acquire);
-            n = self.cached_prod.wrapping_sub(self.cached_cons);
+            r.cached_prod = r.producer().load(Ordering::Acquire);
+            n = r.cached_prod.wrapping_sub(r.cached_cons);
         }
         n.min(max)
     }
 
     /// Reads the `i`-th entry after our consumer index. The caller must
-    /// have checked `i < cons_avail(..)`.
-    pub(crate) fn cons_read(&self, i: u32) -> T {
-        debug_assert!(i < self.cached_prod.wrapping_sub(self.cached_cons));
-        let idx = (self.cached_cons.wrapping_add(i) & self.mask) as usize;
+    /// have checked `i < available(..)`.
+    pub(crate) fn read(&self, i: u32) -> T {
+        let r = &self.0;
+        debug_assert!(i < r.cached_prod.wrapping_sub(r.cached_cons));
+        let idx = (r.cached_cons.wrapping_add(i) & r.mask) as usize;
         // SAFETY: idx < size; the kernel published this entry (Acquire
-        // load of the producer index in cons_avail).
-        unsafe { self.descs.add(idx).read_volatile() }
+        // load of the producer index in `available`).
+        unsafe { r.descs.add(idx).read_volatile() }
     }
 
     /// Gives `n` read entries back to the kernel.
-    pub(crate) fn cons_release(&mut self, n: u32) {
+    pub(crate) fn release(&mut self, n: u32) {
         if n == 0 {
             return;
         }
-        self.cached_cons = self.cached_cons.wrapping_add(n);
-        self.consumer().store(self.cached_cons, Ordering::Release);
+        let r = &mut self.0;
+        r.cached_cons = r.cached_cons.wrapping_add(n);
+        r.consumer().store(r.cached_cons, Ordering::Release);
+    }
+}
+
+impl CompletionRing {
+    /// Maps the completion ring of `fd` (`size` entries).
+    pub(crate) fn completion(
+        fd: BorrowedFd<'_>,
+        off: &libc::xdp_mmap_offsets,
+        size: u32,
+    ) -> io::Result<Self> {
+        RingMap::map(fd, &off.cr, size, libc::XDP_UMEM_PGOFF_COMPLETION_RING).map(ConsumerRing)
+    }
+}
+
+impl RxRing {
+    /// Maps the RX ring of `fd` (`size` entries).
+    pub(crate) fn rx(
+        fd: BorrowedFd<'_>,
+        off: &libc::xdp_mmap_offsets,
+        size: u32,
+    ) -> io::Result<Self> {
+        RingMap::map(fd, &off.rx, size, libc::XDP_PGOFF_RX_RING as u64).map(ConsumerRing)
     }
 }
 
@@ -184,14 +259,14 @@ mod tests {
     use super::*;
 
     /// A ring over anonymous memory laid out like the kernel's (producer,
-    /// consumer, flags, then entries), with the indices starting at
-    /// `start` so tests can cross the u32 wrap. Returns the ring and raw
-    /// pointers to play the kernel's side.
+    /// consumer, flags, then entries), with both indices at `start` so
+    /// tests can cross the u32 wrap: what [`RingMap::map`] returns, for
+    /// [`ProducerRing::new`] or [`ConsumerRing`] to take. Returns the ring
+    /// and raw pointers to play the kernel's side.
     fn fake<T: RingEntry>(
         size: u32,
         start: u32,
-        producer_side: bool,
-    ) -> (Ring<T>, *const AtomicU32, *const AtomicU32) {
+    ) -> (RingMap<T>, *const AtomicU32, *const AtomicU32) {
         let off = libc::xdp_ring_offset {
             producer: 0,
             consumer: 64,
@@ -214,12 +289,7 @@ mod tests {
             (*p).store(start, Ordering::Relaxed);
             (*c).store(start, Ordering::Relaxed);
         }
-        let cached_cons = if producer_side {
-            start.wrapping_add(size)
-        } else {
-            start
-        };
-        let ring = Ring {
+        let ring = RingMap {
             _map: map,
             producer: p,
             consumer: c,
@@ -228,34 +298,35 @@ mod tests {
             size,
             mask: size - 1,
             cached_prod: start,
-            cached_cons,
+            cached_cons: start,
         };
         (ring, p, c)
     }
 
     #[test]
     fn producer_ring_tracks_free_space_across_the_index_wrap() {
-        let (mut r, prod, cons) = fake::<u64>(8, u32::MAX - 3, true);
-        assert_eq!(r.prod_free(8), 8);
+        let (map, prod, cons) = fake::<u64>(8, u32::MAX - 3);
+        let mut r = FillRing::new(map);
+        assert_eq!(r.free(8), 8);
         for i in 0..8 {
-            r.prod_write(i, 100 + i as u64);
+            r.write(i, 100 + i as u64);
         }
-        r.prod_submit(8);
+        r.submit(8);
         // SAFETY (test): see `fake`.
         let (prod, cons) = unsafe { (&*prod, &*cons) };
         assert_eq!(prod.load(Ordering::Acquire), (u32::MAX - 3).wrapping_add(8));
-        assert_eq!(r.prod_free(1), 0, "full until the kernel consumes");
+        assert_eq!(r.free(1), 0, "full until the kernel consumes");
         // The kernel consumes 3 entries.
         cons.store((u32::MAX - 3).wrapping_add(3), Ordering::Release);
-        assert_eq!(r.prod_free(1), 3);
-        r.prod_write(0, 7);
-        r.prod_submit(1);
-        assert_eq!(r.prod_free(3), 2);
+        assert_eq!(r.free(1), 3);
+        r.write(0, 7);
+        r.submit(1);
+        assert_eq!(r.free(3), 2);
         // Slot of the 9th entry is the 1st slot again (mask).
         // SAFETY (test): reading entry 0 of the ring memory.
         let first = unsafe {
-            r.descs
-                .add(((u32::MAX - 3).wrapping_add(8) & r.mask) as usize)
+            r.0.descs
+                .add(((u32::MAX - 3).wrapping_add(8) & r.0.mask) as usize)
                 .read()
         };
         assert_eq!(first, 7);
@@ -263,14 +334,15 @@ mod tests {
 
     #[test]
     fn consumer_ring_reads_only_published_entries() {
-        let (mut r, prod, _cons) = fake::<libc::xdp_desc>(4, u32::MAX - 1, false);
-        assert_eq!(r.cons_avail(16), 0);
+        let (map, prod, _cons) = fake::<libc::xdp_desc>(4, u32::MAX - 1);
+        let mut r: RxRing = ConsumerRing(map);
+        assert_eq!(r.available(16), 0);
         // The kernel writes two descriptors and publishes them.
         for i in 0..2u32 {
-            let idx = ((u32::MAX - 1).wrapping_add(i) & r.mask) as usize;
+            let idx = ((u32::MAX - 1).wrapping_add(i) & r.0.mask) as usize;
             // SAFETY (test): idx < size.
             unsafe {
-                r.descs.add(idx).write(libc::xdp_desc {
+                r.0.descs.add(idx).write(libc::xdp_desc {
                     addr: 4096 * i as u64,
                     len: 60 + i,
                     options: 0,
@@ -279,26 +351,27 @@ mod tests {
         }
         // SAFETY (test): see `fake`.
         unsafe { &*prod }.store((u32::MAX - 1).wrapping_add(2), Ordering::Release);
-        assert_eq!(r.cons_avail(16), 2);
-        assert_eq!(r.cons_avail(1), 1, "capped by max");
-        assert_eq!(r.cons_read(0).len, 60);
-        assert_eq!(r.cons_read(1).addr, 4096);
-        r.cons_release(2);
+        assert_eq!(r.available(16), 2);
+        assert_eq!(r.available(1), 1, "capped by max");
+        assert_eq!(r.read(0).len, 60);
+        assert_eq!(r.read(1).addr, 4096);
+        r.release(2);
         // SAFETY (test): see `fake`.
         assert_eq!(
-            unsafe { &*r.consumer }.load(Ordering::Acquire),
+            unsafe { &*r.0.consumer }.load(Ordering::Acquire),
             0,
             "wrapped past u32::MAX"
         );
-        assert_eq!(r.cons_avail(16), 0);
+        assert_eq!(r.available(16), 0);
     }
 
     #[test]
     fn need_wakeup_flag_is_read_from_the_ring() {
-        let (r, _, _) = fake::<u64>(4, 0, true);
+        let (map, _, _) = fake::<u64>(4, 0);
+        let r = FillRing::new(map);
         assert!(!r.needs_wakeup());
         // SAFETY (test): the flags word of the fake ring.
-        unsafe { &*r.flags }.store(libc::XDP_RING_NEED_WAKEUP, Ordering::Release);
+        unsafe { &*r.0.flags }.store(libc::XDP_RING_NEED_WAKEUP, Ordering::Release);
         assert!(r.needs_wakeup());
     }
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use super::ring::Ring;
+use super::ring::{CompletionRing, FillRing, RxRing, TxRing};
 use super::sys;
 use super::umem::{FrameAccounting, FramePool, Umem, UmemConfig};
 
@@ -215,10 +215,10 @@ pub struct XskSocket {
     // Field order is drop order: rings are unmapped before the socket is
     // closed, and the UMEM after the socket (the kernel releases its pins
     // on close).
-    fill: Ring<u64>,
-    comp: Ring<u64>,
-    rx: Ring<libc::xdp_desc>,
-    tx: Ring<libc::xdp_desc>,
+    fill: FillRing,
+    comp: CompletionRing,
+    rx: RxRing,
+    tx: TxRing,
     fd: OwnedFd,
     umem: Umem,
     pool: FramePool,
@@ -333,38 +333,12 @@ impl XskSocket {
                 source: io::Error::other("kernel too old (no ring flags; needs Linux >= 5.4)"),
             });
         }
-        let fill = Ring::map(
-            fd.as_fd(),
-            &off.fr,
-            cfg.fill_size,
-            libc::XDP_UMEM_PGOFF_FILL_RING,
-            true,
-        )
-        .map_err(setup("mmap fill ring"))?;
-        let comp = Ring::map(
-            fd.as_fd(),
-            &off.cr,
-            cfg.fill_size,
-            libc::XDP_UMEM_PGOFF_COMPLETION_RING,
-            false,
-        )
-        .map_err(setup("mmap completion ring"))?;
-        let rx = Ring::map(
-            fd.as_fd(),
-            &off.rx,
-            cfg.ring_size,
-            libc::XDP_PGOFF_RX_RING as u64,
-            false,
-        )
-        .map_err(setup("mmap RX ring"))?;
-        let tx = Ring::map(
-            fd.as_fd(),
-            &off.tx,
-            cfg.ring_size,
-            libc::XDP_PGOFF_TX_RING as u64,
-            true,
-        )
-        .map_err(setup("mmap TX ring"))?;
+        let fill =
+            FillRing::fill(fd.as_fd(), &off, cfg.fill_size).map_err(setup("mmap fill ring"))?;
+        let comp = CompletionRing::completion(fd.as_fd(), &off, cfg.fill_size)
+            .map_err(setup("mmap completion ring"))?;
+        let rx = RxRing::rx(fd.as_fd(), &off, cfg.ring_size).map_err(setup("mmap RX ring"))?;
+        let tx = TxRing::tx(fd.as_fd(), &off, cfg.ring_size).map_err(setup("mmap TX ring"))?;
 
         let mut flags = if zero_copy {
             libc::XDP_ZEROCOPY
@@ -468,16 +442,16 @@ impl XskSocket {
         if want == 0 {
             return 0;
         }
-        let room = self.fill.prod_free(want).min(want);
+        let room = self.fill.free(want).min(want);
         let mut n = 0;
         while n < room {
             let Some(addr) = self.pool.take_rx() else {
                 break;
             };
-            self.fill.prod_write(n, addr);
+            self.fill.write(n, addr);
             n += 1;
         }
-        self.fill.prod_submit(n);
+        self.fill.submit(n);
         n
     }
 
@@ -488,7 +462,7 @@ impl XskSocket {
     /// go back to the fill ring afterwards. Returns the number of packets
     /// received.
     pub fn recv<F: FnMut(&[u8])>(&mut self, max_packets: usize, mut f: F) -> usize {
-        let avail = self.rx.cons_avail(u32::MAX);
+        let avail = self.rx.available(u32::MAX);
         if avail == 0 {
             if self.need_wakeup && self.fill.needs_wakeup() {
                 self.counters.rx_kicks += 1;
@@ -501,14 +475,14 @@ impl XskSocket {
         while i < avail && packets < max_packets {
             // The packet spans descriptors i..=j (XDP_PKT_CONTD on all but the last).
             let mut j = i;
-            while j < avail && self.rx.cons_read(j).options & libc::XDP_PKT_CONTD != 0 {
+            while j < avail && self.rx.read(j).options & libc::XDP_PKT_CONTD != 0 {
                 j += 1;
             }
             if j == avail {
                 break; // the rest of this packet is not published yet
             }
             if i == j {
-                let d = self.rx.cons_read(i);
+                let d = self.rx.read(i);
                 match self.umem.bytes(d.addr, d.len) {
                     Some(b) => {
                         self.counters.rx_bytes += b.len() as u64;
@@ -531,14 +505,14 @@ impl XskSocket {
                     None => self.counters.rx_bad_descs += 1,
                 }
                 for k in i..=j {
-                    let d = self.rx.cons_read(k);
+                    let d = self.rx.read(k);
                     self.pool.return_rx(d.addr);
                 }
             } else {
                 let mut len = 0usize;
                 let mut ok = true;
                 for k in i..=j {
-                    let d = self.rx.cons_read(k);
+                    let d = self.rx.read(k);
                     match self.umem.bytes(d.addr, d.len) {
                         Some(b) if len + b.len() <= self.scratch.len() => {
                             self.scratch[len..len + b.len()].copy_from_slice(b);
@@ -561,7 +535,7 @@ impl XskSocket {
             packets += 1;
             i = j + 1;
         }
-        self.rx.cons_release(i);
+        self.rx.release(i);
         self.refill();
         packets
     }
@@ -577,14 +551,14 @@ impl XskSocket {
     /// packet being copied out.
     fn gather_in_place(&mut self, i: u32, j: u32) -> Option<(u64, usize)> {
         let fs = u64::from(self.umem.frame_size());
-        let first = self.rx.cons_read(i);
+        let first = self.rx.read(i);
         self.umem.bytes(first.addr, first.len)?;
         let mut end = first.addr + u64::from(first.len);
         let mut frame = first.addr - first.addr % fs;
         // Check every piece before moving any: each in bounds, in the
         // frame after the previous piece's, at or after where it ends.
         for k in i + 1..=j {
-            let d = self.rx.cons_read(k);
+            let d = self.rx.read(k);
             let base = d.addr - d.addr % fs;
             if base != frame + fs || d.addr < end || self.umem.bytes(d.addr, d.len).is_none() {
                 return None;
@@ -598,7 +572,7 @@ impl XskSocket {
         }
         let mut at = first.addr + u64::from(first.len);
         for k in i + 1..=j {
-            let d = self.rx.cons_read(k);
+            let d = self.rx.read(k);
             if d.addr != at {
                 // In bounds: the piece was checked above, and `at` is
                 // below it in the same or the previous frame.
@@ -614,7 +588,7 @@ impl XskSocket {
     /// frames; a multi-buffer packet takes several).
     pub fn tx_room(&mut self) -> usize {
         let pending = self.tx_pending;
-        let slots = self.tx.prod_free(self.tx.size()).saturating_sub(pending) as usize;
+        let slots = self.tx.free(self.tx.size()).saturating_sub(pending) as usize;
         slots.min(self.pool.free_tx())
     }
 
@@ -633,7 +607,7 @@ impl XskSocket {
             self.complete();
         }
         if (self.pool.free_tx() as u32) < chunks
-            || self.tx.prod_free(self.tx_pending + chunks) < self.tx_pending + chunks
+            || self.tx.free(self.tx_pending + chunks) < self.tx_pending + chunks
         {
             self.counters.tx_full += 1;
             return false;
@@ -651,7 +625,7 @@ impl XskSocket {
                 len: part.len() as u32,
                 options: if last { 0 } else { libc::XDP_PKT_CONTD },
             };
-            self.tx.prod_write(self.tx_pending + k as u32, desc);
+            self.tx.write(self.tx_pending + k as u32, desc);
         }
         self.tx_pending += chunks;
         self.counters.tx_packets += 1;
@@ -666,8 +640,7 @@ impl XskSocket {
         if self.pool.free_tx() == 0 {
             self.complete();
         }
-        if self.pool.free_tx() == 0 || self.tx.prod_free(self.tx_pending + 1) < self.tx_pending + 1
-        {
+        if self.pool.free_tx() == 0 || self.tx.free(self.tx_pending + 1) < self.tx_pending + 1 {
             self.counters.tx_full += 1;
             return None;
         }
@@ -682,7 +655,7 @@ impl XskSocket {
             self.pool.untake_tx(addr);
             return Some(0);
         }
-        self.tx.prod_write(
+        self.tx.write(
             self.tx_pending,
             libc::xdp_desc {
                 addr,
@@ -719,7 +692,7 @@ impl XskSocket {
             self.complete();
         }
         let slots = self.tx_pending + k as u32;
-        if self.tx.prod_free(slots) < slots {
+        if self.tx.free(slots) < slots {
             self.counters.tx_full += 1;
             return InPlace::NoRoom;
         }
@@ -747,7 +720,7 @@ impl XskSocket {
                 },
                 options: if last { 0 } else { libc::XDP_PKT_CONTD },
             };
-            self.tx.prod_write(self.tx_pending + i as u32, desc);
+            self.tx.write(self.tx_pending + i as u32, desc);
         }
         self.tx_pending += used as u32;
         self.counters.tx_packets += 1;
@@ -762,7 +735,7 @@ impl XskSocket {
     /// drained or the kernel stops making progress (e.g. the completion
     /// ring is full: call [`complete`](Self::complete)).
     pub fn flush(&mut self) -> io::Result<()> {
-        self.tx.prod_submit(self.tx_pending);
+        self.tx.submit(self.tx_pending);
         self.tx_pending = 0;
         if self.zero_copy && self.need_wakeup {
             if self.tx.needs_wakeup() {
@@ -787,12 +760,12 @@ impl XskSocket {
     /// TX descriptors published but not yet taken by the kernel.
     pub fn tx_unconsumed(&mut self) -> u32 {
         let size = self.tx.size();
-        size - self.tx.prod_free(size).min(size)
+        size - self.tx.free(size).min(size)
     }
 
     /// Takes transmitted frames back from the completion ring; returns how many.
     pub fn complete(&mut self) -> u32 {
-        let n = self.comp.cons_avail(u32::MAX);
+        let n = self.comp.available(u32::MAX);
         // Last completed first: frames come back in the order they were
         // sent (ascending runs), so pushing them in reverse leaves the
         // lowest on top of the free stack and adjacent frames in order
@@ -801,10 +774,10 @@ impl XskSocket {
         // following pair (measured: half the small packets fell back to
         // the copy path).
         for i in (0..n).rev() {
-            let addr = self.comp.cons_read(i);
+            let addr = self.comp.read(i);
             self.pool.return_tx(addr);
         }
-        self.comp.cons_release(n);
+        self.comp.release(n);
         n
     }
 
