@@ -16,7 +16,7 @@ use crate::nic::{enter_netns, interface_mac, ip, NetnsError};
 const PREFIX: &str = "rx";
 
 /// Whether this process runs as root (uid 0): what creating namespaces,
-/// attaching XDP and binding AF_XDP sockets need. Tests skip without it.
+/// attaching XDP and binding AF_XDP sockets need.
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .map(|s| {

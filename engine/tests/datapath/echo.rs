@@ -1,7 +1,6 @@
 //! AF_XDP echo over a veth pair in namespaces this test creates: the XDP
 //! program steers UDP 4791 to the socket, the echo loop sends it back,
-//! the generator counts the echoes. Needs root; skipped (with a message)
-//! otherwise.
+//! the generator counts the echoes. Needs root.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -12,14 +11,12 @@ use engine::io::{XskConfig, XskSocket, ZeroCopy};
 use engine::nic::{AttachMode, AttachedMode, SteerProgram};
 use engine::testbed::echo::{echo, generate};
 use engine::testbed::floor::udp_frame;
-use engine::testbed::netns::is_root;
 use engine::testbed::netns::{PairConfig, VethPair};
 
+use crate::support::require_root;
+
 fn run_echo(mode: AttachMode, frame_len: usize, mtu: u32) {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP)");
-        return;
-    }
+    require_root();
     let pair = VethPair::create(&PairConfig {
         mtu,
         ..Default::default()
@@ -101,27 +98,28 @@ fn run_echo(mode: AttachMode, frame_len: usize, mtu: u32) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn echo_native_small_frames() {
     run_echo(AttachMode::Native, 128, 1500);
 }
 
 #[test]
+#[ignore = "needs root"]
 fn echo_generic_small_frames() {
     run_echo(AttachMode::Generic, 128, 1500);
 }
 
 #[test]
+#[ignore = "needs root"]
 fn echo_native_multi_buffer_frames() {
     // 4154 bytes: a 4096-byte PMTU RoCE frame, two UMEM frames.
     run_echo(AttachMode::Native, 4154, 4200);
 }
 
 #[test]
+#[ignore = "needs root"]
 fn echo_floor_runs_on_a_fresh_pair() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let opts = engine::testbed::floor::FloorOptions {
         packets: 20_000,
         ..Default::default()
@@ -138,11 +136,9 @@ fn echo_floor_runs_on_a_fresh_pair() {
 /// veth has no AF_XDP zero-copy: `On` fails with a clear error, `Auto`
 /// falls back to copy mode.
 #[test]
+#[ignore = "needs root"]
 fn zero_copy_on_veth_errors_or_falls_back() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let b = pair.b.clone();
     std::thread::spawn(move || {

@@ -3,16 +3,17 @@
 //! its own application thread (no engine thread), RDMA WRITEs of many sizes
 //! with every byte checked, and clean-up on drop (the socket leaves the
 //! XDP program's map, the queue can be opened again, the program detaches).
-//! Needs root; skipped (with a message) otherwise.
+//! Needs root.
 
 use std::time::{Duration, Instant};
 
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
-use engine::testbed::netns::is_root;
-use engine::testbed::netns::{PairConfig, Side, VethPair};
+use engine::testbed::netns::{Side, VethPair};
 use engine::verbs::{MemoryRegion, QpCaps};
+
+use crate::support::veth_pair;
 
 fn config(side: &Side) -> InlineConfig {
     let mut c = InlineConfig::new(&side.ifname);
@@ -30,17 +31,13 @@ struct End {
 const REGION: usize = 1 << 20;
 
 /// A fresh veth pair with a run-to-completion queue on each side and one
-/// connected QP pair; None (test skipped) without root.
-fn connected_pair() -> Option<(VethPair, End, End)> {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
-        return None;
-    }
-    let pair = pair();
+/// connected QP pair (fails the test, saying why, without root).
+fn connected_pair() -> (VethPair, End, End) {
+    let pair = veth_pair();
     let a = RunToCompletion::open(config(&pair.a)).unwrap();
     let b = RunToCompletion::open(config(&pair.b)).unwrap();
     let (a, b) = connect(a, b);
-    Some((pair, a, b))
+    (pair, a, b)
 }
 
 /// Connects one QP pair between `a` and `b`, with a region on each side.
@@ -116,21 +113,10 @@ fn wait_recv(q: &mut RunToCompletion, wcs: &mut [WorkCompletion]) -> u32 {
     }
 }
 
-fn pair() -> VethPair {
-    VethPair::create(&PairConfig {
-        mtu: 4500,
-        queues: 1,
-    })
-    .unwrap()
-}
-
 #[test]
+#[ignore = "needs root"]
 fn send_pingpong_with_one_application_thread_per_side() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
-        return;
-    }
-    let pair = pair();
+    let pair = veth_pair();
     let a = RunToCompletion::open(config(&pair.a)).unwrap();
     let b = RunToCompletion::open(config(&pair.b)).unwrap();
     assert!(!a.is_zero_copy(), "veth has no zero-copy AF_XDP");
@@ -246,12 +232,9 @@ fn send_pingpong_with_one_application_thread_per_side() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn without_coalescing_each_ack_leaves_in_its_own_kick() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
-        return;
-    }
-    let pair = pair();
+    let pair = veth_pair();
     let open = |side: &Side| {
         let mut c = config(side);
         c.coalesce_replies = false;
@@ -294,10 +277,9 @@ fn without_coalescing_each_ack_leaves_in_its_own_kick() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn dropping_after_the_last_completion_still_sends_its_ack() {
-    let Some((_pair, mut a, mut b)) = connected_pair() else {
-        return;
-    };
+    let (_pair, mut a, mut b) = connected_pair();
     let mut wcs = vec![WorkCompletion::default(); 16];
     b.q.post_recv(
         b.qpn,
@@ -332,10 +314,9 @@ fn dropping_after_the_last_completion_still_sends_its_ack() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn writes_of_every_size_land_byte_for_byte() {
-    let Some((_pair, mut a, mut b)) = connected_pair() else {
-        return;
-    };
+    let (_pair, mut a, mut b) = connected_pair();
     let pattern: Vec<u8> = (0..REGION).map(|i| (i * 31 % 251) as u8 ^ 0x5a).collect();
     assert!(a.mr.write(0, &pattern));
     // Sizes around the PMTU and multi-packet messages, laid end to end.
@@ -408,12 +389,9 @@ fn xdp_detaches(side: &Side) -> bool {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn drop_unregisters_the_socket_and_detaches_the_program() {
-    if !is_root() {
-        eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
-        return;
-    }
-    let pair = pair();
+    let pair = veth_pair();
     let a = RunToCompletion::open(config(&pair.a)).unwrap();
     let b = RunToCompletion::open(config(&pair.b)).unwrap();
     assert!(xdp_attached(&pair.a) && xdp_attached(&pair.b));
@@ -483,10 +461,9 @@ fn drop_unregisters_the_socket_and_detaches_the_program() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn wait_sleeps_until_a_packet_arrives_or_the_timeout() {
-    let Some((_pair, mut a, mut b)) = connected_pair() else {
-        return;
-    };
+    let (_pair, mut a, mut b) = connected_pair();
     // Nothing due, nothing arriving: the full timeout.
     let t = Instant::now();
     a.q.wait(Duration::from_millis(30));

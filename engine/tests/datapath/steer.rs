@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use engine::io::{XskConfig, XskSocket};
 use engine::nic::{AttachMode, SteerProgram};
-use engine::testbed::netns::is_root;
 use engine::testbed::netns::{PairConfig, VethPair};
+
+use crate::support::require_root;
 
 #[derive(Clone, Copy)]
 struct FrameSpec {
@@ -77,11 +78,9 @@ fn build(spec: FrameSpec, dst_mac: [u8; 6], src_mac: [u8; 6]) -> Vec<u8> {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn steers_roce_and_passes_everything_else() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let cases: Vec<(&str, FrameSpec, bool)> = vec![
         ("roce ipv4", ROCE4, true),
@@ -239,11 +238,9 @@ fn build_all(cases: &[(&str, FrameSpec, bool)], pair: &VethPair) -> Vec<Vec<u8>>
 }
 
 #[test]
+#[ignore = "needs root"]
 fn ping_and_tcp_work_while_attached() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let b = pair.b.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -297,12 +294,10 @@ fn ping_and_tcp_work_while_attached() {
     assert_eq!(counters.redirected, 0);
 }
 
-/// Child half of `sigkill_leaves_no_xdp_program`: attaches and waits to be killed.
-#[test]
-fn kill_child_helper() {
-    let Ok(spec) = std::env::var("ROCE_XDP_KILL_CHILD") else {
-        return;
-    };
+/// The child half of [`sigkill_leaves_no_xdp_program`], which runs this
+/// test binary again with `ROCE_XDP_KILL_CHILD=netns,ifname,mode` to
+/// attach the program as a running engine does and wait to be killed.
+fn attach_and_wait_to_be_killed(spec: &str) {
     let (ns, ifname, mode) = {
         let v: Vec<&str> = spec.split(',').collect();
         (v[0].to_string(), v[1].to_string(), v[2].to_string())
@@ -323,17 +318,22 @@ fn kill_child_helper() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn sigkill_leaves_no_xdp_program() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
+    require_root();
+    if let Ok(spec) = std::env::var("ROCE_XDP_KILL_CHILD") {
+        return attach_and_wait_to_be_killed(&spec);
     }
+    // This test's name in the harness: the module path without the crate.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let this_test = format!("{module}::sigkill_leaves_no_xdp_program");
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     for mode in ["native", "generic"] {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "kill_child_helper",
+                &this_test,
+                "--include-ignored",
                 "--nocapture",
                 "--test-threads=1",
             ])
@@ -405,11 +405,9 @@ fn ipv4_checksum(hdr: &[u8]) -> u16 {
 /// checksum fixed incrementally; IPv6 traffic class) and only on
 /// ECN-capable frames.
 #[test]
+#[ignore = "needs root"]
 fn ce_marking_rewrites_ecn_and_fixes_the_checksum() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let (a, b) = (pair.a.clone(), pair.b.clone());
     let mut v4_ect0 = build(ROCE4, b.mac, a.mac);

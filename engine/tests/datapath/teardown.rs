@@ -5,8 +5,6 @@
 //! exceeded; stale handles are refused) and `QueuePair::modify` to the
 //! error state (outstanding receives complete as flushed).
 
-mod datapath_support;
-
 use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
@@ -20,7 +18,7 @@ use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 const LEN: usize = 4096;
 
 fn open(side: &Side) -> Device {
-    Device::open(datapath_support::device_config(side)).expect("opening the device")
+    Device::open(crate::support::device_config(side)).expect("opening the device")
 }
 
 /// Creates and connects a QP on each device (queue 0); `opts` for a's side.
@@ -77,10 +75,9 @@ fn write(qa: &QueuePair, la: &MemoryRegion, rb: &MemoryRegion, id: u64) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn deregistered_memory_destroyed_qps_and_flushes() {
-    let Some(pair) = datapath_support::veth_pair() else {
-        return;
-    };
+    let pair = crate::support::veth_pair();
     let a = open(&pair.a);
     let b = open(&pair.b);
     let opts = ConnectOptions {

@@ -1,18 +1,16 @@
 //! Two engines over a veth pair in namespaces this test creates: WRITE,
 //! SEND, READ and atomics, native and generic XDP, IPv4 and IPv6, PMTU
 //! 1024 and 4096, with and without injected loss; every byte verified.
-//! Needs root; skipped (with a message) otherwise.
+//! Needs root.
 
 use engine::nic::AttachMode;
 use engine::rc::Mtu;
 use engine::testbed::loopback::{run_loopback, LoopbackOp, LoopbackOptions};
-use engine::testbed::netns::is_root;
+
+use crate::support::require_root;
 
 fn run(op: LoopbackOp, mode: AttachMode, ipv6: bool, mtu: Mtu, loss: f64) {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let messages = if loss > 0.0 { 150 } else { 300 };
     let opts = LoopbackOptions {
         op,
@@ -78,6 +76,7 @@ fn run(op: LoopbackOp, mode: AttachMode, ipv6: bool, mtu: Mtu, loss: f64) {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn write_native_ipv4_pmtu4096() {
     run(
         LoopbackOp::Write,
@@ -89,6 +88,7 @@ fn write_native_ipv4_pmtu4096() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn write_generic_ipv6_pmtu1024() {
     run(
         LoopbackOp::Write,
@@ -100,6 +100,7 @@ fn write_generic_ipv6_pmtu1024() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn write_native_ipv6_pmtu1024_loss() {
     run(
         LoopbackOp::Write,
@@ -111,6 +112,7 @@ fn write_native_ipv6_pmtu1024_loss() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn write_generic_ipv4_pmtu4096_loss() {
     run(
         LoopbackOp::Write,
@@ -122,6 +124,7 @@ fn write_generic_ipv4_pmtu4096_loss() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn send_native_ipv4_pmtu4096() {
     run(
         LoopbackOp::Send,
@@ -133,6 +136,7 @@ fn send_native_ipv4_pmtu4096() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn send_generic_ipv6_pmtu1024() {
     run(
         LoopbackOp::Send,
@@ -144,6 +148,7 @@ fn send_generic_ipv6_pmtu1024() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn send_native_ipv6_pmtu1024_loss() {
     run(
         LoopbackOp::Send,
@@ -155,6 +160,7 @@ fn send_native_ipv6_pmtu1024_loss() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn send_generic_ipv4_pmtu4096_loss() {
     run(
         LoopbackOp::Send,
@@ -166,6 +172,7 @@ fn send_generic_ipv4_pmtu4096_loss() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn read_native_ipv4_pmtu4096() {
     run(
         LoopbackOp::Read,
@@ -177,6 +184,7 @@ fn read_native_ipv4_pmtu4096() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn read_generic_ipv6_pmtu1024() {
     run(
         LoopbackOp::Read,
@@ -188,6 +196,7 @@ fn read_generic_ipv6_pmtu1024() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn read_native_ipv6_pmtu1024_loss() {
     run(
         LoopbackOp::Read,
@@ -199,6 +208,7 @@ fn read_native_ipv6_pmtu1024_loss() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn read_generic_ipv4_pmtu4096_loss() {
     run(
         LoopbackOp::Read,
@@ -210,6 +220,7 @@ fn read_generic_ipv4_pmtu4096_loss() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn atomic_native_ipv4_pmtu4096() {
     run(
         LoopbackOp::Atomic,
@@ -221,6 +232,7 @@ fn atomic_native_ipv4_pmtu4096() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn atomic_generic_ipv6_pmtu1024() {
     run(
         LoopbackOp::Atomic,
@@ -232,6 +244,7 @@ fn atomic_generic_ipv6_pmtu1024() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn atomic_native_ipv6_pmtu1024_loss() {
     run(
         LoopbackOp::Atomic,
@@ -243,6 +256,7 @@ fn atomic_native_ipv6_pmtu1024_loss() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn atomic_generic_ipv4_pmtu4096_loss() {
     run(
         LoopbackOp::Atomic,
@@ -255,11 +269,9 @@ fn atomic_generic_ipv4_pmtu4096_loss() {
 
 /// Four QPs over two queues (two engine threads per side).
 #[test]
+#[ignore = "needs root"]
 fn write_two_queues_four_qps() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let opts = LoopbackOptions {
         op: LoopbackOp::Write,
         messages: 400,
@@ -276,11 +288,9 @@ fn write_two_queues_four_qps() {
 
 /// Ping and a TCP exchange cross the same veth while a transfer runs.
 #[test]
+#[ignore = "needs root"]
 fn kernel_traffic_flows_during_transfer() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let opts = LoopbackOptions {
         op: LoopbackOp::Write,
         messages: 20_000,
@@ -303,11 +313,9 @@ fn kernel_traffic_flows_during_transfer() {
 /// (ICRC masks ECN; the IPv4 checksum is fixed incrementally) and the
 /// responder sees the marks.
 #[test]
+#[ignore = "needs root"]
 fn ce_marking_impairment_ipv4_and_ipv6() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     for ipv6 in [false, true] {
         let opts = LoopbackOptions {
             messages: 200,
@@ -332,11 +340,9 @@ fn ce_marking_impairment_ipv4_and_ipv6() {
 /// `--pcap`: every RoCE frame both engines sent and received is captured
 /// (each frame twice: once sent, once received) and parses with a valid ICRC.
 #[test]
+#[ignore = "needs root"]
 fn capture_records_every_frame_both_ways() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let (sink, rx) = engine::driver::capture_channel(1 << 16);
     let opts = LoopbackOptions {
         messages: 50,
@@ -360,11 +366,9 @@ fn capture_records_every_frame_both_ways() {
 /// `vlan`: every RoCE frame tagged (the XDP program steers RoCE inside one
 /// 802.1Q tag), over IPv6 and with injected loss, byte-exact.
 #[test]
+#[ignore = "needs root"]
 fn vlan_tagged_read_with_loss_ipv6() {
-    if !is_root() {
-        eprintln!("skipping: needs root");
-        return;
-    }
+    require_root();
     let opts = LoopbackOptions {
         op: LoopbackOp::Read,
         messages: 40,

@@ -3,19 +3,16 @@
 //! says what to do, not a raw EBUSY); once the first socket closes, the
 //! queue can be bound again straight away (the socket layer waits out the
 //! kernel's deferred release). Over a veth pair in namespaces this test
-//! creates. Needs root; skipped (with a message) otherwise.
-
-mod datapath_support;
+//! creates. Needs root.
 
 use std::time::{Duration, Instant};
 
 use engine::io::{XskConfig, XskError, XskSocket, DEFAULT_BUSY_WAIT};
 
 #[test]
+#[ignore = "needs root"]
 fn a_busy_queue_is_waited_for_then_reported_and_a_released_one_rebinds() {
-    let Some(pair) = datapath_support::veth_pair() else {
-        return;
-    };
+    let pair = crate::support::veth_pair();
     let a = pair.a.clone();
     std::thread::spawn(move || {
         a.enter().unwrap();

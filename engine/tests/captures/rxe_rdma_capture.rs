@@ -7,14 +7,12 @@
 //! engine's XDP dropping 10 % of what it receives, then the same for READ.
 //! The capture is taken before the engine's XDP, so dropped frames are in it.
 
-#[allow(dead_code)]
-mod oob_support;
-
 use std::collections::BTreeMap;
 
 use engine::oob::rdma_target::pattern;
 use engine::wire::{Opcode, RoceFrame};
-use oob_support::rdma_capture::{
+
+use crate::support::rdma_capture::{
     opcode_counts, psn_delta, roce_frames, src, ENGINE, PMTU, PSN_MASK, RXE,
 };
 

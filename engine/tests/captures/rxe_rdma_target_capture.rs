@@ -7,14 +7,12 @@
 //! 10 % of what it receives, then the same for READ. The capture is taken
 //! before the engine's XDP, so the dropped frames are in it.
 
-#[allow(dead_code)]
-mod oob_support;
-
 use std::collections::BTreeMap;
 
 use engine::oob::rdma_target::pattern;
 use engine::wire::{Opcode, RoceFrame};
-use oob_support::rdma_capture::{opcode_counts, psn_delta, roce_frames, src, ENGINE, PMTU, RXE};
+
+use crate::support::rdma_capture::{opcode_counts, psn_delta, roce_frames, src, ENGINE, PMTU, RXE};
 /// AETH syndrome of a NAK for a PSN sequence error (roce-v2-notes, AETH).
 const NAK_PSN_SEQ_ERR: u8 = 0x60;
 

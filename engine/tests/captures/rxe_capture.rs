@@ -2,17 +2,15 @@
 //! tools, two VMs on a bridge; see interop/README.md) must parse with a
 //! correct ICRC, and carry what we observed rxe to send.
 
-#[allow(dead_code)]
-mod oob_support;
-
 use std::collections::{BTreeMap, HashMap};
 
 use engine::wire::{parse_frame, IpRepr, Opcode, RoceFrame};
-use oob_support::read_pcap;
+
+use crate::support::read_pcap;
 
 fn parse_all(name: &str) -> Vec<(u64, RoceFrame<'static>)> {
     // Leak the records: the capture is small and lives for the test.
-    let recs: &'static [oob_support::Record] = Box::leak(read_pcap(name).into_boxed_slice());
+    let recs: &'static [crate::support::Record] = Box::leak(read_pcap(name).into_boxed_slice());
     recs.iter()
         .enumerate()
         .map(|(i, r)| {

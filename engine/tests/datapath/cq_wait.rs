@@ -3,8 +3,6 @@
 //! pushes (waking the blocked application thread) during a SEND ping-pong;
 //! and the queue statistics count those wake-ups, both ways.
 
-mod datapath_support;
-
 use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
@@ -49,8 +47,8 @@ struct Rig {
 }
 
 fn rig(pair: &engine::testbed::netns::VethPair) -> Rig {
-    let a = Device::open(datapath_support::device_config(&pair.a)).unwrap();
-    let b = Device::open(datapath_support::device_config(&pair.b)).unwrap();
+    let a = Device::open(crate::support::device_config(&pair.a)).unwrap();
+    let b = Device::open(crate::support::device_config(&pair.b)).unwrap();
     let mac_b = a.resolve_mac(b.ip()).unwrap();
     let mac_a = b.resolve_mac(a.ip()).unwrap();
     let qa = a.create_qp(0, QpCaps::default()).unwrap();
@@ -88,10 +86,9 @@ fn rig(pair: &engine::testbed::netns::VethPair) -> Rig {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn poll_cq_wait_times_out_empty_and_wakes_on_completions() {
-    let Some(pair) = datapath_support::veth_pair() else {
-        return;
-    };
+    let pair = crate::support::veth_pair();
     let Rig {
         a,
         b,
@@ -134,10 +131,9 @@ fn poll_cq_wait_times_out_empty_and_wakes_on_completions() {
 /// while the application is parked in `wait_cq` makes the engine thread
 /// wake it (`app_wakes`).
 #[test]
+#[ignore = "needs root"]
 fn wakes_between_the_application_and_the_engine_are_counted() {
-    let Some(pair) = datapath_support::veth_pair() else {
-        return;
-    };
+    let pair = crate::support::veth_pair();
     let Rig {
         a, b, qa, la, rb, ..
     } = rig(&pair);

@@ -4,14 +4,12 @@
 //! 8192). The expected values are what the two ibv_rc_pingpong processes
 //! printed as their local/remote address lines.
 
-#[allow(dead_code)]
-mod oob_support;
-
 use core::net::Ipv4Addr;
 
 use engine::oob::pingpong::{is_done, Dest, DEFAULT_TCP_PORT, DEST_MSG_LEN, DONE};
 use engine::oob::Gid;
-use oob_support::{read_pcap, tcp_payload};
+
+use crate::support::{read_pcap, tcp_payload};
 
 /// (client QPN, client PSN, server QPN, server PSN) printed by each run.
 const RUNS: [(u32, u32, u32, u32); 4] = [

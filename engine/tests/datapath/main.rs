@@ -1,0 +1,18 @@
+//! The datapath end to end: engines, AF_XDP sockets and the XDP program
+//! over veth pairs in network namespaces each test creates (and removes).
+//! Every test here needs root and is `#[ignore = "needs root"]`: run them
+//! as root with `cargo test --release -- --include-ignored`; without root,
+//! asking for them fails them with a message (see
+//! [`support::require_root`]).
+
+mod cq_wait;
+mod echo;
+mod loopback;
+mod malformed;
+mod queue_busy;
+mod run_to_completion;
+mod steer;
+mod support;
+mod teardown;
+mod tx_in_place;
+mod vlan;
