@@ -11,8 +11,11 @@
 //! the CRC by Barrett's method in registers, so a 4 KiB packet makes no
 //! call to a table-driven CRC; only a tail under 64 bytes goes to
 //! `crc32fast`. [`install`] registers it with `wire::crc32` when the CPU
-//! has those features; the results are bit-identical to the portable path
-//! (tested below against it).
+//! has those features; the results are bit-identical to the portable path.
+//! The tests below check both paths against a bitwise CRC on any CPU that
+//! runs them, and the reduction's arithmetic through a portable model on
+//! every CPU; where the CPU lacks the one-pass path they say so (and fail
+//! if `ROCE_XDP_REQUIRE_ONE_PASS_CRC` is set).
 //!
 //! It lives in `io` because it is the engine's one other use of `unsafe`
 //! (SIMD intrinsics behind a run-time CPU check); the protocol core stays
@@ -311,6 +314,61 @@ mod x86 {
     #[cfg(test)]
     mod tests {
         use super::*;
+        use crate::wire::crc32::{crc32_bitwise, CopyCrc};
+
+        /// Set (to anything) on a machine that must exercise the one-pass
+        /// path, e.g. a CI runner with AVX-512: a test that finds the CPU
+        /// without it then fails instead of testing the portable path only.
+        const REQUIRE: &str = "ROCE_XDP_REQUIRE_ONE_PASS_CRC";
+
+        /// Whether this CPU runs the one-pass path. Where it does not, says
+        /// on stderr that `test` covered the portable path only, or fails
+        /// the test if [`REQUIRE`] is set.
+        fn one_pass_here(test: &str) -> bool {
+            if supported() {
+                return true;
+            }
+            assert!(
+                std::env::var_os(REQUIRE).is_none(),
+                "{REQUIRE} is set but this CPU lacks AVX-512 (F, BW, VBMI) with \
+                 VPCLMULQDQ: run on one that has them (Ice Lake, Zen 4 or later) or unset it"
+            );
+            eprintln!(
+                "{test}: this CPU lacks AVX-512 VPCLMULQDQ: the one-pass path was not \
+                 tested here, the portable path was (set {REQUIRE} to make this an error)"
+            );
+            false
+        }
+
+        /// The copy + CRC implementations to check on this CPU: the
+        /// portable two-pass one (what `wire::crc32` falls back to) always,
+        /// the one-pass one where the CPU runs it.
+        fn implementations(test: &str) -> Vec<(&'static str, CopyCrc)> {
+            let mut v: Vec<(&'static str, CopyCrc)> = vec![("portable", copy_then_update_after)];
+            if one_pass_here(test) {
+                v.push(("one-pass", copy_crc32));
+            }
+            v
+        }
+
+        /// Carry-less product of two 64-bit polynomials over GF(2).
+        fn clmul(a: u64, b: u64) -> u128 {
+            (0..64)
+                .filter(|i| (b >> i) & 1 == 1)
+                .fold(0, |r, i| r ^ (u128::from(a) << i))
+        }
+
+        /// [`reduce128`] step by step in portable integer arithmetic, with
+        /// the same constants: each `_mm_clmulepi64_si128` a [`clmul`] of
+        /// the quadwords its selector names, each byte shift a shift, each
+        /// `low32` mask a truncation to 32 bits.
+        fn reduce128_model(r: u128) -> u32 {
+            let x = (r >> 64) ^ clmul(r as u64, FOLD_96 as u64);
+            let x = (x >> 32) ^ clmul(u64::from(x as u32), FOLD_64 as u64);
+            let q = clmul(u64::from(x as u32), MU_REFLECTED as u64);
+            let q = clmul(u64::from(q as u32), POLY_REFLECTED as u64);
+            ((x ^ q) >> 32) as u32
+        }
 
         #[test]
         fn constants_match_the_published_ones() {
@@ -322,45 +380,57 @@ mod x86 {
             assert_eq!(MU_REFLECTED, 0x1_f701_1641);
         }
 
+        /// The reduction's arithmetic and constants, on every CPU through
+        /// [`reduce128_model`]; the instructions themselves where the CPU
+        /// has them.
         #[test]
         fn reduction_equals_the_crc_of_the_16_bytes() {
-            if !supported() {
-                return;
-            }
+            let hardware = one_pass_here("reduction_equals_the_crc_of_the_16_bytes");
             for seed in 0..2000 {
                 let b = data(16, seed);
-                // SAFETY: supported() saw PCLMULQDQ and SSE4.1; b has 16 bytes.
-                let got = unsafe {
-                    reduce128(core::arch::x86_64::_mm_loadu_si128(
-                        b.as_ptr() as *const __m128i
-                    ))
-                };
-                assert_eq!(!got, crc32_update(!0, &b), "seed {seed}");
+                let want = crc32_bitwise(!0, &b);
+                let r = u128::from_le_bytes(b.clone().try_into().unwrap());
+                assert_eq!(!reduce128_model(r), want, "model, seed {seed}");
+                if hardware {
+                    // SAFETY: supported() saw PCLMULQDQ and SSE4.1; b has 16 bytes.
+                    let got = unsafe {
+                        reduce128(core::arch::x86_64::_mm_loadu_si128(
+                            b.as_ptr() as *const __m128i
+                        ))
+                    };
+                    assert_eq!(!got, want, "seed {seed}");
+                }
             }
         }
 
         #[test]
         fn prefix_and_copy_equal_two_crcs_and_a_copy() {
-            if !supported() {
-                return;
-            }
             let src_all = data(5000, 4);
             let prefixes = data(200, 5);
-            for plen in [
-                0, 1, 3, 4, 5, 40, 56, 63, 64, 65, 66, 67, 68, 76, 84, 100, 127, 128, 129, 200,
-            ] {
-                for len in [
-                    0, 1, 60, 64, 127, 128, 129, 191, 192, 193, 255, 256, 4096, 4097,
+            for (name, copy_crc) in implementations("prefix_and_copy_equal_two_crcs_and_a_copy") {
+                for plen in [
+                    0, 1, 3, 4, 5, 40, 56, 63, 64, 65, 66, 67, 68, 76, 84, 100, 127, 128, 129, 200,
                 ] {
-                    let prefix = &prefixes[..plen];
-                    let src = &src_all[plen % 5..plen % 5 + len];
-                    let crc_in = (plen * 31 + len) as u32 ^ 0x1234_5678;
-                    let mut dst = vec![0xAAu8; len + 8];
-                    let got = copy_crc32(crc_in, prefix, &mut dst, src);
-                    let want = crc32_update(crc32_update(crc_in, prefix), src);
-                    assert_eq!(got, want, "prefix {plen}, length {len}");
-                    assert_eq!(&dst[..len], src, "copy, prefix {plen}, length {len}");
-                    assert!(dst[len..].iter().all(|&b| b == 0xAA), "after, {plen} {len}");
+                    for len in [
+                        0, 1, 60, 64, 127, 128, 129, 191, 192, 193, 255, 256, 4096, 4097,
+                    ] {
+                        let prefix = &prefixes[..plen];
+                        let src = &src_all[plen % 5..plen % 5 + len];
+                        let crc_in = (plen * 31 + len) as u32 ^ 0x1234_5678;
+                        let mut dst = vec![0xAAu8; len + 8];
+                        let got = copy_crc(crc_in, prefix, &mut dst, src);
+                        let want = crc32_bitwise(crc32_bitwise(crc_in, prefix), src);
+                        assert_eq!(got, want, "{name}: prefix {plen}, length {len}");
+                        assert_eq!(
+                            &dst[..len],
+                            src,
+                            "{name}: copy, prefix {plen}, length {len}"
+                        );
+                        assert!(
+                            dst[len..].iter().all(|&b| b == 0xAA),
+                            "{name}: after, {plen} {len}"
+                        );
+                    }
                 }
             }
         }
@@ -380,44 +450,47 @@ mod x86 {
 
         #[test]
         fn equals_copy_then_crc_for_every_length_and_alignment() {
-            if !supported() {
-                eprintln!("skipping: this CPU has no AVX-512 VPCLMULQDQ");
-                return;
-            }
             let src_all = data(9000, 1);
             let mut lengths: Vec<usize> = (0..=1100).collect();
             lengths.extend([2047, 2048, 2049, 4095, 4096, 4097, 4154, 8191, 8192, 8960]);
-            for (k, &len) in lengths.iter().enumerate() {
-                let s_off = k % 7;
-                let d_off = (k * 5) % 64;
-                let src = &src_all[s_off..s_off + len];
-                let crc_in = (k as u32).wrapping_mul(0x0101_0101) ^ 0xDEAD_BEEF;
-                let mut dst = vec![0xAAu8; len + 64 + 16];
-                let got = copy_crc32(crc_in, &[], &mut dst[d_off..], src);
-                assert_eq!(got, crc32_update(crc_in, src), "length {len}");
-                assert_eq!(&dst[d_off..d_off + len], src, "copy, length {len}");
-                assert!(dst[..d_off].iter().all(|&b| b == 0xAA), "before, {len}");
-                assert!(
-                    dst[d_off + len..].iter().all(|&b| b == 0xAA),
-                    "after, {len}"
-                );
+            for (name, copy_crc) in
+                implementations("equals_copy_then_crc_for_every_length_and_alignment")
+            {
+                for (k, &len) in lengths.iter().enumerate() {
+                    let s_off = k % 7;
+                    let d_off = (k * 5) % 64;
+                    let src = &src_all[s_off..s_off + len];
+                    let crc_in = (k as u32).wrapping_mul(0x0101_0101) ^ 0xDEAD_BEEF;
+                    let mut dst = vec![0xAAu8; len + 64 + 16];
+                    let got = copy_crc(crc_in, &[], &mut dst[d_off..], src);
+                    assert_eq!(got, crc32_bitwise(crc_in, src), "{name}: length {len}");
+                    assert_eq!(&dst[d_off..d_off + len], src, "{name}: copy, length {len}");
+                    assert!(
+                        dst[..d_off].iter().all(|&b| b == 0xAA),
+                        "{name}: before, {len}"
+                    );
+                    assert!(
+                        dst[d_off + len..].iter().all(|&b| b == 0xAA),
+                        "{name}: after, {len}"
+                    );
+                }
             }
         }
 
         #[test]
         fn chains_like_the_portable_crc() {
-            if !supported() {
-                return;
-            }
             let a = data(300, 2);
             let b = data(5000, 3);
-            let mut dst = vec![0u8; 5300];
-            let c = copy_crc32(0, &[], &mut dst[..300], &a);
-            let c = copy_crc32(c, &[], &mut dst[300..], &b);
             let mut all = a.clone();
             all.extend(&b);
-            assert_eq!(c, crc32_update(0, &all));
-            assert_eq!(dst, all);
+            for (name, copy_crc) in implementations("chains_like_the_portable_crc") {
+                let mut dst = vec![0u8; 5300];
+                let c = copy_crc(0, &[], &mut dst[..300], &a);
+                let c = copy_crc(c, &[], &mut dst[300..], &b);
+                assert_eq!(c, crc32_update(0, &all), "{name}");
+                assert_eq!(c, crc32_bitwise(0, &all), "{name}");
+                assert_eq!(dst, all, "{name}");
+            }
         }
     }
 }
