@@ -1,9 +1,9 @@
 //! The driver: what moves packets between an AF_XDP socket ([`crate::io`])
 //! and the sans-IO [`Endpoint`](crate::endpoint::Endpoint) of one queue.
 //!
-//! - `thread.rs`: the engine thread of one queue ([`Driver`], behind the
-//!   verbs [`Device`](crate::verbs::Device)): pinned to a core, it polls its
-//!   socket, takes work posted by applications from lock-free queues and
+//! - `thread.rs`: the engine thread of one queue, behind the verbs
+//!   [`Device`](crate::verbs::Device): pinned to a core, it polls its
+//!   socket, takes work posted by applications from lock-free queues,
 //!   hands back completions, and sleeps as its [`PollMode`] says.
 //! - `step.rs`: one iteration of any engine loop (receive a batch, run due
 //!   timers, transmit what is due), shared by the engine thread and

@@ -1,6 +1,6 @@
-//! The per-iteration I/O steps of an engine thread, shared by the
-//! poll-mode loop ([`crate::driver`]) and any other loop that drives an
-//! [`Endpoint`] over an [`XskSocket`]:
+//! The per-iteration I/O steps of an engine loop, shared by the engine
+//! thread (`thread.rs`) and run-to-completion (`run_to_completion.rs`), or
+//! any other loop that drives an [`Endpoint`] over an [`XskSocket`]:
 //!
 //! 1. [`DriverStep::receive`]: `handle_packet` for a batch of received frames,
 //! 2. [`DriverStep::timers`]: `handle_timeout` when `poll_timeout` has passed,

@@ -87,7 +87,7 @@ impl SharedRegion {
 }
 
 /// A [`SharedRegion`] registered with an endpoint: the engine thread
-/// accesses it through [`RegionMemory`], the application through the
+/// accesses it through [`RegionMemory`](crate::rc::RegionMemory), the application through the
 /// `SharedRegion` (copies).
 #[derive(Debug, Clone)]
 pub struct RegisteredRegion(pub std::sync::Arc<SharedRegion>);

@@ -1,8 +1,8 @@
 //! The 16-byte Global Identifier and its RoCE v2 meaning: an IP address.
 //!
 //! A RoCE v2 GID for an IPv4 interface is the IPv4-mapped IPv6 address
-//! `::ffff:a.b.c.d` (roce-v2-notes, "Out-of-band connection setup"); for IPv6
-//! it is the address itself.
+//! `::ffff:a.b.c.d` (`docs/connection-setup.md`); for IPv6 it is the
+//! address itself.
 
 use core::fmt;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -1,7 +1,7 @@
 //! Out-of-band connection setup: the side-channel formats real RDMA tools use
 //! to exchange what an RC QP needs to connect (QPN, starting PSN, GID, ...).
 //!
-//! See `../shared/docs/roce-v2-notes.md`, "Out-of-band connection setup".
+//! See `docs/connection-setup.md`.
 //! Everything here is sans-IO: byte strings in, byte strings out; the caller
 //! owns the TCP socket.
 

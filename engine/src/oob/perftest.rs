@@ -6,7 +6,7 @@
 //!    client's QPs (QPN, first PSN), GID (IP), MAC, and its buffer's VA,
 //!    R_Key and length; server -> client: the server's [`Hello`].
 //!    What RC needs to connect is what `ibv_rc_pingpong` and perftest
-//!    exchange (roce-v2-notes, "Out-of-band connection setup"), plus the
+//!    exchange (`docs/connection-setup.md`), plus the
 //!    VA and R_Key for RDMA WRITE / READ / atomics.
 //! 2. per message size: client `BEGIN <size> <iters> <duration_ms>`,
 //!    server `READY` once its receives are posted / buffers cleared;

@@ -6,8 +6,8 @@
 //! Stock perftest (`ib_write_bw` / `ib_read_bw`) would be the natural peer,
 //! but its TCP exchange (version strings, binary parameter structs, several
 //! sync rounds) changes between perftest releases; this exchange carries
-//! only what RC WRITE / READ needs (roce-v2-notes, "Out-of-band connection
-//! setup": QPN, first PSN, GID, plus the buffer's VA and R_Key) and has a
+//! only what RC WRITE / READ needs (`docs/connection-setup.md`: QPN, first
+//! PSN, GID, plus the buffer's VA and R_Key) and has a
 //! closing handshake, so the target can check the bytes and neither side
 //! exits while the other still needs ACKs.
 //!
