@@ -75,196 +75,35 @@ fn run(op: LoopbackOp, mode: AttachMode, ipv6: bool, mtu: Mtu, loss: f64) {
     }
 }
 
-#[test]
-#[ignore = "needs root"]
-fn write_native_ipv4_pmtu4096() {
-    run(
-        LoopbackOp::Write,
-        AttachMode::Native,
-        false,
-        Mtu::Mtu4096,
-        0.0,
-    );
+/// One test per row: name, operation, XDP attach mode, IPv6 or not, path
+/// MTU, injected loss.
+macro_rules! loopback_tests {
+    ($($name:ident: $op:ident, $mode:ident, ipv6 $ipv6:literal, $mtu:ident, loss $loss:literal;)*) => {$(
+        #[test]
+        #[ignore = "needs root"]
+        fn $name() {
+            run(LoopbackOp::$op, AttachMode::$mode, $ipv6, Mtu::$mtu, $loss);
+        }
+    )*};
 }
 
-#[test]
-#[ignore = "needs root"]
-fn write_generic_ipv6_pmtu1024() {
-    run(
-        LoopbackOp::Write,
-        AttachMode::Generic,
-        true,
-        Mtu::Mtu1024,
-        0.0,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn write_native_ipv6_pmtu1024_loss() {
-    run(
-        LoopbackOp::Write,
-        AttachMode::Native,
-        true,
-        Mtu::Mtu1024,
-        0.02,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn write_generic_ipv4_pmtu4096_loss() {
-    run(
-        LoopbackOp::Write,
-        AttachMode::Generic,
-        false,
-        Mtu::Mtu4096,
-        0.02,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn send_native_ipv4_pmtu4096() {
-    run(
-        LoopbackOp::Send,
-        AttachMode::Native,
-        false,
-        Mtu::Mtu4096,
-        0.0,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn send_generic_ipv6_pmtu1024() {
-    run(
-        LoopbackOp::Send,
-        AttachMode::Generic,
-        true,
-        Mtu::Mtu1024,
-        0.0,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn send_native_ipv6_pmtu1024_loss() {
-    run(
-        LoopbackOp::Send,
-        AttachMode::Native,
-        true,
-        Mtu::Mtu1024,
-        0.02,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn send_generic_ipv4_pmtu4096_loss() {
-    run(
-        LoopbackOp::Send,
-        AttachMode::Generic,
-        false,
-        Mtu::Mtu4096,
-        0.02,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn read_native_ipv4_pmtu4096() {
-    run(
-        LoopbackOp::Read,
-        AttachMode::Native,
-        false,
-        Mtu::Mtu4096,
-        0.0,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn read_generic_ipv6_pmtu1024() {
-    run(
-        LoopbackOp::Read,
-        AttachMode::Generic,
-        true,
-        Mtu::Mtu1024,
-        0.0,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn read_native_ipv6_pmtu1024_loss() {
-    run(
-        LoopbackOp::Read,
-        AttachMode::Native,
-        true,
-        Mtu::Mtu1024,
-        0.02,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn read_generic_ipv4_pmtu4096_loss() {
-    run(
-        LoopbackOp::Read,
-        AttachMode::Generic,
-        false,
-        Mtu::Mtu4096,
-        0.02,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn atomic_native_ipv4_pmtu4096() {
-    run(
-        LoopbackOp::Atomic,
-        AttachMode::Native,
-        false,
-        Mtu::Mtu4096,
-        0.0,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn atomic_generic_ipv6_pmtu1024() {
-    run(
-        LoopbackOp::Atomic,
-        AttachMode::Generic,
-        true,
-        Mtu::Mtu1024,
-        0.0,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn atomic_native_ipv6_pmtu1024_loss() {
-    run(
-        LoopbackOp::Atomic,
-        AttachMode::Native,
-        true,
-        Mtu::Mtu1024,
-        0.02,
-    );
-}
-
-#[test]
-#[ignore = "needs root"]
-fn atomic_generic_ipv4_pmtu4096_loss() {
-    run(
-        LoopbackOp::Atomic,
-        AttachMode::Generic,
-        false,
-        Mtu::Mtu4096,
-        0.02,
-    );
+loopback_tests! {
+    write_native_ipv4_pmtu4096: Write, Native, ipv6 false, Mtu4096, loss 0.0;
+    write_generic_ipv6_pmtu1024: Write, Generic, ipv6 true, Mtu1024, loss 0.0;
+    write_native_ipv6_pmtu1024_loss: Write, Native, ipv6 true, Mtu1024, loss 0.02;
+    write_generic_ipv4_pmtu4096_loss: Write, Generic, ipv6 false, Mtu4096, loss 0.02;
+    send_native_ipv4_pmtu4096: Send, Native, ipv6 false, Mtu4096, loss 0.0;
+    send_generic_ipv6_pmtu1024: Send, Generic, ipv6 true, Mtu1024, loss 0.0;
+    send_native_ipv6_pmtu1024_loss: Send, Native, ipv6 true, Mtu1024, loss 0.02;
+    send_generic_ipv4_pmtu4096_loss: Send, Generic, ipv6 false, Mtu4096, loss 0.02;
+    read_native_ipv4_pmtu4096: Read, Native, ipv6 false, Mtu4096, loss 0.0;
+    read_generic_ipv6_pmtu1024: Read, Generic, ipv6 true, Mtu1024, loss 0.0;
+    read_native_ipv6_pmtu1024_loss: Read, Native, ipv6 true, Mtu1024, loss 0.02;
+    read_generic_ipv4_pmtu4096_loss: Read, Generic, ipv6 false, Mtu4096, loss 0.02;
+    atomic_native_ipv4_pmtu4096: Atomic, Native, ipv6 false, Mtu4096, loss 0.0;
+    atomic_generic_ipv6_pmtu1024: Atomic, Generic, ipv6 true, Mtu1024, loss 0.0;
+    atomic_native_ipv6_pmtu1024_loss: Atomic, Native, ipv6 true, Mtu1024, loss 0.02;
+    atomic_generic_ipv4_pmtu4096_loss: Atomic, Generic, ipv6 false, Mtu4096, loss 0.02;
 }
 
 /// Four QPs over two queues (two engine threads per side).

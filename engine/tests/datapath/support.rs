@@ -1,6 +1,7 @@
 //! Setup shared by the datapath tests over a veth pair in namespaces the
 //! test creates.
 
+use engine::io::FrameAccounting;
 use engine::testbed::netns::{is_root, PairConfig, Side, VethPair};
 use engine::verbs::DeviceConfig;
 
@@ -27,6 +28,17 @@ pub fn veth_pair() -> VethPair {
         queues: 1,
     })
     .expect("creating the veth pair")
+}
+
+/// Asserts that a socket's UMEM frames are all accounted for (each free,
+/// in the fill or RX ring, or in the TX or completion ring) and that the
+/// kernel returned no address it had not been given.
+pub fn frames_conserved(acc: FrameAccounting) {
+    assert_eq!(acc.bad_returns, 0);
+    assert_eq!(
+        acc.free_rx + acc.in_fill_or_rx + acc.free_tx + acc.in_tx_or_completion,
+        acc.total
+    );
 }
 
 /// A device on `side`'s interface, in its namespace, multi-buffer on (for

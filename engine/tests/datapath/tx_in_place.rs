@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::io::{FrameAccounting, InPlace, XskConfig, XskSocket};
+use engine::io::{InPlace, XskConfig, XskSocket};
 use engine::nic::{AttachMode, SteerProgram};
 use engine::testbed::floor::write_udp_frame;
 use engine::testbed::netns::{PairConfig, Side, VethPair};
 
-use crate::support::require_root;
+use crate::support::{frames_conserved, require_root};
 
 /// Writes an Ethernet/IPv4/UDP frame to port 4791 of `len` bytes into
 /// `buf` (payload byte i = i as u8 ^ tag); returns `len`.
@@ -36,14 +36,6 @@ fn flush_until_completed(sock: &mut XskSocket) {
         let _ = sock.flush();
         std::thread::sleep(Duration::from_millis(1));
     }
-}
-
-fn frames_conserved(acc: FrameAccounting) {
-    assert_eq!(acc.bad_returns, 0);
-    assert_eq!(
-        acc.free_rx + acc.in_fill_or_rx + acc.free_tx + acc.in_tx_or_completion,
-        acc.total
-    );
 }
 
 #[test]
