@@ -13,6 +13,7 @@ use engine::oob::rdma_target::pattern;
 use engine::wire::{Opcode, RoceFrame};
 
 use crate::support::rdma_capture::{opcode_counts, psn_delta, roce_frames, src, ENGINE, PMTU, RXE};
+
 /// AETH syndrome of a NAK for a PSN sequence error (`docs/wire-format.md`,
 /// "AETH").
 const NAK_PSN_SEQ_ERR: u8 = 0x60;
