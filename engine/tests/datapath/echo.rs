@@ -16,7 +16,7 @@ use engine::testbed::netns::{PairConfig, VethPair};
 use crate::support::{frames_conserved, require_root};
 
 fn run_echo(mode: AttachMode, frame_len: usize, mtu: u32) {
-    require_root();
+    let _exclusive = require_root();
     let pair = VethPair::create(&PairConfig {
         mtu,
         ..Default::default()
@@ -115,7 +115,7 @@ fn echo_native_multi_buffer_frames() {
 #[test]
 #[ignore = "needs root"]
 fn echo_floor_runs_on_a_fresh_pair() {
-    require_root();
+    let _exclusive = require_root();
     let opts = engine::testbed::floor::FloorOptions {
         packets: 20_000,
         ..Default::default()
@@ -134,7 +134,7 @@ fn echo_floor_runs_on_a_fresh_pair() {
 #[test]
 #[ignore = "needs root"]
 fn zero_copy_on_veth_errors_or_falls_back() {
-    require_root();
+    let _exclusive = require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let b = pair.b.clone();
     std::thread::spawn(move || {

@@ -10,7 +10,7 @@ use engine::testbed::loopback::{run_loopback, LoopbackOp, LoopbackOptions};
 use crate::support::require_root;
 
 fn run(op: LoopbackOp, mode: AttachMode, ipv6: bool, mtu: Mtu, loss: f64) {
-    require_root();
+    let _exclusive = require_root();
     let messages = if loss > 0.0 { 150 } else { 300 };
     let opts = LoopbackOptions {
         op,
@@ -110,7 +110,7 @@ loopback_tests! {
 #[test]
 #[ignore = "needs root"]
 fn write_two_queues_four_qps() {
-    require_root();
+    let _exclusive = require_root();
     let opts = LoopbackOptions {
         op: LoopbackOp::Write,
         messages: 400,
@@ -129,7 +129,7 @@ fn write_two_queues_four_qps() {
 #[test]
 #[ignore = "needs root"]
 fn kernel_traffic_flows_during_transfer() {
-    require_root();
+    let _exclusive = require_root();
     let opts = LoopbackOptions {
         op: LoopbackOp::Write,
         messages: 20_000,
@@ -154,7 +154,7 @@ fn kernel_traffic_flows_during_transfer() {
 #[test]
 #[ignore = "needs root"]
 fn ce_marking_impairment_ipv4_and_ipv6() {
-    require_root();
+    let _exclusive = require_root();
     for ipv6 in [false, true] {
         let opts = LoopbackOptions {
             messages: 200,
@@ -181,7 +181,7 @@ fn ce_marking_impairment_ipv4_and_ipv6() {
 #[test]
 #[ignore = "needs root"]
 fn capture_records_every_frame_both_ways() {
-    require_root();
+    let _exclusive = require_root();
     let (sink, rx) = engine::driver::capture_channel(1 << 16);
     let opts = LoopbackOptions {
         messages: 50,
@@ -207,7 +207,7 @@ fn capture_records_every_frame_both_ways() {
 #[test]
 #[ignore = "needs root"]
 fn vlan_tagged_read_with_loss_ipv6() {
-    require_root();
+    let _exclusive = require_root();
     let opts = LoopbackOptions {
         op: LoopbackOp::Read,
         messages: 40,

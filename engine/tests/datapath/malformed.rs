@@ -68,7 +68,7 @@ fn write_only(pair: &VethPair, dest_qp: u32) -> Vec<u8> {
 #[test]
 #[ignore = "needs root"]
 fn bad_frames_are_counted_and_dropped_and_the_engine_keeps_running() {
-    require_root();
+    let _exclusive = require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let cfg = |side: &engine::testbed::netns::Side| {
         let mut c = DeviceConfig::new(&side.ifname);

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
-use engine::testbed::netns::{Side, VethPair};
+use engine::testbed::netns::Side;
 use engine::verbs::{MemoryRegion, QpCaps};
 
-use crate::support::veth_pair;
+use crate::support::{veth_pair, Pair};
 
 fn config(side: &Side) -> InlineConfig {
     let mut c = InlineConfig::new(&side.ifname);
@@ -32,7 +32,7 @@ const REGION: usize = 1 << 20;
 
 /// A fresh veth pair with a run-to-completion queue on each side and one
 /// connected QP pair (fails the test, saying why, without root).
-fn connected_pair() -> (VethPair, End, End) {
+fn connected_pair() -> (Pair, End, End) {
     let pair = veth_pair();
     let a = RunToCompletion::open(config(&pair.a)).unwrap();
     let b = RunToCompletion::open(config(&pair.b)).unwrap();

@@ -80,7 +80,7 @@ fn build(spec: FrameSpec, dst_mac: [u8; 6], src_mac: [u8; 6]) -> Vec<u8> {
 #[test]
 #[ignore = "needs root"]
 fn steers_roce_and_passes_everything_else() {
-    require_root();
+    let _exclusive = require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let cases: Vec<(&str, FrameSpec, bool)> = vec![
         ("roce ipv4", ROCE4, true),
@@ -240,7 +240,7 @@ fn build_all(cases: &[(&str, FrameSpec, bool)], pair: &VethPair) -> Vec<Vec<u8>>
 #[test]
 #[ignore = "needs root"]
 fn ping_and_tcp_work_while_attached() {
-    require_root();
+    let _exclusive = require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let b = pair.b.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -320,7 +320,7 @@ fn attach_and_wait_to_be_killed(spec: &str) {
 #[test]
 #[ignore = "needs root"]
 fn sigkill_leaves_no_xdp_program() {
-    require_root();
+    let _exclusive = require_root();
     if let Ok(spec) = std::env::var("ROCE_XDP_KILL_CHILD") {
         return attach_and_wait_to_be_killed(&spec);
     }
@@ -407,7 +407,7 @@ fn ipv4_checksum(hdr: &[u8]) -> u16 {
 #[test]
 #[ignore = "needs root"]
 fn ce_marking_rewrites_ecn_and_fixes_the_checksum() {
-    require_root();
+    let _exclusive = require_root();
     let pair = VethPair::create(&PairConfig::default()).unwrap();
     let (a, b) = (pair.a.clone(), pair.b.clone());
     let mut v4_ect0 = build(ROCE4, b.mac, a.mac);

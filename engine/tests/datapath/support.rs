@@ -1,33 +1,74 @@
 //! Setup shared by the datapath tests over a veth pair in namespaces the
 //! test creates.
 
+use std::ops::Deref;
+use std::sync::{Mutex, MutexGuard};
+
 use engine::io::FrameAccounting;
 use engine::testbed::netns::{is_root, PairConfig, Side, VethPair};
 use engine::verbs::DeviceConfig;
 
-/// Fails the calling test, saying why, unless the process runs as root.
-/// Every test that calls it is `#[ignore = "needs root"]`: a run without
-/// root reports it as ignored, and asking for it there (`--ignored`,
+/// Serialises the tests of this binary: see [`Exclusive`].
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Held by a running datapath test, so that the tests of this binary run
+/// one at a time, whatever `--test-threads` says. Several of them bound
+/// what they observe in time (a thread parked before a completion, no
+/// ACK timeout in a ping-pong, a busy queue reported within its wait);
+/// sharing the two cores of a small machine with a lossy transfer of
+/// another test breaks those bounds. On two cores, serialising costs
+/// little: the cores are busy either way.
+#[must_use = "the test runs alone only while this is held"]
+pub struct Exclusive {
+    _guard: MutexGuard<'static, ()>,
+}
+
+/// Fails the calling test, saying why, unless the process runs as root;
+/// then waits for the other tests of this binary ([`Exclusive`]). Every
+/// test that calls it is `#[ignore = "needs root"]`: a run without root
+/// reports it as ignored, and asking for it there (`--ignored`,
 /// `--include-ignored`) fails it with this message instead of passing a
 /// test that did not run.
-pub fn require_root() {
+pub fn require_root() -> Exclusive {
     assert!(
         is_root(),
         "this test needs root (network namespaces, XDP, AF_XDP): \
          run it as root, e.g. `sudo -E cargo test --release -- --include-ignored`"
     );
+    // A test that failed while holding it poisoned it; the next may run.
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    Exclusive { _guard: guard }
+}
+
+/// A veth pair held with the binary's [`Exclusive`] lock (the pair goes
+/// first when dropped); derefs to the [`VethPair`].
+pub struct Pair {
+    pair: VethPair,
+    _exclusive: Exclusive,
+}
+
+impl Deref for Pair {
+    type Target = VethPair;
+
+    fn deref(&self) -> &VethPair {
+        &self.pair
+    }
 }
 
 /// A fresh veth pair with one queue per side and an MTU with room for
 /// 4096-byte RoCE payloads (plus a VLAN tag); needs root
 /// ([`require_root`]).
-pub fn veth_pair() -> VethPair {
-    require_root();
-    VethPair::create(&PairConfig {
+pub fn veth_pair() -> Pair {
+    let exclusive = require_root();
+    let pair = VethPair::create(&PairConfig {
         mtu: 4500,
         queues: 1,
     })
-    .expect("creating the veth pair")
+    .expect("creating the veth pair");
+    Pair {
+        pair,
+        _exclusive: exclusive,
+    }
 }
 
 /// Asserts that a socket's UMEM frames are all accounted for (each free,

@@ -41,7 +41,7 @@ fn flush_until_completed(sock: &mut XskSocket) {
 #[test]
 #[ignore = "needs root"]
 fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
-    require_root();
+    let _exclusive = require_root();
     let pair = VethPair::create(&PairConfig {
         mtu: 4200,
         queues: 1,
