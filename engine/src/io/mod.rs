@@ -7,6 +7,7 @@
 //! unsafe block a `SAFETY:` comment. Everything it exports is safe to use.
 
 pub mod copy_crc;
+mod cpu;
 mod ring;
 mod socket;
 mod sys;
@@ -15,7 +16,9 @@ mod waker;
 
 pub mod echo;
 pub mod region;
+pub mod udp;
 
+pub use cpu::{process_cpu_time, CpuSet};
 pub use echo::PollMode;
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
