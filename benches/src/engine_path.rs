@@ -9,12 +9,12 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::io::PollMode;
+use engine::io::{process_cpu_time, PollMode};
 use engine::netns::{Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
 
-use crate::harness::{process_cpu_time, Options, ROCE_PMTU};
+use crate::harness::{Options, ROCE_PMTU};
 use crate::placement;
 use crate::report::Scaling;
 use crate::sources::SourceLayout;

@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use engine::io::echo::PollMode;
-use engine::io::{XskConfig, XskSocket};
+use engine::io::{process_cpu_time, udp, XskConfig, XskSocket};
 use engine::loader::{AttachMode, SteerProgram};
 use engine::netns::{PairConfig, Side, VethPair};
 use thiserror::Error;
@@ -181,21 +181,6 @@ fn progress(opts: &Options, msg: &str) {
     if opts.progress {
         eprintln!("bench: {msg}");
     }
-}
-
-/// Process CPU time (user + system) so far.
-pub fn process_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec we own.
-    #[allow(unsafe_code)]
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if r != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Runs everything and returns the report.
@@ -595,7 +580,7 @@ pub fn kernel_stream(
     let stop_rx = stop.clone();
     let receiver = spawn_in(&pair.b, move || {
         let sock = UdpSocket::bind(dst).map_err(io_err("binding the UDP receiver"))?;
-        udp_baseline::set_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_RCVBUFFORCE"))?;
+        udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_RCVBUFFORCE"))?;
         let _ = ready_tx.send(());
         udp_baseline::stream_receive(&sock, datagram, &stop_rx, Duration::from_millis(100))
             .map_err(io_err("receiving the UDP stream"))
@@ -603,8 +588,8 @@ pub fn kernel_stream(
     let _ = ready_rx.recv_timeout(Duration::from_secs(5));
     let sender = spawn_in(&pair.a, move || {
         let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP sender"))?;
-        udp_baseline::set_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_SNDBUFFORCE"))?;
-        udp_baseline::stream_send(&sock, dst, &source, udp_baseline::MAX_BATCH, duration)
+        udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_SNDBUFFORCE"))?;
+        udp_baseline::stream_send(&sock, dst, &source, udp::MAX_BATCH, duration)
             .map_err(io_err("sending the UDP stream"))
     });
     let sent = join(sender);

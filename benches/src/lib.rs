@@ -1,7 +1,7 @@
 //! roce-xdp benchmarks: criterion microbenchmarks live in `benches/benches/`;
 //! this library holds the end-to-end harness behind `roce-xdp bench`
-//! ([`harness::run`]) and its pieces.
-#![deny(unsafe_code)]
+//! ([`harness::run`]) and its pieces. It has no unsafe code: the package
+//! forbids it (`Cargo.toml`, `[lints.rust]`).
 
 pub mod engine_path;
 pub mod engine_rtc;

@@ -2,20 +2,17 @@
 //! same payloads as the engine (batched with `sendmmsg`/`recvmmsg`), and a
 //! UDP ping-pong for latency. The caller chooses the network namespace (the
 //! harness runs each side on a thread that has entered its namespace).
-//!
-//! The `unsafe` here is confined to the two batched syscalls; each block says
-//! why it is sound.
+//! The batched system calls are the engine's safe wrappers
+//! ([`engine::io::udp`]).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::sources::{region_pattern, PacketSource};
+use engine::io::udp::{self, MAX_BATCH};
 
-/// Largest batch the baseline passes to one `sendmmsg`/`recvmmsg`.
-pub const MAX_BATCH: usize = 64;
+use crate::sources::{region_pattern, PacketSource};
 
 /// What one side of a UDP stream measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -71,7 +68,7 @@ pub fn stream_send(
         for (i, slot) in payloads[..batch].iter_mut().enumerate() {
             *slot = source.packet(next + i as u64);
         }
-        let sent = send_batch(socket, &region, &payloads[..batch])?;
+        let sent = send_packets(socket, &region, &payloads[..batch])?;
         next += sent as u64;
         stats.datagrams += sent as u64;
         stats.bytes += payloads[..sent]
@@ -97,13 +94,13 @@ pub fn stream_receive(
     let mut first: Option<Instant> = None;
     let mut last = Instant::now();
     loop {
-        match receive_batch(socket, &mut bufs) {
-            Ok((count, bytes)) if count > 0 => {
+        match udp::recv_batch(socket, &mut bufs) {
+            Ok(got) if got.datagrams > 0 => {
                 let now = Instant::now();
                 first.get_or_insert(now);
                 last = now;
-                stats.datagrams += count as u64;
-                stats.bytes += bytes as u64;
+                stats.datagrams += got.datagrams as u64;
+                stats.bytes += got.bytes as u64;
             }
             Ok(_) => {}
             Err(e)
@@ -192,109 +189,19 @@ pub fn pingpong_server(
     Ok(echoed)
 }
 
-/// Sets the socket's send and receive buffers to `bytes` each, above
-/// `net.core.{r,w}mem_max` (SO_*BUFFORCE; needs CAP_NET_ADMIN), so the
-/// baseline is not limited by a small default buffer.
-pub fn set_buffer_sizes(socket: &UdpSocket, bytes: usize) -> io::Result<()> {
-    let v = bytes.min(i32::MAX as usize) as libc::c_int;
-    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
-        // SAFETY: setsockopt reads one c_int from a live local.
-        #[allow(unsafe_code)]
-        let r = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 /// One `sendmmsg` on a connected socket of one datagram per `(offset,
-/// length)` range of `region` in `payloads` (at most [`MAX_BATCH`]).
-/// Returns how many datagrams the kernel took.
-fn send_batch(socket: &UdpSocket, region: &[u8], payloads: &[(usize, usize)]) -> io::Result<usize> {
-    let batch = payloads.len().min(MAX_BATCH);
-    let mut iovs = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX_BATCH];
-    // SAFETY: an all-zero mmsghdr is a valid value (null pointers, zero lengths).
-    #[allow(unsafe_code)]
-    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
-    for ((msg, iov), &(at, len)) in msgs.iter_mut().zip(iovs.iter_mut()).zip(payloads) {
-        let payload = &region[at..at + len];
-        *iov = libc::iovec {
-            iov_base: payload.as_ptr() as *mut libc::c_void,
-            iov_len: payload.len(),
-        };
-        msg.msg_hdr.msg_iov = iov;
-        msg.msg_hdr.msg_iovlen = 1;
-    }
-    // SAFETY: `msgs[..batch]` point at `iovs`, which point at ranges of
-    // `region` (bounds-checked by the slicing above); all outlive the call,
-    // and the kernel only reads the iovecs' memory.
-    #[allow(unsafe_code)]
-    let sent = unsafe { libc::sendmmsg(socket.as_raw_fd(), msgs.as_mut_ptr(), batch as u32, 0) };
-    if sent < 0 {
-        let err = io::Error::last_os_error();
-        // A full socket buffer (ENOBUFS on a fast sender) is back-pressure, not failure.
-        if matches!(err.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN)) {
-            return Ok(0);
-        }
-        return Err(err);
-    }
-    Ok(sent as usize)
-}
-
-/// One `recvmmsg` into `bufs`; returns (datagrams, payload bytes).
-fn receive_batch(socket: &UdpSocket, bufs: &mut [Vec<u8>]) -> io::Result<(usize, usize)> {
-    let count = bufs.len().min(MAX_BATCH);
-    let mut iovs = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX_BATCH];
-    // SAFETY: an all-zero mmsghdr is a valid value (null pointers, zero lengths).
-    #[allow(unsafe_code)]
-    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
-    for ((msg, iov), buf) in msgs
-        .iter_mut()
-        .zip(iovs.iter_mut())
-        .zip(bufs.iter_mut())
-        .take(count)
-    {
-        *iov = libc::iovec {
-            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        msg.msg_hdr.msg_iov = iov;
-        msg.msg_hdr.msg_iovlen = 1;
-    }
-    // SAFETY: each iovec points at a distinct, live, writable buffer of the
-    // stated length; the kernel writes at most that much and fills msg_len.
-    // The first datagram waits up to the socket's read timeout (SO_RCVTIMEO).
-    #[allow(unsafe_code)]
-    let got = unsafe {
-        libc::recvmmsg(
-            socket.as_raw_fd(),
-            msgs.as_mut_ptr(),
-            count as u32,
-            libc::MSG_WAITFORONE,
-            std::ptr::null_mut(),
-        )
-    };
-    if got < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let got = got as usize;
-    let bytes = msgs[..got].iter().map(|m| m.msg_len as usize).sum();
-    Ok((got, bytes))
+/// length)` range of `region` in `payloads` (at most
+/// [`MAX_BATCH`]). Returns how many datagrams the kernel took (none when
+/// its buffer is full).
+fn send_packets(
+    socket: &UdpSocket,
+    region: &[u8],
+    payloads: &[(usize, usize)],
+) -> io::Result<usize> {
+    udp::send_batch(
+        socket,
+        payloads.iter().map(|&(at, len)| &region[at..at + len]),
+    )
 }
 
 #[cfg(test)]
@@ -335,7 +242,7 @@ mod tests {
         let region = region_pattern(source.region_len());
         let payloads: Vec<(usize, usize)> = (0..4).map(|p| source.packet(p)).collect();
         assert_eq!(payloads, [(0, 200), (200, 200), (400, 100), (512, 200)]);
-        assert_eq!(send_batch(&tx, &region, &payloads).unwrap(), 4);
+        assert_eq!(send_packets(&tx, &region, &payloads).unwrap(), 4);
         let mut buf = [0u8; 512];
         for &(at, len) in &payloads {
             let n = rx.recv(&mut buf).unwrap();
