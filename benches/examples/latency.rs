@@ -10,7 +10,7 @@
 use engine::io::PollMode;
 use engine::netns::{PairConfig, VethPair};
 use roce_xdp_benches::engine_path::pingpong_threaded;
-use roce_xdp_benches::harness::{floor_pingpong, kernel_pingpong, LINK_MTU, SMALL};
+use roce_xdp_benches::full_run::{floor_pingpong, kernel_pingpong, LINK_MTU, SMALL};
 use roce_xdp_benches::stats::Percentiles;
 
 fn main() {

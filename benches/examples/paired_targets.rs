@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use engine::io::PollMode;
 use engine::netns::{PairConfig, VethPair};
-use roce_xdp_benches::harness::{Options, LINK_MTU};
+use roce_xdp_benches::full_run::{Options, LINK_MTU};
 use roce_xdp_benches::paired::{measure, PairedOptions};
 use roce_xdp_benches::report::paired_tables;
 

@@ -14,7 +14,7 @@ use engine::netns::{Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
 
-use crate::harness::{Options, ROCE_PMTU};
+use crate::full_run::{Options, ROCE_PMTU};
 use crate::placement;
 use crate::report::Scaling;
 use crate::sources::SourceLayout;
@@ -705,7 +705,7 @@ pub fn measure(
     }
     match pingpong(
         &rig,
-        crate::harness::SMALL,
+        crate::full_run::SMALL,
         opts.pingpongs() + opts.pingpongs() / 10,
     ) {
         Ok(mut rtts) => {
@@ -723,7 +723,7 @@ pub fn measure(
     // closed: these queues attach the XDP program themselves).
     match crate::engine_rtc::pingpong(
         pair,
-        crate::harness::SMALL,
+        crate::full_run::SMALL,
         opts.pingpongs() + opts.pingpongs() / 10,
     ) {
         Ok(mut rtts) => {
@@ -781,12 +781,12 @@ mod tests {
 
     #[test]
     fn pingpong_and_write_stream_over_veth() {
-        if !crate::harness::is_root() {
+        if !crate::full_run::is_root() {
             eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
             return;
         }
         let pair = VethPair::create(&PairConfig {
-            mtu: crate::harness::LINK_MTU,
+            mtu: crate::full_run::LINK_MTU,
             queues: 2,
         })
         .unwrap();

@@ -208,12 +208,12 @@ mod tests {
 
     #[test]
     fn run_to_completion_pingpong_over_veth() {
-        if !crate::harness::is_root() {
+        if !crate::full_run::is_root() {
             eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
             return;
         }
         let pair = VethPair::create(&PairConfig {
-            mtu: crate::harness::LINK_MTU,
+            mtu: crate::full_run::LINK_MTU,
             queues: 2,
         })
         .unwrap();

@@ -1,13 +1,13 @@
 //! roce-xdp benchmarks: criterion microbenchmarks live in `benches/benches/`;
 //! this library holds the end-to-end harness behind `roce-xdp bench`
-//! ([`harness::run`]) and its pieces. It has no unsafe code: the package
+//! ([`full_run::run`]) and its pieces. It has no unsafe code: the package
 //! forbids it (`Cargo.toml`, `[lints.rust]`).
 
+pub mod baselines;
 pub mod engine_path;
 pub mod engine_rtc;
-pub mod floor;
 pub mod frontend;
-pub mod harness;
+pub mod full_run;
 pub mod output;
 pub mod paired;
 pub mod placement;
@@ -17,4 +17,3 @@ pub mod sources;
 pub mod stats;
 pub mod svg;
 pub mod sysinfo;
-pub mod udp_baseline;

@@ -22,8 +22,9 @@ use engine::loader::{AttachMode, SteerProgram};
 use engine::netns::{PairConfig, Side, VethPair};
 use thiserror::Error;
 
+use crate::baselines::floor::{self, FloorPayload};
+use crate::baselines::kernel_udp;
 use crate::engine_path::{window, EngineResults};
-use crate::floor::{self, FloorPayload};
 use crate::paired;
 use crate::placement;
 use crate::protocol_path;
@@ -33,7 +34,6 @@ use crate::report::{
 use crate::sources::SourceLayout;
 use crate::stats::{per_second, Percentiles};
 use crate::sysinfo::Machine;
-use crate::udp_baseline;
 
 /// Link MTU of the veth pair: room for a 4096-byte RoCE payload with
 /// IPv4, UDP, BTH, RETH and ICRC.
@@ -391,7 +391,7 @@ fn sender_thread_note(
 /// What one round measured.
 struct Round {
     /// The kernel UDP point per message size.
-    kernel: Vec<(u64, udp_baseline::StreamStats)>,
+    kernel: Vec<(u64, kernel_udp::StreamStats)>,
     kernel_lat: Option<Percentiles>,
     /// The floor's point per message size.
     floor: Vec<(u64, FloorPoint)>,
@@ -448,7 +448,7 @@ fn measure_round(
     missing: &mut Vec<String>,
 ) -> Result<Round, HarnessError> {
     // 1. Kernel UDP.
-    let mut kernel: Vec<(u64, udp_baseline::StreamStats)> = Vec::new();
+    let mut kernel: Vec<(u64, kernel_udp::StreamStats)> = Vec::new();
     for &size in sizes {
         let datagram = size.min(UDP_CHUNK as u64);
         let s = kernel_stream(pair, size, SourceLayout::Perftest, opts.point())?;
@@ -565,7 +565,7 @@ pub fn kernel_stream(
     message: u64,
     layout: SourceLayout,
     duration: Duration,
-) -> Result<udp_baseline::StreamStats, HarnessError> {
+) -> Result<kernel_udp::StreamStats, HarnessError> {
     let datagram = message.clamp(1, UDP_CHUNK as u64) as usize;
     let source = crate::sources::PacketSource::new(
         layout,
@@ -582,14 +582,14 @@ pub fn kernel_stream(
         let sock = UdpSocket::bind(dst).map_err(io_err("binding the UDP receiver"))?;
         udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_RCVBUFFORCE"))?;
         let _ = ready_tx.send(());
-        udp_baseline::stream_receive(&sock, datagram, &stop_rx, Duration::from_millis(100))
+        kernel_udp::stream_receive(&sock, datagram, &stop_rx, Duration::from_millis(100))
             .map_err(io_err("receiving the UDP stream"))
     });
     let _ = ready_rx.recv_timeout(Duration::from_secs(5));
     let sender = spawn_in(&pair.a, move || {
         let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP sender"))?;
         udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_SNDBUFFORCE"))?;
-        udp_baseline::stream_send(&sock, dst, &source, udp::MAX_BATCH, duration)
+        kernel_udp::stream_send(&sock, dst, &source, udp::MAX_BATCH, duration)
             .map_err(io_err("sending the UDP stream"))
     });
     let sent = join(sender);
@@ -612,13 +612,13 @@ pub fn kernel_pingpong(
     let server = spawn_in(&pair.b, move || {
         let sock = UdpSocket::bind(addr).map_err(io_err("binding the UDP echo server"))?;
         let _ = ready_tx.send(());
-        udp_baseline::pingpong_server(&sock, payload, &stop_srv).map_err(io_err("UDP echo server"))
+        kernel_udp::pingpong_server(&sock, payload, &stop_srv).map_err(io_err("UDP echo server"))
     });
     let _ = ready_rx.recv_timeout(Duration::from_secs(5));
     let client = spawn_in(&pair.a, move || {
         let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP client"))?;
         let warm = iterations / 10;
-        let mut rtts = udp_baseline::pingpong_client(
+        let mut rtts = kernel_udp::pingpong_client(
             &sock,
             addr,
             payload,
