@@ -14,10 +14,10 @@ use engine::netns::{Side, VethPair};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
 
-use crate::full_run::{Options, ROCE_PMTU};
+use crate::options::{Options, ROCE_PMTU, SMALL};
 use crate::placement;
 use crate::report::Scaling;
-use crate::sources::SourceLayout;
+use crate::sources::{window, SourceLayout, BYTES_IN_FLIGHT, MAX_WINDOW};
 use crate::stats::{per_second, Percentiles};
 
 /// An RDMA operation measured by the harness.
@@ -142,19 +142,10 @@ fn lower_p50(a: Option<Percentiles>, b: Option<Percentiles>) -> Option<Percentil
     }
 }
 
-/// Bytes kept in flight per QP (messages of at least this size: 4 in flight).
-const BYTES_IN_FLIGHT: u64 = 2 << 20;
-/// Most messages in flight per QP.
-const MAX_WINDOW: u64 = 512;
 /// Size of each side's registered region per QP.
 const REGION: usize = crate::sources::REGION as usize;
 /// Message size of the scaling test.
 const SCALING_SIZE: u64 = 64 * 1024;
-
-/// Messages in flight per QP for `size`-byte messages.
-pub fn window(size: u64) -> u64 {
-    (BYTES_IN_FLIGHT / size.max(1)).clamp(4, MAX_WINDOW)
-}
 
 /// Every how many WRITE/READ requests of a stream with `win` in flight
 /// one is signaled: half the window, so the other half keeps the engine
@@ -703,11 +694,7 @@ pub fn measure(
             }
         }
     }
-    match pingpong(
-        &rig,
-        crate::full_run::SMALL,
-        opts.pingpongs() + opts.pingpongs() / 10,
-    ) {
+    match pingpong(&rig, SMALL, opts.pingpongs() + opts.pingpongs() / 10) {
         Ok(mut rtts) => {
             let warm = opts.pingpongs() / 10;
             res.send_latency = Percentiles::of(&mut rtts[warm..]);
@@ -721,11 +708,7 @@ pub fn measure(
 
     // The same ping-pong in run-to-completion mode (the devices above are
     // closed: these queues attach the XDP program themselves).
-    match crate::engine_rtc::pingpong(
-        pair,
-        crate::full_run::SMALL,
-        opts.pingpongs() + opts.pingpongs() / 10,
-    ) {
+    match crate::engine_rtc::pingpong(pair, SMALL, opts.pingpongs() + opts.pingpongs() / 10) {
         Ok(mut rtts) => {
             let warm = opts.pingpongs() / 10;
             res.send_latency_rtc = Percentiles::of(&mut rtts[warm..]);
@@ -777,19 +760,13 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::netns::PairConfig;
+    use crate::test_support::veth_pair_or_skip;
 
     #[test]
     fn pingpong_and_write_stream_over_veth() {
-        if !crate::full_run::is_root() {
-            eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+        let Some(pair) = veth_pair_or_skip("pingpong_and_write_stream_over_veth") else {
             return;
-        }
-        let pair = VethPair::create(&PairConfig {
-            mtu: crate::full_run::LINK_MTU,
-            queues: 2,
-        })
-        .unwrap();
+        };
         let rig = Rig::open(&pair, 1, PollMode::default()).unwrap();
         let mut rtts = pingpong(&rig, 64, 2000).unwrap();
         assert_eq!(rtts.len(), 2000);

@@ -204,19 +204,13 @@ pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EResult<Vec<Du
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::netns::PairConfig;
+    use crate::test_support::veth_pair_or_skip;
 
     #[test]
     fn run_to_completion_pingpong_over_veth() {
-        if !crate::full_run::is_root() {
-            eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+        let Some(pair) = veth_pair_or_skip("run_to_completion_pingpong_over_veth") else {
             return;
-        }
-        let pair = VethPair::create(&PairConfig {
-            mtu: crate::full_run::LINK_MTU,
-            queues: 2,
-        })
-        .unwrap();
+        };
         let mut rtts = pingpong(&pair, 64, 2000).unwrap();
         assert_eq!(rtts.len(), 2000);
         let p = crate::stats::Percentiles::of(&mut rtts[200..]).unwrap();

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use engine::io::PollMode;
 
-use crate::full_run::{self, HarnessError, Options};
+use crate::error::HarnessError;
+use crate::full_run;
+use crate::options::Options;
 use crate::output;
 use crate::report::Report;
 

@@ -1,30 +1,23 @@
-//! The end-to-end harness behind `roce-xdp bench`: creates a fresh pair of
-//! network namespaces joined by a veth pair, and measures on it, in one
-//! process, the kernel UDP path, the bare AF_XDP floor and the engine (the
-//! sweep, in rounds); then the target comparisons as adjacent pairs
+//! The full run behind `roce-xdp bench`, the harness's orchestrator:
+//! creates a fresh pair of network namespaces joined by a veth pair, and
+//! measures on it, in one process, the kernel UDP path and the bare AF_XDP
+//! floor ([`crate::baselines`]) and the engine ([`crate::engine_path`]):
+//! the sweep, in rounds; then the target comparisons as adjacent pairs
 //! ([`crate::paired`]); then derives the ratios, the multi-queue scaling
-//! and the projection.
+//! and the projection, and puts every figure in the [`Report`].
 //!
-//! Each side of a measurement runs on its own thread that first enters its
-//! namespace (`setns`), so sockets, interface lookups and XDP attachments
-//! happen there. The namespaces (and with them the veth pair and any XDP
-//! program) are removed when the pair is dropped, also on error or panic.
+//! No measurement module imports this one: it sits on top of them, and
+//! only the command line ([`crate::frontend`]) calls [`run`]. The
+//! namespaces (and with them the veth pair and any XDP program) are
+//! removed when the pair is dropped, also on error or panic.
 
-use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use engine::netns::{is_root, PairConfig, VethPair};
 
-use engine::io::echo::PollMode;
-use engine::io::{process_cpu_time, udp, XskConfig, XskSocket};
-use engine::loader::{AttachMode, SteerProgram};
-use engine::netns::{PairConfig, Side, VethPair};
-use thiserror::Error;
-
-use crate::baselines::floor::{self, FloorPayload};
-use crate::baselines::kernel_udp;
-use crate::engine_path::{window, EngineResults};
+use crate::baselines::floor::{self, floor_pingpong, floor_point, FloorPayload, FloorPoint};
+use crate::baselines::kernel_udp::{self, kernel_pingpong, kernel_stream};
+use crate::engine_path::{self, EngineResults, Op};
+use crate::error::HarnessError;
+use crate::options::{Options, LINK_MTU, ROCE_PMTU, SMALL, UDP_CHUNK};
 use crate::paired;
 use crate::placement;
 use crate::protocol_path;
@@ -32,150 +25,8 @@ use crate::report::{
     GoodputRow, Latency, MessageRate, Projection, ProjectionRow, Report, Setup, SCHEMA_VERSION,
 };
 use crate::sources::SourceLayout;
-use crate::stats::{per_second, Percentiles};
+use crate::stats::Percentiles;
 use crate::sysinfo::Machine;
-
-/// Link MTU of the veth pair: room for a 4096-byte RoCE payload with
-/// IPv4, UDP, BTH, RETH and ICRC.
-pub const LINK_MTU: u32 = 4200;
-/// RoCE path MTU (payload bytes per packet).
-pub const ROCE_PMTU: u32 = 4096;
-/// Largest UDP payload that fits the link MTU without IP fragmentation.
-pub const UDP_CHUNK: u32 = LINK_MTU - 20 - 8;
-/// Message size of the message-rate and latency figures.
-pub const SMALL: u64 = 64;
-
-/// What to run.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// CI smoke run: fewer sizes, shorter points (under two minutes).
-    pub quick: bool,
-    /// Print progress lines to stderr.
-    pub progress: bool,
-    /// How the engine threads wait when idle.
-    pub engine_poll: PollMode,
-    /// Engine/baseline pairs per target of the paired step (`--pairs N`;
-    /// `None`: 2 quick, 20 full). Rounded up to an even number.
-    pub pairs: Option<usize>,
-}
-
-impl Options {
-    /// Message sizes of the goodput sweep.
-    pub fn sizes(&self) -> Vec<u64> {
-        if self.quick {
-            vec![64, 4096, 65536, 1 << 20]
-        } else {
-            vec![64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20]
-        }
-    }
-
-    /// Length of one throughput point.
-    pub fn point(&self) -> Duration {
-        if self.quick {
-            Duration::from_millis(300)
-        } else {
-            Duration::from_secs(2)
-        }
-    }
-
-    /// Round trips per latency figure.
-    pub fn pingpongs(&self) -> usize {
-        if self.quick {
-            2_000
-        } else {
-            20_000
-        }
-    }
-
-    /// Engine/baseline pairs per target of the paired step. Even, so that
-    /// each order (baseline first, engine first) runs equally often. The
-    /// full run's 20 make the median's 95 % interval x(6)..x(15) of the
-    /// sorted ratios (12 gave x(3)..x(10), about a third wider here).
-    pub fn pairs(&self) -> usize {
-        match self.pairs {
-            Some(n) => n.max(1).next_multiple_of(2),
-            None if self.quick => 2,
-            None => 20,
-        }
-    }
-
-    /// Length of each side's point in the paired step: shorter than the
-    /// sweep's, so the two sides of a pair are close in time. (A full run
-    /// measured 12 pairs of 0.5 s rather than 6 of 1 s, in the same time:
-    /// this machine's speed moves within seconds, so shorter pairs see
-    /// less drift and more of them make a steadier median.)
-    pub fn pair_point(&self) -> Duration {
-        if self.quick {
-            Duration::from_millis(300)
-        } else {
-            Duration::from_millis(500)
-        }
-    }
-
-    /// Passes over every measurement; each figure is the best pass.
-    pub fn rounds(&self) -> usize {
-        if self.quick {
-            1
-        } else {
-            3
-        }
-    }
-}
-
-/// Why the harness could not run.
-#[derive(Debug, Error)]
-pub enum HarnessError {
-    #[error(
-        "the benchmark harness needs root (network namespaces, XDP, AF_XDP): run it with sudo"
-    )]
-    NotRoot,
-    #[error(transparent)]
-    Netns(#[from] engine::netns::NetnsError),
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
-    #[error("AF_XDP floor: {0}")]
-    Floor(String),
-    #[error("engine: {0}")]
-    Engine(String),
-    #[error("a measurement thread panicked: {0}")]
-    Panicked(String),
-}
-
-fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
-    let what = what.into();
-    move |source| HarnessError::Io { what, source }
-}
-
-/// Whether the process runs with uid 0 (the engine's check).
-pub use engine::netns::is_root;
-
-/// Runs `f` on a new thread inside `side`'s network namespace.
-pub fn spawn_in<T, F>(side: &Side, f: F) -> JoinHandle<Result<T, HarnessError>>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, HarnessError> + Send + 'static,
-{
-    let side = side.clone();
-    std::thread::spawn(move || {
-        side.enter()?;
-        f()
-    })
-}
-
-/// Joins a measurement thread, turning a panic into an error.
-pub fn join<T>(h: JoinHandle<Result<T, HarnessError>>) -> Result<T, HarnessError> {
-    h.join().map_err(|p| {
-        HarnessError::Panicked(
-            p.downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default(),
-        )
-    })?
-}
 
 fn progress(opts: &Options, msg: &str) {
     if opts.progress {
@@ -372,7 +223,7 @@ fn sender_thread_note(
         .filter_map(|&s| {
             let (floor_tx, _) = floor_at(s)?.thread_ns_per_packet?;
             let (requester, _) = engine
-                .find(crate::engine_path::Op::Write, s)?
+                .find(Op::Write, s)?
                 .thread_ns_per_packet?;
             Some(format!(
                 "{s} B: floor sender {floor_tx:.0} ns, engine requester thread {requester:.0} ns ({:.2})",
@@ -493,7 +344,7 @@ fn measure_round(
     progress(opts, &format!("AF_XDP floor ping-pong: {floor_lat:?}"));
 
     // 3. The engine.
-    let engine = crate::engine_path::measure(pair, sizes, opts, notes, missing);
+    let engine = engine_path::measure(pair, sizes, opts, notes, missing);
     Ok(Round {
         kernel,
         kernel_lat,
@@ -507,7 +358,7 @@ fn measure_round(
 
 /// Wire bytes of one RoCE packet with 4096 B of payload: RoCE headers
 /// and ICRC, plus Ethernet FCS (4), preamble (8) and inter-frame gap (12).
-pub const WIRE_BYTES_4096: u32 = 4096 + floor::ROCE_OVERHEAD as u32 + 4 + 8 + 12;
+const WIRE_BYTES_4096: u32 = 4096 + floor::ROCE_OVERHEAD as u32 + 4 + 8 + 12;
 
 /// Builds the projection from measured cycles per packet.
 fn projection(
@@ -552,241 +403,5 @@ fn projection(
         cpu_mhz: mhz,
         wire_bytes_per_packet: WIRE_BYTES_4096,
         rows,
-    }
-}
-
-/// One kernel UDP stream of `message`-byte messages from a to b, in
-/// datagrams of at most [`UDP_CHUNK`] bytes whose payloads are read from
-/// where the engine's stream of those messages placed as `layout` says
-/// reads them ([`crate::sources::PacketSource`]): the sweep's point, also
-/// used by the paired step.
-pub fn kernel_stream(
-    pair: &VethPair,
-    message: u64,
-    layout: SourceLayout,
-    duration: Duration,
-) -> Result<kernel_udp::StreamStats, HarnessError> {
-    let datagram = message.clamp(1, UDP_CHUNK as u64) as usize;
-    let source = crate::sources::PacketSource::new(
-        layout,
-        message,
-        datagram as u64,
-        window(message),
-        crate::sources::REGION,
-    );
-    let dst = SocketAddr::new(pair.b.ipv4.into(), 7001);
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let stop_rx = stop.clone();
-    let receiver = spawn_in(&pair.b, move || {
-        let sock = UdpSocket::bind(dst).map_err(io_err("binding the UDP receiver"))?;
-        udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_RCVBUFFORCE"))?;
-        let _ = ready_tx.send(());
-        kernel_udp::stream_receive(&sock, datagram, &stop_rx, Duration::from_millis(100))
-            .map_err(io_err("receiving the UDP stream"))
-    });
-    let _ = ready_rx.recv_timeout(Duration::from_secs(5));
-    let sender = spawn_in(&pair.a, move || {
-        let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP sender"))?;
-        udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_SNDBUFFORCE"))?;
-        kernel_udp::stream_send(&sock, dst, &source, udp::MAX_BATCH, duration)
-            .map_err(io_err("sending the UDP stream"))
-    });
-    let sent = join(sender);
-    stop.store(true, Ordering::Relaxed);
-    let got = join(receiver)?;
-    sent?;
-    Ok(got)
-}
-
-/// UDP ping-pong: a echoes from b.
-pub fn kernel_pingpong(
-    pair: &VethPair,
-    payload: usize,
-    iterations: usize,
-) -> Result<Option<Percentiles>, HarnessError> {
-    let addr = SocketAddr::new(pair.b.ipv4.into(), 7002);
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let stop_srv = stop.clone();
-    let server = spawn_in(&pair.b, move || {
-        let sock = UdpSocket::bind(addr).map_err(io_err("binding the UDP echo server"))?;
-        let _ = ready_tx.send(());
-        kernel_udp::pingpong_server(&sock, payload, &stop_srv).map_err(io_err("UDP echo server"))
-    });
-    let _ = ready_rx.recv_timeout(Duration::from_secs(5));
-    let client = spawn_in(&pair.a, move || {
-        let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP client"))?;
-        let warm = iterations / 10;
-        let mut rtts = kernel_udp::pingpong_client(
-            &sock,
-            addr,
-            payload,
-            iterations + warm,
-            Duration::from_secs(2),
-        )
-        .map_err(io_err("UDP ping-pong"))?;
-        Ok(Percentiles::of(&mut rtts[warm..]))
-    });
-    let r = join(client);
-    stop.store(true, Ordering::Relaxed);
-    join(server)?;
-    r
-}
-
-/// What one floor stream measured.
-#[derive(Debug, Clone)]
-pub struct FloorPoint {
-    /// Payload goodput the received frames stand for, Gb/s.
-    pub gbps: f64,
-    /// Frames received per second, millions.
-    pub mpps: f64,
-    pub mode: String,
-    pub zero_copy: bool,
-    /// Process CPU time (both ends, plus the veth work done in their
-    /// system calls) per received frame, ns.
-    pub cpu_ns_per_packet: Option<f64>,
-    /// CPU time per received frame of the sending and of the receiving
-    /// thread, ns (each including the kernel work of its system calls).
-    pub thread_ns_per_packet: Option<(f64, f64)>,
-}
-
-/// Opens an AF_XDP socket on queue `queue` of `side`'s veth end with the
-/// steering program attached and the socket registered. Must run on a
-/// thread inside `side`'s namespace.
-pub fn open_xsk(side: &Side, queue: u32) -> Result<(SteerProgram, XskSocket), HarnessError> {
-    let mut prog = SteerProgram::attach(&side.ifname, AttachMode::Auto, false)
-        .map_err(|e| HarnessError::Floor(e.to_string()))?;
-    let sock = XskSocket::open(&XskConfig::new(&side.ifname, queue))
-        .map_err(|e| HarnessError::Floor(e.to_string()))?;
-    prog.register_socket(queue, &sock)
-        .map_err(|e| HarnessError::Floor(e.to_string()))?;
-    Ok((prog, sock))
-}
-
-/// The floor stream for `message`-byte WRITE messages, one way from a to
-/// b on `pair`: frames as long as the engine's WRITE packets, payloads as
-/// `what` says. The sweep, the paired step and the focused comparisons
-/// (`examples/write_vs_floor.rs`) all measure the floor with it.
-pub fn floor_point(
-    pair: &VethPair,
-    message: u64,
-    what: FloorPayload,
-    duration: Duration,
-    poll: PollMode,
-) -> Result<FloorPoint, HarnessError> {
-    let (frame_len, payload) = floor::frame_len_for(message as usize, ROCE_PMTU as usize);
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let stop_rx = stop.clone();
-    let b = pair.b.clone();
-    let receiver = spawn_in(&pair.b, move || {
-        let (prog, mut sock) = open_xsk(&b, 0)?;
-        let _ = ready_tx.send(());
-        let stats = floor::stream_receive(&mut sock, &stop_rx, Duration::from_millis(100), poll);
-        Ok((stats, prog.mode().to_string(), sock.is_zero_copy()))
-    });
-    if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
-        return Err(join(receiver)
-            .err()
-            .unwrap_or(HarnessError::Floor("the receiver did not start".into())));
-    }
-    let frame = floor::udp_frame(&pair.a, &pair.b, 4791, frame_len);
-    let frames = floor::FloorFrames::new(frame, payload, what, message, window(message));
-    let a = pair.a.clone();
-    let cpu0 = process_cpu_time();
-    let sender = spawn_in(&pair.a, move || {
-        let (_prog, mut sock) = open_xsk(&a, 0)?;
-        Ok(floor::stream_send(&mut sock, &frames, duration, poll))
-    });
-    let sent = join(sender);
-    stop.store(true, Ordering::Relaxed);
-    let (got, mode, zero_copy) = join(receiver)?;
-    let cpu = process_cpu_time().saturating_sub(cpu0);
-    let sent = sent?;
-    if got.packets == 0 {
-        return Err(HarnessError::Floor(format!(
-            "no {frame_len}-byte frame arrived: is XDP steering UDP 4791 on {}?",
-            pair.b.ifname
-        )));
-    }
-    Ok(FloorPoint {
-        gbps: per_second((got.packets * payload as u64 * 8) as f64, got.elapsed) / 1e9,
-        mpps: per_second(got.packets as f64, got.elapsed) / 1e6,
-        mode,
-        zero_copy,
-        cpu_ns_per_packet: (got.packets > 0).then(|| cpu.as_nanos() as f64 / got.packets as f64),
-        thread_ns_per_packet: (sent.packets > 0).then(|| {
-            (
-                sent.thread_cpu.as_nanos() as f64 / sent.packets as f64,
-                got.thread_cpu.as_nanos() as f64 / got.packets as f64,
-            )
-        }),
-    })
-}
-
-/// AF_XDP ping-pong: a sends one frame at a time, b's echo loop returns it.
-pub fn floor_pingpong(
-    pair: &VethPair,
-    payload: usize,
-    iterations: usize,
-    poll: PollMode,
-) -> Result<Option<Percentiles>, HarnessError> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = mpsc::channel();
-    let stop_echo = stop.clone();
-    let b = pair.b.clone();
-    let echo = spawn_in(&pair.b, move || {
-        let (_prog, mut sock) = open_xsk(&b, 0)?;
-        let _ = ready_tx.send(());
-        Ok(engine::io::echo::echo(&mut sock, &stop_echo, poll))
-    });
-    if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
-        return Err(join(echo)
-            .err()
-            .unwrap_or(HarnessError::Floor("the echo loop did not start".into())));
-    }
-    let (frame_len, _) = floor::frame_len_for(payload, ROCE_PMTU as usize);
-    let frame = floor::udp_frame(&pair.a, &pair.b, 4791, frame_len);
-    let a = pair.a.clone();
-    let client = spawn_in(&pair.a, move || {
-        let (_prog, mut sock) = open_xsk(&a, 0)?;
-        let warm = iterations / 10;
-        let mut rtts = floor::pingpong(
-            &mut sock,
-            &frame,
-            iterations + warm,
-            Duration::from_secs(2),
-            poll,
-        )
-        .map_err(HarnessError::Floor)?;
-        Ok(Percentiles::of(&mut rtts[warm..]))
-    });
-    let r = join(client);
-    stop.store(true, Ordering::Relaxed);
-    join(echo)?;
-    r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn floor_pingpong_over_veth_busy_and_adaptive() {
-        if !is_root() {
-            eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
-            return;
-        }
-        let pair = VethPair::create(&PairConfig {
-            mtu: LINK_MTU,
-            queues: 2,
-        })
-        .unwrap();
-        for poll in [PollMode::Busy, PollMode::default()] {
-            let p = floor_pingpong(&pair, 64, 2000, poll).unwrap().unwrap();
-            eprintln!("floor ping-pong {poll:?}: {p:?}");
-            assert_eq!(p.samples, 2000);
-        }
     }
 }

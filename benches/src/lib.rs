@@ -6,8 +6,10 @@
 pub mod baselines;
 pub mod engine_path;
 pub mod engine_rtc;
+pub mod error;
 pub mod frontend;
 pub mod full_run;
+pub mod options;
 pub mod output;
 pub mod paired;
 pub mod placement;
@@ -17,3 +19,6 @@ pub mod sources;
 pub mod stats;
 pub mod svg;
 pub mod sysinfo;
+#[cfg(test)]
+mod test_support;
+pub mod threads;

@@ -8,11 +8,17 @@
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use engine::io::udp::{self, MAX_BATCH};
+use engine::netns::VethPair;
 
-use crate::sources::{region_pattern, PacketSource};
+use crate::error::{io_err, HarnessError};
+use crate::options::UDP_CHUNK;
+use crate::sources::{region_pattern, window, PacketSource, SourceLayout, REGION};
+use crate::stats::Percentiles;
+use crate::threads::{join, spawn_in};
 
 /// What one side of a UDP stream measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -204,10 +210,82 @@ fn send_packets(
     )
 }
 
+/// One kernel UDP stream of `message`-byte messages from a to b, in
+/// datagrams of at most [`UDP_CHUNK`] bytes whose payloads are read from
+/// where the engine's stream of those messages placed as `layout` says
+/// reads them ([`crate::sources::PacketSource`]): the sweep's point, also
+/// used by the paired step.
+pub fn kernel_stream(
+    pair: &VethPair,
+    message: u64,
+    layout: SourceLayout,
+    duration: Duration,
+) -> Result<StreamStats, HarnessError> {
+    let datagram = message.clamp(1, UDP_CHUNK as u64) as usize;
+    let source = PacketSource::new(layout, message, datagram as u64, window(message), REGION);
+    let dst = SocketAddr::new(pair.b.ipv4.into(), 7001);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_rx = stop.clone();
+    let receiver = spawn_in(&pair.b, move || {
+        let sock = UdpSocket::bind(dst).map_err(io_err("binding the UDP receiver"))?;
+        udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_RCVBUFFORCE"))?;
+        let _ = ready_tx.send(());
+        stream_receive(&sock, datagram, &stop_rx, Duration::from_millis(100))
+            .map_err(io_err("receiving the UDP stream"))
+    });
+    let _ = ready_rx.recv_timeout(Duration::from_secs(5));
+    let sender = spawn_in(&pair.a, move || {
+        let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP sender"))?;
+        udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_SNDBUFFORCE"))?;
+        stream_send(&sock, dst, &source, MAX_BATCH, duration)
+            .map_err(io_err("sending the UDP stream"))
+    });
+    let sent = join(sender);
+    stop.store(true, Ordering::Relaxed);
+    let got = join(receiver)?;
+    sent?;
+    Ok(got)
+}
+
+/// UDP ping-pong: a echoes from b.
+pub fn kernel_pingpong(
+    pair: &VethPair,
+    payload: usize,
+    iterations: usize,
+) -> Result<Option<Percentiles>, HarnessError> {
+    let addr = SocketAddr::new(pair.b.ipv4.into(), 7002);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_srv = stop.clone();
+    let server = spawn_in(&pair.b, move || {
+        let sock = UdpSocket::bind(addr).map_err(io_err("binding the UDP echo server"))?;
+        let _ = ready_tx.send(());
+        pingpong_server(&sock, payload, &stop_srv).map_err(io_err("UDP echo server"))
+    });
+    let _ = ready_rx.recv_timeout(Duration::from_secs(5));
+    let client = spawn_in(&pair.a, move || {
+        let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP client"))?;
+        let warm = iterations / 10;
+        let mut rtts = pingpong_client(
+            &sock,
+            addr,
+            payload,
+            iterations + warm,
+            Duration::from_secs(2),
+        )
+        .map_err(io_err("UDP ping-pong"))?;
+        Ok(Percentiles::of(&mut rtts[warm..]))
+    });
+    let r = join(client);
+    stop.store(true, Ordering::Relaxed);
+    join(server)?;
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::{SourceLayout, REGION};
     use std::sync::Arc;
 
     #[test]
