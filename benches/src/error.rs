@@ -1,6 +1,8 @@
 //! Why a measurement failed: [`HarnessError`] for the harness's steps,
 //! and the helpers that put what was being done in front of an error.
 
+use std::fmt::Display;
+
 use thiserror::Error;
 
 /// Why the harness could not run.
@@ -25,7 +27,19 @@ pub enum HarnessError {
     Panicked(String),
 }
 
+/// Puts `what` in front of an I/O error: `.map_err(io_err("binding the
+/// UDP receiver"))`.
 pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
     let what = what.into();
     move |source| HarnessError::Io { what, source }
+}
+
+/// How an engine measurement fails: a sentence that says what was being
+/// done and why it failed (it goes to the report's `missing` as it is).
+pub type EngineResult<T> = Result<T, String>;
+
+/// Puts `what` in front of an error: `.map_err(context("opening device
+/// a"))` gives `opening device a: <the error>`.
+pub fn context<E: Display>(what: &'static str) -> impl Fn(E) -> String {
+    move |err| format!("{what}: {err}")
 }

@@ -25,7 +25,7 @@ use crate::report::{
     GoodputRow, Latency, MessageRate, Projection, ProjectionRow, Report, Setup, SCHEMA_VERSION,
 };
 use crate::sources::SourceLayout;
-use crate::stats::Percentiles;
+use crate::stats::{keep_best, lower_p50, Percentiles};
 use crate::sysinfo::Machine;
 
 fn progress(opts: &Options, msg: &str) {
@@ -127,22 +127,9 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         xdp_mode,
         zero_copy,
     } = best.expect("at least one round");
-    let kernel_gbps = |size: u64| {
-        kernel
-            .iter()
-            .find(|(k, _)| *k == size)
-            .map(|(_, s)| s.gbps())
-    };
-    let kernel_mpps = kernel
-        .iter()
-        .find(|(k, _)| *k == SMALL)
-        .map(|(_, s)| s.mpps());
-    let floor_at = |size: u64| {
-        floor_pts
-            .iter()
-            .find(|(k, _)| *k == size)
-            .map(|(_, p)| p.clone())
-    };
+    let kernel_gbps = |size: u64| at(&kernel, size).map(|s| s.gbps());
+    let kernel_mpps = at(&kernel, SMALL).map(|s| s.mpps());
+    let floor_at = |size: u64| at(&floor_pts, size).cloned();
 
     let goodput = sizes
         .iter()
@@ -150,9 +137,9 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             message_bytes: s,
             kernel_udp_gbps: kernel_gbps(s),
             floor_gbps: floor_at(s).map(|p| p.gbps),
-            write_gbps: engine.write_gbps(s),
-            send_gbps: engine.send_gbps(s),
-            read_gbps: engine.read_gbps(s),
+            write_gbps: engine.gbps(Op::Write, s),
+            send_gbps: engine.gbps(Op::Send, s),
+            read_gbps: engine.gbps(Op::Read, s),
         })
         .collect();
     if let Some(n) = sender_thread_note(&sizes, floor_at, &engine) {
@@ -179,9 +166,9 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             message_bytes: SMALL,
             kernel_udp_mpps: kernel_mpps,
             floor_mpps: floor_at(SMALL).map(|p| p.mpps),
-            write_mpps: engine.write_mpps(SMALL),
-            send_mpps: engine.send_mpps(SMALL),
-            read_mpps: engine.read_mpps(SMALL),
+            write_mpps: engine.mpps(Op::Write, SMALL),
+            send_mpps: engine.mpps(Op::Send, SMALL),
+            read_mpps: engine.mpps(Op::Read, SMALL),
         },
         latency: Latency {
             message_bytes: SMALL,
@@ -207,6 +194,11 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     report.ratios = report.target_ratios();
     drop(pair);
     Ok(report)
+}
+
+/// The point of `size`-byte messages in a round's per-size points.
+fn at<T>(points: &[(u64, T)], size: u64) -> Option<&T> {
+    points.iter().find(|(k, _)| *k == size).map(|(_, t)| t)
 }
 
 /// A note comparing, per WRITE size, the CPU time per packet of the
@@ -252,37 +244,11 @@ struct Round {
     zero_copy: bool,
 }
 
-/// The percentiles with the lower p50.
-fn lower_p50(a: Option<Percentiles>, b: Option<Percentiles>) -> Option<Percentiles> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(if y.p50_us < x.p50_us { y } else { x }),
-        (x, y) => x.or(y),
-    }
-}
-
-/// Keeps, per key, the entry with the larger `value`.
-fn keep_best<K: PartialEq + Copy, T>(
-    into: &mut Vec<(K, T)>,
-    from: Vec<(K, T)>,
-    value: impl Fn(&T) -> f64,
-) {
-    for (k, t) in from {
-        match into.iter_mut().find(|(x, _)| *x == k) {
-            Some(slot) => {
-                if value(&t) > value(&slot.1) {
-                    slot.1 = t;
-                }
-            }
-            None => into.push((k, t)),
-        }
-    }
-}
-
 impl Round {
     /// The best of two rounds, figure by figure.
     fn merge(mut self, o: Round) -> Round {
-        keep_best(&mut self.kernel, o.kernel, |s| s.gbps());
-        keep_best(&mut self.floor, o.floor, |p| p.gbps);
+        keep_best(&mut self.kernel, o.kernel, |k| k.0, |k| k.1.gbps());
+        keep_best(&mut self.floor, o.floor, |f| f.0, |f| f.1.gbps);
         self.kernel_lat = lower_p50(self.kernel_lat, o.kernel_lat);
         self.floor_lat = lower_p50(self.floor_lat, o.floor_lat);
         self.engine = self.engine.merge(o.engine);

@@ -31,31 +31,31 @@ pub struct Options {
 }
 
 impl Options {
+    /// `quick` in a quick run, `full` in a full one.
+    fn by_mode<T>(&self, quick: T, full: T) -> T {
+        if self.quick {
+            quick
+        } else {
+            full
+        }
+    }
+
     /// Message sizes of the goodput sweep.
     pub fn sizes(&self) -> Vec<u64> {
-        if self.quick {
-            vec![64, 4096, 65536, 1 << 20]
-        } else {
-            vec![64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20]
-        }
+        self.by_mode(
+            vec![64, 4096, 65536, 1 << 20],
+            vec![64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20],
+        )
     }
 
     /// Length of one throughput point.
     pub fn point(&self) -> Duration {
-        if self.quick {
-            Duration::from_millis(300)
-        } else {
-            Duration::from_secs(2)
-        }
+        self.by_mode(Duration::from_millis(300), Duration::from_secs(2))
     }
 
     /// Round trips per latency figure.
     pub fn pingpongs(&self) -> usize {
-        if self.quick {
-            2_000
-        } else {
-            20_000
-        }
+        self.by_mode(2_000, 20_000)
     }
 
     /// Engine/baseline pairs per target of the paired step. Even, so that
@@ -76,19 +76,11 @@ impl Options {
     /// this machine's speed moves within seconds, so shorter pairs see
     /// less drift and more of them make a steadier median.)
     pub fn pair_point(&self) -> Duration {
-        if self.quick {
-            Duration::from_millis(300)
-        } else {
-            Duration::from_millis(500)
-        }
+        self.by_mode(Duration::from_millis(300), Duration::from_millis(500))
     }
 
     /// Passes over every measurement; each figure is the best pass.
     pub fn rounds(&self) -> usize {
-        if self.quick {
-            1
-        } else {
-            3
-        }
+        self.by_mode(1, 3)
     }
 }

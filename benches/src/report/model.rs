@@ -287,6 +287,29 @@ pub struct Scaling {
     pub ratio: f64,
 }
 
+impl Scaling {
+    /// The same test on one queue and on `queues`; the ratio is 0 when
+    /// the one-queue figure is not positive.
+    pub fn new(
+        message_bytes: u64,
+        queues: u32,
+        one_queue_gbps: f64,
+        many_queues_gbps: f64,
+    ) -> Self {
+        Scaling {
+            message_bytes,
+            queues,
+            one_queue_gbps,
+            many_queues_gbps,
+            ratio: if one_queue_gbps > 0.0 {
+                many_queues_gbps / one_queue_gbps
+            } else {
+                0.0
+            },
+        }
+    }
+}
+
 /// Line rate one core would sustain at 4096-byte MTU, derived from
 /// measured cycles per packet. A projection, not a measurement.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
