@@ -15,6 +15,11 @@
 //! same payload (see [`frame_len_for`]); their content is not RoCE. The
 //! stream's payloads are read from a region laid out as the engine's
 //! messages are ([`FloorPayload::Messages`]), so both move the same bytes.
+//!
+//! The loops ([`stream_send`], [`stream_receive`], [`pingpong`]) work on one
+//! socket; [`floor_point`] and [`floor_pingpong`] run them over the
+//! harness's veth pair, each side on a thread inside its namespace: the
+//! points the sweep, the paired step and the examples measure.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};

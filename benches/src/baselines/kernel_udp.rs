@@ -1,9 +1,12 @@
 //! The kernel-path baseline of the benchmark harness: UDP sockets moving the
 //! same payloads as the engine (batched with `sendmmsg`/`recvmmsg`), and a
-//! UDP ping-pong for latency. The caller chooses the network namespace (the
-//! harness runs each side on a thread that has entered its namespace).
-//! The batched system calls are the engine's safe wrappers
-//! ([`engine::io::udp`]).
+//! UDP ping-pong for latency. The socket loops ([`stream_send`],
+//! [`stream_receive`], [`pingpong_client`], [`pingpong_server`]) run in
+//! whatever network namespace their thread is in; [`kernel_stream`] and
+//! [`kernel_pingpong`] run them over the harness's veth pair, each side on
+//! a thread inside its namespace: the points the sweep, the paired step and
+//! the examples measure. The batched system calls are the engine's safe
+//! wrappers ([`engine::io::udp`]).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
