@@ -258,29 +258,27 @@ fn per_call_benches(c: &mut Criterion) {
             black_box(q.poll_cnp(Instant::from_nanos(t)))
         })
     });
-    g.bench_function("rp_may_send_consume_limited", |b| {
-        let mut q = QpCongestion::new();
-        q.on_cnp(Instant::ZERO);
-        let mut t = 0u64;
-        b.iter(|| {
-            t += 100;
-            let now = Instant::from_nanos(t);
-            if q.may_send(now, black_box(1078)) {
-                q.on_sent(now, 1078);
+    // The reaction point's per-packet check, rate-limited (after a CNP)
+    // and not.
+    for (name, limited) in [
+        ("rp_may_send_consume_limited", true),
+        ("rp_may_send_consume_unlimited", false),
+    ] {
+        g.bench_function(name, |b| {
+            let mut q = QpCongestion::new();
+            if limited {
+                q.on_cnp(Instant::ZERO);
             }
-        })
-    });
-    g.bench_function("rp_may_send_consume_unlimited", |b| {
-        let mut q = QpCongestion::new();
-        let mut t = 0u64;
-        b.iter(|| {
-            t += 100;
-            let now = Instant::from_nanos(t);
-            if q.may_send(now, black_box(1078)) {
-                q.on_sent(now, 1078);
-            }
-        })
-    });
+            let mut t = 0u64;
+            b.iter(|| {
+                t += 100;
+                let now = Instant::from_nanos(t);
+                if q.may_send(now, black_box(1078)) {
+                    q.on_sent(now, 1078);
+                }
+            })
+        });
+    }
     g.finish();
 }
 

@@ -9,8 +9,10 @@
 
 use engine::driver::PollMode;
 use engine::testbed::netns::{PairConfig, VethPair};
+use roce_xdp_benches::baselines::floor::floor_pingpong;
+use roce_xdp_benches::baselines::kernel_udp::kernel_pingpong;
 use roce_xdp_benches::engine_path::pingpong_threaded;
-use roce_xdp_benches::harness::{floor_pingpong, kernel_pingpong, LINK_MTU, SMALL};
+use roce_xdp_benches::options::{LINK_MTU, SMALL};
 use roce_xdp_benches::stats::Percentiles;
 
 fn main() {

@@ -6,13 +6,13 @@
 //! prints every pair and the median, min and max of the per-pair ratios:
 //!
 //! `paired_targets [PAIRS] [SECONDS]` (default: the full run's, from
-//! `harness::Options`).
+//! `options::Options`).
 
 use std::time::Duration;
 
 use engine::driver::PollMode;
 use engine::testbed::netns::{PairConfig, VethPair};
-use roce_xdp_benches::harness::{Options, LINK_MTU};
+use roce_xdp_benches::options::{Options, LINK_MTU};
 use roce_xdp_benches::paired::{measure, PairedOptions};
 use roce_xdp_benches::report::paired_tables;
 

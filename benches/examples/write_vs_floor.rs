@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use engine::driver::PollMode;
 use engine::testbed::netns::{PairConfig, VethPair};
+use roce_xdp_benches::baselines::floor::{floor_point, FloorPayload};
 use roce_xdp_benches::engine_path::{measure_points, Op};
-use roce_xdp_benches::floor::FloorPayload;
-use roce_xdp_benches::harness::{floor_point, LINK_MTU};
+use roce_xdp_benches::options::LINK_MTU;
 use roce_xdp_benches::sources::SourceLayout;
 use roce_xdp_benches::stats::{abba_a_first, median, median_ci, min_max};
 

@@ -10,15 +10,17 @@ use std::time::{Duration, Instant};
 
 use engine::driver::PollMode;
 use engine::endpoint::{ConnectOptions, RemoteQp};
+use engine::io::process_cpu_time;
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::testbed::netns::{Side, VethPair};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
 
-use crate::harness::{process_cpu_time, Options, ROCE_PMTU};
+use crate::error::{context, EngineResult};
+use crate::options::{Options, ROCE_PMTU, SMALL};
 use crate::placement;
 use crate::report::Scaling;
-use crate::sources::SourceLayout;
-use crate::stats::{per_second, Percentiles};
+use crate::sources::{window, SourceLayout, BYTES_IN_FLIGHT, MAX_WINDOW};
+use crate::stats::{keep_best, lower_p50, per_second, Percentiles};
 
 /// An RDMA operation measured by the harness.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,30 +73,21 @@ impl EngineResults {
     /// The better of two runs, figure by figure (higher throughput, lower
     /// p50 latency; scaling from the best 1- and 2-queue figures).
     pub fn merge(mut self, o: EngineResults) -> EngineResults {
-        for p in o.points {
-            match self
-                .points
-                .iter_mut()
-                .find(|q| q.op == p.op && q.message_bytes == p.message_bytes)
-            {
-                Some(q) if p.gbps > q.gbps => *q = p,
-                Some(_) => {}
-                None => self.points.push(p),
-            }
-        }
+        keep_best(
+            &mut self.points,
+            o.points,
+            |p| (p.op, p.message_bytes),
+            |p| p.gbps,
+        );
         self.send_latency = lower_p50(self.send_latency, o.send_latency);
         self.send_latency_rtc = lower_p50(self.send_latency_rtc, o.send_latency_rtc);
         self.scaling = match (self.scaling, o.scaling) {
-            (Some(a), Some(b)) => {
-                let one = a.one_queue_gbps.max(b.one_queue_gbps);
-                let many = a.many_queues_gbps.max(b.many_queues_gbps);
-                Some(Scaling {
-                    one_queue_gbps: one,
-                    many_queues_gbps: many,
-                    ratio: if one > 0.0 { many / one } else { 0.0 },
-                    ..a
-                })
-            }
+            (Some(a), Some(b)) => Some(Scaling::new(
+                a.message_bytes,
+                a.queues,
+                a.one_queue_gbps.max(b.one_queue_gbps),
+                a.many_queues_gbps.max(b.many_queues_gbps),
+            )),
             (a, b) => a.or(b),
         };
         self
@@ -106,23 +99,13 @@ impl EngineResults {
             .iter()
             .find(|p| p.op == op && p.message_bytes == size)
     }
-    pub fn write_gbps(&self, size: u64) -> Option<f64> {
-        self.find(Op::Write, size).map(|p| p.gbps)
+    /// Goodput of `op` at `size` bytes, Gb/s, if measured.
+    pub fn gbps(&self, op: Op, size: u64) -> Option<f64> {
+        self.find(op, size).map(|p| p.gbps)
     }
-    pub fn send_gbps(&self, size: u64) -> Option<f64> {
-        self.find(Op::Send, size).map(|p| p.gbps)
-    }
-    pub fn read_gbps(&self, size: u64) -> Option<f64> {
-        self.find(Op::Read, size).map(|p| p.gbps)
-    }
-    pub fn write_mpps(&self, size: u64) -> Option<f64> {
-        self.find(Op::Write, size).map(|p| p.mpps)
-    }
-    pub fn send_mpps(&self, size: u64) -> Option<f64> {
-        self.find(Op::Send, size).map(|p| p.mpps)
-    }
-    pub fn read_mpps(&self, size: u64) -> Option<f64> {
-        self.find(Op::Read, size).map(|p| p.mpps)
+    /// Message rate of `op` at `size` bytes, millions per second, if measured.
+    pub fn mpps(&self, op: Op, size: u64) -> Option<f64> {
+        self.find(op, size).map(|p| p.mpps)
     }
     /// CPU time per 4096-byte-payload packet of the largest WRITE measured.
     pub fn write_cpu_ns_per_full_packet(&self) -> Option<f64> {
@@ -134,27 +117,10 @@ impl EngineResults {
     }
 }
 
-/// The percentiles with the lower p50.
-fn lower_p50(a: Option<Percentiles>, b: Option<Percentiles>) -> Option<Percentiles> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(if y.p50_us < x.p50_us { y } else { x }),
-        (x, y) => x.or(y),
-    }
-}
-
-/// Bytes kept in flight per QP (messages of at least this size: 4 in flight).
-const BYTES_IN_FLIGHT: u64 = 2 << 20;
-/// Most messages in flight per QP.
-const MAX_WINDOW: u64 = 512;
 /// Size of each side's registered region per QP.
 const REGION: usize = crate::sources::REGION as usize;
 /// Message size of the scaling test.
 const SCALING_SIZE: u64 = 64 * 1024;
-
-/// Messages in flight per QP for `size`-byte messages.
-pub fn window(size: u64) -> u64 {
-    (BYTES_IN_FLIGHT / size.max(1)).clamp(4, MAX_WINDOW)
-}
 
 /// Every how many WRITE/READ requests of a stream with `win` in flight
 /// one is signaled: half the window, so the other half keeps the engine
@@ -166,13 +132,6 @@ pub fn window(size: u64) -> u64 {
 /// signaled.
 fn signal_every(win: u64) -> u64 {
     (win / 2).max(1)
-}
-
-/// Why an engine measurement failed.
-type EResult<T> = Result<T, String>;
-
-fn e<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
-    move |err| format!("{what}: {err}")
 }
 
 /// The two devices, one registered region per queue and side, and the
@@ -202,9 +161,9 @@ struct QpPair {
 impl QpPair {
     /// Destroys both QPs, so that a long run does not pile up idle QPs in
     /// the engines (every stream connects fresh ones).
-    fn destroy(self) -> EResult<()> {
-        self.a.destroy().map_err(e("destroying QP a"))?;
-        self.b.destroy().map_err(e("destroying QP b"))
+    fn destroy(self) -> EngineResult<()> {
+        self.a.destroy().map_err(context("destroying QP a"))?;
+        self.b.destroy().map_err(context("destroying QP b"))
     }
 }
 
@@ -226,27 +185,31 @@ impl Rig {
     /// threads float: four engine threads pinned two per core (a sender and
     /// a receiver each) measured 10.3 Gb/s at 64 KiB against 11.3-13.1
     /// floating (`--quick` runs back to back).
-    fn open(pair: &VethPair, queues: u32, poll: PollMode) -> EResult<Rig> {
+    fn open(pair: &VethPair, queues: u32, poll: PollMode) -> EngineResult<Rig> {
         let cores = placement::side_cores().filter(|_| queues == 1);
         let (cores_a, cores_b) = match cores {
             Some([x, y]) => (vec![x], vec![y]),
             None => (Vec::new(), Vec::new()),
         };
         let a = Device::open(device_config(&pair.a, queues, poll, cores_a))
-            .map_err(e("opening device a"))?;
+            .map_err(context("opening device a"))?;
         let b = Device::open(device_config(&pair.b, queues, poll, cores_b))
-            .map_err(e("opening device b"))?;
-        let mac_b = a.resolve_mac(b.ip()).map_err(e("resolving b's MAC"))?;
-        let mac_a = b.resolve_mac(a.ip()).map_err(e("resolving a's MAC"))?;
+            .map_err(context("opening device b"))?;
+        let mac_b = a
+            .resolve_mac(b.ip())
+            .map_err(context("resolving b's MAC"))?;
+        let mac_a = b
+            .resolve_mac(a.ip())
+            .map_err(context("resolving a's MAC"))?;
         let pattern = crate::sources::region_pattern(REGION);
         let mut regions = Vec::new();
         for q in 0..queues {
             let la = a
                 .register_memory(q, REGION, Access::ALL)
-                .map_err(e("registering memory a"))?;
+                .map_err(context("registering memory a"))?;
             let rb = b
                 .register_memory(q, REGION, Access::ALL)
-                .map_err(e("registering memory b"))?;
+                .map_err(context("registering memory b"))?;
             la.write(0, &pattern);
             rb.write(0, &pattern);
             regions.push((la, rb));
@@ -264,15 +227,21 @@ impl Rig {
 
     /// Creates and connects a fresh QP pair on queue `q` (a fresh pair per
     /// test, so one test's outcome cannot leak into the next).
-    fn connect(&self, q: u32) -> EResult<QpPair> {
+    fn connect(&self, q: u32) -> EngineResult<QpPair> {
         let k = self.created.get();
         self.created.set(k + 1);
         let caps = QpCaps {
             max_send_wr: (MAX_WINDOW * 2) as u32,
             max_recv_wr: (MAX_WINDOW * 2) as u32,
         };
-        let qa = self.a.create_qp(q, caps).map_err(e("creating QP a"))?;
-        let qb = self.b.create_qp(q, caps).map_err(e("creating QP b"))?;
+        let qa = self
+            .a
+            .create_qp(q, caps)
+            .map_err(context("creating QP a"))?;
+        let qb = self
+            .b
+            .create_qp(q, caps)
+            .map_err(context("creating QP b"))?;
         let (ip_a, ip_b): (IpAddr, IpAddr) = (self.a.ip(), self.b.ip());
         let opts = ConnectOptions {
             path_mtu: Mtu::Mtu4096,
@@ -289,7 +258,7 @@ impl Rig {
             },
             opts,
         )
-        .map_err(e("connecting QP a"))?;
+        .map_err(context("connecting QP a"))?;
         qb.connect(
             RemoteQp {
                 qpn: qa.qpn(),
@@ -302,7 +271,7 @@ impl Rig {
                 ..opts
             },
         )
-        .map_err(e("connecting QP b"))?;
+        .map_err(context("connecting QP b"))?;
         let (la, rb) = self.regions[q as usize].clone();
         Ok(QpPair {
             a: qa,
@@ -313,7 +282,7 @@ impl Rig {
     }
 
     /// One fresh QP pair per queue.
-    fn connect_all(&self) -> EResult<Vec<QpPair>> {
+    fn connect_all(&self) -> EngineResult<Vec<QpPair>> {
         (0..self.a.queues()).map(|q| self.connect(q)).collect()
     }
 
@@ -381,7 +350,7 @@ fn stream(
     size: u64,
     layout: SourceLayout,
     duration: Duration,
-) -> EResult<StreamResult> {
+) -> EngineResult<StreamResult> {
     // The application thread posts from the core of the side that does
     // not send the data (WRITE, SEND: a sends; READ: b sends the
     // responses), never beside the engine thread that limits the stream.
@@ -548,10 +517,10 @@ fn packets_per_message(size: u64) -> u64 {
 }
 
 /// 64 B SEND ping-pong between a and b on QP 0; returns the round trips.
-fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
+fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EngineResult<Vec<Duration>> {
     let qp = &rig.connect(0)?;
     let mut wcs = vec![WorkCompletion::default(); 16];
-    let post_recvs = |side_b: bool| -> EResult<()> {
+    let post_recvs = |side_b: bool| -> EngineResult<()> {
         for i in 0..8u64 {
             let (q, mr) = if side_b {
                 (&qp.b, &qp.rb)
@@ -562,7 +531,7 @@ fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
                 wr_id: i,
                 sge: mr.sge(0, size as u32),
             })
-            .map_err(e("posting a receive"))?;
+            .map_err(context("posting a receive"))?;
         }
         Ok(())
     };
@@ -572,7 +541,7 @@ fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
     // Waits for a receive completion, blocking (the engine thread wakes this
     // thread when it pushes a completion), so the waiting thread leaves its
     // core to the engine threads.
-    let wait = |dev: &Device, want_recv: bool, wcs: &mut [WorkCompletion]| -> EResult<()> {
+    let wait = |dev: &Device, want_recv: bool, wcs: &mut [WorkCompletion]| -> EngineResult<()> {
         let t = Instant::now();
         loop {
             let n = dev.poll_cq_wait(0, wcs, Duration::from_millis(100));
@@ -596,23 +565,23 @@ fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
         let t0 = Instant::now();
         let mut ping = SendWr::new(i, SendOp::Send, qp.la.sge(4096, size as u32));
         ping.signaled = false;
-        qp.a.post_send(ping).map_err(e("posting the ping"))?;
+        qp.a.post_send(ping).map_err(context("posting the ping"))?;
         wait(&rig.b, true, &mut wcs)?;
         qp.b.post_recv(RecvWr {
             wr_id: i,
             sge: qp.rb.sge(0, size as u32),
         })
-        .map_err(e("reposting a receive"))?;
+        .map_err(context("reposting a receive"))?;
         let mut pong = SendWr::new(i, SendOp::Send, qp.rb.sge(4096, size as u32));
         pong.signaled = false;
-        qp.b.post_send(pong).map_err(e("posting the pong"))?;
+        qp.b.post_send(pong).map_err(context("posting the pong"))?;
         wait(&rig.a, true, &mut wcs)?;
         rtts.push(t0.elapsed());
         qp.a.post_recv(RecvWr {
             wr_id: i,
             sge: qp.la.sge(0, size as u32),
         })
-        .map_err(e("reposting a receive"))?;
+        .map_err(context("reposting a receive"))?;
     }
     Ok(rtts)
 }
@@ -625,7 +594,7 @@ pub fn pingpong_threaded(
     size: u64,
     iterations: usize,
     poll: PollMode,
-) -> EResult<Vec<Duration>> {
+) -> EngineResult<Vec<Duration>> {
     let rig = Rig::open(pair, 1, poll)?;
     let r = pingpong(&rig, size, iterations);
     rig.close();
@@ -642,7 +611,7 @@ pub fn measure_points(
     layout: SourceLayout,
     point: Duration,
     poll: PollMode,
-) -> EResult<Vec<Point>> {
+) -> EngineResult<Vec<Point>> {
     let rig = Rig::open(pair, 1, poll)?;
     let mut out = Vec::new();
     for &op in ops {
@@ -703,11 +672,7 @@ pub fn measure(
             }
         }
     }
-    match pingpong(
-        &rig,
-        crate::harness::SMALL,
-        opts.pingpongs() + opts.pingpongs() / 10,
-    ) {
+    match pingpong(&rig, SMALL, opts.pingpongs() + opts.pingpongs() / 10) {
         Ok(mut rtts) => {
             let warm = opts.pingpongs() / 10;
             res.send_latency = Percentiles::of(&mut rtts[warm..]);
@@ -721,11 +686,7 @@ pub fn measure(
 
     // The same ping-pong in run-to-completion mode (the devices above are
     // closed: these queues attach the XDP program themselves).
-    match crate::engine_rtc::pingpong(
-        pair,
-        crate::harness::SMALL,
-        opts.pingpongs() + opts.pingpongs() / 10,
-    ) {
+    match crate::engine_rtc::pingpong(pair, SMALL, opts.pingpongs() + opts.pingpongs() / 10) {
         Ok(mut rtts) => {
             let warm = opts.pingpongs() / 10;
             res.send_latency_rtc = Percentiles::of(&mut rtts[warm..]);
@@ -740,7 +701,7 @@ pub fn measure(
     }
 
     // Multi-queue scaling: the same WRITE test on 2 queues (one QP each).
-    let one = res.write_gbps(SCALING_SIZE);
+    let one = res.gbps(Op::Write, SCALING_SIZE);
     match (one, Rig::open(pair, 2, poll)) {
         (Some(one), Ok(rig2)) => {
             match stream(
@@ -752,13 +713,7 @@ pub fn measure(
             ) {
                 Ok(r) => {
                     let many = per_second((r.messages * SCALING_SIZE * 8) as f64, r.elapsed) / 1e9;
-                    res.scaling = Some(Scaling {
-                        message_bytes: SCALING_SIZE,
-                        queues: 2,
-                        one_queue_gbps: one,
-                        many_queues_gbps: many,
-                        ratio: if one > 0.0 { many / one } else { 0.0 },
-                    });
+                    res.scaling = Some(Scaling::new(SCALING_SIZE, 2, one, many));
                     if opts.progress {
                         eprintln!("bench: engine WRITE 64 KiB on 2 queues: {many:.2} Gb/s");
                     }
@@ -777,19 +732,13 @@ pub fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::testbed::netns::PairConfig;
+    use crate::test_support::veth_pair_or_skip;
 
     #[test]
     fn pingpong_and_write_stream_over_veth() {
-        if !crate::harness::is_root() {
-            eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+        let Some(pair) = veth_pair_or_skip("pingpong_and_write_stream_over_veth") else {
             return;
-        }
-        let pair = VethPair::create(&PairConfig {
-            mtu: crate::harness::LINK_MTU,
-            queues: 2,
-        })
-        .unwrap();
+        };
         let rig = Rig::open(&pair, 1, PollMode::default()).unwrap();
         let mut rtts = pingpong(&rig, 64, 2000).unwrap();
         assert_eq!(rtts.len(), 2000);

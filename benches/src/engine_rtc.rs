@@ -15,12 +15,7 @@ use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCo
 use engine::testbed::netns::{Side, VethPair};
 use engine::verbs::{MemoryRegion, QpCaps};
 
-/// Why a measurement failed.
-type EResult<T> = Result<T, String>;
-
-fn e<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
-    move |err| format!("{what}: {err}")
-}
+use crate::error::{context, EngineResult};
 
 /// Receives kept posted on each side.
 const RECEIVES: u64 = 8;
@@ -38,7 +33,7 @@ struct End {
 
 /// Opens `side`'s queue 0 (the socket layer waits for a queue another
 /// measurement just closed: `XskConfig::busy_wait`).
-fn open(side: &Side) -> EResult<RunToCompletion> {
+fn open(side: &Side) -> EngineResult<RunToCompletion> {
     let mut c = InlineConfig::new(&side.ifname);
     c.netns = Some(side.netns.clone());
     c.multi_buffer = true;
@@ -46,20 +41,24 @@ fn open(side: &Side) -> EResult<RunToCompletion> {
 }
 
 /// Opens both sides' queue 0 and connects one RC QP pair (PMTU 4096).
-fn connect(pair: &VethPair) -> EResult<(End, End)> {
+fn connect(pair: &VethPair) -> EngineResult<(End, End)> {
     let mut a = open(&pair.a)?;
     let mut b = open(&pair.b)?;
-    let mac_b = a.resolve_mac(b.ip()).map_err(e("resolving b's MAC"))?;
-    let mac_a = b.resolve_mac(a.ip()).map_err(e("resolving a's MAC"))?;
+    let mac_b = a
+        .resolve_mac(b.ip())
+        .map_err(context("resolving b's MAC"))?;
+    let mac_a = b
+        .resolve_mac(a.ip())
+        .map_err(context("resolving a's MAC"))?;
     let caps = QpCaps::default();
-    let qpn_a = a.create_qp(caps).map_err(e("creating QP a"))?;
-    let qpn_b = b.create_qp(caps).map_err(e("creating QP b"))?;
+    let qpn_a = a.create_qp(caps).map_err(context("creating QP a"))?;
+    let qpn_b = b.create_qp(caps).map_err(context("creating QP b"))?;
     let mr_a = a
         .register_memory(2 * SEND_AT, Access::ALL)
-        .map_err(e("registering memory a"))?;
+        .map_err(context("registering memory a"))?;
     let mr_b = b
         .register_memory(2 * SEND_AT, Access::ALL)
-        .map_err(e("registering memory b"))?;
+        .map_err(context("registering memory b"))?;
     let opts = ConnectOptions {
         path_mtu: Mtu::Mtu4096,
         sq_psn: 0x100,
@@ -79,7 +78,7 @@ fn connect(pair: &VethPair) -> EResult<(End, End)> {
         ip: a.ip(),
     };
     a.connect(qpn_a, remote_b, opts)
-        .map_err(e("connecting QP a"))?;
+        .map_err(context("connecting QP a"))?;
     b.connect(
         qpn_b,
         remote_a,
@@ -88,7 +87,7 @@ fn connect(pair: &VethPair) -> EResult<(End, End)> {
             ..opts
         },
     )
-    .map_err(e("connecting QP b"))?;
+    .map_err(context("connecting QP b"))?;
     let a = End {
         q: a,
         qpn: qpn_a,
@@ -103,24 +102,26 @@ fn connect(pair: &VethPair) -> EResult<(End, End)> {
 }
 
 impl End {
-    fn post_recv(&mut self, id: u64, size: u32) -> EResult<()> {
+    fn post_recv(&mut self, id: u64, size: u32) -> EngineResult<()> {
         let wr = RecvWr {
             wr_id: id,
             sge: self.mr.sge(0, size),
         };
         self.q
             .post_recv(self.qpn, wr)
-            .map_err(e("posting a receive"))
+            .map_err(context("posting a receive"))
     }
 
-    fn post_send(&mut self, id: u64, size: u32) -> EResult<()> {
+    fn post_send(&mut self, id: u64, size: u32) -> EngineResult<()> {
         let mut wr = SendWr::new(id, SendOp::Send, self.mr.sge(SEND_AT, size));
         wr.signaled = false;
-        self.q.post_send(self.qpn, wr).map_err(e("posting a SEND"))
+        self.q
+            .post_send(self.qpn, wr)
+            .map_err(context("posting a SEND"))
     }
 
     /// Receive completions taken by one `poll_cq` (each checked).
-    fn poll_recvs(&mut self, wcs: &mut [WorkCompletion]) -> EResult<usize> {
+    fn poll_recvs(&mut self, wcs: &mut [WorkCompletion]) -> EngineResult<usize> {
         let n = self.q.poll_cq(wcs);
         let mut recvs = 0;
         for wc in &wcs[..n] {
@@ -138,7 +139,7 @@ impl End {
 /// `size`-byte SEND ping-pong in run-to-completion mode: a's thread sends
 /// a ping and polls until the pong arrives, b's thread answers every ping
 /// with a pong. Returns a's round-trip times (`iterations` of them).
-pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EResult<Vec<Duration>> {
+pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EngineResult<Vec<Duration>> {
     let size = size as u32;
     let (mut a, mut b) = connect(pair)?;
     for i in 0..RECEIVES {
@@ -149,7 +150,7 @@ pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EResult<Vec<Du
     let stop_b = stop.clone();
     let responder = std::thread::Builder::new()
         .name("rtc-pong".into())
-        .spawn(move || -> EResult<u64> {
+        .spawn(move || -> EngineResult<u64> {
             let mut wcs = vec![WorkCompletion::default(); 16];
             let mut answered = 0u64;
             while !stop_b.load(Ordering::Relaxed) {
@@ -165,10 +166,10 @@ pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EResult<Vec<Du
             }
             Ok(answered)
         })
-        .map_err(e("spawning the responder thread"))?;
+        .map_err(context("spawning the responder thread"))?;
     let requester = std::thread::Builder::new()
         .name("rtc-ping".into())
-        .spawn(move || -> EResult<Vec<Duration>> {
+        .spawn(move || -> EngineResult<Vec<Duration>> {
             let mut wcs = vec![WorkCompletion::default(); 16];
             let mut rtts = Vec::with_capacity(iterations);
             for i in 0..iterations as u64 {
@@ -185,7 +186,7 @@ pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EResult<Vec<Du
             }
             Ok(rtts)
         })
-        .map_err(e("spawning the requester thread"))?;
+        .map_err(context("spawning the requester thread"))?;
     let rtts = requester
         .join()
         .unwrap_or_else(|_| Err("the requester thread panicked".into()));
@@ -204,19 +205,13 @@ pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EResult<Vec<Du
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::testbed::netns::PairConfig;
+    use crate::test_support::veth_pair_or_skip;
 
     #[test]
     fn run_to_completion_pingpong_over_veth() {
-        if !crate::harness::is_root() {
-            eprintln!("skipping: needs root (network namespaces, XDP, AF_XDP)");
+        let Some(pair) = veth_pair_or_skip("run_to_completion_pingpong_over_veth") else {
             return;
-        }
-        let pair = VethPair::create(&PairConfig {
-            mtu: crate::harness::LINK_MTU,
-            queues: 2,
-        })
-        .unwrap();
+        };
         let mut rtts = pingpong(&pair, 64, 2000).unwrap();
         assert_eq!(rtts.len(), 2000);
         let p = crate::stats::Percentiles::of(&mut rtts[200..]).unwrap();

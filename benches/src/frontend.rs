@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use engine::driver::PollMode;
 
-use crate::harness::{self, HarnessError, Options};
+use crate::error::HarnessError;
+use crate::full_run;
+use crate::options::Options;
 use crate::output;
 use crate::report::Report;
 
@@ -75,7 +77,7 @@ pub enum BenchError {
 
 /// Runs the harness and prints/writes the report. Progress goes to stderr.
 pub fn run(args: &BenchArgs) -> Result<Report, BenchError> {
-    let report = harness::run(&Options {
+    let report = full_run::run(&Options {
         quick: args.quick,
         progress: true,
         engine_poll: if args.busy_poll {

@@ -1,13 +1,25 @@
 //! roce-xdp benchmarks: criterion microbenchmarks live in `benches/benches/`;
 //! this library holds the end-to-end harness behind `roce-xdp bench`
-//! ([`harness::run`]) and its pieces.
-#![deny(unsafe_code)]
+//! ([`full_run::run`]) and its pieces. It has no unsafe code: the package
+//! forbids it (`Cargo.toml`, `[lints.rust]`).
+//!
+//! From the top: [`frontend`] (the command line) calls [`full_run`] (the
+//! orchestrator, which nothing else imports); it runs the baselines
+//! ([`baselines::kernel_udp`], [`baselines::floor`]), the engine
+//! ([`engine_path`], [`engine_rtc`]), the [`paired`] step and the in-memory
+//! [`protocol_path`], and fills the [`report`], which [`output`] writes
+//! (with the [`svg`] chart). Below them: [`options`] (what to run, shared
+//! constants), [`error`], [`threads`] (threads inside a namespace),
+//! [`placement`] (cores), [`sources`] (where messages sit), [`stats`],
+//! [`sysinfo`]. No module imports one above it.
 
+pub mod baselines;
 pub mod engine_path;
 pub mod engine_rtc;
-pub mod floor;
+pub mod error;
 pub mod frontend;
-pub mod harness;
+pub mod full_run;
+pub mod options;
 pub mod output;
 pub mod paired;
 pub mod placement;
@@ -17,4 +29,6 @@ pub mod sources;
 pub mod stats;
 pub mod svg;
 pub mod sysinfo;
-pub mod udp_baseline;
+#[cfg(test)]
+mod test_support;
+pub mod threads;

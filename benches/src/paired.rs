@@ -14,8 +14,8 @@
 //! fell into. The targets of [`crate::report::Report::ratios`] use that
 //! median.
 //!
-//! Every point is one of the sweep's own: [`crate::harness::floor_point`],
-//! [`crate::harness::kernel_stream`] and the engine's WRITE stream through
+//! Every point is one of the sweep's own: [`floor_point`],
+//! [`kernel_stream`] and the engine's WRITE stream through
 //! [`crate::engine_path::measure_points`] (a fresh 1-queue device per
 //! point, closed before the baseline runs, so neither side's XDP program
 //! or threads are present while the other is measured).
@@ -25,9 +25,10 @@ use std::time::Duration;
 use engine::driver::PollMode;
 use engine::testbed::netns::VethPair;
 
+use crate::baselines::floor::{floor_point, FloorPayload};
+use crate::baselines::kernel_udp::kernel_stream;
 use crate::engine_path::{measure_points, Op};
-use crate::floor::FloorPayload;
-use crate::harness::{floor_point, kernel_stream, HarnessError};
+use crate::error::HarnessError;
 use crate::report::{
     Baseline, BaselinePayload, Metric, Pair, PairedSpec, PairedTarget, PAIRED_INFO, PAIRED_TARGETS,
 };

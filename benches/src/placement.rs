@@ -9,6 +9,8 @@
 
 use std::sync::OnceLock;
 
+use engine::io::CpuSet;
+
 /// The two cores of sides a and b, or `None` with fewer than two cores.
 /// Taken from the affinity of the first thread that asks (the harness's
 /// main thread, before it pins anything) and remembered.
@@ -27,39 +29,16 @@ pub fn pin_current(core: Option<usize>) {
     }
 }
 
-/// The calling thread's CPU affinity mask.
-fn current_mask() -> libc::cpu_set_t {
-    #[allow(unsafe_code)]
-    // SAFETY: all-zero is a valid (empty) `cpu_set_t`; sched_getaffinity
-    // writes at most the `size_of::<cpu_set_t>()` bytes we pass, into a
-    // set we own, for the calling thread (pid 0).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-        set
-    }
-}
-
-/// Sets the calling thread's CPU affinity mask.
-fn set_mask(set: &libc::cpu_set_t) {
-    #[allow(unsafe_code)]
-    // SAFETY: sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of a
-    // set we own and changes only the calling thread (pid 0).
-    unsafe {
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set);
-    }
-}
-
 /// Pins the calling thread to a core until the guard drops, then puts
 /// its previous affinity back.
 pub struct Pinned {
-    previous: Option<libc::cpu_set_t>,
+    previous: Option<CpuSet>,
 }
 
 impl Pinned {
     /// Pins the calling thread to `core` (a no-op guard when `None`).
     pub fn to(core: Option<usize>) -> Pinned {
-        let previous = core.map(|_| current_mask());
+        let previous = core.and_then(|_| CpuSet::of_current_thread().ok());
         pin_current(core);
         Pinned { previous }
     }
@@ -68,7 +47,7 @@ impl Pinned {
 impl Drop for Pinned {
     fn drop(&mut self) {
         if let Some(set) = &self.previous {
-            set_mask(set);
+            let _ = set.apply_to_current_thread();
         }
     }
 }
@@ -77,13 +56,8 @@ impl Drop for Pinned {
 mod tests {
     use super::*;
 
-    fn has(set: &libc::cpu_set_t, id: usize) -> bool {
-        #[allow(unsafe_code)]
-        // SAFETY: reads one bit of a set we own; ids come from the kernel's
-        // own list of cores (below CPU_SETSIZE).
-        unsafe {
-            libc::CPU_ISSET(id, set)
-        }
+    fn current_mask() -> CpuSet {
+        CpuSet::of_current_thread().unwrap()
     }
 
     #[test]
@@ -98,15 +72,15 @@ mod tests {
             {
                 let _g = Pinned::to(Some(b));
                 let s = current_mask();
-                assert!(has(&s, b) && !has(&s, a));
+                assert!(s.contains(b) && !s.contains(a));
             }
             let after = current_mask();
-            assert_eq!(has(&after, a), has(&before, a));
-            assert_eq!(has(&after, b), has(&before, b));
-            assert!(has(&after, a) && has(&after, b));
+            assert_eq!(after.contains(a), before.contains(a));
+            assert_eq!(after.contains(b), before.contains(b));
+            assert!(after.contains(a) && after.contains(b));
             // A guard for no core changes nothing.
             drop(Pinned::to(None));
-            assert!(has(&current_mask(), a));
+            assert!(current_mask().contains(a));
         })
         .join()
         .unwrap();

@@ -128,13 +128,7 @@ pub fn measure(duration: Duration) -> Result<PathTiming, String> {
         a.post_send(qa, wr).map_err(e)?;
         lens.clear();
         let t = now();
-        while lens.len() * SLOT < frames.len() {
-            let off = lens.len() * SLOT;
-            match a.poll_transmit(t, &mut frames[off..off + SLOT]) {
-                Some(n) => lens.push(n),
-                None => break,
-            }
-        }
+        transmit_all(&mut a, t, &mut frames, &mut lens);
         let t1 = WallInstant::now();
         // Responder: take every packet, emit the ACKs.
         let t = now();
@@ -142,13 +136,7 @@ pub fn measure(duration: Duration) -> Result<PathTiming, String> {
             b.handle_packet(t, &frames[i * SLOT..i * SLOT + n]);
         }
         ack_lens.clear();
-        while ack_lens.len() * SLOT < acks.len() {
-            let off = ack_lens.len() * SLOT;
-            match b.poll_transmit(t, &mut acks[off..off + SLOT]) {
-                Some(n) => ack_lens.push(n),
-                None => break,
-            }
-        }
+        transmit_all(&mut b, t, &mut acks, &mut ack_lens);
         let t2 = WallInstant::now();
         // Requester again: the ACKs and the completion.
         let t = now();
@@ -177,6 +165,19 @@ pub fn measure(duration: Duration) -> Result<PathTiming, String> {
         requester_ns_per_packet: req.as_nanos() as f64 / packets as f64,
         responder_ns_per_packet: resp.as_nanos() as f64 / packets as f64,
     })
+}
+
+/// Lets `ep` transmit into consecutive `SLOT`-byte slots of `slots` until
+/// it has nothing more to send or the slots run out; appends each frame's
+/// length to `lens` (which the caller cleared).
+fn transmit_all(ep: &mut Endpoint, now: Instant, slots: &mut [u8], lens: &mut Vec<usize>) {
+    while lens.len() * SLOT < slots.len() {
+        let off = lens.len() * SLOT;
+        match ep.poll_transmit(now, &mut slots[off..off + SLOT]) {
+            Some(n) => lens.push(n),
+            None => break,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Where in its registered regions an engine stream puts each message.
+//! Where in its registered regions an engine stream puts each message, and
+//! how many it keeps in flight.
 //!
 //! The layout decides the stream's memory working set, and with it how much
 //! of each copy the CPU caches serve, so it is part of what a goodput
@@ -7,7 +8,7 @@
 //! `ib_send_bw`, which a user compares these figures with on RDMA NICs.
 //! [`SourceLayout::Spread`] gives every message in flight a range of its
 //! own (the harness's layout before it matched perftest), a working set of
-//! about [`crate::engine_path::window`] x size per side: the paired step
+//! about [`window`] x size per side: the paired step
 //! measures it once at 64 KiB, for information, to show what a working set
 //! beyond the L2 cache costs.
 
@@ -25,6 +26,19 @@ pub enum SourceLayout {
     /// `k mod slots`, `slots = min(region / size, window)`: every message
     /// in flight has its own range.
     Spread,
+}
+
+/// Bytes a stream keeps in flight per QP (messages of at least this size:
+/// 4 in flight).
+pub const BYTES_IN_FLIGHT: u64 = 2 << 20;
+/// Most messages a stream keeps in flight per QP.
+pub const MAX_WINDOW: u64 = 512;
+
+/// Messages in flight per QP for `size`-byte messages: the engine's
+/// streams keep this many posted, and the baselines lay out their
+/// payloads for the same window.
+pub fn window(size: u64) -> u64 {
+    (BYTES_IN_FLIGHT / size.max(1)).clamp(4, MAX_WINDOW)
 }
 
 /// Size of each side's registered region per QP in the engine's streams,

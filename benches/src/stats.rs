@@ -1,5 +1,6 @@
 //! Small statistics helpers: latency percentiles, rates, the median and
-//! the alternating (ABBA) order of paired measurements.
+//! the alternating (ABBA) order of paired measurements, and the best-of
+//! merges of repeated rounds.
 
 use std::time::Duration;
 
@@ -29,6 +30,36 @@ impl Percentiles {
             p99_us: at(0.99),
             p999_us: at(0.999),
         })
+    }
+}
+
+/// Of two latency figures, the one with the lower p50 (either, if only
+/// one was measured): the best round of a latency measurement.
+pub fn lower_p50(a: Option<Percentiles>, b: Option<Percentiles>) -> Option<Percentiles> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.p50_us < x.p50_us { y } else { x }),
+        (x, y) => x.or(y),
+    }
+}
+
+/// Merges `from` into `into`, keeping per `key` the entry with the larger
+/// `value` (the earlier one on a tie): the best round of each
+/// throughput point.
+pub fn keep_best<T, K: PartialEq>(
+    into: &mut Vec<T>,
+    from: Vec<T>,
+    key: impl Fn(&T) -> K,
+    value: impl Fn(&T) -> f64,
+) {
+    for t in from {
+        match into.iter_mut().find(|x| key(x) == key(&t)) {
+            Some(slot) => {
+                if value(&t) > value(slot) {
+                    *slot = t;
+                }
+            }
+            None => into.push(t),
+        }
     }
 }
 
@@ -107,6 +138,28 @@ pub fn abba_a_first(index: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn best_of_rounds_keeps_the_higher_rate_and_the_lower_p50() {
+        let mut best = vec![(64u64, 1.0), (4096, 5.0)];
+        keep_best(
+            &mut best,
+            vec![(64, 2.0), (4096, 4.0), (65536, 9.0)],
+            |p| p.0,
+            |p| p.1,
+        );
+        assert_eq!(best, [(64, 2.0), (4096, 5.0), (65536, 9.0)]);
+        let lat = |p50_us| Percentiles {
+            samples: 1,
+            p50_us,
+            p99_us: 100.0,
+            p999_us: 100.0,
+        };
+        assert_eq!(lower_p50(Some(lat(20.0)), Some(lat(10.0))), Some(lat(10.0)));
+        assert_eq!(lower_p50(Some(lat(20.0)), None), Some(lat(20.0)));
+        assert_eq!(lower_p50(None, Some(lat(30.0))), Some(lat(30.0)));
+        assert_eq!(lower_p50(None, None), None);
+    }
 
     #[test]
     fn median_ci_uses_the_binomial_order_statistics() {

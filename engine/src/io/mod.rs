@@ -7,6 +7,7 @@
 //! unsafe block a `SAFETY:` comment. Everything it exports is safe to use.
 
 pub mod copy_crc;
+mod cpu;
 mod ring;
 mod socket;
 mod sys;
@@ -14,7 +15,9 @@ mod umem;
 mod waker;
 
 pub mod region;
+pub mod udp;
 
+pub use cpu::{process_cpu_time, CpuSet};
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
     InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,

@@ -15,16 +15,27 @@
 //! same payload (see [`frame_len_for`]); their content is not RoCE. The
 //! stream's payloads are read from a region laid out as the engine's
 //! messages are ([`FloorPayload::Messages`]), so both move the same bytes.
+//!
+//! The loops ([`stream_send`], [`stream_receive`], [`pingpong`]) work on one
+//! socket; [`floor_point`] and [`floor_pingpong`] run them over the
+//! harness's veth pair, each side on a thread inside its namespace: the
+//! points the sweep, the paired step and the examples measure.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use engine::driver::PollMode;
-use engine::io::{thread_cpu_time, InPlace, XskSocket};
+use engine::io::{process_cpu_time, thread_cpu_time, InPlace, XskConfig, XskSocket};
+use engine::nic::{AttachMode, SteerProgram};
 use engine::testbed::echo::idle_wait;
-use engine::testbed::netns::Side;
+use engine::testbed::netns::{Side, VethPair};
 
-use crate::sources::{region_pattern, PacketSource, SourceLayout, REGION};
+use crate::error::HarnessError;
+use crate::options::ROCE_PMTU;
+use crate::sources::{region_pattern, window, PacketSource, SourceLayout, REGION};
+use crate::stats::{per_second, Percentiles};
+use crate::threads::{join, spawn_in};
 
 /// Packets queued per `flush`/taken per `recv` (the echo loop's batch).
 pub const BATCH: usize = 64;
@@ -288,9 +299,144 @@ pub fn pingpong(
     Ok(rtts)
 }
 
+/// What one floor stream measured.
+#[derive(Debug, Clone)]
+pub struct FloorPoint {
+    /// Payload goodput the received frames stand for, Gb/s.
+    pub gbps: f64,
+    /// Frames received per second, millions.
+    pub mpps: f64,
+    pub mode: String,
+    pub zero_copy: bool,
+    /// Process CPU time (both ends, plus the veth work done in their
+    /// system calls) per received frame, ns.
+    pub cpu_ns_per_packet: Option<f64>,
+    /// CPU time per received frame of the sending and of the receiving
+    /// thread, ns (each including the kernel work of its system calls).
+    pub thread_ns_per_packet: Option<(f64, f64)>,
+}
+
+/// Opens an AF_XDP socket on queue `queue` of `side`'s veth end with the
+/// steering program attached and the socket registered. Must run on a
+/// thread inside `side`'s namespace.
+pub fn open_xsk(side: &Side, queue: u32) -> Result<(SteerProgram, XskSocket), HarnessError> {
+    let mut prog = SteerProgram::attach(&side.ifname, AttachMode::Auto, false)
+        .map_err(|e| HarnessError::Floor(e.to_string()))?;
+    let sock = XskSocket::open(&XskConfig::new(&side.ifname, queue))
+        .map_err(|e| HarnessError::Floor(e.to_string()))?;
+    prog.register_socket(queue, &sock)
+        .map_err(|e| HarnessError::Floor(e.to_string()))?;
+    Ok((prog, sock))
+}
+
+/// The floor stream for `message`-byte WRITE messages, one way from a to
+/// b on `pair`: frames as long as the engine's WRITE packets, payloads as
+/// `what` says. The sweep, the paired step and the focused comparisons
+/// (`examples/write_vs_floor.rs`) all measure the floor with it.
+pub fn floor_point(
+    pair: &VethPair,
+    message: u64,
+    what: FloorPayload,
+    duration: Duration,
+    poll: PollMode,
+) -> Result<FloorPoint, HarnessError> {
+    let (frame_len, payload) = frame_len_for(message as usize, ROCE_PMTU as usize);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_rx = stop.clone();
+    let b = pair.b.clone();
+    let receiver = spawn_in(&pair.b, move || {
+        let (prog, mut sock) = open_xsk(&b, 0)?;
+        let _ = ready_tx.send(());
+        let stats = stream_receive(&mut sock, &stop_rx, Duration::from_millis(100), poll);
+        Ok((stats, prog.mode().to_string(), sock.is_zero_copy()))
+    });
+    if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+        return Err(join(receiver)
+            .err()
+            .unwrap_or(HarnessError::Floor("the receiver did not start".into())));
+    }
+    let frame = udp_frame(&pair.a, &pair.b, 4791, frame_len);
+    let frames = FloorFrames::new(frame, payload, what, message, window(message));
+    let a = pair.a.clone();
+    let cpu0 = process_cpu_time();
+    let sender = spawn_in(&pair.a, move || {
+        let (_prog, mut sock) = open_xsk(&a, 0)?;
+        Ok(stream_send(&mut sock, &frames, duration, poll))
+    });
+    let sent = join(sender);
+    stop.store(true, Ordering::Relaxed);
+    let (got, mode, zero_copy) = join(receiver)?;
+    let cpu = process_cpu_time().saturating_sub(cpu0);
+    let sent = sent?;
+    if got.packets == 0 {
+        return Err(HarnessError::Floor(format!(
+            "no {frame_len}-byte frame arrived: is XDP steering UDP 4791 on {}?",
+            pair.b.ifname
+        )));
+    }
+    Ok(FloorPoint {
+        gbps: per_second((got.packets * payload as u64 * 8) as f64, got.elapsed) / 1e9,
+        mpps: per_second(got.packets as f64, got.elapsed) / 1e6,
+        mode,
+        zero_copy,
+        cpu_ns_per_packet: (got.packets > 0).then(|| cpu.as_nanos() as f64 / got.packets as f64),
+        thread_ns_per_packet: (sent.packets > 0).then(|| {
+            (
+                sent.thread_cpu.as_nanos() as f64 / sent.packets as f64,
+                got.thread_cpu.as_nanos() as f64 / got.packets as f64,
+            )
+        }),
+    })
+}
+
+/// AF_XDP ping-pong: a sends one frame at a time, b's echo loop returns it.
+pub fn floor_pingpong(
+    pair: &VethPair,
+    payload: usize,
+    iterations: usize,
+    poll: PollMode,
+) -> Result<Option<Percentiles>, HarnessError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_echo = stop.clone();
+    let b = pair.b.clone();
+    let echo = spawn_in(&pair.b, move || {
+        let (_prog, mut sock) = open_xsk(&b, 0)?;
+        let _ = ready_tx.send(());
+        Ok(engine::testbed::echo::echo(&mut sock, &stop_echo, poll))
+    });
+    if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
+        return Err(join(echo)
+            .err()
+            .unwrap_or(HarnessError::Floor("the echo loop did not start".into())));
+    }
+    let (frame_len, _) = frame_len_for(payload, ROCE_PMTU as usize);
+    let frame = udp_frame(&pair.a, &pair.b, 4791, frame_len);
+    let a = pair.a.clone();
+    let client = spawn_in(&pair.a, move || {
+        let (_prog, mut sock) = open_xsk(&a, 0)?;
+        let warm = iterations / 10;
+        let mut rtts = pingpong(
+            &mut sock,
+            &frame,
+            iterations + warm,
+            Duration::from_secs(2),
+            poll,
+        )
+        .map_err(HarnessError::Floor)?;
+        Ok(Percentiles::of(&mut rtts[warm..]))
+    });
+    let r = join(client);
+    stop.store(true, Ordering::Relaxed);
+    join(echo)?;
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::veth_pair_or_skip;
     use std::net::Ipv4Addr;
 
     fn side(last: u8) -> Side {
@@ -353,5 +499,17 @@ mod tests {
         let one = FloorFrames::new(frame.clone(), payload, FloorPayload::OneFrame, 65536, 32);
         one.write(5, &mut buf);
         assert_eq!(buf, frame);
+    }
+
+    #[test]
+    fn floor_pingpong_over_veth_busy_and_adaptive() {
+        let Some(pair) = veth_pair_or_skip("floor_pingpong_over_veth_busy_and_adaptive") else {
+            return;
+        };
+        for poll in [PollMode::Busy, PollMode::default()] {
+            let p = floor_pingpong(&pair, 64, 2000, poll).unwrap().unwrap();
+            eprintln!("floor ping-pong {poll:?}: {p:?}");
+            assert_eq!(p.samples, 2000);
+        }
     }
 }

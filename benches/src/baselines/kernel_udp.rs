@@ -1,21 +1,27 @@
 //! The kernel-path baseline of the benchmark harness: UDP sockets moving the
 //! same payloads as the engine (batched with `sendmmsg`/`recvmmsg`), and a
-//! UDP ping-pong for latency. The caller chooses the network namespace (the
-//! harness runs each side on a thread that has entered its namespace).
-//!
-//! The `unsafe` here is confined to the two batched syscalls; each block says
-//! why it is sound.
+//! UDP ping-pong for latency. The socket loops ([`stream_send`],
+//! [`stream_receive`], [`pingpong_client`], [`pingpong_server`]) run in
+//! whatever network namespace their thread is in; [`kernel_stream`] and
+//! [`kernel_pingpong`] run them over the harness's veth pair, each side on
+//! a thread inside its namespace: the points the sweep, the paired step and
+//! the examples measure. The batched system calls are the engine's safe
+//! wrappers ([`engine::io::udp`]).
 
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use crate::sources::{region_pattern, PacketSource};
+use engine::io::udp::{self, MAX_BATCH};
+use engine::testbed::netns::VethPair;
 
-/// Largest batch the baseline passes to one `sendmmsg`/`recvmmsg`.
-pub const MAX_BATCH: usize = 64;
+use crate::error::{io_err, HarnessError};
+use crate::options::UDP_CHUNK;
+use crate::sources::{region_pattern, window, PacketSource, SourceLayout, REGION};
+use crate::stats::Percentiles;
+use crate::threads::{join, spawn_in};
 
 /// What one side of a UDP stream measured.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -71,7 +77,7 @@ pub fn stream_send(
         for (i, slot) in payloads[..batch].iter_mut().enumerate() {
             *slot = source.packet(next + i as u64);
         }
-        let sent = send_batch(socket, &region, &payloads[..batch])?;
+        let sent = send_packets(socket, &region, &payloads[..batch])?;
         next += sent as u64;
         stats.datagrams += sent as u64;
         stats.bytes += payloads[..sent]
@@ -97,13 +103,13 @@ pub fn stream_receive(
     let mut first: Option<Instant> = None;
     let mut last = Instant::now();
     loop {
-        match receive_batch(socket, &mut bufs) {
-            Ok((count, bytes)) if count > 0 => {
+        match udp::recv_batch(socket, &mut bufs) {
+            Ok(got) if got.datagrams > 0 => {
                 let now = Instant::now();
                 first.get_or_insert(now);
                 last = now;
-                stats.datagrams += count as u64;
-                stats.bytes += bytes as u64;
+                stats.datagrams += got.datagrams as u64;
+                stats.bytes += got.bytes as u64;
             }
             Ok(_) => {}
             Err(e)
@@ -192,115 +198,97 @@ pub fn pingpong_server(
     Ok(echoed)
 }
 
-/// Sets the socket's send and receive buffers to `bytes` each, above
-/// `net.core.{r,w}mem_max` (SO_*BUFFORCE; needs CAP_NET_ADMIN), so the
-/// baseline is not limited by a small default buffer.
-pub fn set_buffer_sizes(socket: &UdpSocket, bytes: usize) -> io::Result<()> {
-    let v = bytes.min(i32::MAX as usize) as libc::c_int;
-    for opt in [libc::SO_SNDBUFFORCE, libc::SO_RCVBUFFORCE] {
-        // SAFETY: setsockopt reads one c_int from a live local.
-        #[allow(unsafe_code)]
-        let r = unsafe {
-            libc::setsockopt(
-                socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 /// One `sendmmsg` on a connected socket of one datagram per `(offset,
-/// length)` range of `region` in `payloads` (at most [`MAX_BATCH`]).
-/// Returns how many datagrams the kernel took.
-fn send_batch(socket: &UdpSocket, region: &[u8], payloads: &[(usize, usize)]) -> io::Result<usize> {
-    let batch = payloads.len().min(MAX_BATCH);
-    let mut iovs = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX_BATCH];
-    // SAFETY: an all-zero mmsghdr is a valid value (null pointers, zero lengths).
-    #[allow(unsafe_code)]
-    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
-    for ((msg, iov), &(at, len)) in msgs.iter_mut().zip(iovs.iter_mut()).zip(payloads) {
-        let payload = &region[at..at + len];
-        *iov = libc::iovec {
-            iov_base: payload.as_ptr() as *mut libc::c_void,
-            iov_len: payload.len(),
-        };
-        msg.msg_hdr.msg_iov = iov;
-        msg.msg_hdr.msg_iovlen = 1;
-    }
-    // SAFETY: `msgs[..batch]` point at `iovs`, which point at ranges of
-    // `region` (bounds-checked by the slicing above); all outlive the call,
-    // and the kernel only reads the iovecs' memory.
-    #[allow(unsafe_code)]
-    let sent = unsafe { libc::sendmmsg(socket.as_raw_fd(), msgs.as_mut_ptr(), batch as u32, 0) };
-    if sent < 0 {
-        let err = io::Error::last_os_error();
-        // A full socket buffer (ENOBUFS on a fast sender) is back-pressure, not failure.
-        if matches!(err.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN)) {
-            return Ok(0);
-        }
-        return Err(err);
-    }
-    Ok(sent as usize)
+/// length)` range of `region` in `payloads` (at most
+/// [`MAX_BATCH`]). Returns how many datagrams the kernel took (none when
+/// its buffer is full).
+fn send_packets(
+    socket: &UdpSocket,
+    region: &[u8],
+    payloads: &[(usize, usize)],
+) -> io::Result<usize> {
+    udp::send_batch(
+        socket,
+        payloads.iter().map(|&(at, len)| &region[at..at + len]),
+    )
 }
 
-/// One `recvmmsg` into `bufs`; returns (datagrams, payload bytes).
-fn receive_batch(socket: &UdpSocket, bufs: &mut [Vec<u8>]) -> io::Result<(usize, usize)> {
-    let count = bufs.len().min(MAX_BATCH);
-    let mut iovs = [libc::iovec {
-        iov_base: std::ptr::null_mut(),
-        iov_len: 0,
-    }; MAX_BATCH];
-    // SAFETY: an all-zero mmsghdr is a valid value (null pointers, zero lengths).
-    #[allow(unsafe_code)]
-    let mut msgs: [libc::mmsghdr; MAX_BATCH] = unsafe { std::mem::zeroed() };
-    for ((msg, iov), buf) in msgs
-        .iter_mut()
-        .zip(iovs.iter_mut())
-        .zip(bufs.iter_mut())
-        .take(count)
-    {
-        *iov = libc::iovec {
-            iov_base: buf.as_mut_ptr() as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        msg.msg_hdr.msg_iov = iov;
-        msg.msg_hdr.msg_iovlen = 1;
-    }
-    // SAFETY: each iovec points at a distinct, live, writable buffer of the
-    // stated length; the kernel writes at most that much and fills msg_len.
-    // The first datagram waits up to the socket's read timeout (SO_RCVTIMEO).
-    #[allow(unsafe_code)]
-    let got = unsafe {
-        libc::recvmmsg(
-            socket.as_raw_fd(),
-            msgs.as_mut_ptr(),
-            count as u32,
-            libc::MSG_WAITFORONE,
-            std::ptr::null_mut(),
+/// One kernel UDP stream of `message`-byte messages from a to b, in
+/// datagrams of at most [`UDP_CHUNK`] bytes whose payloads are read from
+/// where the engine's stream of those messages placed as `layout` says
+/// reads them ([`crate::sources::PacketSource`]): the sweep's point, also
+/// used by the paired step.
+pub fn kernel_stream(
+    pair: &VethPair,
+    message: u64,
+    layout: SourceLayout,
+    duration: Duration,
+) -> Result<StreamStats, HarnessError> {
+    let datagram = message.clamp(1, UDP_CHUNK as u64) as usize;
+    let source = PacketSource::new(layout, message, datagram as u64, window(message), REGION);
+    let dst = SocketAddr::new(pair.b.ipv4.into(), 7001);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_rx = stop.clone();
+    let receiver = spawn_in(&pair.b, move || {
+        let sock = UdpSocket::bind(dst).map_err(io_err("binding the UDP receiver"))?;
+        udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_RCVBUFFORCE"))?;
+        let _ = ready_tx.send(());
+        stream_receive(&sock, datagram, &stop_rx, Duration::from_millis(100))
+            .map_err(io_err("receiving the UDP stream"))
+    });
+    let _ = ready_rx.recv_timeout(Duration::from_secs(5));
+    let sender = spawn_in(&pair.a, move || {
+        let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP sender"))?;
+        udp::force_buffer_sizes(&sock, 8 << 20).map_err(io_err("SO_SNDBUFFORCE"))?;
+        stream_send(&sock, dst, &source, MAX_BATCH, duration)
+            .map_err(io_err("sending the UDP stream"))
+    });
+    let sent = join(sender);
+    stop.store(true, Ordering::Relaxed);
+    let got = join(receiver)?;
+    sent?;
+    Ok(got)
+}
+
+/// UDP ping-pong: a echoes from b.
+pub fn kernel_pingpong(
+    pair: &VethPair,
+    payload: usize,
+    iterations: usize,
+) -> Result<Option<Percentiles>, HarnessError> {
+    let addr = SocketAddr::new(pair.b.ipv4.into(), 7002);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let stop_srv = stop.clone();
+    let server = spawn_in(&pair.b, move || {
+        let sock = UdpSocket::bind(addr).map_err(io_err("binding the UDP echo server"))?;
+        let _ = ready_tx.send(());
+        pingpong_server(&sock, payload, &stop_srv).map_err(io_err("UDP echo server"))
+    });
+    let _ = ready_rx.recv_timeout(Duration::from_secs(5));
+    let client = spawn_in(&pair.a, move || {
+        let sock = UdpSocket::bind("0.0.0.0:0").map_err(io_err("binding the UDP client"))?;
+        let warm = iterations / 10;
+        let mut rtts = pingpong_client(
+            &sock,
+            addr,
+            payload,
+            iterations + warm,
+            Duration::from_secs(2),
         )
-    };
-    if got < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let got = got as usize;
-    let bytes = msgs[..got].iter().map(|m| m.msg_len as usize).sum();
-    Ok((got, bytes))
+        .map_err(io_err("UDP ping-pong"))?;
+        Ok(Percentiles::of(&mut rtts[warm..]))
+    });
+    let r = join(client);
+    stop.store(true, Ordering::Relaxed);
+    join(server)?;
+    r
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::{SourceLayout, REGION};
     use std::sync::Arc;
 
     #[test]
@@ -335,7 +323,7 @@ mod tests {
         let region = region_pattern(source.region_len());
         let payloads: Vec<(usize, usize)> = (0..4).map(|p| source.packet(p)).collect();
         assert_eq!(payloads, [(0, 200), (200, 200), (400, 100), (512, 200)]);
-        assert_eq!(send_batch(&tx, &region, &payloads).unwrap(), 4);
+        assert_eq!(send_packets(&tx, &region, &payloads).unwrap(), 4);
         let mut buf = [0u8; 512];
         for &(at, len) in &payloads {
             let n = rx.recv(&mut buf).unwrap();

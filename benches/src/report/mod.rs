@@ -1,0 +1,30 @@
+//! The harness's result: every figure, the paired target measurements, the
+//! ratios against the targets of issues 5 and 7, and renderings as a
+//! plain-text table, Markdown and JSON.
+//! A figure that could not be measured is `None`, and `missing` says why;
+//! nothing here is ever filled in by hand.
+//!
+//! - `model.rs`: what a run measured ([`Report`] and its parts), as the
+//!   JSON holds it.
+//! - `targets.rs`: the target comparisons ([`PAIRED_TARGETS`],
+//!   [`PAIRED_INFO`]) and the ratio rows held against them
+//!   ([`Report::target_ratios`]).
+//! - `tables.rs`: the [`Table`] type and the tables a report prints.
+//! - `render.rs`: plain text, Markdown and JSON.
+
+mod model;
+mod render;
+#[cfg(test)]
+mod sample;
+mod tables;
+mod targets;
+
+pub use model::{
+    Cmp, GoodputRow, Latency, MessageRate, Pair, PairedTarget, Projection, ProjectionRow, Ratio,
+    Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,
+};
+pub use tables::{paired_tables, size_label, Table};
+pub use targets::{
+    Baseline, BaselinePayload, Metric, PairedSpec, PAIRED_INFO, PAIRED_LABEL, PAIRED_TARGETS,
+    SWEEP_LABEL,
+};

@@ -1,0 +1,358 @@
+//! The tables a report prints: the [`Table`] type (a title, a header
+//! row, body rows of strings), every table of a [`Report`] in the order
+//! printed, and how a cell shows a figure (`n/a` when not measured).
+
+use super::model::{PairedTarget, Report, INFORMATION};
+use crate::stats::Percentiles;
+
+/// A table of strings: a title, a header row and body rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub title: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+fn num(v: Option<f64>, decimals: usize) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.decimals$}"),
+        Some(_) => "inf".into(),
+        None => "n/a".into(),
+    }
+}
+
+fn ratio(n: Option<f64>, d: Option<f64>) -> String {
+    match (n, d) {
+        (Some(n), Some(d)) if d > 0.0 => format!("{:.2}", n / d),
+        _ => "n/a".into(),
+    }
+}
+
+/// The paired target measurements: one row per target, then every
+/// pair in the order measured (also used by `examples/paired_targets.rs`).
+pub fn paired_tables(paired: &[PairedTarget]) -> [Table; 2] {
+    [paired_summary(paired), paired_pairs(paired)]
+}
+
+fn paired_summary(paired: &[PairedTarget]) -> Table {
+    Table {
+        title: "Paired target measurements (engine WRITE and its baseline back to back, alternating order; ratio = engine / baseline per pair)".into(),
+        header: [
+            "target",
+            "pairs",
+            "median ratio",
+            "95 % CI of the median",
+            "min–max",
+            "target",
+            "met?",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: paired
+            .iter()
+            .map(|p| {
+                vec![
+                    p.name.clone(),
+                    format!("{} x {:.2} s", p.pairs.len(), p.seconds_per_side),
+                    num(p.median, 3),
+                    match (p.ci95_low, p.ci95_high) {
+                        (Some(lo), Some(hi)) => format!("{lo:.3}–{hi:.3}"),
+                        _ => "n/a (under 6 pairs)".into(),
+                    },
+                    match (p.min, p.max) {
+                        (Some(lo), Some(hi)) => format!("{lo:.3}–{hi:.3}"),
+                        _ => "n/a".into(),
+                    },
+                    p.target.clone(),
+                    if p.target == INFORMATION {
+                        "-".into()
+                    } else {
+                        verdict_label(
+                            p.met,
+                            p.ci95_decides,
+                            "within noise: the CI crosses the bound",
+                        )
+                    },
+                ]
+            })
+            .collect(),
+    }
+}
+
+fn paired_pairs(paired: &[PairedTarget]) -> Table {
+    let mut rows = Vec::new();
+    for p in paired {
+        let decimals = if p.unit == "Mmsg/s" { 3 } else { 2 };
+        for (i, pair) in p.pairs.iter().enumerate() {
+            rows.push(vec![
+                p.name.clone(),
+                (i + 1).to_string(),
+                if pair.engine_first {
+                    format!("engine, {}", p.baseline)
+                } else {
+                    format!("{}, engine", p.baseline)
+                },
+                format!("{} {}", num(Some(pair.engine), decimals), p.unit),
+                format!("{} {}", num(Some(pair.baseline), decimals), p.unit),
+                num(Some(pair.ratio), 3),
+            ]);
+        }
+    }
+    Table {
+        title: "Paired target measurements, every pair".into(),
+        header: ["target", "pair", "order", "engine", "baseline", "ratio"]
+            .map(String::from)
+            .to_vec(),
+        rows,
+    }
+}
+
+/// [`met_label`], with `(noise)` after it when a 95 % interval crosses
+/// the bound (`ci95_decides` false).
+fn verdict_label(met: Option<bool>, ci95_decides: Option<bool>, noise: &str) -> String {
+    if ci95_decides == Some(false) {
+        format!("{} ({noise})", met_label(met))
+    } else {
+        met_label(met)
+    }
+}
+
+fn met_label(met: Option<bool>) -> String {
+    match met {
+        Some(true) => "yes".into(),
+        Some(false) => "NO".into(),
+        None => "not measured".into(),
+    }
+}
+
+/// `64 B`, `4 KiB`, `1 MiB`.
+pub fn size_label(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+impl Report {
+    /// All tables, in the order they are printed.
+    pub fn tables(&self) -> Vec<Table> {
+        let mut t = Vec::new();
+        t.push(Table {
+            title: "Goodput (Gb/s of payload received) by message size".into(),
+            header: [
+                "message",
+                "kernel UDP",
+                "AF_XDP floor",
+                "WRITE",
+                "SEND",
+                "READ",
+                "WRITE/floor",
+                "WRITE/UDP",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: self
+                .goodput
+                .iter()
+                .map(|r| {
+                    vec![
+                        size_label(r.message_bytes),
+                        num(r.kernel_udp_gbps, 2),
+                        num(r.floor_gbps, 2),
+                        num(r.write_gbps, 2),
+                        num(r.send_gbps, 2),
+                        num(r.read_gbps, 2),
+                        ratio(r.write_gbps, r.floor_gbps),
+                        ratio(r.write_gbps, r.kernel_udp_gbps),
+                    ]
+                })
+                .collect(),
+        });
+        let mr = &self.message_rate;
+        let rate_row =
+            |name: &str, v: Option<f64>| vec![name.to_string(), num(v, 3), ratio(mr.write_mpps, v)];
+        t.push(Table {
+            title: format!(
+                "Message rate at {} (millions of messages/s received)",
+                size_label(mr.message_bytes)
+            ),
+            header: ["path", "Mmsg/s", "engine WRITE / this"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![
+                rate_row("kernel UDP (sendmmsg/recvmmsg)", mr.kernel_udp_mpps),
+                rate_row("AF_XDP floor (no protocol)", mr.floor_mpps),
+                rate_row("engine RDMA WRITE", mr.write_mpps),
+                rate_row("engine SEND", mr.send_mpps),
+                rate_row("engine RDMA READ", mr.read_mpps),
+            ],
+        });
+        let lat = &self.latency;
+        let p50 = |p: Option<Percentiles>| p.map(|p| p.p50_us);
+        let lat_row = |name: &str, p: Option<Percentiles>| {
+            vec![
+                name.to_string(),
+                num(p50(p), 1),
+                num(p.map(|p| p.p99_us), 1),
+                num(p.map(|p| p.p999_us), 1),
+                p.map_or("0".into(), |p| p.samples.to_string()),
+                ratio(p50(p), p50(lat.kernel_udp)),
+            ]
+        };
+        t.push(Table {
+            title: format!(
+                "Round-trip latency, {} ping-pong (µs)",
+                size_label(lat.message_bytes)
+            ),
+            header: ["path", "p50", "p99", "p99.9", "samples", "p50 / UDP"]
+                .map(String::from)
+                .to_vec(),
+            rows: vec![
+                lat_row(
+                    "kernel UDP (busy-polled sockets, one thread per side)",
+                    lat.kernel_udp,
+                ),
+                lat_row("AF_XDP floor (echo loop)", lat.floor),
+                lat_row(
+                    "engine SEND, run-to-completion (app thread drives the engine) [target ratio]",
+                    lat.engine_send_rtc,
+                ),
+                lat_row("engine SEND, engine threads + app thread", lat.engine_send),
+            ],
+        });
+        if !self.paired.is_empty() {
+            t.extend(paired_tables(&self.paired));
+        }
+        t.push(Table {
+            title: "Ratios against the targets".into(),
+            header: ["ratio", "measured", "target", "met"]
+                .map(String::from)
+                .to_vec(),
+            rows: self
+                .ratios
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.name.clone(),
+                        num(r.value, 3),
+                        r.target.clone(),
+                        verdict_label(r.met, r.ci95_decides, "within noise"),
+                    ]
+                })
+                .collect(),
+        });
+        if let Some(s) = &self.scaling {
+            t.push(Table {
+                title: format!(
+                    "Multi-queue scaling, {} RDMA WRITE goodput",
+                    size_label(s.message_bytes)
+                ),
+                header: ["queues", "Gb/s"].map(String::from).to_vec(),
+                rows: vec![
+                    vec!["1".into(), num(Some(s.one_queue_gbps), 2)],
+                    vec![s.queues.to_string(), num(Some(s.many_queues_gbps), 2)],
+                    vec![format!("ratio {}/1", s.queues), num(Some(s.ratio), 2)],
+                ],
+            });
+        }
+        if let Some(p) = &self.projection {
+            t.push(Table {
+                title: format!(
+                    "PROJECTION (not a measurement): one core at {:.0} MHz, 4096 B payload per packet ({} wire bytes)",
+                    p.cpu_mhz, p.wire_bytes_per_packet
+                ),
+                header: [
+                    "basis",
+                    "cycles/pkt",
+                    "Gb/s per core",
+                    "cores for 100G",
+                    "200G",
+                    "400G",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows: p
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.basis.clone(),
+                            num(Some(r.cycles_per_packet), 0),
+                            num(Some(r.gbps_per_core), 1),
+                            num(Some(r.cores_for_100g), 2),
+                            num(Some(r.cores_for_200g), 2),
+                            num(Some(r.cores_for_400g), 2),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::sample::{sample, sample_paired};
+
+    #[test]
+    fn paired_tables_show_every_pair_and_the_summary() {
+        let r = sample_paired();
+        let md = r.to_markdown(None);
+        assert!(md.contains(
+            "| target | pairs | median ratio | 95 % CI of the median | min–max | target | met? |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 64 B WRITE message rate | 4 x 1.00 s | 0.812 | n/a (under 6 pairs) | 0.500–1.000 | >= 0.8 | yes |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 1 KiB WRITE goodput | 3 x 1.00 s | 0.500 | n/a (under 6 pairs) | 0.250–0.750 | >= 0.8 | NO |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 64 KiB WRITE goodput | 0 x 1.00 s | n/a | n/a (under 6 pairs) | n/a | >= 0.9 | not measured |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 64 B WRITE message rate | 2 | engine, AF_XDP floor | 2.000 Mmsg/s | 2.000 Mmsg/s | 1.000 |"
+        ));
+        assert!(md.contains(
+            "| engine / AF_XDP floor, 1 KiB WRITE goodput | 1 | AF_XDP floor, engine | 1.50 Gb/s | 2.00 Gb/s | 0.750 |"
+        ));
+        // The summary precedes the ratios it feeds.
+        let summary = md.find("**Paired target measurements (").unwrap();
+        assert!(summary < md.find("**Ratios against the targets**").unwrap());
+        let text = r.to_text();
+        assert!(text.contains("Paired target measurements, every pair"));
+        assert!(text.contains("0.500–1.000"));
+        // A report without pairs has neither table.
+        assert!(!sample().to_text().contains("Paired target"));
+    }
+
+    #[test]
+    fn latency_table_shows_both_engine_modes_against_udp() {
+        let r = sample();
+        let md = r.to_markdown(None);
+        assert!(md.contains(
+            "| engine SEND, run-to-completion (app thread drives the engine) [target ratio] | 10.0 | 30.0 | 35.0 | 10 | 0.50 |"
+        ));
+        assert!(md.contains(
+            "| engine SEND, engine threads + app thread | 30.0 | 60.0 | 70.0 | 10 | 1.50 |"
+        ));
+        assert!(md.contains("| AF_XDP floor (echo loop) | n/a | n/a | n/a | 0 | n/a |"));
+        // The target ratio is the run-to-completion row's.
+        let lat = &r.ratios[4];
+        assert!(lat.name.contains("run-to-completion"));
+        assert_eq!(lat.value, Some(0.5));
+    }
+
+    #[test]
+    fn size_labels() {
+        assert_eq!(size_label(64), "64 B");
+        assert_eq!(size_label(4096), "4 KiB");
+        assert_eq!(size_label(1 << 20), "1 MiB");
+        assert_eq!(size_label(1500), "1500 B");
+    }
+}
