@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# CI entry for the rxe interop test: installs the host packages interop/run.sh
-# needs for its RDMA WRITE/READ runs (gcc, libibverbs-dev), builds the rxe VM
-# image if it is missing (about 3 minutes, once per machine), then runs every
-# direction and size of interop/run.sh against Linux Soft-RoCE in a VM.
+# CI entry for the rxe interop test: installs what interop/run.sh needs on
+# the host (scripts/setup-deps.sh: tshark, tcpdump, scapy; gcc and
+# libibverbs-dev for interop/peer/rdma_target.c), builds the CLI, then runs
+# every direction and size of interop/run.sh against Linux Soft-RoCE in a VM.
+# run.sh builds the VM image when the per-machine cache has none for the
+# builder's current inputs (interop/vm/build-image.sh, about 3 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/setup-deps.sh
 if ! { [ -e /usr/include/infiniband/verbs.h ] && command -v gcc >/dev/null; }; then
     echo "interop/ci.sh: installing gcc libibverbs-dev" >&2
     export DEBIAN_FRONTEND=noninteractive

@@ -12,7 +12,7 @@ import argparse
 import collections
 import sys
 
-from scapy.all import PcapReader, Ether, IP, IPv6, UDP  # noqa: E402
+from scapy.all import RawPcapReader, Ether, IP, IPv6, UDP  # noqa: E402
 from scapy.contrib.roce import BTH  # noqa: E402
 
 ROCE_PORT = 4791
@@ -42,8 +42,9 @@ def main() -> int:
     by_opcode = collections.Counter()
     for path in args.pcaps:
         f_total = f_bad = 0
-        for pkt in PcapReader(path):
-            raw = trim_to_ip_length(bytes(pkt))
+        # Raw bytes: each frame is dissected once, by Ether() below.
+        for frame, _meta in RawPcapReader(path):
+            raw = trim_to_ip_length(frame)
             eth = Ether(raw)
             if UDP not in eth or eth[UDP].dport != ROCE_PORT:
                 continue

@@ -23,20 +23,29 @@
 #                             engine would be (self-test of this harness)
 #   ROCE_XDP=path             roce-xdp binary (default: cargo build --release)
 #   OUT=dir                   where logs and the capture go (default: mktemp)
-#   RXE_PEER_DIR=/var/tmp/rxe-peer   VM image (built here if missing)
+#   VM_SUITE=bookworm         the rxe VM's Debian suite (interop/vm/build-image.sh)
+#   VM_CACHE=/var/tmp/roce-xdp-vm   where the VM image is cached (built here
+#                             when missing or when the builder changed, ~3 min)
+#   PYTHON=python3            a Python with scapy (scripts/setup-deps.sh installs it)
 #
 # Topology (all inside namespaces this script creates and deletes):
-#   netns pr-host: bridge prbr0 10.99.0.1/24, tap prtap1 -> vm1 10.99.0.11 (rxe0)
+#   netns roce-xdp-vm: bridge vmbr0 10.99.0.1/24, tap vmtap1 -> vm1 10.99.0.11 (rxe0)
 #                  veth prveth0 (bridge port) <-> eng0 in netns pr-eng,
 #                  10.99.0.2/24, XDP + AF_XDP: the engine.
-#   (PEER=vm: vm2 10.99.0.12 on prtap2 instead of the engine.)
+#   (PEER=vm: vm2 10.99.0.12 on vmtap2 instead of the engine.)
 set -uo pipefail
+# The whole script is one { ... } group: bash parses it completely before
+# running any of it, so editing or checking out this file during a run
+# cannot change the run.
+{
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(dirname "$HERE")
-export RXE_PEER_DIR=${RXE_PEER_DIR:-/var/tmp/rxe-peer}
-RXE_PEER_TOOLS=${RXE_PEER_TOOLS:-$REPO/../shared/tools/rxe-peer}
-[ -d "$RXE_PEER_TOOLS" ] || RXE_PEER_TOOLS=/work/shared/tools/rxe-peer
+# The guest packages of the rxe peer: the kernel's Soft-RoCE needs
+# ibverbs-providers (librxe) in user space; rdma-core, ibverbs-utils
+# (ibv_rc_pingpong, ibv_devinfo), perftest and rdmacm-utils are the stock tools.
+export VM_PACKAGES=${VM_PACKAGES:-"rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils"}
+export VM_CACHE=${VM_CACHE:-/var/tmp/roce-xdp-vm}
 SIZES=${SIZES:-"1 100 1024 1025 4096 8192 65536"}
 ITERS=${ITERS:-10}
 MTU=${MTU:-1024}
@@ -62,16 +71,18 @@ log() { printf '[interop %3ss] %s\n' $(( $(date +%s) - T0 )) "$*"; }
 die() { log "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, XDP, qemu taps)"
-for t in tcpdump tshark ip; do command -v $t >/dev/null || die "$t not installed (build-image.sh installs it)"; done
+for t in tcpdump tshark ip; do command -v $t >/dev/null || die "$t not installed (scripts/setup-deps.sh installs it)"; done
+PY=${PYTHON:-python3}
+"$PY" -c 'import scapy.contrib.roce' 2>/dev/null || die "$PY has no scapy (scripts/setup-deps.sh installs it)"
 
 # ------------------------------------------------------------------ image
-if [ ! -e "$RXE_PEER_DIR/img/rootfs.img" ] || [ ! -e "$RXE_PEER_DIR/env.sh" ]; then
-    log "building the rxe VM image in $RXE_PEER_DIR (~3 min, once)"
-    "$RXE_PEER_TOOLS/build-image.sh" > "$OUT/build-image.log" 2>&1 ||
-        { tail -20 "$OUT/build-image.log"; die "image build failed (log: $OUT/build-image.log)"; }
-fi
-PY=$RXE_PEER_DIR/venv/bin/python
-"$PY" -c 'import scapy.contrib.roce' 2>/dev/null || die "no scapy in $RXE_PEER_DIR/venv (re-run build-image.sh)"
+# build-image.sh returns at once when the cache holds an image for its
+# current inputs; otherwise it builds one (~3 min).
+"$HERE/vm/build-image.sh" > "$OUT/build-image.out" 2> "$OUT/build-image.log" ||
+    { tail -20 "$OUT/build-image.log"; die "VM image build failed (log: $OUT/build-image.log)"; }
+export VM_IMAGE
+VM_IMAGE=$(tail -1 "$OUT/build-image.out")
+grep -q 'built /' "$OUT/build-image.log" && log "built the rxe VM image: $(grep 'built /' "$OUT/build-image.log" | sed 's/^\[[^]]*\] //')"
 
 # ------------------------------------------------------------------ engine binary
 if [ "$PEER" = engine ]; then
@@ -95,7 +106,8 @@ if [ -n "$RDMA_OPS" ]; then
 fi
 
 # ------------------------------------------------------------------ teardown
-. "$RXE_PEER_TOOLS/vmlib.sh"
+. "$HERE/vm/vmlib.sh"
+NS=$VM_NS BR=$VM_BR
 BG_PIDS=()
 cleanup() {
     local p
@@ -104,7 +116,7 @@ cleanup() {
     vm_stop vm1 2>/dev/null
     [ "$PEER" = vm ] && vm_stop vm2 2>/dev/null
     ip netns del $ENG_NS 2>/dev/null
-    pr_net_down
+    vm_net_down
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -112,7 +124,7 @@ trap 'exit 130' INT TERM
 # ------------------------------------------------------------------ network + VMs
 log "network: netns $NS bridge $BR, vm1 $VM_IP, ${PEER} $ENG_IP"
 ip netns del $ENG_NS 2>/dev/null
-if [ "$PEER" = vm ]; then pr_net_up 2; else pr_net_up 1; fi
+vm_net_up || die "could not create netns $NS"
 if [ "$PEER" = engine ]; then
     ip netns add $ENG_NS
     ip -n $NS link add $BR_VETH type veth peer name $ENG_IF netns $ENG_NS
@@ -121,12 +133,12 @@ if [ "$PEER" = engine ]; then
     ip -n $ENG_NS addr add $ENG_IP/24 dev $ENG_IF
     ip -n $ENG_NS link set $ENG_IF up
 fi
-vm_start 1 || die "qemu failed to start vm1"
-[ "$PEER" = vm ] && { vm_start 2 || die "qemu failed to start vm2"; }
+VM_RXE=1 vm_start 1 || die "qemu failed to start vm1"
+[ "$PEER" = vm ] && { VM_RXE=1 vm_start 2 || die "qemu failed to start vm2"; }
 vm_wait_ready vm1 240 || die "vm1 did not boot"
 [ "$PEER" = vm ] && { vm_wait_ready vm2 240 || die "vm2 did not boot"; }
-log "vm1 up ($(cat $RUN/vm1/ready))"
-[ -n "$RDMA_OPS" ] && cp "$OUT/rdma_target" "$RUN/vm1/rdma_target"   # /share/rdma_target in the guest
+log "vm1 up ($(cat "$(vm_dir vm1)/ready"))"
+[ -n "$RDMA_OPS" ] && vm_copy vm1 "$OUT/rdma_target"   # /share/rdma_target in the guest
 RXE_VERSION=$(vm_exec vm1 20 'echo "kernel $(uname -r), rdma-core $(dpkg-query -W -f "\${Version}" rdma-core)"')
 
 ip netns exec $NS tcpdump -i $BR -s 0 -U -w "$PCAP" "udp port 4791 or tcp port $PORT" 2>"$OUT/tcpdump.log" &
@@ -305,6 +317,11 @@ done
 
 sleep 1
 kill "${BG_PIDS[0]}" 2>/dev/null; wait "${BG_PIDS[0]}" 2>/dev/null
+# The runs are over: power the VMs off now, so that their emulation does
+# not compete with tshark and Scapy for the CPU (cleanup does it again,
+# harmlessly).
+vm_stop vm1
+[ "$PEER" = vm ] && vm_stop vm2
 
 # ------------------------------------------------------------------ checks
 log "capture: $PCAP ($(du -h "$PCAP" | cut -f1))"
@@ -336,6 +353,7 @@ ICRC_RC=$?
 echo
 echo "=== roce-xdp interop summary ($(date -u +%FT%TZ), $(( $(date +%s) - T0 )) s) ==="
 echo "peer: Soft-RoCE rxe0 on vm1 $VM_IP ($RXE_VERSION), ibv_rc_pingpong -g 1 -m $MTU -n $ITERS"
+echo "      VM image $VM_IMAGE (interop/vm/build-image.sh, $(sed -n 's/^built //p' "$VM_IMAGE/manifest"))"
 [ -n "$RDMA_OPS" ] && echo "      and interop/peer/rdma_target [-c $ENG_IP] -g 1 -m $MTU -n $ITERS (RDMA WRITE/READ target or requester)"
 if [ "$PEER" = vm ]; then
     echo "other side: vm2 $ENG_IP running ibv_rc_pingpong (PEER=vm harness self-test, not the engine)"
@@ -355,3 +373,4 @@ if [ $FAILED = 0 ] && [ $TSHARK_OK = 1 ] && [ $ICRC_RC = 0 ]; then
 fi
 echo "RESULT: FAIL (runs failed: $FAILED, tshark ok: $TSHARK_OK, icrc exit: $ICRC_RC)"
 exit 1
+}
