@@ -3,10 +3,8 @@
 
 pub mod bandwidth;
 pub mod conn;
-pub mod datapath;
 pub mod kind;
 pub mod latency;
-pub mod options;
 pub mod progress;
 pub mod report;
 pub mod session;

@@ -17,8 +17,8 @@ use engine::loader::AttachMode;
 use engine::stats::{CaptureHub, Snapshot, StatsServer};
 use engine::verbs::{Device, DeviceConfig};
 
-use super::options::{ModeArg, ZeroCopyArg};
-use crate::preflight;
+use super::args::{ModeArg, ZeroCopyArg};
+use super::preflight;
 
 /// What to open.
 #[derive(Debug, Clone)]
@@ -132,7 +132,7 @@ impl Datapath {
         let stats = {
             let dev = dev.clone();
             let (iface, cores) = (o.iface.clone(), o.cores.clone());
-            let source = move || crate::snapshot::of_device(&dev, &iface, &cores, started);
+            let source = move || super::snapshot::of_device(&dev, &iface, &cores, started);
             let server = match hub {
                 Some(h) => StatsServer::start_with_capture(&o.iface, source, h),
                 None => StatsServer::start(&o.iface, source),
@@ -158,7 +158,7 @@ impl Datapath {
 
     /// A snapshot of the counters now.
     pub fn snapshot(&self) -> Snapshot {
-        crate::snapshot::of_device(&self.dev, &self.iface, &self.cores, self.started)
+        super::snapshot::of_device(&self.dev, &self.iface, &self.cores, self.started)
     }
 
     /// Stops the stats channel and the engines, detaches XDP and finishes

@@ -3,6 +3,8 @@
 //! every completion, and print what the transport did to recover.
 //! No hardware, no privileges: everything happens in simulated time.
 
+mod congestion;
+
 use core::time::Duration;
 
 use anyhow::Result;
@@ -79,7 +81,7 @@ pub struct SimArgs {
     /// when any is given, WRITE streams from several senders through a
     /// shared switch queue instead of the two-endpoint run.
     #[command(flatten)]
-    congestion: crate::sim_congestion::CongestionArgs,
+    congestion: congestion::CongestionArgs,
 }
 
 #[derive(Serialize)]
@@ -225,7 +227,7 @@ fn print_text(a: &SimArgs, cfg: &WorkloadConfig, r: &WorkloadReport) {
 pub fn run(a: SimArgs) -> Result<()> {
     let cfg = config(&a)?;
     if a.congestion.requested() {
-        let common = crate::sim_congestion::Common {
+        let common = congestion::Common {
             op_is_write: cfg.op == Op::Write,
             messages: a.messages,
             size: a.size,
@@ -238,7 +240,7 @@ pub fn run(a: SimArgs) -> Result<()> {
             max_sim_seconds: a.max_sim_seconds,
             json: a.json,
         };
-        return crate::sim_congestion::run(&a.congestion, &common);
+        return congestion::run(&a.congestion, &common);
     }
     let r = run_workload(&cfg);
     if a.json {

@@ -1,4 +1,4 @@
-//! `roce-xdp rdma-client`: RDMA WRITE or READ from the engine into a
+//! `roce-xdp interop rdma-client`: RDMA WRITE or READ from the engine into a
 //! passive target on a stock libibverbs device (`interop/peer/rdma_target.c`
 //! on Soft-RoCE), then byte-exact verification on both ends.
 //!
@@ -23,8 +23,8 @@ use engine::oob::Gid;
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{MemoryRegion, QpCaps, QueuePair};
 
-use crate::cmd_pingpong::wc_status_str;
-use crate::rxe_common::{
+use crate::commands::pingpong::wc_status_str;
+use crate::common::verbs_peer::{
     check_mtu, connect_with_retry, device_config, device_ipv4, open_device, peer_ipv4, peer_mac,
     random_psn, rdma_target_connect_options, report_impairment_drops, set_drop_rate, XdpMode,
 };
@@ -38,7 +38,7 @@ pub enum RdmaOp {
     Read,
 }
 
-/// `roce-xdp rdma-client --op write|read [options] TARGET`.
+/// `roce-xdp interop rdma-client --op write|read [options] TARGET`.
 #[derive(Debug, Args)]
 #[command(
     about = "RDMA WRITE/READ against interop/peer/rdma_target on a libibverbs device (rxe)",
@@ -145,7 +145,7 @@ pub(crate) fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
     Ok(line)
 }
 
-/// Run `roce-xdp rdma-client`.
+/// Run `roce-xdp interop rdma-client`.
 pub fn run(args: RdmaClientArgs) -> Result<()> {
     check_mtu(args.mtu)?;
     if args.size == 0 || args.iters == 0 || args.window == 0 {

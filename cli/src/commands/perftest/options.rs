@@ -3,30 +3,10 @@
 
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-use super::sizes::{all_sizes, parse_size};
-
-/// XDP attach mode on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum ModeArg {
-    /// Native (driver) mode, falling back to generic.
-    #[default]
-    Auto,
-    /// Native (driver) mode only.
-    Native,
-    /// Generic (SKB) mode only.
-    Generic,
-}
-
-/// AF_XDP zero-copy policy on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum ZeroCopyArg {
-    #[default]
-    Auto,
-    On,
-    Off,
-}
+use crate::common::args::{ModeArg, ZeroCopyArg, VALID_PMTUS};
+use crate::common::perftest::sizes::{all_sizes, parse_size};
 
 /// Options of `write-bw`, `read-bw`, `send-bw`, `write-lat`, `read-lat`,
 /// `send-lat`.
@@ -94,9 +74,6 @@ pub struct PerftestArgs {
     #[arg(long = "timeout", default_value_t = 30.0)]
     pub timeout: f64,
 }
-
-/// Valid path MTUs (roce-v2-notes, "Frame layout").
-pub const VALID_PMTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 
 impl PerftestArgs {
     /// The message sizes to run.

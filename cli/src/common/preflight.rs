@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use serde::Deserialize;
 
 use crate::errors::UserError;
-use crate::privileges;
+use super::privileges;
 
 /// What `ip -j -d link show dev IF` says about an interface (the fields
 /// the checks use).

@@ -1,9 +1,9 @@
-//! `roce-xdp rdma-target`: the engine as the passive side of the RDMA
+//! `roce-xdp interop rdma-target`: the engine as the passive side of the RDMA
 //! WRITE / READ interop test. It exposes SIZE * ITERS bytes to the peer
 //! (`interop/peer/rdma_target -c HOST` on Soft-RoCE), which WRITEs into or
 //! READs from them; on `done` it checks its buffer and answers with the
 //! verdict. Exchange: `engine::oob::rdma_target` (the roles of
-//! `roce-xdp rdma-client`, swapped).
+//! `roce-xdp interop rdma-client`, swapped).
 
 use std::io::{BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpListener};
@@ -18,15 +18,15 @@ use engine::oob::rdma_target::{
 use engine::rc::Access;
 use engine::verbs::QpCaps;
 
-use crate::cmd_rdma_client::{
+use super::rdma_client::{
     connect_to_target_addr, local_target_addr, read_line, RdmaOp, TARGET_MAX_DEST_RD_ATOMIC,
 };
-use crate::rxe_common::{
+use crate::common::verbs_peer::{
     check_mtu, device_config, device_ipv4, open_device, peer_ipv4, peer_mac,
     rdma_target_connect_options, report_impairment_drops, set_drop_rate, XdpMode,
 };
 
-/// `roce-xdp rdma-target --op write|read [options]`.
+/// `roce-xdp interop rdma-target --op write|read [options]`.
 #[derive(Debug, Args)]
 #[command(
     about = "Be the target of RDMA WRITE/READ from interop/peer/rdma_target -c (rxe)",
@@ -70,7 +70,7 @@ pub struct RdmaTargetArgs {
     pub drop_rate: f64,
 }
 
-/// Run `roce-xdp rdma-target`.
+/// Run `roce-xdp interop rdma-target`.
 pub fn run(args: RdmaTargetArgs) -> Result<()> {
     check_mtu(args.mtu)?;
     let len = u64::from(args.size) * u64::from(args.iters);

@@ -26,7 +26,7 @@ use engine::oob::Gid;
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
-use crate::rxe_common::{
+use crate::common::verbs_peer::{
     connect_with_retry, device_config, open_device, peer_mac, random_psn, report_impairment_drops,
     set_drop_rate, XdpMode,
 };

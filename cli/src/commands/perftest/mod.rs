@@ -4,6 +4,8 @@
 //! it is the client, which drives the sizes and measures. Both print
 //! perftest's table (the server prints the client's results) or `--json`.
 
+mod options;
+
 use std::net::{IpAddr, ToSocketAddrs};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -14,14 +16,14 @@ use engine::oob::perftest::{Control, Hello};
 use engine::rc::Access;
 
 use crate::errors::UserError;
-use crate::perftest::conn::{listen, LineConn};
-use crate::perftest::datapath::{Datapath, DatapathOpts};
-use crate::perftest::kind::Kind;
-use crate::perftest::options::PerftestArgs;
-use crate::perftest::progress::{Goal, Progress};
-use crate::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
-use crate::perftest::session::{initial_psn, Cq, Side};
-use crate::preflight;
+use crate::common::perftest::conn::{listen, LineConn};
+use crate::common::datapath::{Datapath, DatapathOpts};
+use crate::common::perftest::kind::Kind;
+use crate::common::perftest::progress::{Goal, Progress};
+use crate::common::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
+use crate::common::perftest::session::{initial_psn, Cq, Side};
+use crate::common::preflight;
+pub use options::PerftestArgs;
 
 /// A flag raised by SIGINT / SIGTERM, so a run stops, detaches and
 /// finishes its pcap file; a second signal ends the process at once.
@@ -36,7 +38,7 @@ fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
 }
 
 /// Largest message the tools accept (the `-a` maximum).
-const MAX_SIZE: u64 = crate::perftest::sizes::ALL_SIZES_MAX;
+const MAX_SIZE: u64 = crate::common::perftest::sizes::ALL_SIZES_MAX;
 
 /// Runs one of the tools.
 pub fn run(kind: Kind, args: PerftestArgs) -> anyhow::Result<()> {
