@@ -28,7 +28,7 @@ use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
 use crate::common::verbs_peer::{
     connect_with_retry, device_config, open_device, peer_mac, random_psn, report_impairment_drops,
-    set_drop_rate, XdpMode,
+    set_drop_rate, wc_status_str, XdpMode,
 };
 
 /// `roce-xdp pingpong [options] [SERVER]`: options as `ibv_rc_pingpong`.
@@ -184,24 +184,6 @@ pub fn server_finish<S: Read + Write>(stream: &mut S, local: &Dest) -> Result<()
         );
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------- helpers
-
-/// `ibv_wc_status_str()` and the `enum ibv_wc_status` value, for the
-/// `Failed status ...` line rc_pingpong prints.
-pub fn wc_status_str(status: WcStatus) -> (&'static str, u32) {
-    match status {
-        WcStatus::Success => ("success", 0),
-        WcStatus::LocalLengthError => ("local length error", 1),
-        WcStatus::LocalProtectionError => ("local protection error", 4),
-        WcStatus::Flushed => ("Work Request Flushed Error", 5),
-        WcStatus::RemoteInvalidRequest => ("remote invalid request error", 9),
-        WcStatus::RemoteAccessError => ("remote access error", 10),
-        WcStatus::RemoteOperationalError => ("remote operation error", 11),
-        WcStatus::RetryExceeded => ("transport retry counter exceeded", 12),
-        WcStatus::RnrRetryExceeded => ("RNR retry counter exceeded", 13),
-    }
 }
 
 // ---------------------------------------------------------------- datapath

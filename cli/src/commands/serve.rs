@@ -22,13 +22,15 @@ use engine::oob::perftest::{Control, Hello};
 use engine::rc::{Access, WorkCompletion};
 use engine::verbs::{Device, MemoryRegion};
 
-use crate::errors::UserError;
-use crate::common::perftest::conn::{listen, LineConn};
-use crate::common::datapath::{Datapath, DatapathOpts};
-use crate::common::perftest::kind::Kind;
 use crate::common::args::{ModeArg, ZeroCopyArg, VALID_PMTUS};
+use crate::common::datapath::{Datapath, DatapathOpts};
+use crate::common::perftest::conn::{listen, LineConn};
+use crate::common::perftest::kind::Kind;
 use crate::common::perftest::session::{initial_psn, Cq, Side};
 use crate::common::perftest::sizes::parse_size;
+use crate::common::snapshot::queue_counters;
+use crate::common::stats_document;
+use crate::errors::UserError;
 
 /// Options of `roce-xdp serve`.
 #[derive(Debug, Args)]
@@ -333,11 +335,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let closed = dp.close()?;
     let (snap, totals, frames) = (closed.snapshot, closed.totals, closed.pcap);
     result?;
-    let doc = serde_json::from_str::<super::stats::Snapshot>(&snap.to_json())?;
+    let doc = serde_json::from_str::<stats_document::Snapshot>(&snap.to_json())?;
     if args.json {
-        let mut v = super::stats::json_document(&doc, None);
+        let mut v = stats_document::json_document(&doc, None);
         v["final_totals"] = serde_json::Value::Object(
-            crate::common::snapshot::queue_counters(&totals)
+            queue_counters(&totals)
                 .into_iter()
                 .map(|(k, n)| (k, n.into()))
                 .collect(),
@@ -345,7 +347,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("final counters:");
-        print!("{}", super::stats::render(&doc, None));
+        print!("{}", stats_document::render(&doc, None));
         println!("detached from {}", args.iface);
     }
     if let (Some((n, dropped)), Some(p)) = (frames, &args.pcap) {

@@ -7,8 +7,8 @@
 use anyhow::Context as _;
 use serde::Deserialize;
 
-use crate::errors::UserError;
 use super::privileges;
+use crate::errors::UserError;
 
 /// What `ip -j -d link show dev IF` says about an interface (the fields
 /// the checks use).

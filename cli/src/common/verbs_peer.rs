@@ -1,7 +1,8 @@
-//! What `pingpong`, `rdma-client` and `rdma-target` share: opening the
-//! datapath on an interface, the TCP connection to a libibverbs peer, the
-//! peer's MAC, the test drop impairment and its report, and small helpers
-//! (MAC parsing, a random PSN).
+//! What the commands facing a libibverbs peer (`pingpong`, `interop
+//! rdma-client`, `interop rdma-target`) share: opening the datapath on an
+//! interface, the TCP connection to the peer, the peer's MAC and IPv4
+//! address, the test drop impairment and its report, and small helpers
+//! (MAC parsing, a random PSN, rdma-core's names of completion statuses).
 
 use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
@@ -10,11 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::ValueEnum;
 
-use engine::endpoint::ConnectOptions;
 use engine::loader::{AttachMode, Impairment, SteerCounters};
 use engine::oob::pingpong::is_valid_mtu;
 use engine::oob::Gid;
-use engine::rc::Mtu;
+use engine::rc::WcStatus;
 use engine::verbs::{Device, DeviceConfig};
 
 /// XDP attach mode.
@@ -60,27 +60,6 @@ pub(crate) fn check_mtu(mtu: u32) -> Result<()> {
         bail!("-m {mtu}: the path MTU must be 256, 512, 1024, 2048 or 4096");
     }
     Ok(())
-}
-
-/// The connection options `rdma_target.c` uses (timeout 14, 7 retries, 7
-/// RNR retries, min RNR timer 12), with our read-atomic limits and PSN.
-pub(crate) fn rdma_target_connect_options(
-    mtu: u32,
-    sq_psn: u32,
-    max_rd_atomic: u8,
-    max_dest_rd_atomic: u8,
-) -> ConnectOptions {
-    ConnectOptions {
-        path_mtu: Mtu::from_bytes(mtu).expect("validated"),
-        timeout: 14,
-        retry_cnt: 7,
-        rnr_retry: 7,
-        min_rnr_timer: 12,
-        max_rd_atomic,
-        max_dest_rd_atomic,
-        sq_psn,
-        ..ConnectOptions::default()
-    }
 }
 
 /// The peer's IPv4 address from its GID; `who` names the peer in the error.
@@ -153,6 +132,22 @@ pub(crate) fn connect_with_retry(
             bail!("couldn't connect to {host}:{port}: {e} (is {peer_program} listening there?)");
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `ibv_wc_status_str()` and the `enum ibv_wc_status` value, for the
+/// `Failed status ...` line rc_pingpong prints.
+pub fn wc_status_str(status: WcStatus) -> (&'static str, u32) {
+    match status {
+        WcStatus::Success => ("success", 0),
+        WcStatus::LocalLengthError => ("local length error", 1),
+        WcStatus::LocalProtectionError => ("local protection error", 4),
+        WcStatus::Flushed => ("Work Request Flushed Error", 5),
+        WcStatus::RemoteInvalidRequest => ("remote invalid request error", 9),
+        WcStatus::RemoteAccessError => ("remote access error", 10),
+        WcStatus::RemoteOperationalError => ("remote operation error", 11),
+        WcStatus::RetryExceeded => ("transport retry counter exceeded", 12),
+        WcStatus::RnrRetryExceeded => ("RNR retry counter exceeded", 13),
     }
 }
 

@@ -7,36 +7,26 @@
 //! table, and the datapath. Iteration `i` moves `size` bytes between local
 //! and remote offset `i * size`, up to `--window` work requests in flight.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{IpAddr, Ipv4Addr};
+use std::io::{BufReader, Write};
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 
-use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::oob::pingpong::DEFAULT_TCP_PORT;
-use engine::oob::rdma_target::{
-    fill_pattern, first_mismatch, TargetAddr, Verdict, DONE_LINE, MAX_LINE,
-};
-use engine::oob::Gid;
+use engine::oob::rdma_target::{fill_pattern, first_mismatch, TargetAddr, Verdict, DONE_LINE};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
-use engine::verbs::{MemoryRegion, QpCaps, QueuePair};
+use engine::verbs::QpCaps;
 
-use crate::commands::pingpong::wc_status_str;
+use crate::common::rdma_target_exchange::{
+    connect_to_target_addr, local_target_addr, rdma_target_connect_options, read_line, RdmaOp,
+    TARGET_MAX_DEST_RD_ATOMIC,
+};
 use crate::common::verbs_peer::{
     check_mtu, connect_with_retry, device_config, device_ipv4, open_device, peer_ipv4, peer_mac,
-    random_psn, rdma_target_connect_options, report_impairment_drops, set_drop_rate, XdpMode,
+    report_impairment_drops, set_drop_rate, wc_status_str, XdpMode,
 };
-
-/// The RDMA operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RdmaOp {
-    /// RDMA WRITE into the target's buffer.
-    Write,
-    /// RDMA READ from the target's buffer.
-    Read,
-}
 
 /// `roce-xdp interop rdma-client --op write|read [options] TARGET`.
 #[derive(Debug, Args)]
@@ -90,59 +80,6 @@ pub struct RdmaClientArgs {
     /// Keep retrying the TCP connection for this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     pub connect_retry: u64,
-}
-
-/// Target's max_dest_rd_atomic (rdma_target.c): READs in flight at most.
-pub(crate) const TARGET_MAX_DEST_RD_ATOMIC: u8 = 16;
-
-/// Our address line: `qp`, a fresh PSN, the GID of `ip`, and the first
-/// `len` bytes of `mr`.
-pub(crate) fn local_target_addr(
-    qp: &QueuePair,
-    ip: Ipv4Addr,
-    mr: &MemoryRegion,
-    len: usize,
-) -> TargetAddr {
-    TargetAddr {
-        qpn: qp.qpn(),
-        psn: random_psn(),
-        gid: Gid::from_ipv4(ip),
-        va: mr.addr(),
-        rkey: mr.rkey,
-        len: len as u32,
-    }
-}
-
-/// Connects `qp` (RTR/RTS) to the QP of `remote`, at `peer_ip` / `mac`.
-pub(crate) fn connect_to_target_addr(
-    qp: &QueuePair,
-    remote: &TargetAddr,
-    mac: [u8; 6],
-    peer_ip: Ipv4Addr,
-    opts: ConnectOptions,
-) -> Result<()> {
-    qp.connect(
-        RemoteQp {
-            qpn: remote.qpn,
-            psn: remote.psn,
-            mac,
-            ip: IpAddr::V4(peer_ip),
-        },
-        opts,
-    )
-    .context("connecting the QP (RTR/RTS)")
-}
-
-pub(crate) fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
-    let mut line = String::new();
-    r.by_ref()
-        .take(MAX_LINE as u64)
-        .read_line(&mut line)
-        .with_context(|| format!("reading the peer's {what}"))?;
-    if !line.ends_with('\n') {
-        bail!("the peer closed the connection or sent an over-long line instead of its {what}");
-    }
-    Ok(line)
 }
 
 /// Run `roce-xdp interop rdma-client`.
@@ -330,48 +267,4 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         bail!("data verification failed");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Cursor;
-
-    #[test]
-    fn read_line_takes_one_line_at_a_time() {
-        let mut r = Cursor::new(b"ok 40960\ndone\n".to_vec());
-        assert_eq!(read_line(&mut r, "verdict").unwrap(), "ok 40960\n");
-        assert_eq!(read_line(&mut r, "done").unwrap(), "done\n");
-        assert!(read_line(&mut r, "more").is_err(), "EOF is an error");
-    }
-
-    #[test]
-    fn read_line_refuses_unterminated_and_over_long_lines() {
-        let mut r = Cursor::new(b"ok 40960".to_vec());
-        assert!(read_line(&mut r, "verdict").is_err());
-        let mut long = vec![b'a'; MAX_LINE + 10];
-        long.push(b'\n');
-        assert!(read_line(&mut Cursor::new(long), "address").is_err());
-    }
-
-    #[test]
-    fn our_address_line_is_what_the_c_target_scans() {
-        // rdma_target.c: sscanf("%6x:%6x:%32[0-9a-f]:%16llx:%8x:%8x").
-        let a = TargetAddr {
-            qpn: 0x11,
-            psn: 0x123456,
-            gid: Gid::from_ipv4(std::net::Ipv4Addr::new(10, 99, 0, 2)),
-            va: 0x7f00_0000_1000,
-            rkey: 0xabc,
-            len: 40960,
-        };
-        let line = a.encode();
-        let f: Vec<&str> = line.trim_end().split(':').collect();
-        let widths: Vec<usize> = f.iter().map(|x| x.len()).collect();
-        assert_eq!(widths, [6, 6, 32, 16, 8, 8]);
-        assert!(line
-            .trim_end()
-            .bytes()
-            .all(|b| b == b':' || b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
-    }
 }

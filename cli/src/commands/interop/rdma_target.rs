@@ -18,12 +18,13 @@ use engine::oob::rdma_target::{
 use engine::rc::Access;
 use engine::verbs::QpCaps;
 
-use super::rdma_client::{
-    connect_to_target_addr, local_target_addr, read_line, RdmaOp, TARGET_MAX_DEST_RD_ATOMIC,
+use crate::common::rdma_target_exchange::{
+    connect_to_target_addr, local_target_addr, rdma_target_connect_options, read_line, RdmaOp,
+    TARGET_MAX_DEST_RD_ATOMIC,
 };
 use crate::common::verbs_peer::{
     check_mtu, device_config, device_ipv4, open_device, peer_ipv4, peer_mac,
-    rdma_target_connect_options, report_impairment_drops, set_drop_rate, XdpMode,
+    report_impairment_drops, set_drop_rate, XdpMode,
 };
 
 /// `roce-xdp interop rdma-target --op write|read [options]`.

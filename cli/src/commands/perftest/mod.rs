@@ -15,14 +15,14 @@ use anyhow::{bail, Context as _};
 use engine::oob::perftest::{Control, Hello};
 use engine::rc::Access;
 
-use crate::errors::UserError;
-use crate::common::perftest::conn::{listen, LineConn};
 use crate::common::datapath::{Datapath, DatapathOpts};
+use crate::common::perftest::conn::{listen, LineConn};
 use crate::common::perftest::kind::Kind;
 use crate::common::perftest::progress::{Goal, Progress};
 use crate::common::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
 use crate::common::perftest::session::{initial_psn, Cq, Side};
 use crate::common::preflight;
+use crate::errors::UserError;
 pub use options::PerftestArgs;
 
 /// A flag raised by SIGINT / SIGTERM, so a run stops, detaches and
