@@ -19,21 +19,7 @@ use engine::rc::Mtu;
 use engine::verbs_loopback::{run_loopback, LoopbackOp, LoopbackOptions, LoopbackReport};
 use serde_json::json;
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum OpArg {
-    Write,
-    Send,
-    Read,
-    Atomic,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum ModeArg {
-    /// Native (driver) XDP, falling back to generic.
-    Auto,
-    Native,
-    Generic,
-}
+use crate::common::args::{ModeArg, OpArg};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum PollArg {
@@ -155,11 +141,7 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
         queues: a.queues,
         loss: a.loss,
         ce: 0.0,
-        mode: match a.mode {
-            ModeArg::Auto => AttachMode::Auto,
-            ModeArg::Native => AttachMode::Native,
-            ModeArg::Generic => AttachMode::Generic,
-        },
+        mode: a.mode.into(),
         ipv6: a.ipv6,
         zero_copy: ZeroCopy::Auto,
         poll: match a.poll {

@@ -26,9 +26,9 @@ use engine::oob::Gid;
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
+use crate::common::args::{reword, PeerDatapathArgs};
 use crate::common::verbs_peer::{
-    connect_with_retry, device_config, open_device, peer_mac, random_psn, report_impairment_drops,
-    set_drop_rate, wc_status_str, XdpMode,
+    connect_with_retry, peer_mac, random_psn, report_impairment_drops, set_drop_rate, wc_status_str,
 };
 
 /// `roce-xdp pingpong [options] [SERVER]`: options as `ibv_rc_pingpong`.
@@ -38,7 +38,22 @@ use crate::common::verbs_peer::{
     long_about = "RC SEND/RECV ping-pong, wire-compatible with rdma-core's ibv_rc_pingpong.\n\n\
         Without SERVER: wait for a client on TCP --port. With SERVER: connect to it.\n\
         The peer must run ibv_rc_pingpong with -g set to its RoCE v2 GID index\n\
-        (1 on Soft-RoCE), the same -s and -n, and a -m no larger than ours."
+        (1 on Soft-RoCE), the same -s and -n, and a -m no larger than ours.",
+    mut_args(reword(&[
+        (
+            "peer_mac",
+            "Peer MAC address (default: the kernel's neighbour table, which the TCP exchange \
+            has just filled)",
+        ),
+        (
+            "drop_rate",
+            "Test impairment: the XDP program drops this fraction (0..1) of the RoCE frames \
+            the engine receives, to exercise go-back-N recovery with the peer, until the \
+            last SEND is posted (the protocol has no closing handshake, so a lost final ACK \
+            would be retried against a peer that has exited). Prints the recovery counters \
+            to stderr",
+        ),
+    ]))
 )]
 pub struct PingpongArgs {
     /// Server to connect to (client role); none = be the server.
@@ -75,33 +90,15 @@ pub struct PingpongArgs {
     #[arg(short = 'e', long = "events")]
     pub events: bool,
 
-    /// Network interface the engine attaches to (its first IPv4 address is
-    /// the GID).
-    #[arg(long, value_name = "IF")]
-    pub iface: String,
+    /// --iface, --mode, --force, --peer-mac, --drop-rate.
+    #[command(flatten)]
+    pub datapath: PeerDatapathArgs,
     /// RX queue of --iface to serve.
     #[arg(long, default_value_t = 0)]
     pub queue: u32,
-    /// XDP attach mode.
-    #[arg(long, value_enum, default_value_t = XdpMode::Auto)]
-    pub mode: XdpMode,
-    /// Replace an XDP program already attached to --iface.
-    #[arg(long)]
-    pub force: bool,
     /// Local IP address (default: the first IPv4 address of --iface).
     #[arg(long, value_name = "IP")]
     pub local_ip: Option<Ipv4Addr>,
-    /// Peer MAC address (default: the kernel's neighbour table, which the
-    /// TCP exchange has just filled).
-    #[arg(long, value_name = "MAC")]
-    pub peer_mac: Option<String>,
-    /// Test impairment: the XDP program drops this fraction (0..1) of the
-    /// RoCE frames the engine receives, to exercise go-back-N recovery
-    /// with the peer, until the last SEND is posted (the protocol has no
-    /// closing handshake, so a lost final ACK would be retried against a
-    /// peer that has exited). Prints the recovery counters to stderr.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
-    pub drop_rate: f64,
     /// Client: keep retrying the TCP connection for this many seconds
     /// (ibv_rc_pingpong gives up at once).
     #[arg(long, value_name = "SECS", default_value_t = 0)]
@@ -130,10 +127,10 @@ impl PingpongArgs {
         if self.rx_depth == 0 {
             bail!("-r 0: at least one receive must be posted");
         }
-        if !(0.0..1.0).contains(&self.drop_rate) {
+        if !(0.0..1.0).contains(&self.datapath.drop_rate) {
             bail!(
                 "--drop-rate {}: must be at least 0 and below 1",
-                self.drop_rate
+                self.datapath.drop_rate
             );
         }
         Ok(())
@@ -209,17 +206,16 @@ struct PingpongQp {
 
 impl PingpongQp {
     fn open(args: &PingpongArgs) -> Result<PingpongQp> {
-        let mut cfg = device_config(&args.iface, args.mode, args.force);
-        cfg.local_ip = args.local_ip.map(IpAddr::V4);
-        cfg.queues = args.queue + 1;
-        let dev = open_device(cfg, &args.iface)?;
+        let dev = args
+            .datapath
+            .open(args.queue + 1, args.local_ip.map(IpAddr::V4))?;
         if !dev.ip().is_ipv4() {
             bail!(
                 "{} has no IPv4 address: add one or pass --local-ip",
-                args.iface
+                args.datapath.iface
             );
         }
-        set_drop_rate(&dev, args.drop_rate)?;
+        set_drop_rate(&dev, args.datapath.drop_rate)?;
         let q = args.queue;
         let mr = dev
             .register_memory(q, args.size.max(1) as usize, Access::LOCAL_WRITE)
@@ -235,7 +231,7 @@ impl PingpongQp {
             )
             .context("creating the QP")?;
         tracing::info!(
-            iface = %args.iface,
+            iface = %args.datapath.iface,
             mode = %dev.attached_mode(),
             zero_copy = dev.is_zero_copy(q),
             qpn = qp.qpn(),
@@ -251,7 +247,7 @@ impl PingpongQp {
             ready: Default::default(),
             iters: args.iters,
             sends_posted: 0,
-            drop_rate: args.drop_rate,
+            drop_rate: args.datapath.drop_rate,
         })
     }
 
@@ -265,7 +261,7 @@ impl PingpongQp {
 
     fn connect(&self, args: &PingpongArgs, local: &Dest, remote: &Dest) -> Result<()> {
         let ip = remote.gid.to_ip();
-        let mac = peer_mac(&self.dev, args.peer_mac.as_deref(), ip)?;
+        let mac = peer_mac(&self.dev, args.datapath.peer_mac.as_deref(), ip)?;
         let a = RC_PINGPONG_QP_ATTRS;
         let opts = ConnectOptions {
             path_mtu: Mtu::from_bytes(args.mtu).expect("validated"),
@@ -465,7 +461,7 @@ pub fn run(args: PingpongArgs) -> Result<()> {
     for line in report_lines(args.size, args.iters, elapsed_usec) {
         println!("{line}");
     }
-    dp.close(args.drop_rate > 0.0);
+    dp.close(args.datapath.drop_rate > 0.0);
     Ok(())
 }
 

@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
@@ -22,7 +21,7 @@ use engine::oob::perftest::{Control, Hello};
 use engine::rc::{Access, WorkCompletion};
 use engine::verbs::{Device, MemoryRegion};
 
-use crate::common::args::{ModeArg, ZeroCopyArg, VALID_PMTUS};
+use crate::common::args::{reword, EngineArgs, VALID_PMTUS};
 use crate::common::datapath::{Datapath, DatapathOpts};
 use crate::common::perftest::conn::{listen, LineConn};
 use crate::common::perftest::kind::Kind;
@@ -34,6 +33,9 @@ use crate::errors::UserError;
 
 /// Options of `roce-xdp serve`.
 #[derive(Debug, Args)]
+#[command(mut_args(reword(&[
+    ("busy_poll", "Spin on the rings instead of sleeping when idle (one core per queue)"),
+])))]
 pub struct ServeArgs {
     /// Interface to attach to.
     #[arg(short = 'd', long = "iface", value_name = "IF")]
@@ -44,12 +46,6 @@ pub struct ServeArgs {
     /// Cores to pin the engines to (queue i -> i-th core), e.g. `2-5`.
     #[arg(long = "cores", value_parser = parse_list)]
     pub cores: Option<CpuList>,
-    /// XDP attach mode.
-    #[arg(long = "mode", value_enum, default_value_t = ModeArg::Auto)]
-    pub mode: ModeArg,
-    /// AF_XDP zero-copy.
-    #[arg(long = "zero-copy", value_enum, default_value_t = ZeroCopyArg::Auto)]
-    pub zero_copy: ZeroCopyArg,
     /// Largest path MTU offered to clients.
     #[arg(short = 'm', long = "mtu", default_value_t = 1024)]
     pub mtu: u32,
@@ -59,15 +55,9 @@ pub struct ServeArgs {
     /// Bytes of each queue's region clients may target (K, M suffixes).
     #[arg(long = "region", value_parser = parse_size, default_value = "8M")]
     pub region: u64,
-    /// Replace an XDP program another tool attached to the interface.
-    #[arg(long = "force")]
-    pub force: bool,
-    /// Spin on the rings instead of sleeping when idle (one core per queue).
-    #[arg(long = "busy-poll")]
-    pub busy_poll: bool,
-    /// Record the RoCE frames sent and received to this pcap file.
-    #[arg(long = "pcap", value_name = "FILE")]
-    pub pcap: Option<PathBuf>,
+    /// Attach mode, zero-copy, --force, --pcap, --busy-poll.
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// Serve IPv6 clients (the GID is the interface's global IPv6
     /// address) instead of IPv4.
     #[arg(short = '6', long = "ipv6")]
@@ -318,14 +308,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             iface: args.iface.clone(),
             queues: n,
             cores: args.cores.clone().map(|c| c.0).unwrap_or_default(),
-            mode: args.mode,
-            zero_copy: args.zero_copy,
-            force: args.force,
+            engine: args.engine.clone(),
             pmtu: args.mtu,
             ipv6: args.ipv6,
             local_ip: None,
-            pcap: args.pcap.clone(),
-            busy_poll: args.busy_poll,
         },
         &format!("serve on {}", args.iface),
     )?;
@@ -350,7 +336,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         print!("{}", stats_document::render(&doc, None));
         println!("detached from {}", args.iface);
     }
-    if let (Some((n, dropped)), Some(p)) = (frames, &args.pcap) {
+    if let (Some((n, dropped)), Some(p)) = (frames, &args.engine.pcap) {
         eprintln!("captured {n} frames to {} ({dropped} dropped)", p.display());
     }
     Ok(())

@@ -3,7 +3,6 @@
 //! Closing it stops the engines, detaches XDP and finishes the pcap file.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -12,12 +11,11 @@ use anyhow::Context as _;
 use engine::driver::QueueStats;
 use engine::driver_capture::CaptureSink;
 use engine::driver_capture::{capture_channel, PcapWriter};
-use engine::io::{PollMode, ZeroCopy};
-use engine::loader::AttachMode;
+use engine::io::PollMode;
 use engine::stats::{CaptureHub, Snapshot, StatsServer};
 use engine::verbs::{Device, DeviceConfig};
 
-use super::args::{ModeArg, ZeroCopyArg};
+use super::args::EngineArgs;
 use super::preflight;
 
 /// What to open.
@@ -27,15 +25,11 @@ pub struct DatapathOpts {
     /// Queues 0..queues.
     pub queues: u32,
     pub cores: Vec<usize>,
-    pub mode: ModeArg,
-    pub zero_copy: ZeroCopyArg,
-    pub force: bool,
+    /// Attach mode, zero-copy, --force, busy polling, --pcap.
+    pub engine: EngineArgs,
     pub pmtu: u32,
     pub ipv6: bool,
     pub local_ip: Option<IpAddr>,
-    pub pcap: Option<PathBuf>,
-    /// Busy polling instead of adaptive (spin, then sleep).
-    pub busy_poll: bool,
 }
 
 /// An open datapath.
@@ -74,23 +68,15 @@ impl Datapath {
             queues: &queues,
             pmtu: o.pmtu,
             ipv6: o.ipv6,
-            force: o.force,
+            force: o.engine.force,
         })?;
         let mut cfg = DeviceConfig::new(&o.iface);
         cfg.queues = o.queues.max(1);
         cfg.cores = o.cores.clone();
-        cfg.attach = match o.mode {
-            ModeArg::Auto => AttachMode::Auto,
-            ModeArg::Native => AttachMode::Native,
-            ModeArg::Generic => AttachMode::Generic,
-        };
-        cfg.force = o.force;
-        cfg.zero_copy = match o.zero_copy {
-            ZeroCopyArg::Auto => ZeroCopy::Auto,
-            ZeroCopyArg::On => ZeroCopy::On,
-            ZeroCopyArg::Off => ZeroCopy::Off,
-        };
-        if o.busy_poll {
+        cfg.attach = o.engine.mode.into();
+        cfg.force = o.engine.force;
+        cfg.zero_copy = o.engine.zero_copy.into();
+        if o.engine.busy_poll {
             cfg.poll = PollMode::Busy;
         }
         cfg.ipv6 = o.ipv6;
@@ -100,7 +86,7 @@ impl Datapath {
         let mut capture = None;
         let mut pcap_sink = None;
         let mut hub = None;
-        if let Some(path) = &o.pcap {
+        if let Some(path) = &o.engine.pcap {
             let (sink, rx) = capture_channel(CAPTURE_QUEUE);
             let mut w = PcapWriter::create(path)
                 .with_context(|| format!("creating the capture file {}", path.display()))?;

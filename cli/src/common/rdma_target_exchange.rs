@@ -9,9 +9,10 @@ use std::io::{BufRead, Read};
 use std::net::{IpAddr, Ipv4Addr};
 
 use anyhow::{bail, Context as _, Result};
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
+use engine::oob::pingpong::DEFAULT_TCP_PORT;
 use engine::oob::rdma_target::{TargetAddr, MAX_LINE};
 use engine::oob::Gid;
 use engine::rc::Mtu;
@@ -26,6 +27,28 @@ pub enum RdmaOp {
     Write,
     /// RDMA READ from the target's buffer.
     Read,
+}
+
+/// The transfer both sides agree on (`-o -p -s -n -m`), worded from the
+/// requester's side; `interop rdma-target` words them from its own
+/// (`mut_arg`).
+#[derive(Debug, Clone, Args)]
+pub struct TransferArgs {
+    /// WRITE or READ.
+    #[arg(short = 'o', long = "op", value_enum)]
+    pub op: RdmaOp,
+    /// TCP port of the exchange.
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
+    pub port: u16,
+    /// Bytes per work request.
+    #[arg(short = 's', long = "size", default_value_t = 4096)]
+    pub size: u32,
+    /// Work requests (the target's buffer is SIZE * ITERS bytes).
+    #[arg(short = 'n', long = "iters", default_value_t = 10)]
+    pub iters: u32,
+    /// Path MTU: 256, 512, 1024, 2048 or 4096.
+    #[arg(short = 'm', long = "mtu", default_value_t = 1024)]
+    pub mtu: u32,
 }
 
 /// Target's max_dest_rd_atomic (rdma_target.c): READs in flight at most.

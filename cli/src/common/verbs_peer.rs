@@ -1,6 +1,6 @@
 //! What the commands facing a libibverbs peer (`pingpong`, `interop
 //! rdma-client`, `interop rdma-target`) share: opening the datapath on an
-//! interface, the TCP connection to the peer, the peer's MAC and IPv4
+//! interface (with `common::args::PeerDatapathArgs`), the TCP connection to the peer, the peer's MAC and IPv4
 //! address, the test drop impairment and its report, and small helpers
 //! (MAC parsing, a random PSN, rdma-core's names of completion statuses).
 
@@ -9,45 +9,15 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use clap::ValueEnum;
-
-use engine::loader::{AttachMode, Impairment, SteerCounters};
+use engine::loader::{Impairment, SteerCounters};
 use engine::oob::pingpong::is_valid_mtu;
 use engine::oob::Gid;
 use engine::rc::WcStatus;
-use engine::verbs::{Device, DeviceConfig};
-
-/// XDP attach mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum XdpMode {
-    /// Native, falling back to generic if the driver has no XDP support.
-    Auto,
-    /// In the driver (fastest; veth, most NICs).
-    Native,
-    /// In the generic networking path (works everywhere, slower).
-    Generic,
-}
-
-/// The device configuration for `--iface`, `--mode` and `--force`.
-pub(crate) fn device_config(iface: &str, mode: XdpMode, force: bool) -> DeviceConfig {
-    let mut cfg = DeviceConfig::new(iface);
-    cfg.attach = match mode {
-        XdpMode::Auto => AttachMode::Auto,
-        XdpMode::Native => AttachMode::Native,
-        XdpMode::Generic => AttachMode::Generic,
-    };
-    cfg.force = force;
-    cfg
-}
-
-/// Opens the datapath described by `cfg` on `iface`.
-pub(crate) fn open_device(cfg: DeviceConfig, iface: &str) -> Result<Device> {
-    Device::open(cfg).with_context(|| format!("opening the datapath on {iface}"))
-}
+use engine::verbs::Device;
 
 /// The device's IPv4 address (its GID), or an error telling the user to
 /// add one to `iface`.
-pub(crate) fn device_ipv4(dev: &Device, iface: &str) -> Result<Ipv4Addr> {
+pub fn device_ipv4(dev: &Device, iface: &str) -> Result<Ipv4Addr> {
     match dev.ip() {
         IpAddr::V4(v4) => Ok(v4),
         IpAddr::V6(_) => bail!("{iface} has no IPv4 address: add one"),
@@ -55,7 +25,7 @@ pub(crate) fn device_ipv4(dev: &Device, iface: &str) -> Result<Ipv4Addr> {
 }
 
 /// Refuses a `-m` that is not an IB path MTU.
-pub(crate) fn check_mtu(mtu: u32) -> Result<()> {
+pub fn check_mtu(mtu: u32) -> Result<()> {
     if !is_valid_mtu(mtu) {
         bail!("-m {mtu}: the path MTU must be 256, 512, 1024, 2048 or 4096");
     }
@@ -63,7 +33,7 @@ pub(crate) fn check_mtu(mtu: u32) -> Result<()> {
 }
 
 /// The peer's IPv4 address from its GID; `who` names the peer in the error.
-pub(crate) fn peer_ipv4(gid: Gid, who: &str) -> Result<Ipv4Addr> {
+pub fn peer_ipv4(gid: Gid, who: &str) -> Result<Ipv4Addr> {
     gid.to_ipv4_mapped().ok_or_else(|| {
         anyhow!(
             "{who}'s GID {gid} is not IPv4-mapped: run it with -g <RoCE v2 IPv4 GID index> (1 on rxe)"
@@ -72,7 +42,7 @@ pub(crate) fn peer_ipv4(gid: Gid, who: &str) -> Result<Ipv4Addr> {
 }
 
 /// The peer's MAC: `--peer-mac` if given, else the kernel's neighbour table.
-pub(crate) fn peer_mac(dev: &Device, peer_mac: Option<&str>, ip: IpAddr) -> Result<[u8; 6]> {
+pub fn peer_mac(dev: &Device, peer_mac: Option<&str>, ip: IpAddr) -> Result<[u8; 6]> {
     match peer_mac {
         Some(m) => {
             parse_mac(m).ok_or_else(|| anyhow!("--peer-mac {m:?}: expected aa:bb:cc:dd:ee:ff"))
@@ -84,7 +54,7 @@ pub(crate) fn peer_mac(dev: &Device, peer_mac: Option<&str>, ip: IpAddr) -> Resu
 }
 
 /// Starts the `--drop-rate` test impairment (nothing when it is 0).
-pub(crate) fn set_drop_rate(dev: &Device, drop_rate: f64) -> Result<()> {
+pub fn set_drop_rate(dev: &Device, drop_rate: f64) -> Result<()> {
     if drop_rate > 0.0 {
         dev.set_impairment(Impairment {
             drop_ppm: Impairment::ppm(drop_rate),
@@ -96,7 +66,7 @@ pub(crate) fn set_drop_rate(dev: &Device, drop_rate: f64) -> Result<()> {
 }
 
 /// Prints to stderr how many received RoCE frames the impairment dropped.
-pub(crate) fn report_impairment_drops(steer: Option<SteerCounters>) {
+pub fn report_impairment_drops(steer: Option<SteerCounters>) {
     if let Some(sc) = steer {
         eprintln!(
             "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
@@ -108,7 +78,7 @@ pub(crate) fn report_impairment_drops(steer: Option<SteerCounters>) {
 
 /// Connects to `host:port`, retrying for `retry`; `peer_program` names what
 /// should be listening there, for the error.
-pub(crate) fn connect_with_retry(
+pub fn connect_with_retry(
     host: &str,
     port: u16,
     retry: Duration,
@@ -166,7 +136,7 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
 
 /// `lrand48() & 0xffffff` without a PRNG dependency: std's randomly keyed
 /// hasher.
-pub(crate) fn random_psn() -> u32 {
+pub fn random_psn() -> u32 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
         std::time::SystemTime::now()

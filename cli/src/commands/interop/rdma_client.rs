@@ -14,18 +14,18 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 
-use engine::oob::pingpong::DEFAULT_TCP_PORT;
 use engine::oob::rdma_target::{fill_pattern, first_mismatch, TargetAddr, Verdict, DONE_LINE};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::verbs::QpCaps;
 
+use crate::common::args::{reword, PeerDatapathArgs};
 use crate::common::rdma_target_exchange::{
     connect_to_target_addr, local_target_addr, rdma_target_connect_options, read_line, RdmaOp,
-    TARGET_MAX_DEST_RD_ATOMIC,
+    TransferArgs, TARGET_MAX_DEST_RD_ATOMIC,
 };
 use crate::common::verbs_peer::{
-    check_mtu, connect_with_retry, device_config, device_ipv4, open_device, peer_ipv4, peer_mac,
-    report_impairment_drops, set_drop_rate, wc_status_str, XdpMode,
+    check_mtu, connect_with_retry, device_ipv4, peer_ipv4, peer_mac, report_impairment_drops,
+    set_drop_rate, wc_status_str,
 };
 
 /// `roce-xdp interop rdma-client --op write|read [options] TARGET`.
@@ -35,48 +35,29 @@ use crate::common::verbs_peer::{
     long_about = "RDMA WRITE/READ against interop/peer/rdma_target on a libibverbs device.\n\n\
         The target (e.g. `rdma_target -o write -s 4096 -n 10 -g 1` on Soft-RoCE) exposes\n\
         SIZE * ITERS bytes; the engine WRITEs or READs them in ITERS requests of SIZE\n\
-        bytes, then both sides check every byte (exchange: engine::oob::rdma_target)."
+        bytes, then both sides check every byte (exchange: engine::oob::rdma_target).",
+    mut_args(reword(&[
+        (
+            "drop_rate",
+            "Test impairment: the XDP program drops this fraction (0..1) of the RoCE frames \
+            the engine receives (ACKs, READ responses), for the whole transfer; prints the \
+            recovery counters to stderr",
+        ),
+    ]))
 )]
 pub struct RdmaClientArgs {
     /// Host running rdma_target.
     pub target: String,
-    /// WRITE or READ.
-    #[arg(short = 'o', long = "op", value_enum)]
-    pub op: RdmaOp,
-    /// TCP port of the exchange.
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
-    pub port: u16,
-    /// Bytes per work request.
-    #[arg(short = 's', long = "size", default_value_t = 4096)]
-    pub size: u32,
-    /// Work requests (the target's buffer is SIZE * ITERS bytes).
-    #[arg(short = 'n', long = "iters", default_value_t = 10)]
-    pub iters: u32,
-    /// Path MTU: 256, 512, 1024, 2048 or 4096.
-    #[arg(short = 'm', long = "mtu", default_value_t = 1024)]
-    pub mtu: u32,
+    /// -o, -p, -s, -n, -m.
+    #[command(flatten)]
+    pub transfer: TransferArgs,
     /// Work requests in flight (READs are also bounded by the target's
     /// max_dest_rd_atomic, 16).
     #[arg(long, default_value_t = 16)]
     pub window: u32,
-    /// Network interface the engine attaches to (its first IPv4 address is
-    /// the GID).
-    #[arg(long, value_name = "IF")]
-    pub iface: String,
-    /// XDP attach mode.
-    #[arg(long, value_enum, default_value_t = XdpMode::Auto)]
-    pub mode: XdpMode,
-    /// Replace an XDP program already attached to --iface.
-    #[arg(long)]
-    pub force: bool,
-    /// Peer MAC address (default: the kernel's neighbour table).
-    #[arg(long, value_name = "MAC")]
-    pub peer_mac: Option<String>,
-    /// Test impairment: the XDP program drops this fraction (0..1) of the
-    /// RoCE frames the engine receives (ACKs, READ responses), for the
-    /// whole transfer; prints the recovery counters to stderr.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
-    pub drop_rate: f64,
+    /// --iface, --mode, --force, --peer-mac, --drop-rate.
+    #[command(flatten)]
+    pub datapath: PeerDatapathArgs,
     /// Keep retrying the TCP connection for this many seconds.
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     pub connect_retry: u64,
@@ -84,31 +65,28 @@ pub struct RdmaClientArgs {
 
 /// Run `roce-xdp interop rdma-client`.
 pub fn run(args: RdmaClientArgs) -> Result<()> {
-    check_mtu(args.mtu)?;
-    if args.size == 0 || args.iters == 0 || args.window == 0 {
+    check_mtu(args.transfer.mtu)?;
+    if args.transfer.size == 0 || args.transfer.iters == 0 || args.window == 0 {
         bail!("-s, -n and --window must be > 0");
     }
-    let len = u64::from(args.size) * u64::from(args.iters);
+    let len = u64::from(args.transfer.size) * u64::from(args.transfer.iters);
     if len > u64::from(u32::MAX) {
         bail!("-s * -n must fit in 32 bits (the exchange carries a 32-bit length)");
     }
     let len = len as usize;
 
-    let dev = open_device(
-        device_config(&args.iface, args.mode, args.force),
-        &args.iface,
-    )?;
-    let ip = device_ipv4(&dev, &args.iface)?;
+    let dev = args.datapath.open(1, None)?;
+    let ip = device_ipv4(&dev, &args.datapath.iface)?;
     let q = 0;
     let mr = dev
         .register_memory(q, len, Access::LOCAL_WRITE)
         .context("registering the buffer")?;
     let mut local_buf = vec![0u8; len];
-    if args.op == RdmaOp::Write {
+    if args.transfer.op == RdmaOp::Write {
         fill_pattern(&mut local_buf, 0);
     }
     mr.write(0, &local_buf);
-    let window = args.window.min(args.iters);
+    let window = args.window.min(args.transfer.iters);
     let qp = dev
         .create_qp(
             q,
@@ -122,7 +100,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     let local = local_target_addr(&qp, ip, &mr, len);
     let stream = connect_with_retry(
         &args.target,
-        args.port,
+        args.transfer.port,
         Duration::from_secs(args.connect_retry),
         "rdma_target",
     )?;
@@ -149,18 +127,19 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         );
     }
     let peer_ip = peer_ipv4(remote.gid, "the target")?;
-    let mac = peer_mac(&dev, args.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
-    let opts = rdma_target_connect_options(args.mtu, local.psn, TARGET_MAX_DEST_RD_ATOMIC, 1);
+    let mac = peer_mac(&dev, args.datapath.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
+    let opts =
+        rdma_target_connect_options(args.transfer.mtu, local.psn, TARGET_MAX_DEST_RD_ATOMIC, 1);
     connect_to_target_addr(&qp, &remote, mac, peer_ip, opts)?;
-    set_drop_rate(&dev, args.drop_rate)?;
+    set_drop_rate(&dev, args.datapath.drop_rate)?;
 
-    let opcode = match args.op {
+    let opcode = match args.transfer.op {
         RdmaOp::Write => SendOp::Write,
         RdmaOp::Read => SendOp::Read,
     };
     let post = |i: u32| -> Result<()> {
-        let off = i as usize * args.size as usize;
-        let mut wr = SendWr::new(u64::from(i), opcode, mr.sge(off, args.size));
+        let off = i as usize * args.transfer.size as usize;
+        let mut wr = SendWr::new(u64::from(i), opcode, mr.sge(off, args.transfer.size));
         wr.remote_addr = remote.va + off as u64;
         wr.rkey = remote.rkey;
         qp.post_send(wr)
@@ -175,7 +154,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     }
     let mut wcs = vec![WorkCompletion::default(); 64];
     let mut idle = Instant::now();
-    while completed < args.iters {
+    while completed < args.transfer.iters {
         if let Some(e) = dev.poll_post_error(q) {
             bail!(
                 "the engine refused work request {} on QP {:#x}: {}",
@@ -191,7 +170,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
                 bail!("Failed status {s} ({code}) for wr_id {}", wc.wr_id);
             }
             completed += 1;
-            if posted < args.iters {
+            if posted < args.transfer.iters {
                 post(posted)?;
                 posted += 1;
             }
@@ -205,7 +184,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         }
     }
     let secs = start.elapsed().as_secs_f64();
-    let op_name = match args.op {
+    let op_name = match args.transfer.op {
         RdmaOp::Write => "WRITE",
         RdmaOp::Read => "READ",
     };
@@ -215,11 +194,11 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     );
     println!(
         "{op_name}: {} iters in {secs:.2} seconds = {:.2} usec/iter",
-        args.iters,
-        secs * 1e6 / f64::from(args.iters)
+        args.transfer.iters,
+        secs * 1e6 / f64::from(args.transfer.iters)
     );
     let mut local_ok = true;
-    if args.op == RdmaOp::Read {
+    if args.transfer.op == RdmaOp::Read {
         if !mr.read(0, &mut local_buf) {
             bail!("reading back the local buffer failed");
         }
@@ -254,7 +233,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
 
     let steer = dev.steer_counters().ok();
     let stats = dev.close();
-    if args.drop_rate > 0.0 {
+    if args.datapath.drop_rate > 0.0 {
         let t = &stats.transport;
         report_impairment_drops(steer);
         eprintln!(

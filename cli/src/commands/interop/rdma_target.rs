@@ -11,20 +11,19 @@ use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 
-use engine::oob::pingpong::DEFAULT_TCP_PORT;
 use engine::oob::rdma_target::{
     fill_pattern, first_mismatch, pattern, TargetAddr, Verdict, DONE_LINE,
 };
 use engine::rc::Access;
 use engine::verbs::QpCaps;
 
+use crate::common::args::{reword, PeerDatapathArgs};
 use crate::common::rdma_target_exchange::{
     connect_to_target_addr, local_target_addr, rdma_target_connect_options, read_line, RdmaOp,
-    TARGET_MAX_DEST_RD_ATOMIC,
+    TransferArgs, TARGET_MAX_DEST_RD_ATOMIC,
 };
 use crate::common::verbs_peer::{
-    check_mtu, device_config, device_ipv4, open_device, peer_ipv4, peer_mac,
-    report_impairment_drops, set_drop_rate, XdpMode,
+    check_mtu, device_ipv4, peer_ipv4, peer_mac, report_impairment_drops, set_drop_rate,
 };
 
 /// `roce-xdp interop rdma-target --op write|read [options]`.
@@ -34,57 +33,40 @@ use crate::common::verbs_peer::{
     long_about = "Be the target of RDMA WRITE/READ from interop/peer/rdma_target -c on a\n\
         libibverbs device. Exposes SIZE * ITERS bytes (READ: filled with the test\n\
         pattern; WRITE: zeroed), waits for one peer on TCP --port, and after the\n\
-        peer's `done` checks every byte and answers ok/bad (engine::oob::rdma_target)."
+        peer's `done` checks every byte and answers ok/bad (engine::oob::rdma_target).",
+    mut_args(reword(&[
+        ("op", "What the peer does to our buffer"),
+        ("iface", "Network interface the engine attaches to"),
+        ("size", "Bytes per work request of the peer"),
+        ("iters", "Work requests of the peer (the buffer is SIZE * ITERS bytes)"),
+        (
+            "drop_rate",
+            "Test impairment: the XDP program drops this fraction (0..1) of the RoCE frames \
+            the engine receives (WRITE packets, READ requests), for the whole transfer; \
+            prints the recovery counters to stderr",
+        ),
+    ]))
 )]
 pub struct RdmaTargetArgs {
-    /// What the peer does to our buffer.
-    #[arg(short = 'o', long = "op", value_enum)]
-    pub op: RdmaOp,
-    /// TCP port of the exchange.
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_TCP_PORT)]
-    pub port: u16,
-    /// Bytes per work request of the peer.
-    #[arg(short = 's', long = "size", default_value_t = 4096)]
-    pub size: u32,
-    /// Work requests of the peer (the buffer is SIZE * ITERS bytes).
-    #[arg(short = 'n', long = "iters", default_value_t = 10)]
-    pub iters: u32,
-    /// Path MTU: 256, 512, 1024, 2048 or 4096.
-    #[arg(short = 'm', long = "mtu", default_value_t = 1024)]
-    pub mtu: u32,
-    /// Network interface the engine attaches to.
-    #[arg(long, value_name = "IF")]
-    pub iface: String,
-    /// XDP attach mode.
-    #[arg(long, value_enum, default_value_t = XdpMode::Auto)]
-    pub mode: XdpMode,
-    /// Replace an XDP program already attached to --iface.
-    #[arg(long)]
-    pub force: bool,
-    /// Peer MAC address (default: the kernel's neighbour table).
-    #[arg(long, value_name = "MAC")]
-    pub peer_mac: Option<String>,
-    /// Test impairment: the XDP program drops this fraction (0..1) of the
-    /// RoCE frames the engine receives (WRITE packets, READ requests), for
-    /// the whole transfer; prints the recovery counters to stderr.
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.0)]
-    pub drop_rate: f64,
+    /// -o, -p, -s, -n, -m.
+    #[command(flatten)]
+    pub transfer: TransferArgs,
+    /// --iface, --mode, --force, --peer-mac, --drop-rate.
+    #[command(flatten)]
+    pub datapath: PeerDatapathArgs,
 }
 
 /// Run `roce-xdp interop rdma-target`.
 pub fn run(args: RdmaTargetArgs) -> Result<()> {
-    check_mtu(args.mtu)?;
-    let len = u64::from(args.size) * u64::from(args.iters);
+    check_mtu(args.transfer.mtu)?;
+    let len = u64::from(args.transfer.size) * u64::from(args.transfer.iters);
     if len == 0 || len > u64::from(u32::MAX) {
         bail!("-s * -n must be between 1 and 2^32 - 1 bytes");
     }
     let len = len as usize;
 
-    let dev = open_device(
-        device_config(&args.iface, args.mode, args.force),
-        &args.iface,
-    )?;
-    let ip = device_ipv4(&dev, &args.iface)?;
+    let dev = args.datapath.open(1, None)?;
+    let ip = device_ipv4(&dev, &args.datapath.iface)?;
     let q = 0;
     let mr = dev
         .register_memory(
@@ -94,7 +76,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
         )
         .context("registering the buffer")?;
     let mut buf = vec![0u8; len];
-    if args.op == RdmaOp::Read {
+    if args.transfer.op == RdmaOp::Read {
         fill_pattern(&mut buf, 0);
     }
     mr.write(0, &buf);
@@ -109,8 +91,8 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
         .context("creating the QP")?;
     let local = local_target_addr(&qp, ip, &mr, len);
 
-    let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, args.port))
-        .with_context(|| format!("couldn't listen to port {}", args.port))?;
+    let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, args.transfer.port))
+        .with_context(|| format!("couldn't listen to port {}", args.transfer.port))?;
     let (stream, _) = listener.accept().context("accept() failed")?;
     drop(listener);
     let _ = stream.set_nodelay(true);
@@ -127,10 +109,11 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
         remote.qpn, remote.psn, remote.gid
     );
     let peer_ip = peer_ipv4(remote.gid, "the peer")?;
-    let mac = peer_mac(&dev, args.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
-    let opts = rdma_target_connect_options(args.mtu, local.psn, 1, TARGET_MAX_DEST_RD_ATOMIC);
+    let mac = peer_mac(&dev, args.datapath.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
+    let opts =
+        rdma_target_connect_options(args.transfer.mtu, local.psn, 1, TARGET_MAX_DEST_RD_ATOMIC);
     connect_to_target_addr(&qp, &remote, mac, peer_ip, opts)?;
-    set_drop_rate(&dev, args.drop_rate)?;
+    set_drop_rate(&dev, args.datapath.drop_rate)?;
     writer
         .write_all(local.encode().as_bytes())
         .context("sending our address")?;
@@ -155,7 +138,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
     writer
         .write_all(verdict.encode().as_bytes())
         .context("sending the verdict")?;
-    let op_name = match args.op {
+    let op_name = match args.transfer.op {
         RdmaOp::Write => "write-target",
         RdmaOp::Read => "read-target",
     };
@@ -163,7 +146,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
 
     let steer = dev.steer_counters().ok();
     let stats = dev.close();
-    if args.drop_rate > 0.0 {
+    if args.datapath.drop_rate > 0.0 {
         let t = &stats.transport;
         report_impairment_drops(steer);
         eprintln!(

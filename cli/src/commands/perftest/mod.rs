@@ -64,14 +64,10 @@ fn datapath_opts(
         iface,
         queues: args.queue + 1,
         cores: Vec::new(),
-        mode: args.mode,
-        zero_copy: args.zero_copy,
-        force: args.force,
+        engine: args.engine.clone(),
         pmtu: args.mtu,
         ipv6,
         local_ip,
-        pcap: args.pcap.clone(),
-        busy_poll: args.busy_poll,
     }
 }
 
@@ -318,7 +314,7 @@ fn client_session(
 }
 
 fn report_capture(frames: Option<(u64, u64)>, args: &PerftestArgs) {
-    if let (Some((n, dropped)), Some(p)) = (frames, &args.pcap) {
+    if let (Some((n, dropped)), Some(p)) = (frames, &args.engine.pcap) {
         eprintln!("captured {n} frames to {} ({dropped} dropped)", p.display());
     }
 }
@@ -337,7 +333,7 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         queues: &(0..=args.queue).collect::<Vec<_>>(),
         pmtu: args.mtu,
         ipv6: false,
-        force: args.force,
+        force: args.engine.force,
     })?;
     let listener = listen(args.port)?;
     if !args.json {

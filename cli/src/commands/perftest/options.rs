@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::common::args::{ModeArg, ZeroCopyArg, VALID_PMTUS};
+use crate::common::args::{EngineArgs, VALID_PMTUS};
 use crate::common::perftest::sizes::{all_sizes, parse_size};
 
 /// Options of `write-bw`, `read-bw`, `send-bw`, `write-lat`, `read-lat`,
@@ -51,25 +51,12 @@ pub struct PerftestArgs {
     /// NIC queue to attach to.
     #[arg(long = "queue", default_value_t = 0)]
     pub queue: u32,
-    /// XDP attach mode.
-    #[arg(long = "mode", value_enum, default_value_t = ModeArg::Auto)]
-    pub mode: ModeArg,
-    /// AF_XDP zero-copy.
-    #[arg(long = "zero-copy", value_enum, default_value_t = ZeroCopyArg::Auto)]
-    pub zero_copy: ZeroCopyArg,
-    /// Replace an XDP program another tool attached to the interface.
-    #[arg(long = "force")]
-    pub force: bool,
+    /// Attach mode, zero-copy, --force, --pcap, --busy-poll.
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// Print one JSON document instead of the table.
     #[arg(long = "json")]
     pub json: bool,
-    /// Record the RoCE frames sent and received to this pcap file.
-    #[arg(long = "pcap", value_name = "FILE")]
-    pub pcap: Option<std::path::PathBuf>,
-    /// Spin on the rings instead of sleeping when idle (lower latency; one
-    /// core per engine).
-    #[arg(long = "busy-poll")]
-    pub busy_poll: bool,
     /// Seconds to wait for the peer (connection exchange and transfers).
     #[arg(long = "timeout", default_value_t = 30.0)]
     pub timeout: f64,

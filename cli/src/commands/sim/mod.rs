@@ -8,22 +8,14 @@ mod congestion;
 use core::time::Duration;
 
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use engine::rc::Mtu;
 use engine::sim::workload::{run as run_workload, Op, WorkloadConfig, WorkloadReport};
 use engine::sim::{Impairments, LinkConfig};
 use serde::Serialize;
 
+use crate::common::args::OpArg;
 use crate::errors::UserError;
-
-/// Operation to simulate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SimOp {
-    Write,
-    Send,
-    Read,
-    Atomic,
-}
 
 /// Options of `roce-xdp sim`.
 #[derive(Debug, Args)]
@@ -31,7 +23,7 @@ pub struct SimArgs {
     /// Operation: RDMA WRITE, SEND (odd messages with immediate), RDMA READ,
     /// or atomics (alternating fetch-and-add / compare-and-swap).
     #[arg(long, value_enum, default_value = "write")]
-    op: SimOp,
+    op: OpArg,
     /// Messages in total (spread over the QPs).
     #[arg(long, default_value_t = 1000)]
     messages: u64,
@@ -156,10 +148,10 @@ fn config(a: &SimArgs) -> Result<WorkloadConfig> {
         return Err(UserError::Usage("--timeout must be 0..=31".into()).into());
     }
     let op = match a.op {
-        SimOp::Write => Op::Write,
-        SimOp::Send => Op::Send,
-        SimOp::Read => Op::Read,
-        SimOp::Atomic => Op::Atomic,
+        OpArg::Write => Op::Write,
+        OpArg::Send => Op::Send,
+        OpArg::Read => Op::Read,
+        OpArg::Atomic => Op::Atomic,
     };
     let latency = Duration::from_nanos((a.latency_us * 1000.0) as u64);
     let impair = Impairments {
