@@ -100,7 +100,7 @@ fn bottleneck_summary_trace_and_plot() {
     );
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg"));
-    assert_eq!(text.matches("<path").count(), 3, "two QPs + queue");
+    assert_eq!(text.matches("<polyline").count(), 3, "two QPs + queue");
     // Not an SVG name: refused with a hint.
     let out = roce_xdp(&["plot", trace.to_str().unwrap(), "--out", "x.png"]);
     assert!(!out.status.success());

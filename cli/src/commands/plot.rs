@@ -1,13 +1,13 @@
 //! `roce-xdp plot TRACE.csv --out rate.svg`: draws a `roce-xdp sim --trace`
 //! time series as an SVG line chart: the rate of every QP over time (top)
-//! and the bottleneck queue depth (bottom). A small hand-written SVG writer,
-//! no plotting dependency.
+//! and the bottleneck queue depth (bottom), drawn with the benchmark
+//! harness's SVG writer (`roce_xdp_benches::svg`), no plotting dependency.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+use roce_xdp_benches::svg::{self, LineChart, Series, XScale};
 
 /// Arguments of `roce-xdp plot`.
 #[derive(Debug, clap::Args)]
@@ -80,26 +80,7 @@ pub fn parse_trace(text: &str) -> Result<Trace> {
     Ok(trace)
 }
 
-/// A "nice" tick step (1, 2 or 5 x 10^k) for about `n` ticks over `span`.
-fn nice_step(span: f64, n: f64) -> f64 {
-    if span <= 0.0 || !span.is_finite() {
-        return 1.0;
-    }
-    let raw = span / n;
-    let mag = 10f64.powf(raw.log10().floor());
-    let norm = raw / mag;
-    let m = if norm < 1.5 {
-        1.0
-    } else if norm < 3.5 {
-        2.0
-    } else if norm < 7.5 {
-        5.0
-    } else {
-        10.0
-    };
-    m * mag
-}
-
+/// Formats a tick value of the time axis.
 fn fmt_num(v: f64) -> String {
     if v == 0.0 {
         "0".into()
@@ -116,119 +97,68 @@ const COLORS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
 
-struct Panel {
-    x: f64,
-    y: f64,
-    w: f64,
-    h: f64,
-    t_max: f64,
-    v_max: f64,
+/// The samples of a trace that fall in one column of the chart.
+#[derive(Clone, Copy)]
+struct Column {
+    index: usize,
+    /// The lowest and the highest sample, (time, value).
+    lo: (f64, f64),
+    hi: (f64, f64),
 }
 
-impl Panel {
-    fn px(&self, t: f64) -> f64 {
-        self.x + self.w * (t / self.t_max)
-    }
-    fn py(&self, v: f64) -> f64 {
-        self.y + self.h * (1.0 - v / self.v_max)
-    }
-
-    fn axes(&self, svg: &mut String, y_label: &str, x_label: &str) {
-        let (x, y, w, h) = (self.x, self.y, self.w, self.h);
-        let _ = writeln!(
-            svg,
-            r##"<rect x="{x}" y="{y}" width="{w}" height="{h}" fill="none" stroke="#444"/>"##
-        );
-        let ys = nice_step(self.v_max, 5.0);
-        let mut v = 0.0;
-        while v <= self.v_max * 1.0001 {
-            let py = self.py(v);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{x}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{}</text>"##,
-                x + w,
-                x - 4.0,
-                py + 4.0,
-                fmt_num(v)
-            );
-            v += ys;
-        }
-        let xs = nice_step(self.t_max, 8.0);
-        let mut t = 0.0;
-        while t <= self.t_max * 1.0001 {
-            let px = self.px(t);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{px:.1}" y1="{:.1}" x2="{px:.1}" y2="{:.1}" stroke="#444"/><text x="{px:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"##,
-                y + h,
-                y + h + 4.0,
-                y + h + 16.0,
-                fmt_num(t)
-            );
-            t += xs;
-        }
-        let _ = writeln!(
-            svg,
-            r##"<text transform="translate({:.1},{:.1}) rotate(-90)" text-anchor="middle" font-size="12">{y_label}</text>"##,
-            x - 46.0,
-            y + h / 2.0
-        );
-        if !x_label.is_empty() {
-            let _ = writeln!(
-                svg,
-                r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{x_label}</text>"##,
-                x + w / 2.0,
-                y + h + 32.0
-            );
-        }
-    }
-
-    fn line(&self, svg: &mut String, pts: &[(f64, f64)], color: &str) {
-        // At most ~2 points per horizontal pixel: keep the min and max of
-        // each pixel column so spikes survive.
-        let mut d = String::with_capacity(pts.len().min(4096) * 16);
-        let mut col: Option<(i64, f64, f64)> = None; // (pixel, min, max)
-        let emit = |d: &mut String, px: f64, lo: f64, hi: f64, first: &mut bool| {
-            for v in [hi, lo] {
-                let _ = write!(
-                    d,
-                    "{}{px:.1},{:.1} ",
-                    if *first { "M" } else { "L" },
-                    self.py(v)
-                );
-                *first = false;
-            }
+impl Column {
+    /// Appends the column's extremes in time order.
+    fn flush(self, out: &mut Vec<(f64, f64)>) {
+        let (a, b) = if self.lo.0 <= self.hi.0 {
+            (self.lo, self.hi)
+        } else {
+            (self.hi, self.lo)
         };
-        let mut first = true;
-        for &(t, v) in pts {
-            let p = self.px(t).round() as i64;
-            match &mut col {
-                Some((cp, lo, hi)) if *cp == p => {
-                    *lo = lo.min(v);
-                    *hi = hi.max(v);
-                }
-                _ => {
-                    if let Some((cp, lo, hi)) = col {
-                        emit(&mut d, cp as f64, lo, hi, &mut first);
-                    }
-                    col = Some((p, v, v));
-                }
-            }
+        out.push(a);
+        if b != a {
+            out.push(b);
         }
-        if let Some((cp, lo, hi)) = col {
-            emit(&mut d, cp as f64, lo, hi, &mut first);
-        }
-        let _ = writeln!(
-            svg,
-            r##"<path d="{}" fill="none" stroke="{color}" stroke-width="1.5"/>"##,
-            d.trim_end()
-        );
     }
 }
 
-/// Render a trace as SVG text.
+/// At most two points per column of `columns` over `0..=t_max`: the
+/// lowest and the highest sample of each column, in time order, so a
+/// long trace stays small and its spikes survive.
+fn decimate(pts: &[(f64, f64)], t_max: f64, columns: usize) -> Vec<(f64, f64)> {
+    let index = |t: f64| ((t / t_max * columns as f64) as usize).min(columns);
+    let mut out = Vec::with_capacity(pts.len().min(2 * columns + 2));
+    let mut col: Option<Column> = None;
+    for &p in pts {
+        match &mut col {
+            Some(c) if c.index == index(p.0) => {
+                if p.1 < c.lo.1 {
+                    c.lo = p;
+                }
+                if p.1 > c.hi.1 {
+                    c.hi = p;
+                }
+            }
+            _ => {
+                if let Some(done) = col {
+                    done.flush(&mut out);
+                }
+                col = Some(Column {
+                    index: index(p.0),
+                    lo: p,
+                    hi: p,
+                });
+            }
+        }
+    }
+    if let Some(done) = col {
+        done.flush(&mut out);
+    }
+    out
+}
+
+/// Render a trace as SVG text: the rate of every QP over time above the
+/// bottleneck queue depth, both on the same time axis.
 pub fn render_svg(trace: &Trace, title: &str) -> String {
-    let (width, height) = (960.0, 640.0);
     let t_max = trace
         .rates
         .values()
@@ -236,65 +166,35 @@ pub fn render_svg(trace: &Trace, title: &str) -> String {
         .chain(trace.queue.iter().map(|p| p.0))
         .fold(0.0f64, f64::max)
         .max(1e-9);
-    let r_max = trace
+    let columns = svg::W as usize;
+    let chart = |title: String, y_label: &str, series: Vec<Series>| LineChart {
+        title,
+        x_label: "time (us)".into(),
+        y_label: y_label.into(),
+        series,
+        x_tick: fmt_num,
+    };
+    let rates = trace
         .rates
-        .values()
-        .flat_map(|v| v.iter().map(|p| p.1))
-        .fold(0.0f64, f64::max);
-    let q_max = trace.queue.iter().map(|p| p.1).fold(0.0f64, f64::max);
-    let ceil_nice = |m: f64| {
-        let s = nice_step(m.max(1e-9), 5.0);
-        ((m / s).ceil() * s).max(s)
-    };
-    let rates = Panel {
-        x: 70.0,
-        y: 40.0,
-        w: 760.0,
-        h: 330.0,
-        t_max,
-        v_max: ceil_nice(r_max),
-    };
-    let queue = Panel {
-        x: 70.0,
-        y: 420.0,
-        w: 760.0,
-        h: 170.0,
-        t_max,
-        v_max: ceil_nice(q_max),
-    };
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif">"##
-    );
-    let _ = writeln!(svg, r##"<rect width="100%" height="100%" fill="white"/>"##);
-    let _ = writeln!(
-        svg,
-        r##"<text x="{:.1}" y="24" text-anchor="middle" font-size="15">{}</text>"##,
-        width / 2.0,
-        xml_escape(title)
-    );
-    rates.axes(&mut svg, "rate (Gb/s)", "");
-    queue.axes(&mut svg, "queue (KB)", "time (us)");
-    for (i, (qp, pts)) in trace.rates.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        rates.line(&mut svg, pts, color);
-        let ly = 50.0 + 18.0 * i as f64;
-        let _ = writeln!(
-            svg,
-            r##"<line x1="842" y1="{ly:.1}" x2="862" y2="{ly:.1}" stroke="{color}" stroke-width="3"/><text x="868" y="{:.1}" font-size="12">QP 0x{qp:x}</text>"##,
-            ly + 4.0
-        );
-    }
-    queue.line(&mut svg, &trace.queue, "#555");
-    svg.push_str("</svg>\n");
-    svg
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+        .iter()
+        .enumerate()
+        .map(|(i, (qp, pts))| Series {
+            name: format!("QP 0x{qp:x}"),
+            color: COLORS[i % COLORS.len()].into(),
+            dashed: false,
+            points: decimate(pts, t_max, columns),
+        })
+        .collect();
+    let queue = vec![Series {
+        name: "queue".into(),
+        color: "#555".into(),
+        dashed: false,
+        points: decimate(&trace.queue, t_max, columns),
+    }];
+    svg::stack(&[
+        chart(title.to_string(), "rate (Gb/s)", rates).to_svg_with(XScale::Linear),
+        chart("bottleneck queue depth".into(), "queue (KB)", queue).to_svg_with(XScale::Linear),
+    ])
 }
 
 /// Run `roce-xdp plot`.
@@ -346,9 +246,10 @@ mod tests {
         let svg = render_svg(&t, "t<1>");
         assert!(svg.starts_with("<svg"));
         assert!(svg.trim_end().ends_with("</svg>"));
-        assert_eq!(svg.matches("<path").count(), 3); // two QPs + queue
+        assert_eq!(svg.matches("<polyline").count(), 3); // two QPs + queue
         assert!(svg.contains("QP 0x11") && svg.contains("QP 0x12"));
         assert!(svg.contains("t&lt;1&gt;"));
+        assert!(svg.contains("rate (Gb/s)") && svg.contains("queue (KB)"));
     }
 
     #[test]
@@ -362,8 +263,27 @@ mod tests {
 
     #[test]
     fn nice_steps() {
-        assert_eq!(nice_step(100.0, 5.0), 20.0);
-        assert_eq!(nice_step(1000.0, 8.0), 100.0);
-        assert_eq!(nice_step(7.0, 5.0), 1.0);
+        // The time axis of both charts: 0..20 us in steps of 5.
+        let svg = render_svg(&parse_trace(CSV).unwrap(), "t");
+        for tick in ["0", "5", "10", "15", "20"] {
+            let label = format!(r#"text-anchor="middle">{tick}</text>"#);
+            assert_eq!(svg.matches(&label).count(), 2, "{tick}: {svg}");
+        }
+        assert_eq!(fmt_num(2.5), "2.5");
+        assert_eq!(fmt_num(0.25), "0.250");
+        assert_eq!(fmt_num(1500.0), "1500");
+    }
+
+    #[test]
+    fn long_traces_keep_their_spikes() {
+        // 100 000 samples at 1 Gb/s with one spike to 40 Gb/s.
+        let pts: Vec<(f64, f64)> = (0..100_000)
+            .map(|i| (i as f64, if i == 31_337 { 40.0 } else { 1.0 }))
+            .collect();
+        let d = decimate(&pts, 99_999.0, 760);
+        assert!(d.len() <= 2 * 761, "{}", d.len());
+        assert!(d.contains(&(31_337.0, 40.0)));
+        assert_eq!(d.first(), Some(&(0.0, 1.0)));
+        assert!(d.windows(2).all(|w| w[0].0 < w[1].0), "time order");
     }
 }
