@@ -109,7 +109,7 @@ pub fn route_to(addr: std::net::IpAddr) -> anyhow::Result<(String, Option<std::n
 
 /// RoCE v2 bytes on top of the payload inside the IP MTU: IP header,
 /// UDP (8), BTH (12), the largest data-packet extension (RETH 16 +
-/// ImmDt 4) and ICRC (4). See roce-v2-notes "Frame layout".
+/// ImmDt 4) and ICRC (4). See `docs/wire-format.md`, "Frame layout".
 pub fn roce_overhead(ipv6: bool) -> u32 {
     (if ipv6 { 40 } else { 20 }) + 8 + 12 + 16 + 4 + 4
 }
