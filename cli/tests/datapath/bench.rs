@@ -2,27 +2,28 @@
 //! runs end to end on a veth pair in namespaces it creates, and its JSON
 //! has the documented shape. No speed thresholds (figures on shared CI
 //! machines drift); only that every figure was measured or is listed as
-//! missing with a reason. Needs root; skipped with a message otherwise.
+//! missing with a reason. Needs root (ignored unless asked for).
 
 use std::process::Command;
 use std::time::Instant;
 
-use engine::netns::is_root;
 use roce_xdp_benches::report::{Report, SCHEMA_VERSION};
+
+use crate::support::{bin, require_root, serial};
 
 fn positive(v: Option<f64>) -> bool {
     v.is_some_and(|x| x.is_finite() && x > 0.0)
 }
 
 #[test]
+#[ignore = "needs root"]
 fn bench_quick_json_has_the_documented_shape() {
-    if !is_root() {
-        eprintln!("skipping bench_quick_json_has_the_documented_shape: needs root (network namespaces, XDP, AF_XDP)");
-        return;
-    }
+    require_root();
+    // Measures: no other engine test runs meanwhile.
+    let _g = serial();
     let out_dir = std::env::temp_dir().join(format!("roce-xdp-bench-smoke-{}", std::process::id()));
     let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_roce-xdp"))
+    let out = Command::new(bin())
         .args(["bench", "--quick", "--json", "--out"])
         .arg(&out_dir)
         .output()

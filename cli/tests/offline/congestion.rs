@@ -1,15 +1,8 @@
 //! `roce-xdp sim` congestion flags and `roce-xdp plot`, on the binary.
 
-use std::process::Command;
-
 use serde_json::Value;
 
-fn roce_xdp(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_roce-xdp"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use crate::roce_xdp;
 
 fn json(out: &std::process::Output) -> Value {
     assert!(

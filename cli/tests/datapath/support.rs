@@ -1,8 +1,7 @@
-//! Shared helpers of the CLI integration tests: run `roce-xdp` inside the
-//! network namespaces a test creates (engine::netns::VethPair), wait for a
-//! server to listen, and serialise the tests that attach engines (the
-//! machine may have only two cores).
-#![allow(dead_code)]
+//! What the datapath tests share: run `roce-xdp` inside the network
+//! namespaces a test creates (engine::netns::VethPair), wait for a server
+//! to listen, serialise the tests that attach engines (the machine may
+//! have only two cores), and fail a root test run without root.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -15,9 +14,6 @@ use engine::netns::{PairConfig, VethPair};
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_roce-xdp")
 }
-
-/// Whether we can create namespaces and attach XDP.
-pub use engine::netns::is_root;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -149,12 +145,12 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Skips (returns true) when not root, saying so.
-pub fn skip_unless_root() -> bool {
-    if is_root() {
-        false
-    } else {
-        eprintln!("skipped: needs root (network namespaces, XDP)");
-        true
-    }
+/// Fails the calling test, saying why, unless it runs as root. The tests
+/// that call it are `#[ignore = "needs root"]`: `cargo test` leaves them
+/// out and says so; `cargo test -- --include-ignored` runs them.
+pub fn require_root() {
+    assert!(
+        engine::netns::is_root(),
+        "this test needs root (network namespaces, XDP, AF_XDP): run it as root"
+    );
 }

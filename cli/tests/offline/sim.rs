@@ -1,13 +1,9 @@
 //! `roce-xdp sim`: the JSON summary and the exit code.
 
-use std::process::Command;
+use crate::roce_xdp;
 
 fn sim(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_roce-xdp"))
-        .arg("sim")
-        .args(args)
-        .output()
-        .expect("run roce-xdp");
+    let out = roce_xdp(&[&["sim"], args].concat());
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -5,12 +5,13 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
-use std::process::Command;
 
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use engine::rc::{Access, QpInitAttr, RecvWr, SendOp, SendWr, Sge};
 use engine::time::Instant;
 use serde_json::Value;
+
+use crate::roce_xdp;
 
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len())
@@ -125,10 +126,7 @@ fn decode_reads_engine_and_scapy_cnps() {
     let path = dir.join("cnp.pcap");
     std::fs::write(&path, pcap).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_roce-xdp"))
-        .args(["decode", path.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
+    let out = roce_xdp(&["decode", path.to_str().unwrap(), "--json"]);
     std::fs::remove_dir_all(&dir).ok();
     assert!(
         out.status.success(),

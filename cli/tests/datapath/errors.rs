@@ -1,12 +1,10 @@
 //! Every mistake a user can make gets one actionable message on stderr
 //! and exit code 2, never a panic or backtrace.
 
-mod cli_common;
-
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use cli_common::*;
+use crate::support::*;
 
 fn assert_user_error(out: &Output, needles: &[&str]) {
     let err = text(&out.stderr);
@@ -49,10 +47,9 @@ fn usage_mistakes() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn missing_privileges_are_named() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     // Unprivileged user: everything the datapath needs is missing.
     let out = Command::new("setpriv")
         .args([
@@ -89,10 +86,9 @@ fn missing_privileges_are_named() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn datapath_mistakes() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = serial();
     let net = Net::new(1500);
     let (a, b) = (&net.pair.a, &net.pair.b);

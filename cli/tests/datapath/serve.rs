@@ -3,18 +3,15 @@
 //! SIGINT during a transfer ends it cleanly: exit 0, final counters
 //! printed, nothing left attached, the stats socket removed.
 
-mod cli_common;
-
 use std::process::Stdio;
 use std::time::Duration;
 
-use cli_common::*;
+use crate::support::*;
 
 #[test]
+#[ignore = "needs root"]
 fn serve_stats_and_sigint_during_a_transfer() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = serial();
     let net = Net::new(1500);
     let b = &net.pair.b;
@@ -223,10 +220,9 @@ fn serve_stats_and_sigint_during_a_transfer() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn serve_two_queues_pinned() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = serial();
     let net = Net::with_queues(1500, 2);
     let b = &net.pair.b;

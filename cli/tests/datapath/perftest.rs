@@ -2,12 +2,10 @@
 //! namespaces over veth: table output (sizes, iterations, nonzero
 //! bandwidth, every latency column) and the `--json` schema.
 
-mod cli_common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use cli_common::*;
+use crate::support::*;
 
 /// Runs `tool` server + client with the same extra args; returns (server
 /// stdout, client stdout).
@@ -56,10 +54,9 @@ fn rows(out: &str, header_start: &str) -> Vec<Vec<f64>> {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn every_tool_between_two_namespaces() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = serial();
     let net = Net::new(1500);
     for tool in ["write-bw", "read-bw", "send-bw"] {
@@ -110,10 +107,9 @@ fn every_tool_between_two_namespaces() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn json_schema_and_size_sweep() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = serial();
     let net = Net::new(1500);
     // -a: every power of two from 2 B to 8 MiB.
@@ -231,10 +227,9 @@ fn json_schema_and_size_sweep() {
 }
 
 #[test]
+#[ignore = "needs root"]
 fn pcap_capture_is_readable_by_decode_and_tshark() {
-    if skip_unless_root() {
-        return;
-    }
+    require_root();
     let _g = serial();
     let net = Net::new(1500);
     let pcap = net.run_dir.join("client.pcap");
@@ -266,7 +261,7 @@ fn pcap_capture_is_readable_by_decode_and_tshark() {
     assert!(dec.status.success(), "{}", text(&dec.stderr));
     let d = text(&dec.stdout);
     assert!(d.matches("WRITE").count() >= 40, "{d}");
-    if let Ok(t) = std::process::Command::new("tshark")
+    let t = std::process::Command::new("tshark")
         .args([
             "-r",
             pcap.to_str().unwrap(),
@@ -278,23 +273,20 @@ fn pcap_capture_is_readable_by_decode_and_tshark() {
             "infiniband.bth.opcode",
         ])
         .output()
-    {
-        if t.status.success() {
-            let n = text(&t.stdout).lines().count();
-            assert!(n >= 40, "tshark saw {n} RoCE frames");
-        }
-    }
+        .expect("this test needs tshark (scripts/setup-deps.sh installs it)");
+    assert!(t.status.success(), "tshark: {}", text(&t.stderr));
+    let n = text(&t.stdout).lines().count();
+    assert!(n >= 40, "tshark saw {n} RoCE frames");
 }
 
 #[test]
+#[ignore = "needs root"]
 fn progress_bar_on_a_terminal_only() {
-    if skip_unless_root() {
-        return;
-    }
-    if Command::new("script").arg("--version").output().is_err() {
-        eprintln!("skipped: script(1) (util-linux) is not installed");
-        return;
-    }
+    require_root();
+    assert!(
+        Command::new("script").arg("--version").output().is_ok(),
+        "this test needs script(1) (util-linux) to give the client a terminal"
+    );
     let _g = serial();
     let net = Net::new(1500);
     let server = net.server(&["write-bw", "--iface", &net.pair.b.ifname]);

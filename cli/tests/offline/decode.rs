@@ -7,6 +7,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::roce_xdp;
+
 fn vectors() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../engine/proto/tests/vectors")
 }
@@ -18,11 +20,7 @@ fn manifest() -> Vec<Value> {
 }
 
 fn decode(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_roce-xdp"))
-        .arg("decode")
-        .args(args)
-        .output()
-        .unwrap()
+    roce_xdp(&[&["decode"], args].concat())
 }
 
 #[test]
