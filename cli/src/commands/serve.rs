@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
-use engine::oob::perftest::{Control, Hello};
+use engine::oob::perftest::Control;
 use engine::rc::{Access, WorkCompletion};
 use engine::verbs::{Device, MemoryRegion};
 
@@ -25,7 +25,7 @@ use crate::common::args::{reword, EngineArgs, VALID_PMTUS};
 use crate::common::datapath::{Datapath, DatapathOpts};
 use crate::common::perftest::conn::{listen, LineConn};
 use crate::common::perftest::kind::Kind;
-use crate::common::perftest::session::{initial_psn, Cq, Side};
+use crate::common::perftest::session::{initial_psn, Cq, Local, Side};
 use crate::common::perftest::sizes::parse_size;
 use crate::common::snapshot::queue_counters;
 use crate::common::stats_document;
@@ -203,40 +203,20 @@ fn session(sh: &Shared, fallback_queue: u32, mut conn: LineConn) -> anyhow::Resu
         routes: &sh.routes[q as usize],
         qpns: qps.iter().map(|qp| qp.qpn()).collect(),
     };
-    let psns: Vec<u32> = (0..nqps as u32).map(|i| initial_psn(i + 7)).collect();
-    let mtu = sh.mtu.min(remote.mtu);
-    let mr = sh.regions[q as usize].clone();
-    let local = Hello {
-        test: "serve".into(),
-        qps: qps
-            .iter()
-            .zip(&psns)
-            .map(|(qp, &p)| (qp.qpn(), p))
-            .collect(),
-        ip: sh.dev.ip(),
-        mac: sh.dev.mac(),
-        va: mr.addr(),
-        rkey: mr.rkey,
-        len: sh.half,
-        mtu,
-        tx_depth: remote.tx_depth,
-        queue: q,
-    };
     let qpns: Vec<String> = qps.iter().map(|qp| format!("0x{:06x}", qp.qpn())).collect();
-    let mut side = Side {
+    let local = Local {
         dev: sh.dev.clone(),
         queue: q,
-        mr,
-        qps,
-        cq: Cq::Routed(rx),
+        mr: sh.regions[q as usize].clone(),
         half: sh.half,
-        peer: remote.clone(),
-        stop: sh.stop.clone(),
-        timeout,
-        recvs: vec![0; nqps],
+        qps,
+        psns: (0..nqps as u32).map(|i| initial_psn(i + 7)).collect(),
     };
-    side.connect(&psns, mtu)?;
-    conn.send_hello(&local)?;
+    let mtu = sh.mtu.min(remote.mtu);
+    let hello = local.hello("serve", mtu, remote.tx_depth);
+    let cq = Cq::Routed(rx);
+    let mut side = local.connect(remote.clone(), cq, mtu, sh.stop.clone(), timeout)?;
+    conn.send_hello(&hello)?;
     say!(
         json,
         "client {}: {}, {nqps} QP(s) {} on queue {q}, MTU {mtu}",

@@ -1,9 +1,10 @@
 //! The engine's side of the RDMA WRITE / READ exchange with
 //! `interop/peer/rdma_target` (engine::oob::rdma_target), shared by
 //! `roce-xdp interop rdma-client` (the engine is the requester) and
-//! `roce-xdp interop rdma-target` (the engine is the target): the
-//! operation, our address line, the connection options `rdma_target.c`
-//! uses, connecting to the peer's address, and reading its lines.
+//! `roce-xdp interop rdma-target` (the engine is the target): the options
+//! both take, opening our end (buffer, QP, address line), the connection
+//! options `rdma_target.c` uses, connecting to the peer's address, and
+//! reading its lines.
 
 use std::io::{BufRead, Read};
 use std::net::{IpAddr, Ipv4Addr};
@@ -13,12 +14,13 @@ use clap::{Args, ValueEnum};
 
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::oob::pingpong::DEFAULT_TCP_PORT;
-use engine::oob::rdma_target::{TargetAddr, MAX_LINE};
+use engine::oob::rdma_target::{fill_pattern, TargetAddr, MAX_LINE};
 use engine::oob::Gid;
-use engine::rc::Mtu;
-use engine::verbs::{MemoryRegion, QueuePair};
+use engine::rc::{Access, Mtu};
+use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
-use super::verbs_peer::random_psn;
+use super::args::PeerDatapathArgs;
+use super::verbs_peer::{device_ipv4, random_psn};
 
 /// The RDMA operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -54,42 +56,79 @@ pub struct TransferArgs {
 /// Target's max_dest_rd_atomic (rdma_target.c): READs in flight at most.
 pub const TARGET_MAX_DEST_RD_ATOMIC: u8 = 16;
 
-/// Our address line: `qp`, a fresh PSN, the GID of `ip`, and the first
-/// `len` bytes of `mr`.
-pub fn local_target_addr(
-    qp: &QueuePair,
-    ip: Ipv4Addr,
-    mr: &MemoryRegion,
-    len: usize,
-) -> TargetAddr {
-    TargetAddr {
-        qpn: qp.qpn(),
-        psn: random_psn(),
-        gid: Gid::from_ipv4(ip),
-        va: mr.addr(),
-        rkey: mr.rkey,
-        len: len as u32,
-    }
+/// One end of the exchange on the engine: the datapath on `--iface`
+/// (queue 0), the buffer the transfer moves, one QP, and our address line.
+pub struct Endpoint {
+    pub dev: Device,
+    pub mr: MemoryRegion,
+    pub qp: QueuePair,
+    /// Our QP, a fresh PSN, our GID (the interface's IPv4 address) and the
+    /// buffer.
+    pub addr: TargetAddr,
 }
 
-/// Connects `qp` (RTR/RTS) to the QP of `remote`, at `peer_ip` / `mac`.
-pub fn connect_to_target_addr(
-    qp: &QueuePair,
-    remote: &TargetAddr,
-    mac: [u8; 6],
-    peer_ip: Ipv4Addr,
-    opts: ConnectOptions,
-) -> Result<()> {
-    qp.connect(
-        RemoteQp {
-            qpn: remote.qpn,
-            psn: remote.psn,
-            mac,
-            ip: IpAddr::V4(peer_ip),
-        },
-        opts,
-    )
-    .context("connecting the QP (RTR/RTS)")
+impl Endpoint {
+    /// Opens the datapath, registers a `len`-byte buffer with `access`
+    /// that holds the test pattern when `pattern` (zeroes otherwise), and
+    /// creates a QP for `max_send_wr` sends.
+    pub fn open(
+        datapath: &PeerDatapathArgs,
+        len: usize,
+        access: Access,
+        pattern: bool,
+        max_send_wr: u32,
+    ) -> Result<Endpoint> {
+        let dev = datapath.open(1, None)?;
+        let ip = device_ipv4(&dev, &datapath.iface)?;
+        let q = 0;
+        let mr = dev
+            .register_memory(q, len, access)
+            .context("registering the buffer")?;
+        let mut buf = vec![0u8; len];
+        if pattern {
+            fill_pattern(&mut buf, 0);
+        }
+        mr.write(0, &buf);
+        let qp = dev
+            .create_qp(
+                q,
+                QpCaps {
+                    max_send_wr,
+                    max_recv_wr: 1,
+                },
+            )
+            .context("creating the QP")?;
+        let addr = TargetAddr {
+            qpn: qp.qpn(),
+            psn: random_psn(),
+            gid: Gid::from_ipv4(ip),
+            va: mr.addr(),
+            rkey: mr.rkey,
+            len: len as u32,
+        };
+        Ok(Endpoint { dev, mr, qp, addr })
+    }
+
+    /// Connects our QP (RTR/RTS) to the QP of `remote`, at `peer_ip` / `mac`.
+    pub fn connect(
+        &self,
+        remote: &TargetAddr,
+        mac: [u8; 6],
+        peer_ip: Ipv4Addr,
+        opts: ConnectOptions,
+    ) -> Result<()> {
+        self.qp
+            .connect(
+                RemoteQp {
+                    qpn: remote.qpn,
+                    psn: remote.psn,
+                    mac,
+                    ip: IpAddr::V4(peer_ip),
+                },
+                opts,
+            )
+            .context("connecting the QP (RTR/RTS)")
+    }
 }
 
 /// Reads one line from the peer (newline included, at most `MAX_LINE`

@@ -1,8 +1,9 @@
 //! What the commands facing a libibverbs peer (`pingpong`, `interop
-//! rdma-client`, `interop rdma-target`) share: opening the datapath on an
-//! interface (with `common::args::PeerDatapathArgs`), the TCP connection to the peer, the peer's MAC and IPv4
-//! address, the test drop impairment and its report, and small helpers
-//! (MAC parsing, a random PSN, rdma-core's names of completion statuses).
+//! rdma-client`, `interop rdma-target`) share, besides their options
+//! (`common::args::PeerDatapathArgs`): the TCP connection to the peer, the
+//! peer's MAC and IPv4 address, the device's IPv4 address, the test drop
+//! impairment and its report, and small helpers (MAC parsing, a random
+//! PSN, rdma-core's names of completion statuses).
 
 use std::hash::{BuildHasher, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};

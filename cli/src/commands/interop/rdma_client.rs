@@ -14,18 +14,17 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 
-use engine::oob::rdma_target::{fill_pattern, first_mismatch, TargetAddr, Verdict, DONE_LINE};
+use engine::oob::rdma_target::{first_mismatch, TargetAddr, Verdict, DONE_LINE};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
-use engine::verbs::QpCaps;
 
 use crate::common::args::{reword, PeerDatapathArgs};
 use crate::common::rdma_target_exchange::{
-    connect_to_target_addr, local_target_addr, rdma_target_connect_options, read_line, RdmaOp,
-    TransferArgs, TARGET_MAX_DEST_RD_ATOMIC,
+    rdma_target_connect_options, read_line, Endpoint, RdmaOp, TransferArgs,
+    TARGET_MAX_DEST_RD_ATOMIC,
 };
 use crate::common::verbs_peer::{
-    check_mtu, connect_with_retry, device_ipv4, peer_ipv4, peer_mac, report_impairment_drops,
-    set_drop_rate, wc_status_str,
+    check_mtu, connect_with_retry, peer_ipv4, peer_mac, report_impairment_drops, set_drop_rate,
+    wc_status_str,
 };
 
 /// `roce-xdp interop rdma-client --op write|read [options] TARGET`.
@@ -75,29 +74,11 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     }
     let len = len as usize;
 
-    let dev = args.datapath.open(1, None)?;
-    let ip = device_ipv4(&dev, &args.datapath.iface)?;
-    let q = 0;
-    let mr = dev
-        .register_memory(q, len, Access::LOCAL_WRITE)
-        .context("registering the buffer")?;
-    let mut local_buf = vec![0u8; len];
-    if args.transfer.op == RdmaOp::Write {
-        fill_pattern(&mut local_buf, 0);
-    }
-    mr.write(0, &local_buf);
     let window = args.window.min(args.transfer.iters);
-    let qp = dev
-        .create_qp(
-            q,
-            QpCaps {
-                max_send_wr: window,
-                max_recv_wr: 1,
-            },
-        )
-        .context("creating the QP")?;
-
-    let local = local_target_addr(&qp, ip, &mr, len);
+    let write = args.transfer.op == RdmaOp::Write;
+    let ep = Endpoint::open(&args.datapath, len, Access::LOCAL_WRITE, write, window)?;
+    let (dev, mr, local) = (&ep.dev, &ep.mr, &ep.addr);
+    let q = 0;
     let stream = connect_with_retry(
         &args.target,
         args.transfer.port,
@@ -127,11 +108,11 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         );
     }
     let peer_ip = peer_ipv4(remote.gid, "the target")?;
-    let mac = peer_mac(&dev, args.datapath.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
+    let mac = peer_mac(dev, args.datapath.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
     let opts =
         rdma_target_connect_options(args.transfer.mtu, local.psn, TARGET_MAX_DEST_RD_ATOMIC, 1);
-    connect_to_target_addr(&qp, &remote, mac, peer_ip, opts)?;
-    set_drop_rate(&dev, args.datapath.drop_rate)?;
+    ep.connect(&remote, mac, peer_ip, opts)?;
+    set_drop_rate(dev, args.datapath.drop_rate)?;
 
     let opcode = match args.transfer.op {
         RdmaOp::Write => SendOp::Write,
@@ -142,7 +123,8 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         let mut wr = SendWr::new(u64::from(i), opcode, mr.sge(off, args.transfer.size));
         wr.remote_addr = remote.va + off as u64;
         wr.rkey = remote.rkey;
-        qp.post_send(wr)
+        ep.qp
+            .post_send(wr)
             .with_context(|| format!("posting work request {i}"))
     };
     let start = Instant::now();
@@ -199,6 +181,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     );
     let mut local_ok = true;
     if args.transfer.op == RdmaOp::Read {
+        let mut local_buf = vec![0u8; len];
         if !mr.read(0, &mut local_buf) {
             bail!("reading back the local buffer failed");
         }
@@ -232,7 +215,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     };
 
     let steer = dev.steer_counters().ok();
-    let stats = dev.close();
+    let stats = ep.dev.close();
     if args.datapath.drop_rate > 0.0 {
         let t = &stats.transport;
         report_impairment_drops(steer);

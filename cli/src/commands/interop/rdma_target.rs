@@ -11,19 +11,16 @@ use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 
-use engine::oob::rdma_target::{
-    fill_pattern, first_mismatch, pattern, TargetAddr, Verdict, DONE_LINE,
-};
+use engine::oob::rdma_target::{first_mismatch, pattern, TargetAddr, Verdict, DONE_LINE};
 use engine::rc::Access;
-use engine::verbs::QpCaps;
 
 use crate::common::args::{reword, PeerDatapathArgs};
 use crate::common::rdma_target_exchange::{
-    connect_to_target_addr, local_target_addr, rdma_target_connect_options, read_line, RdmaOp,
-    TransferArgs, TARGET_MAX_DEST_RD_ATOMIC,
+    rdma_target_connect_options, read_line, Endpoint, RdmaOp, TransferArgs,
+    TARGET_MAX_DEST_RD_ATOMIC,
 };
 use crate::common::verbs_peer::{
-    check_mtu, device_ipv4, peer_ipv4, peer_mac, report_impairment_drops, set_drop_rate,
+    check_mtu, peer_ipv4, peer_mac, report_impairment_drops, set_drop_rate,
 };
 
 /// `roce-xdp interop rdma-target --op write|read [options]`.
@@ -65,31 +62,10 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
     }
     let len = len as usize;
 
-    let dev = args.datapath.open(1, None)?;
-    let ip = device_ipv4(&dev, &args.datapath.iface)?;
-    let q = 0;
-    let mr = dev
-        .register_memory(
-            q,
-            len,
-            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
-        )
-        .context("registering the buffer")?;
-    let mut buf = vec![0u8; len];
-    if args.transfer.op == RdmaOp::Read {
-        fill_pattern(&mut buf, 0);
-    }
-    mr.write(0, &buf);
-    let qp = dev
-        .create_qp(
-            q,
-            QpCaps {
-                max_send_wr: 1,
-                max_recv_wr: 1,
-            },
-        )
-        .context("creating the QP")?;
-    let local = local_target_addr(&qp, ip, &mr, len);
+    let access = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+    let read = args.transfer.op == RdmaOp::Read;
+    let ep = Endpoint::open(&args.datapath, len, access, read, 1)?;
+    let (dev, mr, local) = (&ep.dev, &ep.mr, &ep.addr);
 
     let listener = TcpListener::bind((Ipv4Addr::UNSPECIFIED, args.transfer.port))
         .with_context(|| format!("couldn't listen to port {}", args.transfer.port))?;
@@ -109,11 +85,11 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
         remote.qpn, remote.psn, remote.gid
     );
     let peer_ip = peer_ipv4(remote.gid, "the peer")?;
-    let mac = peer_mac(&dev, args.datapath.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
+    let mac = peer_mac(dev, args.datapath.peer_mac.as_deref(), IpAddr::V4(peer_ip))?;
     let opts =
         rdma_target_connect_options(args.transfer.mtu, local.psn, 1, TARGET_MAX_DEST_RD_ATOMIC);
-    connect_to_target_addr(&qp, &remote, mac, peer_ip, opts)?;
-    set_drop_rate(&dev, args.datapath.drop_rate)?;
+    ep.connect(&remote, mac, peer_ip, opts)?;
+    set_drop_rate(dev, args.datapath.drop_rate)?;
     writer
         .write_all(local.encode().as_bytes())
         .context("sending our address")?;
@@ -124,6 +100,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
     if line != DONE_LINE {
         bail!("the peer sent {line:?} instead of {DONE_LINE:?}");
     }
+    let mut buf = vec![0u8; len];
     if !mr.read(0, &mut buf) {
         bail!("reading back the buffer failed");
     }
@@ -145,7 +122,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
     print!("{op_name} {len} bytes: {}", verdict.encode());
 
     let steer = dev.steer_counters().ok();
-    let stats = dev.close();
+    let stats = ep.dev.close();
     if args.datapath.drop_rate > 0.0 {
         let t = &stats.transport;
         report_impairment_drops(steer);

@@ -20,7 +20,7 @@ use crate::common::perftest::conn::{listen, LineConn};
 use crate::common::perftest::kind::Kind;
 use crate::common::perftest::progress::{Goal, Progress};
 use crate::common::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
-use crate::common::perftest::session::{initial_psn, Cq, Side};
+use crate::common::perftest::session::{initial_psn, Cq, Local, Side};
 use crate::common::preflight;
 use crate::errors::UserError;
 pub use options::PerftestArgs;
@@ -219,25 +219,16 @@ fn client_session(
     } else {
         args.qps as usize
     };
-    let qps = Side::create_qps(&dp.dev, q, nqps, args.tx_depth)?;
-    let psns: Vec<u32> = (0..nqps as u32).map(initial_psn).collect();
-    let local = Hello {
-        test: kind.name().into(),
-        qps: qps
-            .iter()
-            .zip(&psns)
-            .map(|(qp, &p)| (qp.qpn(), p))
-            .collect(),
-        ip: dp.dev.ip(),
-        mac: dp.dev.mac(),
-        va: mr.addr(),
-        rkey: mr.rkey,
-        len: max,
-        mtu: args.mtu,
-        tx_depth: args.tx_depth,
+    let local = Local {
+        dev: dp.dev.clone(),
         queue: q,
+        mr,
+        half: max,
+        qps: Side::create_qps(&dp.dev, q, nqps, args.tx_depth)?,
+        psns: (0..nqps as u32).map(initial_psn).collect(),
     };
-    conn.send_hello(&local)?;
+    let hello = local.hello(kind.name(), args.mtu, args.tx_depth);
+    conn.send_hello(&hello)?;
     let remote = conn.read_hello(timeout)?;
     if remote.test != kind.name() && remote.test != "serve" {
         bail!(
@@ -260,20 +251,9 @@ fn client_session(
         .into());
     }
     let mtu = args.mtu.min(remote.mtu);
-    let mut side = Side {
-        dev: dp.dev.clone(),
-        queue: q,
-        mr,
-        qps,
-        cq: Cq::Direct(dp.dev.clone(), q),
-        half: max,
-        peer: remote.clone(),
-        stop: stop_flag()?,
-        timeout,
-        recvs: vec![0; nqps],
-    };
-    side.connect(&psns, mtu)?;
-    let info = test_info(kind, args, dp, "client", &local, &remote, mtu);
+    let cq = Cq::Direct(dp.dev.clone(), q);
+    let mut side = local.connect(remote.clone(), cq, mtu, stop_flag()?, timeout)?;
+    let info = test_info(kind, args, dp, "client", &hello, &remote, mtu);
     let mut out = Output::new(&info, args.json);
     let duration = args.run_duration();
     let iters = args.iterations(kind.is_latency());
@@ -387,40 +367,20 @@ fn server_session(
         .dev
         .register_memory(q, (2 * half) as usize, Access::ALL)?;
     let nqps = remote.qps.len();
-    let qps = Side::create_qps(&dp.dev, q, nqps, remote.tx_depth.max(args.tx_depth))?;
-    let psns: Vec<u32> = (0..nqps as u32).map(|i| initial_psn(i + 100)).collect();
-    let mtu = args.mtu.min(remote.mtu);
-    let local = Hello {
-        test: kind.name().into(),
-        qps: qps
-            .iter()
-            .zip(&psns)
-            .map(|(qp, &p)| (qp.qpn(), p))
-            .collect(),
-        ip: dp.dev.ip(),
-        mac: dp.dev.mac(),
-        va: mr.addr(),
-        rkey: mr.rkey,
-        len: half,
-        mtu,
-        tx_depth: args.tx_depth,
-        queue: q,
-    };
-    let mut side = Side {
+    let local = Local {
         dev: dp.dev.clone(),
         queue: q,
         mr,
-        qps,
-        cq: Cq::Direct(dp.dev.clone(), q),
         half,
-        peer: remote.clone(),
-        stop: stop_flag()?,
-        timeout,
-        recvs: vec![0; nqps],
+        qps: Side::create_qps(&dp.dev, q, nqps, remote.tx_depth.max(args.tx_depth))?,
+        psns: (0..nqps as u32).map(|i| initial_psn(i + 100)).collect(),
     };
-    side.connect(&psns, mtu)?;
-    conn.send_hello(&local)?;
-    let info = test_info(kind, args, dp, "server", &local, &remote, mtu);
+    let mtu = args.mtu.min(remote.mtu);
+    let hello = local.hello(kind.name(), mtu, args.tx_depth);
+    let cq = Cq::Direct(dp.dev.clone(), q);
+    let mut side = local.connect(remote.clone(), cq, mtu, stop_flag()?, timeout)?;
+    conn.send_hello(&hello)?;
+    let info = test_info(kind, args, dp, "server", &hello, &remote, mtu);
     let mut out = Output::new(&info, args.json);
     let depth = remote.tx_depth.max(1);
     loop {

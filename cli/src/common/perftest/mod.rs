@@ -1,5 +1,7 @@
-//! Shared pieces of the perftest-style tools (`write-bw`, `read-lat`, ...):
-//! options, message sizes, statistics, output and the progress bar.
+//! The perftest-style sessions, shared by the tools (`write-bw`,
+//! `read-lat`, ...; `commands/perftest/`) and `serve`: the kinds of test,
+//! the TCP connection exchange, the two sides of a test once connected,
+//! message sizes, statistics, the table / JSON output and the progress bar.
 
 pub mod bandwidth;
 pub mod conn;

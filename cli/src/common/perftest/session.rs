@@ -108,6 +108,68 @@ fn marker(i: u64) -> u8 {
     (i % 255) as u8 + 1
 }
 
+/// One side's region and QPs before it is connected: what its hello
+/// describes, and what [`Local::connect`] turns into a [`Side`].
+pub struct Local {
+    pub dev: Arc<Device>,
+    pub queue: u32,
+    /// `2 * half` bytes (see the module docs).
+    pub mr: MemoryRegion,
+    pub half: u64,
+    pub qps: Vec<QueuePair>,
+    /// The first PSN of each QP.
+    pub psns: Vec<u32>,
+}
+
+impl Local {
+    /// Our hello for the connection exchange: the test, our QPs with their
+    /// first PSNs, the device's address, and the region's landing area.
+    pub fn hello(&self, test: &str, mtu: u32, tx_depth: u32) -> Hello {
+        Hello {
+            test: test.into(),
+            qps: self
+                .qps
+                .iter()
+                .zip(&self.psns)
+                .map(|(qp, &p)| (qp.qpn(), p))
+                .collect(),
+            ip: self.dev.ip(),
+            mac: self.dev.mac(),
+            va: self.mr.addr(),
+            rkey: self.mr.rkey,
+            len: self.half,
+            mtu,
+            tx_depth,
+            queue: self.queue,
+        }
+    }
+
+    /// Connects our QPs to `peer`'s, pairwise, at path MTU `mtu`.
+    pub fn connect(
+        self,
+        peer: Hello,
+        cq: Cq,
+        mtu: u32,
+        stop: Arc<AtomicBool>,
+        timeout: Duration,
+    ) -> anyhow::Result<Side> {
+        let side = Side {
+            dev: self.dev,
+            queue: self.queue,
+            mr: self.mr,
+            recvs: vec![0; self.qps.len()],
+            qps: self.qps,
+            cq,
+            half: self.half,
+            peer,
+            stop,
+            timeout,
+        };
+        side.connect(&self.psns, mtu)?;
+        Ok(side)
+    }
+}
+
 /// Everything one side needs during the runs.
 pub struct Side {
     pub dev: Arc<Device>,
@@ -143,7 +205,7 @@ impl Side {
     }
 
     /// Connects our QPs to the peer's, pairwise.
-    pub fn connect(&self, psns: &[u32], mtu: u32) -> anyhow::Result<()> {
+    fn connect(&self, psns: &[u32], mtu: u32) -> anyhow::Result<()> {
         for (i, qp) in self.qps.iter().enumerate() {
             let (rqpn, rpsn) = self.peer.qps[i];
             qp.connect(
