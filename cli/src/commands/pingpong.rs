@@ -28,7 +28,8 @@ use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
 use crate::common::args::{reword, PeerDatapathArgs};
 use crate::common::verbs_peer::{
-    connect_with_retry, peer_mac, random_psn, report_impairment_drops, set_drop_rate, wc_status_str,
+    close_datapath, connect_with_retry, peer_mac, random_psn, set_drop_rate, wc_status_str,
+    Recovery,
 };
 
 /// `roce-xdp pingpong [options] [SERVER]`: options as `ibv_rc_pingpong`.
@@ -359,29 +360,10 @@ impl PingpongQp {
         }
     }
 
-    /// Stops the datapath; with `report_recovery`, prints what the drop
-    /// impairment did and how the transport recovered (stderr, so stdout
-    /// stays identical to ibv_rc_pingpong's).
-    fn close(self, report_recovery: bool) {
-        let steer = self.dev.steer_counters().ok();
-        let stats = self.dev.close();
-        let t = &stats.transport;
-        tracing::info!(?stats.transport, "datapath closed");
-        if report_recovery {
-            report_impairment_drops(steer);
-            eprintln!(
-                "roce-xdp: recovery: responder out_of_seq_request {} duplicate_request {} \
-                 naks_sent {}; requester rcvd_seq_err {} timeouts {} retransmitted_packets {} \
-                 duplicate_response {}",
-                t.out_of_seq_request,
-                t.duplicate_request,
-                t.naks_sent,
-                t.rcvd_seq_err,
-                t.timeouts,
-                t.retransmitted_packets,
-                t.duplicate_response
-            );
-        }
+    /// Stops the datapath; after a run with `--drop-rate`, prints what the
+    /// impairment did and how the transport recovered.
+    fn close(self) {
+        close_datapath(self.dev, self.drop_rate, Recovery::Both);
     }
 }
 
@@ -461,7 +443,7 @@ pub fn run(args: PingpongArgs) -> Result<()> {
     for line in report_lines(args.size, args.iters, elapsed_usec) {
         println!("{line}");
     }
-    dp.close(args.datapath.drop_rate > 0.0);
+    dp.close();
     Ok(())
 }
 

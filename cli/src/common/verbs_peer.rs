@@ -10,7 +10,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use engine::loader::{Impairment, SteerCounters};
+use engine::loader::Impairment;
 use engine::oob::pingpong::is_valid_mtu;
 use engine::oob::Gid;
 use engine::rc::WcStatus;
@@ -66,8 +66,24 @@ pub fn set_drop_rate(dev: &Device, drop_rate: f64) -> Result<()> {
     Ok(())
 }
 
-/// Prints to stderr how many received RoCE frames the impairment dropped.
-pub fn report_impairment_drops(steer: Option<SteerCounters>) {
+/// Which side's recovery counters [`close_datapath`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    Requester,
+    Responder,
+    Both,
+}
+
+/// Stops the datapath. After a run with the `--drop-rate` impairment,
+/// prints to stderr (stdout stays the peer tool's format) how many
+/// received RoCE frames it dropped and how the transport recovered.
+pub fn close_datapath(dev: Device, drop_rate: f64, recovery: Recovery) {
+    let steer = dev.steer_counters().ok();
+    let stats = dev.close();
+    tracing::info!(?stats.transport, "datapath closed");
+    if drop_rate <= 0.0 {
+        return;
+    }
     if let Some(sc) = steer {
         eprintln!(
             "roce-xdp: XDP drop impairment: {} of {} received RoCE frames dropped",
@@ -75,6 +91,21 @@ pub fn report_impairment_drops(steer: Option<SteerCounters>) {
             sc.dropped_impairment + sc.redirected
         );
     }
+    let t = &stats.transport;
+    let responder = format!(
+        "responder out_of_seq_request {} duplicate_request {} naks_sent {}",
+        t.out_of_seq_request, t.duplicate_request, t.naks_sent
+    );
+    let requester = format!(
+        "requester rcvd_seq_err {} timeouts {} retransmitted_packets {} duplicate_response {}",
+        t.rcvd_seq_err, t.timeouts, t.retransmitted_packets, t.duplicate_response
+    );
+    let counters = match recovery {
+        Recovery::Requester => requester,
+        Recovery::Responder => responder,
+        Recovery::Both => format!("{responder}; {requester}"),
+    };
+    eprintln!("roce-xdp: recovery: {counters}");
 }
 
 /// Connects to `host:port`, retrying for `retry`; `peer_program` names what

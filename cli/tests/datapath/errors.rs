@@ -26,7 +26,7 @@ fn assert_user_error(out: &Output, needles: &[&str]) {
 #[test]
 fn usage_mistakes() {
     // No namespace or privilege needed: options are checked first.
-    let run = |args: &[&str]| Command::new(bin()).args(args).output().unwrap();
+    let run = roce_xdp;
     assert_user_error(
         &run(&["write-bw", "--iface", "lo", "-m", "1500"]),
         &["256, 512, 1024, 2048, 4096"],

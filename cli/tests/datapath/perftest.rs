@@ -254,10 +254,7 @@ fn pcap_capture_is_readable_by_decode_and_tshark() {
         text(&out.stderr)
     );
     // 20 messages of 2 KiB at PMTU 1024 = 40 WRITE packets at least.
-    let dec = std::process::Command::new(bin())
-        .args(["decode", pcap.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let dec = roce_xdp(&["decode", pcap.to_str().unwrap()]);
     assert!(dec.status.success(), "{}", text(&dec.stderr));
     let d = text(&dec.stdout);
     assert!(d.matches("WRITE").count() >= 40, "{d}");

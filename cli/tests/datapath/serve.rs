@@ -15,40 +15,24 @@ fn serve_stats_and_sigint_during_a_transfer() {
     let _g = serial();
     let net = Net::new(1500);
     let b = &net.pair.b;
-    let serve = net
-        .cmd(
-            &b.netns,
-            &[
-                "serve", "--iface", &b.ifname, "--queues", "0", "--region", "1M",
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let serve = net.server(&[
+        "serve", "--iface", &b.ifname, "--queues", "0", "--region", "1M",
+    ]);
     net.wait_listening(18515);
     net.wait_engine();
     let ip = net.server_ip();
 
     // On-demand capture of the running engine's frames.
     let pcap = net.run_dir.join("serve.pcap");
-    let capture = net
-        .cmd(
-            &b.netns,
-            &[
-                "capture",
-                "--iface",
-                &b.ifname,
-                "-w",
-                pcap.to_str().unwrap(),
-                "-c",
-                "40",
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let capture = net.server(&[
+        "capture",
+        "--iface",
+        &b.ifname,
+        "-w",
+        pcap.to_str().unwrap(),
+        "-c",
+        "40",
+    ]);
     std::thread::sleep(Duration::from_millis(500));
 
     // Finished runs of three tools against the same server.
@@ -63,10 +47,7 @@ fn serve_stats_and_sigint_during_a_transfer() {
         "{}",
         text(&cap.stderr)
     );
-    let dec = std::process::Command::new(bin())
-        .args(["decode", pcap.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let dec = roce_xdp(&["decode", pcap.to_str().unwrap()]);
     assert!(dec.status.success(), "{}", text(&dec.stderr));
     let d = text(&dec.stdout);
     assert!(
@@ -226,17 +207,9 @@ fn serve_two_queues_pinned() {
     let _g = serial();
     let net = Net::with_queues(1500, 2);
     let b = &net.pair.b;
-    let serve = net
-        .cmd(
-            &b.netns,
-            &[
-                "serve", "--iface", &b.ifname, "--queues", "0-1", "--cores", "0-1", "--json",
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let serve = net.server(&[
+        "serve", "--iface", &b.ifname, "--queues", "0-1", "--cores", "0-1", "--json",
+    ]);
     net.wait_listening(18515);
     net.wait_engine();
     let ip = net.server_ip();

@@ -15,6 +15,14 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_roce-xdp")
 }
 
+/// `roce-xdp ARGS` in this namespace, to completion.
+pub fn roce_xdp(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("running roce-xdp")
+}
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Held by every test that runs engines.

@@ -23,8 +23,8 @@ use crate::common::rdma_target_exchange::{
     TARGET_MAX_DEST_RD_ATOMIC,
 };
 use crate::common::verbs_peer::{
-    check_mtu, connect_with_retry, peer_ipv4, peer_mac, report_impairment_drops, set_drop_rate,
-    wc_status_str,
+    check_mtu, close_datapath, connect_with_retry, peer_ipv4, peer_mac, set_drop_rate,
+    wc_status_str, Recovery,
 };
 
 /// `roce-xdp interop rdma-client --op write|read [options] TARGET`.
@@ -214,17 +214,7 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
         }
     };
 
-    let steer = dev.steer_counters().ok();
-    let stats = ep.dev.close();
-    if args.datapath.drop_rate > 0.0 {
-        let t = &stats.transport;
-        report_impairment_drops(steer);
-        eprintln!(
-            "roce-xdp: recovery: requester rcvd_seq_err {} timeouts {} retransmitted_packets {} \
-             duplicate_response {}",
-            t.rcvd_seq_err, t.timeouts, t.retransmitted_packets, t.duplicate_response
-        );
-    }
+    close_datapath(ep.dev, args.datapath.drop_rate, Recovery::Requester);
     if !(local_ok && target_ok) {
         bail!("data verification failed");
     }

@@ -20,7 +20,7 @@ use crate::common::rdma_target_exchange::{
     TARGET_MAX_DEST_RD_ATOMIC,
 };
 use crate::common::verbs_peer::{
-    check_mtu, peer_ipv4, peer_mac, report_impairment_drops, set_drop_rate,
+    check_mtu, close_datapath, peer_ipv4, peer_mac, set_drop_rate, Recovery,
 };
 
 /// `roce-xdp interop rdma-target --op write|read [options]`.
@@ -121,16 +121,7 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
     };
     print!("{op_name} {len} bytes: {}", verdict.encode());
 
-    let steer = dev.steer_counters().ok();
-    let stats = ep.dev.close();
-    if args.datapath.drop_rate > 0.0 {
-        let t = &stats.transport;
-        report_impairment_drops(steer);
-        eprintln!(
-            "roce-xdp: recovery: responder out_of_seq_request {} duplicate_request {} naks_sent {}",
-            t.out_of_seq_request, t.duplicate_request, t.naks_sent
-        );
-    }
+    close_datapath(ep.dev, args.datapath.drop_rate, Recovery::Responder);
     if !matches!(verdict, Verdict::Ok { .. }) {
         bail!("data verification failed");
     }
