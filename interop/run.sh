@@ -12,12 +12,12 @@
 #   MODE=native               XDP attach mode for the engine (native|generic|auto)
 #   LOSS_SIZES="4096 65536"   sizes also run with the engine dropping LOSS_RATE
 #   LOSS_RATE=0.05            of its received RoCE frames (go-back-N; "" = skip)
-#   RDMA_OPS="write read"     RDMA WRITE / READ runs: roce-xdp rdma-client against
+#   RDMA_OPS="write read"     RDMA WRITE / READ runs: roce-xdp interop rdma-client against
 #   RDMA_SIZES="4096 65536"   interop/peer/rdma_target (ours, libibverbs) on rxe,
 #                             ITERS requests of each size, bytes verified both ends
 #   RDMA_LOSS_SIZES=65536     sizes also run with the engine dropping LOSS_RATE
 #                             ("" = skip); RDMA runs need gcc + libibverbs-dev here
-#   RDMA_DIRS="engine-client engine-target"   engine-target: roce-xdp rdma-target,
+#   RDMA_DIRS="engine-client engine-target"   engine-target: roce-xdp interop rdma-target,
 #                             rdma_target -c on rxe WRITEs / READs the engine's buffer
 #   PEER=engine               engine | vm: "vm" puts a second rxe VM where the
 #                             engine would be (self-test of this harness)
@@ -250,10 +250,10 @@ if [ "$PEER" = engine ]; then
     done
 fi
 
-# RDMA WRITE / READ: the engine (roce-xdp rdma-client) WRITEs into or READs
+# RDMA WRITE / READ: the engine (roce-xdp interop rdma-client) WRITEs into or READs
 # from rdma_target's buffer on rxe, ITERS requests of SIZE bytes; both ends
 # check every byte. engine-target: the other way round (roce-xdp
-# rdma-target; rdma_target -c on rxe is the requester). With a drop rate, the engine's XDP program drops that
+# interop rdma-target; rdma_target -c on rxe is the requester). With a drop rate, the engine's XDP program drops that
 # fraction of the RoCE frames it receives (ACKs, READ responses) for the
 # whole transfer: the exchange ends with a TCP handshake, so no side exits
 # while the other still waits for an ACK.
@@ -264,7 +264,7 @@ rdma_case() {   # rdma_case DIRECTION OP SIZE [DROP_RATE]; DIRECTION = engine-cl
     if [ $dir = engine-client ]; then
         id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -o $op -s $size -n $ITERS -m $MTU -g 1")
         if vm_listening vm1; then
-            timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" rdma-client $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
+            timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" interop rdma-client $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
                 ${drop:+--drop-rate $drop} $VM_IP > "$base.engine.log" 2>&1 || erc=$?
         else
             erc=98
@@ -272,7 +272,7 @@ rdma_case() {   # rdma_case DIRECTION OP SIZE [DROP_RATE]; DIRECTION = engine-cl
         [ $erc = 0 ] || vm_abort vm1
         vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
     else
-        timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" rdma-target $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
+        timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" interop rdma-target $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
             ${drop:+--drop-rate $drop} > "$base.engine.log" 2>&1 &
         job=$!
         BG_PIDS+=($job)
@@ -358,7 +358,7 @@ echo "      VM image $VM_IMAGE (interop/vm/build-image.sh, $(sed -n 's/^built //
 if [ "$PEER" = vm ]; then
     echo "other side: vm2 $ENG_IP running ibv_rc_pingpong (PEER=vm harness self-test, not the engine)"
 else
-    echo "other side: roce-xdp pingpong / rdma-client / rdma-target on $ENG_IF $ENG_IP (XDP $MODE), $($ROCE_XDP --version 2>/dev/null)"
+    echo "other side: roce-xdp pingpong / interop rdma-client / interop rdma-target on $ENG_IF $ENG_IP (XDP $MODE), $($ROCE_XDP --version 2>/dev/null)"
 fi
 for r in "${RESULTS[@]}"; do echo "  $r"; done
 echo "runs: $(( RUNS - FAILED ))/$RUNS passed"

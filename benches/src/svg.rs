@@ -1,6 +1,8 @@
 //! A small SVG line-chart writer: logarithmic x axis (base 2, message
-//! size), linear y axis from zero, one polyline per series, a legend.
-//! Enough for the goodput-versus-message-size picture in the README.
+//! size) or linear (time), linear y axis from zero, one polyline per
+//! series, a legend; charts can be stacked into one document. Enough for
+//! the goodput-versus-message-size picture in the README and for
+//! `roce-xdp plot` (rates and queue depth over time).
 
 use std::fmt::Write;
 
@@ -16,7 +18,20 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// A chart with a log-2 x axis.
+/// How the x axis maps values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XScale {
+    /// Base-2 logarithmic, ticks at powers of two; x must be > 0. Every
+    /// point is marked (a few measured points per series).
+    #[default]
+    Log2,
+    /// Linear from 0, ticks at 1, 2 or 5 times a power of ten; lines only,
+    /// no point markers (sampled time series).
+    Linear,
+}
+
+/// A chart with a log-2 x axis ([`LineChart::to_svg`]) or a linear one
+/// ([`LineChart::to_svg_with`]).
 #[derive(Debug, Clone)]
 pub struct LineChart {
     pub title: String,
@@ -27,8 +42,9 @@ pub struct LineChart {
     pub x_tick: fn(f64) -> String,
 }
 
-const W: f64 = 760.0;
-const H: f64 = 440.0;
+/// Width and height of one chart.
+pub const W: f64 = 760.0;
+pub const H: f64 = 440.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 190.0;
 const TOP: f64 = 40.0;
@@ -60,19 +76,34 @@ fn nice_step(max: f64, target: f64) -> f64 {
 }
 
 impl LineChart {
-    /// Renders the chart as a standalone SVG document.
+    /// Renders the chart, log-2 x axis, as a standalone SVG document.
     pub fn to_svg(&self) -> String {
+        self.to_svg_with(XScale::Log2)
+    }
+
+    /// Renders the chart with the given x axis as a standalone SVG
+    /// document ([`W`] x [`H`]).
+    pub fn to_svg_with(&self, scale: XScale) -> String {
+        let linear = scale == XScale::Linear;
+        let drawn =
+            |x: f64, y: f64| (if linear { x.is_finite() } else { x > 0.0 }) && y.is_finite();
         let pts = || {
             self.series
                 .iter()
                 .flat_map(|s| s.points.iter())
-                .filter(|(x, y)| *x > 0.0 && y.is_finite())
+                .filter(|(x, y)| drawn(*x, *y))
         };
         let (mut xmin, mut xmax) = pts().fold((f64::INFINITY, 0f64), |(lo, hi), (x, _)| {
             (lo.min(*x), hi.max(*x))
         });
         if !xmin.is_finite() {
             (xmin, xmax) = (1.0, 2.0);
+        }
+        if linear {
+            xmin = 0.0;
+            if xmax <= 0.0 {
+                xmax = 1.0;
+            }
         }
         if xmax <= xmin {
             xmax = xmin * 2.0;
@@ -83,7 +114,13 @@ impl LineChart {
         let (lx0, lx1) = (xmin.log2(), xmax.log2());
         let pw = W - LEFT - RIGHT;
         let ph = H - TOP - BOTTOM;
-        let sx = |x: f64| LEFT + (x.log2() - lx0) / (lx1 - lx0) * pw;
+        let sx = |x: f64| {
+            if linear {
+                LEFT + x / xmax * pw
+            } else {
+                LEFT + (x.log2() - lx0) / (lx1 - lx0) * pw
+            }
+        };
         let sy = |y: f64| TOP + ph - (y / ymax) * ph;
 
         let mut o = String::new();
@@ -112,19 +149,28 @@ impl LineChart {
             );
             y += step;
         }
-        // X ticks at powers of two, labelled every other power if crowded.
-        let first = lx0.ceil() as i32;
-        let last = lx1.floor() as i32;
-        let every = if last - first > 10 { 2 } else { 1 };
-        for e in first..=last {
-            let x = 2f64.powi(e);
+        // X ticks at powers of two, labelled every other power if crowded
+        // (log axis), or at nice steps (linear axis).
+        let ticks: Vec<f64> = if linear {
+            let step = nice_step(xmax, 8.0);
+            (0..)
+                .map(|i| f64::from(i) * step)
+                .take_while(|x| *x <= xmax * (1.0 + 1e-9))
+                .collect()
+        } else {
+            (lx0.ceil() as i32..=lx1.floor() as i32)
+                .map(|e| 2f64.powi(e))
+                .collect()
+        };
+        let every = if !linear && ticks.len() > 11 { 2 } else { 1 };
+        for (i, &x) in ticks.iter().enumerate() {
             let px = sx(x);
             let _ = writeln!(
                 o,
                 r##"<line x1="{px:.1}" y1="{TOP}" x2="{px:.1}" y2="{:.1}" stroke="#eee"/>"##,
                 TOP + ph
             );
-            if (e - first) % every == 0 {
+            if i % every == 0 {
                 let _ = writeln!(
                     o,
                     r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
@@ -158,7 +204,7 @@ impl LineChart {
                 .points
                 .iter()
                 .copied()
-                .filter(|(x, y)| *x > 0.0 && y.is_finite())
+                .filter(|(x, y)| drawn(*x, *y))
                 .collect();
             p.sort_by(|a, b| a.0.total_cmp(&b.0));
             let dash = if s.dashed {
@@ -177,7 +223,7 @@ impl LineChart {
                     esc(&s.color),
                     path.join(" ")
                 );
-                for (x, y) in &p {
+                for (x, y) in p.iter().filter(|_| !linear) {
                     let _ = writeln!(
                         o,
                         r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"/>"#,
@@ -203,6 +249,24 @@ impl LineChart {
         o.push_str("</svg>\n");
         o
     }
+}
+
+/// Stacks charts rendered by [`LineChart::to_svg_with`] one above the
+/// other into one SVG document.
+pub fn stack(charts: &[String]) -> String {
+    let h = H * charts.len() as f64;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}">"#
+    );
+    for (i, chart) in charts.iter().enumerate() {
+        let _ = writeln!(o, r#"<g transform="translate(0,{})">"#, H * i as f64);
+        o.push_str(chart);
+        o.push_str("</g>\n");
+    }
+    o.push_str("</svg>\n");
+    o
 }
 
 fn trim_num(v: f64) -> String {
@@ -258,6 +322,37 @@ mod tests {
         assert!(svg.contains(&format!("cx=\"{:.1}\"", W - RIGHT)));
         // y axis: 9.5 -> nice max 10, so y=0 sits on the bottom edge.
         assert!(svg.contains(&format!("y1=\"{:.1}\"", H - BOTTOM)));
+    }
+
+    #[test]
+    fn linear_axis_starts_at_zero_without_markers() {
+        let mut c = chart();
+        c.series[0].points = vec![(0.0, 1.0), (50.0, 4.0), (100.0, 2.0)];
+        let svg = c.to_svg_with(XScale::Linear);
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        assert_eq!(svg.matches("<circle").count(), 0);
+        // x = 0 on the left edge, the largest x on the right edge; ticks
+        // every 20 (nice_step(100, 8)).
+        assert!(svg.contains(&format!("points=\"{:.1},", LEFT)));
+        assert!(svg.contains(&format!("{:.1},", W - RIGHT)));
+        for t in ["0", "20", "40", "60", "80", "100"] {
+            assert!(
+                svg.contains(&format!(r#"text-anchor="middle">{t}</text>"#)),
+                "{t}"
+            );
+        }
+        assert!(!svg.contains(r#"text-anchor="middle">120</text>"#));
+    }
+
+    #[test]
+    fn stacked_charts_share_one_document() {
+        let one = chart().to_svg();
+        let both = stack(&[one.clone(), one]);
+        assert!(both.starts_with("<svg "));
+        assert!(both.contains(&format!("height=\"{}\"", 2.0 * H)));
+        assert_eq!(both.matches("<svg ").count(), 3);
+        assert_eq!(both.matches("</svg>").count(), 3);
+        assert!(both.contains(&format!("translate(0,{H})")));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use engine::io::XskError;
 use engine::nic::LoaderError;
 use engine::verbs::DeviceError;
 
-use crate::privileges::Capability;
+use crate::common::privileges::Capability;
 
 /// Exit code for errors the user can act on (like clap's usage errors).
 pub const USER_ERROR_EXIT: i32 = 2;

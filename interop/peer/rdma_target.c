@@ -3,7 +3,7 @@
  * test on a stock libibverbs device (Soft-RoCE rxe in the test VM).
  *
  * It exposes one registered buffer of SIZE * ITERS bytes and lets the peer
- * (`roce-xdp rdma-client`) WRITE into it or READ from it; it posts no work
+ * (`roce-xdp interop rdma-client`) WRITE into it or READ from it; it posts no work
  * requests itself. Written for roce-xdp (interop/README.md); the exchange is
  * defined in engine/src/oob/rdma_target.rs:
  *
@@ -18,7 +18,7 @@
  * the end); -o write: it starts zeroed and must hold the pattern at the end.
  *
  * With -c HOST the roles swap: this program is the active side (it WRITEs
- * into / READs from the buffer of `roce-xdp rdma-target` on HOST, ITERS
+ * into / READs from the buffer of `roce-xdp interop rdma-target` on HOST, ITERS
  * requests of SIZE bytes, up to 16 in flight, request i at offset i * SIZE),
  * sends the first address line and "done", and reads the verdict; for READ
  * it also checks what it read.

@@ -1,5 +1,5 @@
 //! The connection exchange of roce-xdp's RDMA WRITE / READ interop test
-//! against a stock libibverbs device: `roce-xdp rdma-client` (the active
+//! against a stock libibverbs device: `roce-xdp interop rdma-client` (the active
 //! side, on the engine) and `interop/peer/rdma_target.c` (the passive side,
 //! our own small libibverbs program run on Soft-RoCE in the test VM).
 //!

@@ -1,4 +1,4 @@
-//! RDMA WRITE and READ between the engine (`roce-xdp rdma-client`,
+//! RDMA WRITE and READ between the engine (`roce-xdp interop rdma-client`,
 //! 10.99.0.2) and Linux Soft-RoCE (rxe, 10.99.0.11, running
 //! `interop/peer/rdma_target`), captured on the bridge by `interop/run.sh`
 //! (see interop/README.md, "RDMA WRITE and READ against rxe"):

@@ -1,6 +1,6 @@
 //! The engine as RDMA WRITE / READ target of Linux Soft-RoCE: rxe
 //! (10.99.0.11, `interop/peer/rdma_target -c`) WRITEs into and READs from the
-//! buffer of `roce-xdp rdma-target` (10.99.0.2), captured on the bridge by
+//! buffer of `roce-xdp interop rdma-target` (10.99.0.2), captured on the bridge by
 //! `interop/run.sh` (interop/README.md): `RDMA_DIRS=engine-target SIZES=" "
 //! LOSS_SIZES=" " RDMA_SIZES=4096 RDMA_LOSS_SIZES=8192 LOSS_RATE=0.1
 //! ITERS=5`: WRITE 5 x 4096, WRITE 5 x 8192 with the engine's XDP dropping

@@ -1,0 +1,13 @@
+//! The perftest-style sessions, shared by the tools (`write-bw`,
+//! `read-lat`, ...; `commands/perftest/`) and `serve`: the kinds of test,
+//! the TCP connection exchange, the two sides of a test once connected,
+//! message sizes, statistics, the table / JSON output and the progress bar.
+
+pub mod bandwidth;
+pub mod conn;
+pub mod kind;
+pub mod latency;
+pub mod progress;
+pub mod report;
+pub mod session;
+pub mod sizes;

@@ -1,0 +1,243 @@
+//! The stats channel's document (engine::stats JSON) as the CLI reads it
+//! back: per-queue counters and QP rates, their totals and per-second
+//! rates, rendered as the table of `roce-xdp stats` (and of `serve`'s final
+//! counters) or as their JSON document.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One queue in the engine's snapshot.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct QueueStats {
+    pub queue: u32,
+    pub core: Option<usize>,
+    /// In the engine's display order (serde_json preserves it).
+    pub counters: Map<String, Value>,
+    /// Current DCQCN rate of each QP, Gb/s, by QP number (absent from
+    /// engines that predate it).
+    #[serde(default)]
+    pub qp_rates_gbps: Map<String, Value>,
+}
+
+/// The engine's snapshot (engine::stats JSON, schema 1).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct Snapshot {
+    pub schema_version: u32,
+    pub iface: String,
+    pub pid: u32,
+    pub uptime_ns: u64,
+    pub xdp_mode: String,
+    pub zero_copy: bool,
+    pub xdp: Map<String, Value>,
+    pub queues: Vec<QueueStats>,
+}
+
+fn as_u64(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+impl Snapshot {
+    /// Counter names, in order of first appearance over the queues.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for q in &self.queues {
+            for k in q.counters.keys() {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
+            }
+        }
+        names
+    }
+
+    /// Sum over queues of every counter.
+    pub fn totals(&self) -> Vec<(String, u64)> {
+        self.names()
+            .into_iter()
+            .map(|n| {
+                let sum = self
+                    .queues
+                    .iter()
+                    .map(|q| q.counters.get(&n).map(as_u64).unwrap_or(0))
+                    .sum();
+                (n, sum)
+            })
+            .collect()
+    }
+}
+
+/// Per-second rates of the totals and of the XDP counters.
+pub type Rates<'a> = (&'a [(String, f64)], &'a [(String, f64)]);
+
+/// Per-second rates between two snapshots.
+pub fn rates(prev: &[(String, u64)], cur: &[(String, u64)], secs: f64) -> Vec<(String, f64)> {
+    cur.iter()
+        .map(|(n, v)| {
+            let p = prev
+                .iter()
+                .find(|(pn, _)| pn == n)
+                .map(|x| x.1)
+                .unwrap_or(0);
+            (n.clone(), v.saturating_sub(p) as f64 / secs)
+        })
+        .collect()
+}
+
+pub fn xdp_pairs(s: &Snapshot) -> Vec<(String, u64)> {
+    s.xdp.iter().map(|(k, v)| (k.clone(), as_u64(v))).collect()
+}
+
+/// Renders the human table; `rates` are (totals, xdp) per second.
+pub fn render(s: &Snapshot, rates: Option<Rates<'_>>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "roce-xdp on {}: pid {}, up {:.1} s, XDP {}{}, {} queue(s)",
+        s.iface,
+        s.pid,
+        s.uptime_ns as f64 / 1e9,
+        s.xdp_mode,
+        if s.zero_copy { " zero-copy" } else { " copy" },
+        s.queues.len()
+    );
+    let names = s.names();
+    let w = names
+        .iter()
+        .chain(s.xdp.keys())
+        .map(|n| n.len())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let mut header = format!("{:<w$}", "counter");
+    for q in &s.queues {
+        let _ = write!(header, " {:>14}", format!("q{}", q.queue));
+    }
+    let _ = write!(header, " {:>14}", "total");
+    if rates.is_some() {
+        let _ = write!(header, " {:>14}", "rate/s");
+    }
+    let _ = writeln!(out, "{header}");
+    for (i, (name, total)) in s.totals().iter().enumerate() {
+        let mut line = format!("{name:<w$}");
+        for q in &s.queues {
+            let v = q.counters.get(name).map(as_u64).unwrap_or(0);
+            let _ = write!(line, " {v:>14}");
+        }
+        let _ = write!(line, " {total:>14}");
+        if let Some((r, _)) = rates {
+            let _ = write!(line, " {:>14.1}", r.get(i).map(|x| x.1).unwrap_or(0.0));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out, "XDP program");
+    for (i, (name, v)) in xdp_pairs(s).iter().enumerate() {
+        let mut line = format!("{name:<w$} {v:>14}");
+        if let Some((_, r)) = rates {
+            let _ = write!(line, " {:>14.1}", r.get(i).map(|x| x.1).unwrap_or(0.0));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    render_qp_rates(&mut out, s);
+    out
+}
+
+/// The per-QP rate table (nothing when no queue has a QP).
+fn render_qp_rates(out: &mut String, s: &Snapshot) {
+    use std::fmt::Write as _;
+    if s.queues.iter().all(|q| q.qp_rates_gbps.is_empty()) {
+        return;
+    }
+    let _ = writeln!(out, "DCQCN rate per QP");
+    let _ = writeln!(out, "{:<6} {:>8} {:>14}", "queue", "QP", "rate (Gb/s)");
+    for q in &s.queues {
+        for (qpn, rate) in &q.qp_rates_gbps {
+            let rate = match rate.as_f64() {
+                Some(r) => format!("{r:.3}"),
+                None => "-".into(),
+            };
+            let _ = writeln!(out, "{:<6} {qpn:>8} {rate:>14}", format!("q{}", q.queue));
+        }
+    }
+}
+
+/// The `--json` document: the snapshot plus totals (and rates when watching).
+pub fn json_document(s: &Snapshot, rates: Option<Rates<'_>>) -> Value {
+    let mut v = serde_json::to_value(s).expect("snapshot serialises");
+    let totals: Map<String, Value> = s.totals().into_iter().map(|(k, n)| (k, n.into())).collect();
+    v["totals"] = Value::Object(totals);
+    if let Some((t, x)) = rates {
+        let m = |r: &[(String, f64)]| -> Value {
+            Value::Object(r.iter().map(|(k, n)| (k.clone(), (*n).into())).collect())
+        };
+        v["rates_per_sec"] = serde_json::json!({ "totals": m(t), "xdp": m(x) });
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_engine_snapshot() {
+        let eng = engine::stats::Snapshot {
+            iface: "v0".into(),
+            pid: 1,
+            uptime_ns: 2_000_000_000,
+            xdp_mode: "generic".into(),
+            zero_copy: false,
+            xdp: vec![("seen".into(), 10), ("redirected".into(), 9)],
+            queues: vec![
+                engine::stats::QueueSnapshot {
+                    queue: 0,
+                    core: Some(1),
+                    counters: vec![("sent_pkts".into(), 5), ("rcvd_pkts".into(), 1)],
+                    qp_rates: vec![(17, 100e9), (18, 12.5e9)],
+                },
+                engine::stats::QueueSnapshot {
+                    queue: 1,
+                    core: None,
+                    counters: vec![("sent_pkts".into(), 7), ("rcvd_pkts".into(), 2)],
+                    qp_rates: Vec::new(),
+                },
+            ],
+        };
+        let s: Snapshot = serde_json::from_str(&eng.to_json()).unwrap();
+        assert_eq!(
+            s.totals(),
+            vec![("sent_pkts".to_string(), 12), ("rcvd_pkts".to_string(), 3)]
+        );
+        let text = render(&s, None);
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["sent_pkts", "5", "7", "12"]),
+            "{text}"
+        );
+        assert!(text.contains("redirected"));
+        let r = rates(&[("a".into(), 10)], &[("a".into(), 30)], 2.0);
+        assert_eq!(r[0].1, 10.0);
+        let j = json_document(&s, None);
+        assert_eq!(j["totals"]["sent_pkts"], 12);
+        // Per-QP rates: in the JSON per queue, and as a table.
+        assert_eq!(j["queues"][0]["qp_rates_gbps"]["17"], 100.0);
+        assert_eq!(j["queues"][0]["qp_rates_gbps"]["18"], 12.5);
+        assert_eq!(j["queues"][1]["qp_rates_gbps"], serde_json::json!({}));
+        assert!(text.contains("rate (Gb/s)"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["q0", "18", "12.500"]),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn reads_documents_without_qp_rates() {
+        let old = r#"{"schema_version":1,"iface":"v0","pid":1,"uptime_ns":1,
+            "xdp_mode":"native","zero_copy":false,"xdp":{},
+            "queues":[{"queue":0,"core":null,"counters":{"sent_pkts":1}}]}"#;
+        let s: Snapshot = serde_json::from_str(old).unwrap();
+        assert!(s.queues[0].qp_rates_gbps.is_empty());
+        assert!(!render(&s, None).contains("rate (Gb/s)"));
+    }
+}

@@ -1,0 +1,14 @@
+//! The commands that attach engines to interfaces, run on the binary
+//! between network namespaces the tests create (veth pairs): the
+//! perftest-style tools, `serve` with `stats` and `capture`, the error
+//! messages of the datapath, and the benchmark harness's smoke run.
+//!
+//! Every test that needs root (namespaces, XDP, AF_XDP) is
+//! `#[ignore = "needs root"]`: run them as root with
+//! `cargo test -- --include-ignored`; without root they fail saying so.
+
+mod bench;
+mod errors;
+mod perftest;
+mod serve;
+mod support;

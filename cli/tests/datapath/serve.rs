@@ -1,0 +1,252 @@
+//! `roce-xdp serve`: clients run the perftest-style tools against it,
+//! `roce-xdp stats` reads its counters through the stats channel, and
+//! SIGINT during a transfer ends it cleanly: exit 0, final counters
+//! printed, nothing left attached, the stats socket removed.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::*;
+
+#[test]
+#[ignore = "needs root"]
+fn serve_stats_and_sigint_during_a_transfer() {
+    require_root();
+    let _g = serial();
+    let net = Net::new(1500);
+    let b = &net.pair.b;
+    let serve = net.server(&[
+        "serve", "--iface", &b.ifname, "--queues", "0", "--region", "1M",
+    ]);
+    net.wait_listening(18515);
+    net.wait_engine();
+    let ip = net.server_ip();
+
+    // On-demand capture of the running engine's frames.
+    let pcap = net.run_dir.join("serve.pcap");
+    let capture = net.server(&[
+        "capture",
+        "--iface",
+        &b.ifname,
+        "-w",
+        pcap.to_str().unwrap(),
+        "-c",
+        "40",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+
+    // Finished runs of three tools against the same server.
+    for tool in ["write-bw", "read-lat", "send-bw", "atomic-lat"] {
+        let out = net.client(&[tool, &ip, "-n", "50", "-s", "4096"]);
+        assert!(out.status.success(), "{tool}: {}", text(&out.stderr));
+    }
+    let cap = wait_output(capture, Duration::from_secs(30));
+    assert!(cap.status.success(), "{}", text(&cap.stderr));
+    assert!(
+        text(&cap.stderr).contains("captured 40 frames"),
+        "{}",
+        text(&cap.stderr)
+    );
+    let dec = roce_xdp(&["decode", pcap.to_str().unwrap()]);
+    assert!(dec.status.success(), "{}", text(&dec.stderr));
+    let d = text(&dec.stdout);
+    assert!(
+        d.contains("RDMA_WRITE_FIRST") && d.contains("icrc ok"),
+        "{d}"
+    );
+    assert_eq!(d.lines().filter(|l| l.starts_with('#')).count(), 40, "{d}");
+
+    // Messages larger than the region are refused with a reason.
+    let out = net.client(&["write-bw", &ip, "-n", "5", "-s", "2M"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("region holds 1048576 bytes"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Stats through the channel: by name, per queue and totalled.
+    let st = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+        .output()
+        .unwrap();
+    assert!(st.status.success(), "{}", text(&st.stderr));
+    let v: serde_json::Value = serde_json::from_str(&text(&st.stdout)).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["iface"], b.ifname.as_str());
+    assert!(
+        v["queues"][0]["counters"]["rcvd_pkts"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    assert!(v["totals"]["sent_pkts"].as_u64().unwrap() > 0, "{v}");
+    assert!(v["xdp"]["redirected"].as_u64().unwrap() > 0, "{v}");
+    let st = net
+        .cmd(
+            &b.netns,
+            &["stats", "--iface", &b.ifname, "--watch", "--count", "2"],
+        )
+        .output()
+        .unwrap();
+    let t = text(&st.stdout);
+    assert!(st.status.success(), "{}", text(&st.stderr));
+    assert_eq!(t.matches("rate/s").count(), 2, "{t}");
+    assert!(t.lines().any(|l| l.starts_with("rcvd_pkts")), "{t}");
+
+    // A long transfer, interrupted half-way: SIGINT once the server's
+    // counters show the transfer running (and the client still at it).
+    let rcvd = || -> u64 {
+        let out = net
+            .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+        v["totals"]["rcvd_pkts"].as_u64().unwrap()
+    };
+    let baseline = rcvd();
+    let mut client = net
+        .cmd(
+            &net.pair.a.netns,
+            &["write-bw", &ip, "-D", "30", "-s", "4096", "--timeout", "3"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut rcvd_mid = baseline;
+    while rcvd_mid < baseline + 2000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the transfer never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        rcvd_mid = rcvd();
+    }
+    assert!(
+        client.try_wait().unwrap().is_none(),
+        "the client ended early"
+    );
+    // The connected QP's current DCQCN rate, per queue, in Gb/s.
+    let out = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let qp_rates = v["queues"][0]["qp_rates_gbps"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no qp_rates_gbps: {v}"));
+    assert!(
+        qp_rates
+            .iter()
+            .any(|(qpn, r)| qpn.parse::<u32>().is_ok() && r.as_f64().unwrap_or(0.0) > 0.0),
+        "{v}"
+    );
+    let out = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stdout).contains("rate (Gb/s)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let pid = serve.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let killed = std::time::Instant::now();
+    let out = wait_output(serve, Duration::from_secs(30));
+    let stop_time = killed.elapsed();
+    let so = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {so}\nstderr: {}",
+        text(&out.stderr)
+    );
+    assert!(
+        so.contains("stopping: ending sessions and draining"),
+        "{so}"
+    );
+    assert!(
+        so.contains("final counters:") && so.contains("detached from"),
+        "{so}"
+    );
+    let final_rcvd: u64 = so
+        .lines()
+        .find(|l| l.starts_with("rcvd_pkts"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|x| x.parse().ok())
+        .expect("rcvd_pkts in the final counters");
+    assert!(
+        final_rcvd >= rcvd_mid && rcvd_mid > 0,
+        "{final_rcvd} {rcvd_mid}"
+    );
+    assert!(!net.xdp_attached(true), "serve left XDP attached");
+    assert!(
+        !net.run_dir.join(format!("{}.sock", b.ifname)).exists(),
+        "stats socket left behind"
+    );
+    // The client notices the server went away and says so (not a panic).
+    let c = wait_output(client, Duration::from_secs(30));
+    assert!(
+        !c.status.success(),
+        "client survived the server (which stopped {stop_time:?} after SIGINT): {}\n{}\nserve: {so}",
+        text(&c.stdout),
+        text(&c.stderr)
+    );
+    assert!(!text(&c.stderr).contains("panicked"), "{}", text(&c.stderr));
+}
+
+#[test]
+#[ignore = "needs root"]
+fn serve_two_queues_pinned() {
+    require_root();
+    let _g = serial();
+    let net = Net::with_queues(1500, 2);
+    let b = &net.pair.b;
+    let serve = net.server(&[
+        "serve", "--iface", &b.ifname, "--queues", "0-1", "--cores", "0-1", "--json",
+    ]);
+    net.wait_listening(18515);
+    net.wait_engine();
+    let ip = net.server_ip();
+    // One client per queue: its QP lands on the queue it sends from.
+    for (tool, q) in [("write-bw", "1"), ("send-lat", "0")] {
+        let out = net.client(&[tool, &ip, "-n", "50", "-s", "2048", "--queue", q]);
+        assert!(out.status.success(), "{tool}: {}", text(&out.stderr));
+    }
+    let st = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text(&st.stdout)).unwrap();
+    let queues = v["queues"].as_array().unwrap();
+    assert_eq!(queues.len(), 2);
+    for (i, q) in queues.iter().enumerate() {
+        assert_eq!(q["queue"], i);
+        assert_eq!(q["core"], i);
+        assert!(q["counters"]["rcvd_pkts"].as_u64().unwrap() > 0, "{v}");
+        assert_eq!(q["counters"]["dropped_unknown_qp"], 0, "{v}");
+    }
+    let pid = serve.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = wait_output(serve, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // --json: stdout is one JSON document (the log lines go to stderr).
+    let so = text(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(&so).unwrap_or_else(|e| panic!("{e}: {so}"));
+    assert!(
+        text(&out.stderr).contains("client "),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(v["final_totals"]["rcvd_pkts"].as_u64().unwrap() > 0, "{v}");
+    assert!(!net.xdp_attached(true));
+}
