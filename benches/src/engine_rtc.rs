@@ -205,13 +205,12 @@ pub fn pingpong(pair: &VethPair, size: u64, iterations: usize) -> EngineResult<V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::veth_pair_or_skip;
+    use crate::test_support::veth_pair;
 
     #[test]
+    #[ignore = "needs root"]
     fn run_to_completion_pingpong_over_veth() {
-        let Some(pair) = veth_pair_or_skip("run_to_completion_pingpong_over_veth") else {
-            return;
-        };
+        let pair = veth_pair();
         let mut rtts = pingpong(&pair, 64, 2000).unwrap();
         assert_eq!(rtts.len(), 2000);
         let p = crate::stats::Percentiles::of(&mut rtts[200..]).unwrap();

@@ -5,19 +5,17 @@ use engine::testbed::netns::{is_root, PairConfig, VethPair};
 use crate::options::LINK_MTU;
 
 /// A fresh veth pair in two network namespaces, as the harness makes it
-/// (MTU [`LINK_MTU`], two queues per end), or `None` after saying on
-/// stderr that `test` is skipped when the process is not root (network
-/// namespaces, XDP and AF_XDP need it).
-pub(crate) fn veth_pair_or_skip(test: &str) -> Option<VethPair> {
-    if !is_root() {
-        eprintln!("skipping {test}: needs root (network namespaces, XDP, AF_XDP)");
-        return None;
-    }
-    Some(
-        VethPair::create(&PairConfig {
-            mtu: LINK_MTU,
-            queues: 2,
-        })
-        .expect("creating the veth pair"),
-    )
+/// (MTU [`LINK_MTU`], two queues per end). The tests that call it are
+/// `#[ignore = "needs root"]`; run without root (with `--include-ignored`)
+/// they fail here with a message instead of passing.
+pub(crate) fn veth_pair() -> VethPair {
+    assert!(
+        is_root(),
+        "this test needs root (network namespaces, XDP, AF_XDP): run it as root"
+    );
+    VethPair::create(&PairConfig {
+        mtu: LINK_MTU,
+        queues: 2,
+    })
+    .expect("creating the veth pair")
 }

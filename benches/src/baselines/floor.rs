@@ -436,7 +436,7 @@ pub fn floor_pingpong(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::veth_pair_or_skip;
+    use crate::test_support::veth_pair;
     use std::net::Ipv4Addr;
 
     fn side(last: u8) -> Side {
@@ -502,10 +502,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs root"]
     fn floor_pingpong_over_veth_busy_and_adaptive() {
-        let Some(pair) = veth_pair_or_skip("floor_pingpong_over_veth_busy_and_adaptive") else {
-            return;
-        };
+        let pair = veth_pair();
         for poll in [PollMode::Busy, PollMode::default()] {
             let p = floor_pingpong(&pair, 64, 2000, poll).unwrap().unwrap();
             eprintln!("floor ping-pong {poll:?}: {p:?}");
