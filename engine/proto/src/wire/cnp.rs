@@ -7,13 +7,12 @@
 //! `payload`; [`emit_frame`](super::emit_frame) writes them as zeros when
 //! given an empty payload.
 
-use super::bth::BthRepr;
+use super::bth::{BthRepr, DEFAULT_PKEY};
 use super::eth::EthRepr;
 use super::frame::RoceHeaders;
 use super::ip::{Ecn, IpRepr};
 use super::opcode::Opcode;
-use super::udp::UdpRepr;
-use super::{DEFAULT_PKEY, ROCE_V2_UDP_PORT};
+use super::udp::{UdpRepr, ROCE_V2_UDP_PORT};
 
 /// Bytes of the CNP's reserved field after the BTH.
 pub const RESERVED_LEN: usize = 16;
