@@ -76,7 +76,8 @@ pub fn compute(version: IpVersion, packet: &[u8]) -> Option<u32> {
 
 /// The ICRC of the IP packet inside a whole frame: `frame[ip..icrc]` is
 /// the IP header through the pad (as [`compute`] takes it). The caller has
-/// checked the offsets ([`super::parse`]); a packet too short for its headers
+/// checked the offsets (the frame validator behind
+/// [`super::parse_frame_view`] has); a packet too short for its headers
 /// yields 0 (which then fails the comparison with the carried ICRC).
 #[inline]
 pub fn compute_in_frame(version: IpVersion, frame: &[u8], ip: usize, icrc: usize) -> u32 {

@@ -184,7 +184,7 @@ impl Opcode {
     }
 
     /// Carries a data payload (SENDs, WRITEs, READ responses). The CNP's 16
-    /// reserved bytes are not a payload in this sense (see [`super::cnp`]).
+    /// reserved bytes are not a payload in this sense ([`super::CNP_RESERVED_LEN`]).
     #[inline]
     pub const fn has_payload(self) -> bool {
         matches!(

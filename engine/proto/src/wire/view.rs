@@ -30,9 +30,9 @@ use super::vlan::VlanHeader;
 /// A validated RoCE v2 frame, borrowed. Small and `Copy` (the frame slice
 /// plus a few offsets); header fields are read from the bytes on demand.
 ///
-/// Only the validator ([`super::parse`]) makes one: every offset was
-/// checked against the frame there, so the accessors cannot go out of
-/// bounds.
+/// Only the frame validator (behind [`super::parse_frame_view`]) makes
+/// one: every offset was checked against the frame there, so the
+/// accessors cannot go out of bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoceFrameView<'a> {
     pub(super) frame: &'a [u8],
