@@ -1,6 +1,6 @@
 //! Congestion-control configuration: [`CcConfig`] for one endpoint, and
 //! how a sender marks its packets ([`EcnMarking`]: ECN codepoint and DSCP
-//! for RoCE data, DSCP for CNPs). (roce-v2-notes.md, "Congestion: ECN, CNP, DCQCN".)
+//! for RoCE data, DSCP for CNPs; `docs/congestion.md`, "ECN marking").
 
 use core::time::Duration;
 

@@ -1,6 +1,7 @@
 //! Congestion control: ECN marking, the DCQCN notification point (CE ->
 //! CNP, paced per QP) and reaction point (per-QP rate limiter), with the
-//! counters RDMA users know. roce-v2-notes.md, "Congestion: ECN, CNP, DCQCN".
+//! counters RDMA users know (`docs/congestion.md`, "ECN marking", "CNP",
+//! "DCQCN").
 //!
 //! [`QpCongestion`] is the per-QP state the endpoint keeps inside each QP
 //! (the RC transport's hook). [`CongestionControl`] is the same machinery

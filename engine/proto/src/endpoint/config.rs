@@ -33,8 +33,8 @@ impl Default for EndpointConfig {
     }
 }
 
-/// What a peer tells us out of band to connect one QP (notes, "Out-of-band
-/// connection setup").
+/// What a peer tells us out of band to connect one QP
+/// (`docs/connection-setup.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RemoteQp {
     pub qpn: u32,

@@ -1,5 +1,5 @@
-//! The RoCE v2 Congestion Notification Packet (`roce-v2-notes.md`,
-//! "Congestion"): BTH opcode 0x81, DestQP = the QP of the sender whose
+//! The RoCE v2 Congestion Notification Packet (`docs/congestion.md`,
+//! "CNP"): BTH opcode 0x81, DestQP = the QP of the sender whose
 //! packet was marked CE, BECN = 1, PSN 0, then 16 reserved zero bytes, then
 //! the ICRC. Sent with its own DSCP (NVIDIA default 48), not ECN-capable.
 //!

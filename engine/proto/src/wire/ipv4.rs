@@ -1,5 +1,5 @@
 //! IPv4 header (RFC 791), without options: the form RoCE v2 uses
-//! (`roce-v2-notes.md`, "Frame layout"). ECN is exposed (RFC 3168).
+//! (`docs/wire-format.md`, "Frame layout"). ECN is exposed (RFC 3168).
 
 use core::net::Ipv4Addr;
 

@@ -2,7 +2,7 @@
 //!
 //! Header presence per opcode follows the IBTA spec (Vol. 1, 9.2 / table 38)
 //! as mirrored by Linux `include/rdma/ib_pack.h`; see
-//! `roce-v2-notes.md`, "RC opcodes".
+//! `docs/wire-format.md`, "RC opcodes".
 
 /// BTH opcodes of the RC transport (0x00-0x17) plus the RoCE v2 CNP (0x81).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -10,7 +10,7 @@
 //! the sum of the other words gives the same result as summing the whole
 //! header), writes the BTH and extension headers, copies the payload, and
 //! computes the ICRC over the IP packet with its variant fields set to
-//! all-ones (`roce-v2-notes.md`, "ICRC"): the headers from a masked copy,
+//! all-ones (`docs/wire-format.md`, "ICRC"): the headers from a masked copy,
 //! the payload while it is copied in (one pass, `crc32::
 //! copy_and_update_after`). The bytes
 //! are the same as [`super::emit_frame`]'s for the same headers (tested).
