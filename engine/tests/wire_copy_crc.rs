@@ -1,12 +1,12 @@
 //! With the datapath's one-pass copy + CRC installed (`io::copy_crc`, as
 //! every AF_XDP socket does), the templated packets the engine sends are
 //! byte for byte those of `emit_frame`, whose ICRC the Scapy, tshark and
-//! rxe checks vouch for: the comparison of `wire_template.rs`, for every
+//! rxe checks vouch for: the comparison of `engine/proto/tests/wire/template.rs`, for every
 //! templated opcode, IPv4 and IPv6, with and without a VLAN tag, over its
 //! sizes and around the one-pass path's 256- and 64-byte blocks. (Its own
 //! process: the accelerator is process-wide.)
 
-#[path = "../proto/tests/wire_support/mod.rs"]
+#[path = "../proto/tests/wire/template_support.rs"]
 mod wire_support;
 
 use engine::io::copy_crc;

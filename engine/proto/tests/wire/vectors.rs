@@ -14,8 +14,8 @@ use proto::wire::{
 };
 use serde_json::Value;
 
-const PCAP: &[u8] = include_bytes!("vectors/roce_vectors.pcap");
-const MANIFEST: &str = include_str!("vectors/roce_vectors.json");
+const PCAP: &[u8] = include_bytes!("../vectors/roce_vectors.pcap");
+const MANIFEST: &str = include_str!("../vectors/roce_vectors.json");
 
 fn manifest() -> Vec<Value> {
     let v: Value = serde_json::from_str(MANIFEST).expect("manifest is JSON");
