@@ -248,7 +248,7 @@ impl<'a> Floor<'a> {
     fn batch(&mut self) -> u32 {
         let mut ok = 0u32;
         for f in &self.frames[self.k..self.k + BATCH] {
-            let icrc = engine::wire::icrc::compute_frame(f).unwrap();
+            let icrc = engine::wire::frame_icrc(f).unwrap();
             let n = f.len();
             ok += u32::from(icrc == u32::from_le_bytes([f[n - 4], f[n - 3], f[n - 2], f[n - 1]]));
             let payload = &f[n - 4 - self.size..n - 4];

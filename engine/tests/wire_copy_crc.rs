@@ -3,13 +3,13 @@
 //! VPCLMULQDQ, the portable one otherwise), the templated packets the
 //! engine sends are byte for byte those of `emit_frame`, whose ICRC the
 //! Scapy, tshark and rxe checks vouch for: the comparison of
-//! `wire_template.rs`, for every templated opcode, IPv4 and IPv6, with and
+//! `engine/proto/tests/wire/template.rs`, for every templated opcode, IPv4 and IPv6, with and
 //! without a VLAN tag, over its sizes and around the one-pass path's 256-
 //! and 64-byte blocks. On a CPU without the one-pass path it says so, and
 //! fails if `ROCE_XDP_REQUIRE_ONE_PASS_CRC` is set. (Its own process: the
 //! accelerator is process-wide.)
 
-#[path = "../proto/tests/wire_support/mod.rs"]
+#[path = "../proto/tests/wire/template_support.rs"]
 mod wire_support;
 
 use engine::io::copy_crc;

@@ -1,6 +1,6 @@
 //! `roce-xdp decode` reads the CNPs this engine sends: a CNP produced by an
 //! endpoint answering a CE-marked packet, and the Scapy `cnp()` vectors the
-//! engine is checked against (engine/proto/tests/cc_cnp_vectors.rs), written to a
+//! engine is checked against (engine/proto/tests/cc/cnp_vectors.rs), written to a
 //! pcap and decoded by the CLI binary.
 
 use std::net::{IpAddr, Ipv4Addr};

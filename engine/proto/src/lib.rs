@@ -1,11 +1,18 @@
 //! roce-xdp's protocol core: a sans-IO RoCE v2 endpoint.
 //!
-//! Layers, from the wire up:
+//! Layers, from the wire up (`docs/architecture.md`):
 //! - [`wire`]: zero-copy views and plain representations of every header.
 //! - [`rc`]: the Reliable Connection transport.
 //! - [`cc`]: congestion control (CNP notification point, DCQCN reaction point).
 //! - [`endpoint`]: the one entry point, demultiplexing by QPN.
 //! - [`sim`]: a seeded, deterministic virtual network for tests and `roce-xdp sim`.
+//! - [`time`]: the [`time::Instant`] every entry point takes.
+//!
+//! Each layer is a public module whose files are private modules: its
+//! `mod.rs` re-exports the names callers use (`wire::parse_frame_view`,
+//! `endpoint::Endpoint`, `cc::CcConfig`, `sim::run_workload`), as smoltcp's
+//! and quinn-proto's do, so a file can move or split without breaking a
+//! caller.
 //!
 //! Nothing here reads a clock, touches a socket, spawns a thread or uses
 //! `unsafe`: time is the [`time::Instant`] argument the caller passes in,

@@ -10,8 +10,7 @@ use core::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use engine::rc::Mtu;
-use engine::sim::workload::{run as run_workload, Op, WorkloadConfig, WorkloadReport};
-use engine::sim::{Impairments, LinkConfig};
+use engine::sim::{run_workload, Impairments, LinkConfig, Op, WorkloadConfig, WorkloadReport};
 use serde::Serialize;
 
 use crate::common::args::OpArg;

@@ -1,6 +1,11 @@
-//! How a sender marks its packets: ECN codepoint and DSCP for RoCE data, DSCP
-//! for CNPs. (roce-v2-notes.md, "Congestion: ECN, CNP, DCQCN".)
+//! Congestion-control configuration: [`CcConfig`] for one endpoint, and
+//! how a sender marks its packets ([`EcnMarking`]: ECN codepoint and DSCP
+//! for RoCE data, DSCP for CNPs; `docs/congestion.md`, "ECN marking").
 
+use core::time::Duration;
+
+use super::dcqcn::DcqcnParams;
+use super::notification_point::DEFAULT_MIN_TIME_BETWEEN_CNPS;
 use crate::wire::{Ecn, IpRepr};
 
 /// DSCP of RoCE data packets by default: 26 (AF31). With ECT(0) this makes
@@ -12,6 +17,38 @@ pub const DEFAULT_DATA_DSCP: u8 = 26;
 /// DSCP of CNPs by default: 48 (CS6), NVIDIA's default CNP priority, so CNPs
 /// skip the congested data queue.
 pub const DEFAULT_CNP_DSCP: u8 = 48;
+
+/// Congestion-control configuration of one endpoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CcConfig {
+    /// ECN/DSCP marking of sent packets.
+    pub marking: EcnMarking,
+    /// Notification point: at most one CNP per QP per this interval
+    /// (zero = one CNP per CE-marked packet). Default 4 us.
+    pub min_time_between_cnps: Duration,
+    /// Reaction point on (default) or off. Off: CNPs are counted as
+    /// `rp_cnp_ignored` and transmissions are never rate-limited. The
+    /// notification point works either way.
+    pub dcqcn_enabled: bool,
+    /// DCQCN parameters (default [`DcqcnParams::nvidia_default`]).
+    pub dcqcn: DcqcnParams,
+    /// Line rate of the endpoint's link, Gb/s: where DCQCN starts and the
+    /// most it recovers to (unless `dcqcn.max_rate_mbps` is lower).
+    /// Default 100.
+    pub line_rate_gbps: f64,
+}
+
+impl Default for CcConfig {
+    fn default() -> Self {
+        CcConfig {
+            marking: EcnMarking::default(),
+            min_time_between_cnps: DEFAULT_MIN_TIME_BETWEEN_CNPS,
+            dcqcn_enabled: true,
+            dcqcn: DcqcnParams::nvidia_default(),
+            line_rate_gbps: 100.0,
+        }
+    }
+}
 
 /// ECN and DSCP marking of the packets this endpoint sends.
 ///

@@ -1,6 +1,6 @@
 //! DCQCN reaction point (the sender): per-QP rate control driven by CNPs.
 //!
-//! roce-v2-notes.md, "Congestion: ECN, CNP, DCQCN" (after Zhu et al.,
+//! `docs/congestion.md`, "DCQCN" (after Zhu et al.,
 //! "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM'15, and
 //! NVIDIA's firmware parameters):
 //!

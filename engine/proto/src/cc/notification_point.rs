@@ -1,11 +1,10 @@
 //! DCQCN notification point (the receiver): CE-marked packet -> CNP, paced
 //! per QP.
 //!
-//! roce-v2-notes.md, "Congestion: ECN, CNP, DCQCN": "on a packet marked CE
-//! for a QP, send a CNP to the sender's QP, at most one per QP per
-//! `min_time_between_cnps` (NVIDIA firmware default 4 us; the DCQCN paper
-//! uses 50 us: make it configurable)". A zero interval sends one CNP per
-//! marked packet.
+//! `docs/congestion.md`, "CNP": on a packet marked CE for a QP, send a CNP
+//! to the sender's QP, at most one per QP per `min_time_between_cnps`
+//! (NVIDIA firmware default 4 us; the DCQCN paper uses 50 us, so it is
+//! configurable). A zero interval sends one CNP per marked packet.
 //!
 //! Pacing state is one timestamp per QP in a fixed-capacity [`QpTable`],
 //! keyed by the local QPN the marked packet was addressed to (an RC QP has

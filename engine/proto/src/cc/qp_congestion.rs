@@ -14,10 +14,10 @@
 
 use core::time::Duration;
 
-use super::config::EcnMarking;
+use super::config::{CcConfig, EcnMarking};
+use super::counters::CcCounters;
 use super::dcqcn::{CnpOutcome, Dcqcn};
 use super::notification_point::CnpPacer;
-use super::{CcConfig, CcCounters};
 use crate::time::Instant;
 use crate::wire::Ecn;
 

@@ -26,7 +26,7 @@
 //! ep.counters(); ep.qp_counters(qpn);                // rxe-named counters
 //! ```
 //!
-//! Congestion-control hooks: see [`crate::rc::congestion::QpCongestion`]
+//! Congestion-control hooks: see [`crate::cc::QpCongestion`]
 //! (one per QP, reachable with [`Endpoint::qp_congestion`]): it sees the
 //! ECN field of each accepted packet, is asked "may I send N bytes now"
 //! before each data packet, contributes to `poll_timeout`, and can request
@@ -35,105 +35,22 @@
 //! Nothing here reads a clock, touches a socket, spawns a thread or uses
 //! `unsafe`; no heap allocation per packet.
 
-use core::net::{IpAddr, Ipv4Addr};
+mod config;
+mod slot_bits;
 
-use crate::cc::{CcConfig, CnpOutcome};
-use crate::rc::attr::{Mtu, QpAttr, QpAttrMask, QpState, RemoteAddress};
-use crate::rc::congestion::QpCongestion;
-use crate::rc::counters::Counters;
-use crate::rc::cq::Cq;
-use crate::rc::error::VerbsError;
-use crate::rc::mr::{Access, MrKeys, MrTable, RegionMemory};
-use crate::rc::qp::{Qp, QpInitAttr};
-use crate::rc::wqe::{RecvWr, SendWr, WorkCompletion};
+pub use self::config::{ConnectOptions, EndpointConfig, RemoteQp};
+
+use self::slot_bits::SlotBits;
+use crate::cc::{CnpOutcome, QpCongestion};
+use crate::rc::{
+    Access, Counters, Cq, MrKeys, MrTable, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr,
+    RegionMemory, RemoteAddress, SendWr, VerbsError, WorkCompletion,
+};
 use crate::time::Instant;
-use crate::wire::{parse_frame_view, Ecn, Opcode, ParseError, VlanTag};
+use crate::wire::{parse_frame_view, Opcode, ParseError};
 
 /// First QP number handed out (QPN 0 and 1 are special in InfiniBand).
 pub const FIRST_QPN: u32 = 0x11;
-
-/// Endpoint configuration.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct EndpointConfig {
-    /// Source MAC of every frame.
-    pub local_mac: [u8; 6],
-    /// Source IP (the GID); IPv4 or IPv6.
-    pub local_ip: IpAddr,
-    /// Most QPs this endpoint will create.
-    pub max_qps: u32,
-    /// Congestion control: CNP pacing, CNP DSCP, DCQCN on/off and
-    /// parameters, line rate (see [`crate::cc::CcConfig`]).
-    pub cc: CcConfig,
-}
-
-impl Default for EndpointConfig {
-    fn default() -> Self {
-        EndpointConfig {
-            local_mac: [0x02, 0, 0, 0, 0, 1],
-            local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-            max_qps: 4096,
-            cc: CcConfig::default(),
-        }
-    }
-}
-
-/// What a peer tells us out of band to connect one QP (notes, "Out-of-band
-/// connection setup").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RemoteQp {
-    pub qpn: u32,
-    /// The peer's first send PSN (our expected PSN).
-    pub psn: u32,
-    pub mac: [u8; 6],
-    pub ip: IpAddr,
-}
-
-/// Options for [`Endpoint::connect`]; the defaults are the verbs-style
-/// defaults of [`QpAttr`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectOptions {
-    pub path_mtu: Mtu,
-    pub timeout: u8,
-    pub retry_cnt: u8,
-    pub rnr_retry: u8,
-    pub min_rnr_timer: u8,
-    pub max_rd_atomic: u8,
-    pub max_dest_rd_atomic: u8,
-    /// Our first send PSN.
-    pub sq_psn: u32,
-    /// DSCP of data packets; `None` = the endpoint's
-    /// `cc.marking.data_dscp` (default 26).
-    pub dscp: Option<u8>,
-    /// ECN codepoint of data packets; `None` = the endpoint's
-    /// `cc.marking.data_ecn` (default ECT(0)).
-    pub ecn: Option<Ecn>,
-    /// 0 = derive from the QPN.
-    pub udp_src_port: u16,
-    /// 802.1Q tag of every frame this QP sends (`None` = untagged). Tagged
-    /// frames received are accepted either way (the XDP program steers
-    /// RoCE with or without one tag).
-    pub vlan: Option<VlanTag>,
-}
-
-impl Default for ConnectOptions {
-    fn default() -> Self {
-        let a = QpAttr::default();
-        ConnectOptions {
-            path_mtu: a.path_mtu,
-            timeout: a.timeout,
-            retry_cnt: a.retry_cnt,
-            rnr_retry: a.rnr_retry,
-            min_rnr_timer: a.min_rnr_timer,
-            max_rd_atomic: a.max_rd_atomic,
-            max_dest_rd_atomic: a.max_dest_rd_atomic,
-            sq_psn: 0,
-            dscp: None,
-            ecn: None,
-            udp_src_port: 0,
-            vlan: None,
-        }
-    }
-}
 
 /// A RoCE v2 endpoint: memory regions, CQs, QPs, and the sans-IO loop.
 pub struct Endpoint {
@@ -573,49 +490,5 @@ impl Endpoint {
     /// QP numbers of every QP.
     pub fn qpns(&self) -> impl Iterator<Item = u32> + '_ {
         self.qps.iter().flatten().map(|q| q.qpn)
-    }
-}
-
-/// One bit per QP slot.
-#[derive(Debug, Default)]
-struct SlotBits(Vec<u64>);
-
-impl SlotBits {
-    /// Make room for `slots` slots (new bits clear).
-    fn grow(&mut self, slots: usize) {
-        let words = slots.div_ceil(64);
-        if self.0.len() < words {
-            self.0.resize(words, 0);
-        }
-    }
-
-    #[inline]
-    fn set(&mut self, i: usize) {
-        if let Some(w) = self.0.get_mut(i / 64) {
-            *w |= 1 << (i % 64);
-        }
-    }
-
-    #[inline]
-    fn clear(&mut self, i: usize) {
-        if let Some(w) = self.0.get_mut(i / 64) {
-            *w &= !(1 << (i % 64));
-        }
-    }
-
-    /// First set slot in `from..to`.
-    #[inline]
-    fn next(&self, from: usize, to: usize) -> Option<usize> {
-        let mut i = from;
-        while i < to {
-            let w = i / 64;
-            let bits = self.0.get(w).copied().unwrap_or(0) >> (i % 64);
-            if bits != 0 {
-                let j = i + bits.trailing_zeros() as usize;
-                return (j < to).then_some(j);
-            }
-            i = (w + 1) * 64;
-        }
-        None
     }
 }

@@ -15,15 +15,13 @@ use core::time::Duration;
 
 use super::bottleneck::{BottleneckConfig, BottleneckStats, Switch};
 use super::link::LinkConfig;
+use super::simulator::Simulator;
 use super::workload::pattern;
-use super::Simulator;
 use crate::cc::CcConfig;
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp, FIRST_QPN};
-use crate::rc::attr::Mtu;
-use crate::rc::counters::Counters;
-use crate::rc::mr::{Access, MrKeys};
-use crate::rc::qp::QpInitAttr;
-use crate::rc::wqe::{SendOp, SendWr, Sge, WcStatus, WorkCompletion};
+use crate::rc::{
+    Access, Counters, MrKeys, Mtu, QpInitAttr, SendOp, SendWr, Sge, WcStatus, WorkCompletion,
+};
 use crate::time::Instant;
 
 /// Parameters of an incast run.

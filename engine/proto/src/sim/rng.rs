@@ -41,7 +41,7 @@ impl SplitMix64 {
 
 /// The SplitMix64 output function: a good 64-bit mixer.
 #[inline]
-pub fn mix(mut z: u64) -> u64 {
+pub(super) fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

@@ -8,13 +8,12 @@ use core::time::Duration;
 
 use super::link::{LinkConfig, LinkStats};
 use super::rng::mix;
-use super::{Simulator, MAX_FRAME};
+use super::simulator::{Simulator, MAX_FRAME};
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp, FIRST_QPN};
-use crate::rc::attr::Mtu;
-use crate::rc::counters::Counters;
-use crate::rc::mr::{Access, MrKeys};
-use crate::rc::qp::QpInitAttr;
-use crate::rc::wqe::{RecvWr, SendOp, SendWr, Sge, WcStatus, WorkCompletion};
+use crate::rc::{
+    Access, Counters, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcStatus,
+    WorkCompletion,
+};
 use crate::time::Instant;
 
 /// Which operation the workload runs.
@@ -187,7 +186,7 @@ const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0A];
 const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0B];
 
 /// Fill `buf` with the pattern of message `m` on QP `q`.
-pub fn pattern(seed: u64, q: u32, m: u64, buf: &mut [u8]) {
+pub(super) fn pattern(seed: u64, q: u32, m: u64, buf: &mut [u8]) {
     let key = mix(seed ^ (u64::from(q) << 40) ^ m.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     for (i, chunk) in buf.chunks_mut(8).enumerate() {
         let v = mix(key.wrapping_add(i as u64)).to_le_bytes();

@@ -1,5 +1,5 @@
 //! ACK Extended Transport Header, 4 bytes: syndrome (8) | MSN (24)
-//! (IBTA Vol. 1, 9.3.5; `roce-v2-notes.md`, "AETH").
+//! (IBTA Vol. 1, 9.3.5; `docs/wire-format.md`, "AETH").
 //!
 //! Syndrome bits 7..5 are the type: 000 ACK (low 5 bits = credit count,
 //! 0x1F = invalid/unlimited), 001 RNR NAK (low 5 bits = RNR timer code,

@@ -1,5 +1,5 @@
 //! Base Transport Header, 12 bytes (IBTA Vol. 1, 9.2;
-//! `roce-v2-notes.md`, "BTH"):
+//! `docs/wire-format.md`, "BTH"):
 //!
 //! ```text
 //! byte 0      OpCode
@@ -12,8 +12,8 @@
 //! ```
 
 use super::bytes::{get16, get24, header_view, set16, set24, Field};
+use super::error::ParseError;
 use super::opcode::Opcode;
-use super::ParseError;
 
 /// Byte ranges of the BTH fields.
 pub mod field {
@@ -34,6 +34,8 @@ pub mod field {
 pub const HEADER_LEN: usize = 12;
 /// Mask of 24-bit fields (DestQP, PSN).
 pub const MASK_24: u32 = 0x00FF_FFFF;
+/// Default partition key.
+pub const DEFAULT_PKEY: u16 = 0xFFFF;
 
 header_view!(
     /// A view of a BTH.
@@ -104,6 +106,21 @@ impl<T: AsRef<[u8]>> Bth<T> {
     #[inline]
     pub fn psn(&self) -> u32 {
         get24(self.buffer.as_ref(), field::PSN.start)
+    }
+
+    /// What a RoCE v2 BTH must be: an RC or CNP opcode (else
+    /// `UnsupportedOpcode`), transport version 0 (else `NotRoce`). Returns
+    /// the opcode. The one rule both [`BthRepr::parse`] and the frame
+    /// validator apply.
+    #[inline(always)]
+    pub fn check_roce(&self) -> Result<Opcode, ParseError> {
+        let Some(opcode) = self.opcode() else {
+            return Err(ParseError::UnsupportedOpcode(self.opcode_raw()));
+        };
+        if self.tver() != 0 {
+            return Err(ParseError::NotRoce);
+        }
+        Ok(opcode)
     }
 }
 
@@ -194,16 +211,17 @@ pub struct BthRepr {
 
 impl BthRepr {
     /// Parse a BTH: the opcode must be RC or CNP (`UnsupportedOpcode`), the
-    /// transport version 0 (`NotRoce`).
+    /// transport version 0 (`NotRoce`); see [`Bth::check_roce`].
     #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(bth: &Bth<T>) -> Result<BthRepr, ParseError> {
-        let Some(opcode) = bth.opcode() else {
-            return Err(ParseError::UnsupportedOpcode(bth.opcode_raw()));
-        };
-        if bth.tver() != 0 {
-            return Err(ParseError::NotRoce);
-        }
-        Ok(BthRepr {
+        let opcode = bth.check_roce()?;
+        Ok(BthRepr::parse_checked(bth, opcode))
+    }
+
+    /// The fields of a BTH whose [`Bth::check_roce`] returned `opcode`.
+    #[inline(always)]
+    pub(super) fn parse_checked<T: AsRef<[u8]>>(bth: &Bth<T>, opcode: Opcode) -> BthRepr {
+        BthRepr {
             opcode,
             solicited: bth.solicited(),
             mig_req: bth.mig_req(),
@@ -214,7 +232,7 @@ impl BthRepr {
             dest_qp: bth.dest_qp(),
             ack_req: bth.ack_req(),
             psn: bth.psn(),
-        })
+        }
     }
 
     /// Write every field (reserved bits zero, TVer 0, 24-bit fields masked).

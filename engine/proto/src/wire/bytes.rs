@@ -63,7 +63,7 @@ macro_rules! header_view {
 
             /// Wrap `buffer` after checking it holds the whole header.
             #[inline]
-            pub fn new_checked(buffer: T) -> Result<Self, $crate::wire::ParseError> {
+            pub fn new_checked(buffer: T) -> Result<Self, $crate::wire::error::ParseError> {
                 let view = Self::new_unchecked(buffer);
                 view.check_len()?;
                 Ok(view)
@@ -71,9 +71,9 @@ macro_rules! header_view {
 
             /// `Err(Truncated)` if the buffer is shorter than the header.
             #[inline]
-            pub fn check_len(&self) -> Result<(), $crate::wire::ParseError> {
+            pub fn check_len(&self) -> Result<(), $crate::wire::error::ParseError> {
                 if self.buffer.as_ref().len() < Self::HEADER_LEN {
-                    Err($crate::wire::ParseError::Truncated)
+                    Err($crate::wire::error::ParseError::Truncated)
                 } else {
                     Ok(())
                 }

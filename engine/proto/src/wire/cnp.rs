@@ -1,5 +1,5 @@
-//! The RoCE v2 Congestion Notification Packet (`roce-v2-notes.md`,
-//! "Congestion"): BTH opcode 0x81, DestQP = the QP of the sender whose
+//! The RoCE v2 Congestion Notification Packet (`docs/congestion.md`,
+//! "CNP"): BTH opcode 0x81, DestQP = the QP of the sender whose
 //! packet was marked CE, BECN = 1, PSN 0, then 16 reserved zero bytes, then
 //! the ICRC. Sent with its own DSCP (NVIDIA default 48), not ECN-capable.
 //!
@@ -7,13 +7,12 @@
 //! `payload`; [`emit_frame`](super::emit_frame) writes them as zeros when
 //! given an empty payload.
 
-use super::bth::BthRepr;
+use super::bth::{BthRepr, DEFAULT_PKEY};
 use super::eth::EthRepr;
 use super::frame::RoceHeaders;
 use super::ip::{Ecn, IpRepr};
 use super::opcode::Opcode;
-use super::udp::UdpRepr;
-use super::{DEFAULT_PKEY, ROCE_V2_UDP_PORT};
+use super::udp::{UdpRepr, ROCE_V2_UDP_PORT};
 
 /// Bytes of the CNP's reserved field after the BTH.
 pub const RESERVED_LEN: usize = 16;

@@ -1,8 +1,8 @@
 //! Ethernet II header (IEEE 802.3): destination, source, EtherType.
 
 use super::bytes::{get16, header_view, set16, Field};
+use super::error::ParseError;
 use super::vlan::{VlanHeader, VlanTag};
-use super::ParseError;
 
 /// Byte ranges of the Ethernet header fields.
 pub mod field {
@@ -49,6 +49,23 @@ impl<T: AsRef<[u8]>> EthernetFrame<T> {
     pub fn ethertype(&self) -> u16 {
         get16(self.buffer.as_ref(), field::ETHERTYPE.start)
     }
+
+    /// The network header: its EtherType and its offset in the frame,
+    /// after this header and at most one 802.1Q tag (`Truncated` if the
+    /// tag is cut short). The view must be checked ([`Self::new_checked`]).
+    #[inline]
+    pub fn network_header(&self) -> Result<(u16, usize), ParseError> {
+        match self.ethertype() {
+            ethertype::VLAN => {
+                let tag = VlanHeader::new_checked(self.payload())?;
+                Ok((
+                    tag.ethertype(),
+                    HEADER_LEN + VlanHeader::<&[u8]>::HEADER_LEN,
+                ))
+            }
+            et => Ok((et, HEADER_LEN)),
+        }
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
@@ -80,26 +97,18 @@ pub struct EthRepr {
 impl EthRepr {
     /// Parse the Ethernet header and at most one 802.1Q tag at the start of
     /// `frame`; returns the header, the inner EtherType and the offset of the
-    /// network header.
+    /// network header ([`EthernetFrame::network_header`]).
     #[inline]
     pub fn parse(frame: &[u8]) -> Result<(EthRepr, u16, usize), ParseError> {
         let eth = EthernetFrame::new_checked(frame)?;
-        let mut repr = EthRepr {
+        let (ethertype, at) = eth.network_header()?;
+        let vlan = (at > HEADER_LEN).then(|| VlanHeader::new_unchecked(eth.payload()).tag());
+        let repr = EthRepr {
             dst: eth.dst_addr(),
             src: eth.src_addr(),
-            vlan: None,
+            vlan,
         };
-        let ethertype = eth.ethertype();
-        if ethertype != ethertype::VLAN {
-            return Ok((repr, ethertype, HEADER_LEN));
-        }
-        let tag = VlanHeader::new_checked(eth.payload())?;
-        repr.vlan = Some(tag.tag());
-        Ok((
-            repr,
-            tag.ethertype(),
-            HEADER_LEN + VlanHeader::<&[u8]>::HEADER_LEN,
-        ))
+        Ok((repr, ethertype, at))
     }
 
     /// Bytes of the Ethernet header including the VLAN tag, if any.

@@ -1,6 +1,6 @@
 //! The RoCE v2 invariant CRC (ICRC).
 //!
-//! Rule (`roce-v2-notes.md`, "ICRC"; IBTA Annex A17.3.3; Linux
+//! Rule (`docs/wire-format.md`, "ICRC"; IBTA Annex A17.3.3; Linux
 //! `drivers/infiniband/sw/rxe/rxe_icrc.c`; Scapy `BTH.compute_icrc`):
 //! CRC-32 (IEEE, reflected, as zlib `crc32`) over 8 bytes of 0xFF standing in
 //! for the LRH, then the IP header, UDP header, BTH, extension headers,
@@ -10,7 +10,6 @@
 //! carried least-significant byte first after the pad.
 
 use super::crc32::{crc32_update, LRH_CRC};
-use super::ParseError;
 
 /// Length of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
@@ -77,7 +76,8 @@ pub fn compute(version: IpVersion, packet: &[u8]) -> Option<u32> {
 
 /// The ICRC of the IP packet inside a whole frame: `frame[ip..icrc]` is
 /// the IP header through the pad (as [`compute`] takes it). The caller has
-/// checked the offsets ([`super::view`]); a packet too short for its headers
+/// checked the offsets (the frame validator behind
+/// [`super::parse_frame_view`] has); a packet too short for its headers
 /// yields 0 (which then fails the comparison with the carried ICRC).
 #[inline]
 pub fn compute_in_frame(version: IpVersion, frame: &[u8], ip: usize, icrc: usize) -> u32 {
@@ -143,13 +143,6 @@ fn mask_udp_bth(udp_bth: &mut [u8]) {
     udp_bth[6] = 0xFF; // UDP checksum
     udp_bth[7] = 0xFF;
     udp_bth[8 + 4] = 0xFF; // BTH FECN | BECN | resv6
-}
-
-/// Compute the ICRC a whole Ethernet frame should carry (alias of
-/// [`super::frame_icrc`]): locates the IP header and the ICRC from the
-/// frame's own headers; the carried ICRC is ignored.
-pub fn compute_frame(frame: &[u8]) -> Result<u32, ParseError> {
-    super::frame::frame_icrc(frame)
 }
 
 /// Read an ICRC trailer as carried on the wire (little-endian).

@@ -7,7 +7,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 pub const PROTOCOL_UDP: u8 = 17;
 
 /// ECN codepoint (low two bits of IPv4 TOS / IPv6 traffic class; RFC 3168;
-/// `roce-v2-notes.md`, "Congestion").
+/// `docs/congestion.md`, "ECN marking").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Ecn {
     #[default]

@@ -1,12 +1,12 @@
 //! IPv4 header (RFC 791), without options: the form RoCE v2 uses
-//! (`roce-v2-notes.md`, "Frame layout"). ECN is exposed (RFC 3168).
+//! (`docs/wire-format.md`, "Frame layout"). ECN is exposed (RFC 3168).
 
 use core::net::Ipv4Addr;
 
 use super::bytes::{get16, get32, header_view, set16, set32, Field};
 use super::checksum;
+use super::error::ParseError;
 use super::ip::{Ecn, IpRepr, PROTOCOL_UDP};
-use super::ParseError;
 
 /// Byte ranges of the IPv4 header fields.
 pub mod field {
@@ -111,6 +111,16 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     pub fn dst_addr(&self) -> Ipv4Addr {
         Ipv4Addr::from(get32(self.buffer.as_ref(), field::DST_ADDR.start))
     }
+    /// What a RoCE v2 frame's IPv4 header must be: version 4 without
+    /// options (IHL 5), not a fragment, protocol UDP; else `NotRoce`.
+    #[inline]
+    pub fn check_roce(&self) -> Result<(), ParseError> {
+        let ver_ihl = self.buffer.as_ref()[field::VER_IHL];
+        if ver_ihl != 0x45 || self.is_fragment() || self.protocol() != PROTOCOL_UDP {
+            return Err(ParseError::NotRoce);
+        }
+        Ok(())
+    }
     /// True if the header checksum is correct (over the 20-byte header).
     #[inline]
     pub fn verify_checksum(&self) -> bool {
@@ -188,19 +198,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 }
 
-/// Parse an IPv4 header carrying UDP, as RoCE v2 needs it: version 4, no
-/// options, not a fragment, protocol UDP (else `NotRoce`). Returns the repr
-/// and the total length from the header (not checked against the buffer).
-#[inline]
-pub fn parse(packet: &[u8]) -> Result<(IpRepr, usize), ParseError> {
-    let p = Ipv4Packet::new_checked(packet)?;
-    if packet[field::VER_IHL] != 0x45 || p.is_fragment() || p.protocol() != PROTOCOL_UDP {
-        return Err(ParseError::NotRoce);
-    }
-    Ok((repr(&p), p.total_len() as usize))
-}
-
-/// The fields of a header that was already checked (length, IHL, protocol).
+/// The fields of a header that was already checked ([`Ipv4Packet::check_roce`]).
 #[inline]
 pub fn repr<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> IpRepr {
     IpRepr::V4 {
@@ -237,13 +235,13 @@ mod tests {
         assert!(p.dont_frag() && !p.more_frags() && !p.is_fragment());
         assert_eq!(p.src_addr(), Ipv4Addr::new(10, 0, 0, 1));
         assert!(p.verify_checksum());
-        let (repr, total) = parse(&h).unwrap();
-        assert_eq!(total, 60);
-        assert_eq!(repr.ecn(), Ecn::Ce);
+        assert_eq!(p.check_roce(), Ok(()));
+        assert_eq!(repr(&p).ecn(), Ecn::Ce);
     }
 
     #[test]
     fn rejects_options_fragments_and_non_udp() {
+        let parse = |h: &[u8]| Ipv4Packet::new_checked(h)?.check_roce();
         let mut h = HDR;
         h[0] = 0x46;
         assert_eq!(parse(&h).unwrap_err(), ParseError::NotRoce);

@@ -4,8 +4,8 @@
 use core::net::Ipv6Addr;
 
 use super::bytes::{get16, get32, header_view, set16, set32, Field};
+use super::error::ParseError;
 use super::ip::{Ecn, IpRepr, PROTOCOL_UDP};
-use super::ParseError;
 
 /// Byte ranges of the IPv6 header fields.
 pub mod field {
@@ -72,6 +72,15 @@ impl<T: AsRef<[u8]>> Ipv6Packet<T> {
     pub fn hop_limit(&self) -> u8 {
         self.buffer.as_ref()[field::HOP_LIMIT]
     }
+    /// What a RoCE v2 frame's IPv6 header must be: version 6 carrying UDP
+    /// directly (no extension headers); else `NotRoce`.
+    #[inline]
+    pub fn check_roce(&self) -> Result<(), ParseError> {
+        if self.version() != 6 || self.next_header() != PROTOCOL_UDP {
+            return Err(ParseError::NotRoce);
+        }
+        Ok(())
+    }
     /// Source address.
     #[inline]
     pub fn src_addr(&self) -> Ipv6Addr {
@@ -129,19 +138,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     }
 }
 
-/// Parse an IPv6 header carrying UDP directly (else `NotRoce`). Returns the
-/// repr and the payload length from the header (not checked against the
-/// buffer).
-#[inline]
-pub fn parse(packet: &[u8]) -> Result<(IpRepr, usize), ParseError> {
-    let p = Ipv6Packet::new_checked(packet)?;
-    if p.version() != 6 || p.next_header() != PROTOCOL_UDP {
-        return Err(ParseError::NotRoce);
-    }
-    Ok((repr(&p), p.payload_len() as usize))
-}
-
-/// The fields of a header that was already checked (length, version).
+/// The fields of a header that was already checked ([`Ipv6Packet::check_roce`]).
 #[inline]
 pub fn repr<T: AsRef<[u8]>>(p: &Ipv6Packet<T>) -> IpRepr {
     IpRepr::V6 {
@@ -170,10 +167,11 @@ mod tests {
         p.set_dst_addr("fd00::2".parse().unwrap());
         p.set_ecn(Ecn::Ce);
         assert_eq!(b[0], 0x6B);
-        let (repr, plen) = parse(&b).unwrap();
-        assert_eq!(plen, 1234);
+        let p = Ipv6Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(p.check_roce(), Ok(()));
+        assert_eq!(p.payload_len(), 1234);
         assert_eq!(
-            repr,
+            repr(&p),
             IpRepr::V6 {
                 src: "fd00::1".parse().unwrap(),
                 dst: "fd00::2".parse().unwrap(),
@@ -184,6 +182,7 @@ mod tests {
             }
         );
         b[6] = 0; // hop-by-hop options
-        assert_eq!(parse(&b).unwrap_err(), ParseError::NotRoce);
+        let p = Ipv6Packet::new_checked(&b[..]).unwrap();
+        assert_eq!(p.check_roce(), Err(ParseError::NotRoce));
     }
 }

@@ -1,50 +1,88 @@
 //! RoCE v2 wire format: zero-copy views over packet bytes and plain
 //! representations (parse / emit / len) for every header, one file per
-//! header. See `../shared/docs/roce-v2-notes.md`, "Frame layout".
+//! header (`docs/wire-format.md`, "Frame layout").
 //!
 //! Each header file has a view (`new_unchecked`, `new_checked`,
 //! `check_len`, getters and setters over `&[u8]` / `&mut [u8]`, a `field`
 //! module of byte ranges) and, where the engine needs one, a plain `*Repr`
-//! with `parse` / `emit`. [`frame`] puts them together: [`parse_frame`]
-//! validates a whole frame and checks its ICRC, [`emit_frame`] writes one.
-//! [`parse_frame_view`] ([`view`]) does the same checks and returns a
-//! borrowed [`RoceFrameView`] whose accessors read the headers from the
-//! frame bytes; the receive path uses it (no owned headers built per
-//! packet).
+//! with `parse` / `emit`. The frame files put them together:
+//! - `frame.rs`: [`RoceHeaders`] (every header of a frame) and
+//!   [`RoceFrame`] (a parsed frame);
+//! - `parse.rs`: the one frame validator, behind [`parse_frame`] (owned
+//!   headers, ICRC checked), [`parse_frame_view`] (the borrowed
+//!   [`RoceFrameView`] of `view.rs`, which the receive path uses: no owned
+//!   headers built per packet) and the other `parse_frame*`;
+//! - `emit.rs`: [`emit_frame`] and [`frame_len`]; `template.rs`: the
+//!   per-packet [`emit_templated`] from a [`HeaderTemplate`];
+//! - `cnp.rs`: the CNP's headers; `error.rs`: [`ParseError`],
+//!   [`EmitError`].
 //!
-//! CONTRACT (shared by the wire, rc, cc and datapath work): the names in
-//! `contract.rs` (re-exported here) are the interface other modules code
-//! against. Keep them.
+//! [`icrc`], [`crc32`], [`checksum`] and [`pcap`] stay modules: their
+//! functions are named for their module (`icrc::compute`, `pcap::Reader`).
+//!
+//! The names re-exported here are the interface the rest of the workspace
+//! (rc, cc, endpoint, the datapath, the CLI) codes against: keep them.
+//! Where two headers use one name (`HEADER_LEN`), the re-export carries
+//! the header's prefix, as smoltcp does.
 
 mod bytes;
-mod contract;
 
-pub mod aeth;
-pub mod atomic;
-pub mod bth;
+mod aeth;
+mod atomic;
+mod bth;
+mod cnp;
+mod emit;
+mod error;
+mod eth;
+mod frame;
+mod ieth;
+mod immdt;
+mod ip;
+mod ipv4;
+mod ipv6;
+mod opcode;
+mod parse;
+mod reth;
+mod template;
+mod udp;
+mod view;
+mod vlan;
+
 pub mod checksum;
-pub mod cnp;
 pub mod crc32;
-pub mod eth;
-pub mod frame;
 pub mod icrc;
-pub mod ieth;
-pub mod immdt;
-pub mod ip;
-pub mod ipv4;
-pub mod ipv6;
-pub mod opcode;
 pub mod pcap;
-pub mod reth;
-pub mod template;
-pub mod udp;
-pub mod view;
-pub mod vlan;
 
-pub use contract::*;
+// Frames: parse, view, emit, errors.
+pub use self::emit::{emit_frame, frame_len, pad_for};
+pub use self::error::{EmitError, ParseError};
+pub use self::frame::{RoceFrame, RoceHeaders};
+pub use self::parse::{
+    frame_icrc, parse_frame, parse_frame_lenient, parse_frame_unchecked_icrc, parse_frame_view,
+};
+pub use self::template::{emit_templated, HeaderTemplate};
+pub use self::view::RoceFrameView;
 
-pub use aeth::{nak_code, rnr_timer_micros, Syndrome};
-pub use cnp::{cnp_headers, cnp_reply};
-pub use frame::{frame_icrc, pad_for, parse_frame_lenient, parse_frame_unchecked_icrc};
-pub use template::{emit_templated, HeaderTemplate};
-pub use view::{parse_frame_view, RoceFrameView};
+// Headers, outermost first: view, representation, constants.
+pub use self::aeth::{
+    nak_code, rnr_timer_code_for, rnr_timer_micros, Aeth, AethRepr, Syndrome,
+    CREDITS_INVALID as AETH_CREDITS_INVALID, RNR_TIMER_MICROS,
+};
+pub use self::atomic::{AtomicAckEth, AtomicAckEthRepr, AtomicEth, AtomicEthRepr};
+pub use self::bth::{Bth, BthRepr, DEFAULT_PKEY, HEADER_LEN as BTH_HEADER_LEN};
+pub use self::eth::{ethertype, EthRepr, EthernetFrame, HEADER_LEN as ETH_HEADER_LEN};
+pub use self::ieth::Ieth;
+pub use self::immdt::ImmDt;
+pub use self::ip::{Ecn, IpRepr, PROTOCOL_UDP as IP_PROTOCOL_UDP};
+pub use self::ipv4::{Ipv4Packet, HEADER_LEN as IPV4_HEADER_LEN};
+pub use self::ipv6::{Ipv6Packet, HEADER_LEN as IPV6_HEADER_LEN};
+pub use self::opcode::Opcode;
+pub use self::reth::{Reth, RethRepr};
+pub use self::udp::{UdpPacket, UdpRepr, HEADER_LEN as UDP_HEADER_LEN, ROCE_V2_UDP_PORT};
+pub use self::vlan::{VlanHeader, VlanTag};
+
+// The CNP (opcode 0x81).
+pub use self::cnp::{
+    cnp_headers, cnp_headers_default_pkey, cnp_reply, DEFAULT_DSCP as CNP_DEFAULT_DSCP,
+    RESERVED as CNP_RESERVED, RESERVED_LEN as CNP_RESERVED_LEN,
+};

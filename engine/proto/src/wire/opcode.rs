@@ -2,7 +2,7 @@
 //!
 //! Header presence per opcode follows the IBTA spec (Vol. 1, 9.2 / table 38)
 //! as mirrored by Linux `include/rdma/ib_pack.h`; see
-//! `roce-v2-notes.md`, "RC opcodes".
+//! `docs/wire-format.md`, "RC opcodes".
 
 /// BTH opcodes of the RC transport (0x00-0x17) plus the RoCE v2 CNP (0x81).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -184,7 +184,7 @@ impl Opcode {
     }
 
     /// Carries a data payload (SENDs, WRITEs, READ responses). The CNP's 16
-    /// reserved bytes are not a payload in this sense (see [`super::cnp`]).
+    /// reserved bytes are not a payload in this sense ([`super::CNP_RESERVED_LEN`]).
     #[inline]
     pub const fn has_payload(self) -> bool {
         matches!(

@@ -10,7 +10,7 @@
 //! the sum of the other words gives the same result as summing the whole
 //! header), writes the BTH and extension headers, copies the payload, and
 //! computes the ICRC over the IP packet with its variant fields set to
-//! all-ones (`roce-v2-notes.md`, "ICRC"): the headers from a masked copy,
+//! all-ones (`docs/wire-format.md`, "ICRC"): the headers from a masked copy,
 //! the payload while it is copied in (one pass, `crc32::
 //! copy_and_update_after`). The bytes
 //! are the same as [`super::emit_frame`]'s for the same headers (tested).
@@ -19,15 +19,15 @@ use super::aeth::{Aeth, AethRepr};
 use super::bth::{self, Bth, BthRepr};
 use super::checksum;
 use super::crc32::{copy_and_update_after, crc32_update, LRH_CRC};
+use super::emit::pad_for;
+use super::error::EmitError;
 use super::eth::EthRepr;
-use super::frame::pad_for;
 use super::icrc::{self, IpVersion, ICRC_LEN};
 use super::immdt::ImmDt;
 use super::ip::IpRepr;
 use super::ipv4;
 use super::reth::{Reth, RethRepr};
 use super::udp::{self, UdpPacket, UdpRepr};
-use super::EmitError;
 
 /// Longest fixed prefix: Ethernet + 802.1Q tag + IPv6 + UDP.
 const MAX_PREFIX: usize = 14 + 4 + 40 + 8;

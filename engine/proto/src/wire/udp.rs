@@ -16,6 +16,9 @@ pub mod field {
 /// Length of the UDP header.
 pub const HEADER_LEN: usize = 8;
 
+/// UDP destination port of RoCE v2 (IANA).
+pub const ROCE_V2_UDP_PORT: u16 = 4791;
+
 header_view!(
     /// A view of a UDP header.
     UdpPacket,

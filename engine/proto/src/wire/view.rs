@@ -1,176 +1,51 @@
-//! A checked, borrowed view of one RoCE v2 frame: every length and field
-//! rule of [`super::parse_frame`] is checked once, then the headers are read
-//! lazily from the frame bytes by accessors (no copy of the headers into a
-//! [`RoceHeaders`], no copy of the payload). The receive path uses this;
-//! [`RoceFrameView::headers`] / [`RoceFrameView::to_frame`] materialise the
-//! owned representations for callers that want them.
+//! A checked, borrowed view of one RoCE v2 frame: the validator in
+//! [`super::parse`] checks every length and field rule once, then the
+//! headers are read lazily from the frame bytes by accessors (no copy of
+//! the headers into a [`RoceHeaders`], no copy of the payload). The
+//! receive path uses this; [`RoceFrameView::headers`] /
+//! [`RoceFrameView::to_frame`] materialise the owned representations for
+//! callers that want them.
 //!
-//! Layout and rules: `roce-v2-notes.md`, "Frame layout" (header order and
-//! sizes), "BTH", "RC opcodes" (extension headers per opcode, their order),
-//! "ICRC". What is accepted and the error for what is not is documented in
-//! [`super::frame`]; [`parse_frame_view`] and [`super::parse_frame`] share
-//! this one validator (`locate`), so they accept and reject the same
-//! frames with the same errors.
+//! Layout: `docs/wire-format.md`, "Frame layout" (header order and sizes),
+//! "BTH", "RC opcodes" (extension headers per opcode, their order),
+//! "ICRC".
 
 use core::net::{Ipv4Addr, Ipv6Addr};
 
 use super::aeth::{Aeth, AethRepr};
 use super::atomic::{AtomicAckEth, AtomicAckEthRepr, AtomicEth, AtomicEthRepr};
 use super::bth::{self, Bth, BthRepr};
-use super::bytes::{get16, get32};
-use super::cnp::RESERVED_LEN as CNP_RESERVED_LEN;
-use super::eth::{self, ethertype, EthRepr, EthernetFrame};
-use super::frame::{ParseError, RoceFrame, RoceHeaders};
+use super::bytes::get32;
+use super::eth::{self, EthRepr, EthernetFrame};
+use super::frame::{RoceFrame, RoceHeaders};
 use super::icrc::{self, IpVersion, ICRC_LEN};
-use super::ip::{Ecn, PROTOCOL_UDP};
+use super::ip::Ecn;
 use super::ipv4::{self, Ipv4Packet};
 use super::ipv6::{self, Ipv6Packet};
 use super::opcode::Opcode;
 use super::reth::{Reth, RethRepr};
 use super::udp::{self, UdpPacket, UdpRepr};
 use super::vlan::VlanHeader;
-use super::ROCE_V2_UDP_PORT;
 
 /// A validated RoCE v2 frame, borrowed. Small and `Copy` (the frame slice
 /// plus a few offsets); header fields are read from the bytes on demand.
 ///
-/// Every offset was checked against the frame by `locate`, so the
+/// Only the frame validator (behind [`super::parse_frame_view`]) makes
+/// one: every offset was checked against the frame there, so the
 /// accessors cannot go out of bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoceFrameView<'a> {
-    frame: &'a [u8],
-    opcode: Opcode,
-    version: IpVersion,
+    pub(super) frame: &'a [u8],
+    pub(super) opcode: Opcode,
+    pub(super) version: IpVersion,
     /// Offset of the IP header (14, or 18 behind an 802.1Q tag).
-    ip: u8,
+    pub(super) ip: u8,
     /// Offset of the payload (after the extension headers).
-    payload: u16,
+    pub(super) payload: u16,
     /// Payload bytes, without pad.
-    payload_len: u32,
+    pub(super) payload_len: u32,
     /// Offset of the ICRC; the IP packet ends 4 bytes later.
-    icrc: u32,
-}
-
-/// Parse a whole Ethernet frame into a view and verify its ICRC. Same
-/// acceptance rules and errors as [`super::parse_frame`]; never panics, no
-/// allocation, no copy of headers or payload.
-#[inline]
-pub fn parse_frame_view(frame: &[u8]) -> Result<RoceFrameView<'_>, ParseError> {
-    let v = locate(frame)?;
-    let carried = v.icrc();
-    let computed = v.computed_icrc();
-    if carried != computed {
-        return Err(ParseError::BadIcrc { carried, computed });
-    }
-    Ok(v)
-}
-
-/// Validate every header and length of `f` (everything but the ICRC) and
-/// return the view. The single validator behind every `parse_frame*`.
-#[inline]
-pub(crate) fn locate(f: &[u8]) -> Result<RoceFrameView<'_>, ParseError> {
-    let eth_hdr = EthernetFrame::new_checked(f)?;
-    let (ethertype, ip_at) = match eth_hdr.ethertype() {
-        ethertype::VLAN => {
-            let tag = VlanHeader::new_checked(&f[eth::HEADER_LEN..])?;
-            (
-                tag.ethertype(),
-                eth::HEADER_LEN + VlanHeader::<&[u8]>::HEADER_LEN,
-            )
-        }
-        et => (et, eth::HEADER_LEN),
-    };
-    let (version, udp_at, ip_end) = match ethertype {
-        ethertype::IPV4 => {
-            let p = Ipv4Packet::new_checked(&f[ip_at..])?;
-            // IHL 5 (no options), not a fragment, UDP.
-            if f[ip_at] != 0x45 || p.is_fragment() || p.protocol() != PROTOCOL_UDP {
-                return Err(ParseError::NotRoce);
-            }
-            let total = p.total_len() as usize;
-            if total < ipv4::HEADER_LEN + udp::HEADER_LEN {
-                return Err(ParseError::LengthMismatch);
-            }
-            (IpVersion::V4, ip_at + ipv4::HEADER_LEN, ip_at + total)
-        }
-        ethertype::IPV6 => {
-            let p = Ipv6Packet::new_checked(&f[ip_at..])?;
-            if p.version() != 6 || p.next_header() != PROTOCOL_UDP {
-                return Err(ParseError::NotRoce);
-            }
-            let plen = p.payload_len() as usize;
-            if plen < udp::HEADER_LEN {
-                return Err(ParseError::LengthMismatch);
-            }
-            (
-                IpVersion::V6,
-                ip_at + ipv6::HEADER_LEN,
-                ip_at + ipv6::HEADER_LEN + plen,
-            )
-        }
-        _ => return Err(ParseError::NotRoce),
-    };
-    let udp_hdr = UdpPacket::new_checked(&f[udp_at..])?;
-    if udp_hdr.dst_port() != ROCE_V2_UDP_PORT {
-        return Err(ParseError::NotRoce);
-    }
-    if ip_end > f.len() {
-        return Err(ParseError::Truncated);
-    }
-    if udp_at + udp_hdr.len() as usize != ip_end {
-        return Err(ParseError::LengthMismatch);
-    }
-    let bth_at = udp_at + udp::HEADER_LEN;
-    if ip_end < bth_at + bth::HEADER_LEN + ICRC_LEN {
-        return Err(ParseError::Truncated);
-    }
-    let b = Bth::new_unchecked(&f[bth_at..]);
-    let Some(op) = b.opcode() else {
-        return Err(ParseError::UnsupportedOpcode(b.opcode_raw()));
-    };
-    if b.tver() != 0 {
-        return Err(ParseError::NotRoce);
-    }
-    let payload = bth_at + bth::HEADER_LEN + op.ext_headers_len();
-    let icrc_at = ip_end - ICRC_LEN;
-    if payload > icrc_at {
-        return Err(ParseError::Truncated);
-    }
-    // Pad (IBTA 9.2.3 / notes "Frame layout"): payload + pad is a multiple
-    // of 4, only LAST / ONLY packets carry one.
-    let padded = icrc_at - payload;
-    let pad = b.pad_count();
-    if pad as usize > padded || !padded.is_multiple_of(4) {
-        return Err(ParseError::BadPad);
-    }
-    if op == Opcode::Cnp {
-        if pad != 0 {
-            return Err(ParseError::BadPad);
-        }
-        if padded != CNP_RESERVED_LEN {
-            return Err(ParseError::LengthMismatch);
-        }
-    } else if !op.has_payload() {
-        if pad != 0 {
-            return Err(ParseError::BadPad);
-        }
-        if padded != 0 {
-            return Err(ParseError::LengthMismatch);
-        }
-    } else if pad != 0 && (op.is_first() || op.is_middle()) {
-        return Err(ParseError::BadPad);
-    }
-    // `ip_end` <= f.len() and the IP length fields are 16-bit, so the
-    // offsets fit (the payload starts within the first ~130 bytes).
-    Ok(RoceFrameView {
-        frame: f,
-        opcode: op,
-        version,
-        ip: ip_at as u8,
-        payload: payload as u16,
-        payload_len: (padded - pad as usize) as u32,
-        icrc: icrc_at as u32,
-    })
+    pub(super) icrc: u32,
 }
 
 impl<'a> RoceFrameView<'a> {
@@ -400,7 +275,6 @@ impl<'a> RoceFrameView<'a> {
             IpVersion::V6 => ipv6::repr(&Ipv6Packet::new_unchecked(&f[self.ip_at()..])),
         };
         let udp_at = self.bth_at() - udp::HEADER_LEN;
-        let b = self.bth();
         RoceHeaders {
             eth: EthRepr {
                 dst: e.dst_addr(),
@@ -409,18 +283,7 @@ impl<'a> RoceFrameView<'a> {
             },
             ip,
             udp: UdpRepr::parse(&UdpPacket::new_unchecked(&f[udp_at..])),
-            bth: BthRepr {
-                opcode: self.opcode,
-                solicited: b.solicited(),
-                mig_req: b.mig_req(),
-                pad_count: b.pad_count(),
-                pkey: get16(f, self.bth_at() + bth::field::PKEY.start),
-                fecn: b.fecn(),
-                becn: b.becn(),
-                dest_qp: b.dest_qp(),
-                ack_req: b.ack_req(),
-                psn: b.psn(),
-            },
+            bth: BthRepr::parse_checked(&self.bth(), self.opcode),
             reth: self.reth(),
             aeth: self.aeth(),
             atomic_eth: self.atomic_eth(),
@@ -444,7 +307,11 @@ impl<'a> RoceFrameView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{emit_frame, parse_frame, IpRepr, VlanTag};
+    use crate::wire::bytes::get16;
+    use crate::wire::eth::ethertype;
+    use crate::wire::{
+        emit_frame, parse_frame, parse_frame_view, IpRepr, VlanTag, ROCE_V2_UDP_PORT,
+    };
 
     fn frames() -> Vec<Vec<u8>> {
         use crate::wire::{

@@ -8,7 +8,7 @@ Regenerate with:  python3 engine/proto/tests/vectors/cnp/gen_cnp_vectors.py \
 (needs `pip install scapy`; generated with Scapy 2.8.0).
 
 Output: one vector per line, space-separated key=value fields, then
-hex=<frame bytes>. The Rust test (engine/proto/tests/cc_cnp_vectors.rs) builds
+hex=<frame bytes>. The Rust test (engine/proto/tests/cc/cnp_vectors.rs) builds
 the same CNP with the engine and compares bytes.
 """
 from scapy.all import Ether, IP, IPv6, UDP, Dot1Q, raw

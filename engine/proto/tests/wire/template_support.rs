@@ -1,8 +1,7 @@
 //! Shared by the tests of the templated transmit path (`wire::template`):
 //! headers for every templated opcode and the byte-for-byte comparison
-//! with `emit_frame`.
-
-#![allow(dead_code)]
+//! with `emit_frame`. `engine/tests/wire_copy_crc.rs` includes this file
+//! too (by path), to run the comparison with the datapath's copy + CRC.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

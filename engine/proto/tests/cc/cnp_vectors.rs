@@ -1,8 +1,8 @@
 //! CNP bytes against an independent encoder, and the notification /
 //! reaction point wired into the endpoint.
 //!
-//! `vectors/cnp/cnp_vectors.txt` was written by Scapy's
-//! `scapy.contrib.roce.cnp()` (script `vectors/cnp/gen_cnp_vectors.py`).
+//! `tests/vectors/cnp/cnp_vectors.txt` was written by Scapy's
+//! `scapy.contrib.roce.cnp()` (script `tests/vectors/cnp/gen_cnp_vectors.py`).
 //! Two checks use it:
 //! - every vector: the wire emitter, given the same fields, writes the same
 //!   bytes (ICRC included);
@@ -21,10 +21,9 @@ use proto::wire::{
     ROCE_V2_UDP_PORT,
 };
 
-mod rc_support;
-use rc_support::{connect_endpoints, Connected};
+use crate::rc_support::{connect_endpoints, Connected};
 
-const VECTORS: &str = include_str!("vectors/cnp/cnp_vectors.txt");
+const VECTORS: &str = include_str!("../vectors/cnp/cnp_vectors.txt");
 
 struct Vector {
     fields: Vec<(String, String)>,

@@ -8,9 +8,9 @@
 use core::time::Duration;
 
 use proto::cc::CcConfig;
-use proto::sim::bottleneck::{BottleneckConfig, MarkPoint, RedEcn};
-use proto::sim::incast::{run, IncastConfig, IncastReport};
-use proto::sim::link::LinkConfig;
+use proto::sim::{
+    run_incast as run, BottleneckConfig, IncastConfig, IncastReport, LinkConfig, MarkPoint, RedEcn,
+};
 
 fn scenario(dcqcn_enabled: bool) -> IncastReport {
     let cfg = IncastConfig {

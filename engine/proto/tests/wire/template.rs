@@ -1,14 +1,12 @@
 //! The templated transmit path (`wire::emit_templated`, the engine's
 //! per-packet emitter) against `emit_frame`, with the portable copy and
 //! CRC (this test process never installs the datapath's one-pass copy +
-//! CRC; `wire_copy_crc.rs` runs the same comparison with it).
-
-mod wire_support;
+//! CRC; `engine/tests/wire_copy_crc.rs` runs the same comparison with it).
 
 use core::net::{IpAddr, Ipv4Addr};
 
+use crate::template_support::{check_templated_equals_emit_frame, headers, SIZES};
 use proto::wire::{emit_templated, EmitError, HeaderTemplate, Opcode};
-use wire_support::{check_templated_equals_emit_frame, headers, SIZES};
 
 /// The template path writes the same bytes as `emit_frame` (which the
 /// Scapy/tshark vectors and rxe captures check).

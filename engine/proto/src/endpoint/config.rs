@@ -1,0 +1,92 @@
+//! What an endpoint is configured with ([`EndpointConfig`]) and what
+//! connecting one of its QPs takes: the peer's side ([`RemoteQp`]) and
+//! ours ([`ConnectOptions`]).
+
+use core::net::{IpAddr, Ipv4Addr};
+
+use crate::cc::CcConfig;
+use crate::rc::{Mtu, QpAttr};
+use crate::wire::{Ecn, VlanTag};
+
+/// Endpoint configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EndpointConfig {
+    /// Source MAC of every frame.
+    pub local_mac: [u8; 6],
+    /// Source IP (the GID); IPv4 or IPv6.
+    pub local_ip: IpAddr,
+    /// Most QPs this endpoint will create.
+    pub max_qps: u32,
+    /// Congestion control: CNP pacing, CNP DSCP, DCQCN on/off and
+    /// parameters, line rate (see [`crate::cc::CcConfig`]).
+    pub cc: CcConfig,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            local_mac: [0x02, 0, 0, 0, 0, 1],
+            local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            max_qps: 4096,
+            cc: CcConfig::default(),
+        }
+    }
+}
+
+/// What a peer tells us out of band to connect one QP
+/// (`docs/connection-setup.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteQp {
+    pub qpn: u32,
+    /// The peer's first send PSN (our expected PSN).
+    pub psn: u32,
+    pub mac: [u8; 6],
+    pub ip: IpAddr,
+}
+
+/// Options for [`Endpoint::connect`](super::Endpoint::connect); the
+/// defaults are the verbs-style defaults of [`QpAttr`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectOptions {
+    pub path_mtu: Mtu,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub min_rnr_timer: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    /// Our first send PSN.
+    pub sq_psn: u32,
+    /// DSCP of data packets; `None` = the endpoint's
+    /// `cc.marking.data_dscp` (default 26).
+    pub dscp: Option<u8>,
+    /// ECN codepoint of data packets; `None` = the endpoint's
+    /// `cc.marking.data_ecn` (default ECT(0)).
+    pub ecn: Option<Ecn>,
+    /// 0 = derive from the QPN.
+    pub udp_src_port: u16,
+    /// 802.1Q tag of every frame this QP sends (`None` = untagged). Tagged
+    /// frames received are accepted either way (the XDP program steers
+    /// RoCE with or without one tag).
+    pub vlan: Option<VlanTag>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        let a = QpAttr::default();
+        ConnectOptions {
+            path_mtu: a.path_mtu,
+            timeout: a.timeout,
+            retry_cnt: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            min_rnr_timer: a.min_rnr_timer,
+            max_rd_atomic: a.max_rd_atomic,
+            max_dest_rd_atomic: a.max_dest_rd_atomic,
+            sq_psn: 0,
+            dscp: None,
+            ecn: None,
+            udp_src_port: 0,
+            vlan: None,
+        }
+    }
+}

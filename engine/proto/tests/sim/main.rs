@@ -1,0 +1,5 @@
+//! The simulator's tests, one binary: the simulation matrix (every op
+//! under loss, reordering, duplication and corruption; every byte
+//! checked).
+
+mod matrix;
