@@ -37,7 +37,7 @@
 #endif
 
 /* Counter indices of the per-CPU `counters` array (keep in sync with
- * engine/src/loader.rs). */
+ * engine/src/nic/loader.rs). */
 enum counter {
 	CNT_SEEN = 0,          /* every frame the program ran on */
 	CNT_REDIRECTED = 1,    /* RoCE frames handed to bpf_redirect_map */

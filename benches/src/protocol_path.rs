@@ -10,10 +10,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant as WallInstant};
 
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use engine::rc::mr::Access;
-use engine::rc::qp::QpInitAttr;
-use engine::rc::wqe::{SendOp, SendWr, Sge, WcStatus, WorkCompletion};
-use engine::rc::Mtu;
+use engine::rc::{Access, Mtu, QpInitAttr, SendOp, SendWr, Sge, WcStatus, WorkCompletion};
 use engine::time::Instant;
 
 /// Per-packet wall time of each side.
@@ -50,7 +47,7 @@ pub fn measure(duration: Duration) -> Result<PathTiming, String> {
         local_ip: ip_b,
         ..Default::default()
     });
-    let e = |e: engine::rc::error::VerbsError| format!("{e:?}");
+    let e = |e: engine::rc::VerbsError| format!("{e:?}");
     let cq_a = a.create_cq(4096);
     let cq_b = b.create_cq(4096);
     let init = |cq| QpInitAttr {

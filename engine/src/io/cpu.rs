@@ -1,23 +1,34 @@
-//! CPU time of the whole process and the CPU affinity of the calling
-//! thread: safe wrappers over `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)` and
-//! `sched_{get,set}affinity`, for callers that measure the engine (the
-//! benchmark harness) and must put a thread's placement back after moving
-//! it. The calling thread's own CPU time is [`super::thread_cpu_time`].
+//! CPU time of the calling thread and of the whole process, and the CPU
+//! affinity of the calling thread: safe wrappers over `clock_gettime` and
+//! `sched_{get,set}affinity`, for the engine's own accounting and for
+//! callers that measure the engine (the benchmark harness) and must put a
+//! thread's placement back after moving it.
 
 use std::fmt;
 use std::io;
 use std::time::Duration;
 
+/// CPU time the calling thread has used so far (user + system, including
+/// the kernel work its system calls do), from `CLOCK_THREAD_CPUTIME_ID`;
+/// zero if the clock cannot be read.
+pub fn thread_cpu_time() -> Duration {
+    cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 /// CPU time the whole process has used so far (user + system, every
 /// thread, including the kernel work their system calls do), from
 /// `CLOCK_PROCESS_CPUTIME_ID`; zero if the clock cannot be read.
 pub fn process_cpu_time() -> Duration {
+    cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
+fn cpu_clock(clock: libc::clockid_t) -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes one timespec we own.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    let r = unsafe { libc::clock_gettime(clock, &mut ts) };
     if r != 0 {
         return Duration::ZERO;
     }
@@ -82,7 +93,31 @@ impl fmt::Debug for CpuSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::thread_cpu_time;
+
+    #[test]
+    fn thread_cpu_time_counts_this_threads_work_only() {
+        let t0 = thread_cpu_time();
+        let wall = std::time::Instant::now();
+        let mut x = 0u64;
+        while wall.elapsed() < Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let used = thread_cpu_time() - t0;
+        assert!(used > Duration::from_millis(1), "{used:?}");
+        assert!(
+            used <= wall.elapsed() + Duration::from_millis(1),
+            "{used:?}"
+        );
+        // Another thread's work is not ours: a sleeping thread uses ~nothing.
+        let other = std::thread::spawn(|| {
+            let t = thread_cpu_time();
+            std::thread::sleep(Duration::from_millis(20));
+            thread_cpu_time() - t
+        })
+        .join()
+        .unwrap();
+        assert!(other < Duration::from_millis(5), "{other:?}");
+    }
 
     #[test]
     fn process_cpu_time_counts_every_thread() {

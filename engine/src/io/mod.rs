@@ -17,12 +17,12 @@ mod waker;
 pub mod region;
 pub mod udp;
 
-pub use cpu::{process_cpu_time, CpuSet};
+pub use cpu::{process_cpu_time, thread_cpu_time, CpuSet};
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
     InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,
     DEFAULT_BUSY_WAIT, MAX_PACKET,
 };
-pub use sys::{if_index, set_thread_netns, thread_cpu_time};
+pub use sys::{if_index, set_thread_netns};
 pub use umem::{FrameAccounting, Umem, UmemConfig};
 pub use waker::Waker;

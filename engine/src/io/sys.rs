@@ -281,22 +281,6 @@ pub fn if_index(name: &str) -> io::Result<u32> {
     }
 }
 
-/// CPU time the calling thread has used so far (user + system, including
-/// the kernel work its system calls do), from `CLOCK_THREAD_CPUTIME_ID`;
-/// zero if the clock cannot be read.
-pub fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec we own.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if r != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
-
 /// Moves the calling thread into the network namespace `fd` refers to
 /// (e.g. an open `/var/run/netns/NAME`). Sockets created afterwards by
 /// this thread live in that namespace.
@@ -305,34 +289,4 @@ pub fn set_thread_netns(fd: BorrowedFd<'_>) -> io::Result<()> {
     // the calling thread's network namespace.
     cvt(unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) })?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thread_cpu_time_counts_this_threads_work_only() {
-        let t0 = thread_cpu_time();
-        let wall = std::time::Instant::now();
-        let mut x = 0u64;
-        while wall.elapsed() < Duration::from_millis(20) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
-        }
-        let used = thread_cpu_time() - t0;
-        assert!(used > Duration::from_millis(1), "{used:?}");
-        assert!(
-            used <= wall.elapsed() + Duration::from_millis(1),
-            "{used:?}"
-        );
-        // Another thread's work is not ours: a sleeping thread uses ~nothing.
-        let other = std::thread::spawn(|| {
-            let t = thread_cpu_time();
-            std::thread::sleep(Duration::from_millis(20));
-            thread_cpu_time() - t
-        })
-        .join()
-        .unwrap();
-        assert!(other < Duration::from_millis(5), "{other:?}");
-    }
 }

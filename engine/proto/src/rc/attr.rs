@@ -3,7 +3,7 @@
 use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
-use crate::wire::{Ecn, VlanTag};
+use crate::wire::{rnr_timer_micros, Ecn, VlanTag};
 
 /// QP states (verbs `IBV_QPS_*`, the subset RC uses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -90,9 +90,10 @@ pub struct QpAttr {
     /// Local ACK timeout exponent: 4.096 us * 2^timeout; 0 = wait forever.
     pub timeout: u8,
     /// Retries (0..=7) after a timeout or sequence error before "retry
-    /// exceeded". 7 = infinite, as rxe does (notes: an implementation choice;
-    /// we follow it so a 7 behaves the same against rxe peers and so long
-    /// simulations at high loss never give up; use 0..=6 for a finite budget).
+    /// exceeded". 7 = infinite, as rxe does (an implementation choice,
+    /// `docs/reliable-connection.md`, "Go-back-N"; we follow it so a 7
+    /// behaves the same against rxe peers and so long simulations at high
+    /// loss never give up; use 0..=6 for a finite budget).
     pub retry_cnt: u8,
     /// Retries (0..=7) after RNR NAKs; 7 = infinite.
     pub rnr_retry: u8,
@@ -149,7 +150,8 @@ impl Default for QpAttr {
 
 impl QpAttr {
     /// The local ACK timeout as a duration, `None` for timeout 0 (infinite).
-    /// Rule (notes, "Requester" 2.): 4.096 us * 2^timeout.
+    /// Rule (`docs/reliable-connection.md`, "Go-back-N", trigger 2):
+    /// 4.096 us * 2^timeout.
     pub fn ack_timeout(&self) -> Option<Duration> {
         if self.timeout == 0 {
             None
@@ -248,21 +250,15 @@ pub fn validate(attr: &QpAttr, mask: QpAttrMask) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// RNR timer codes (IBTA table 45 "RNR NAK timer field encodings"), in
-/// microseconds: code 0 is 655.36 ms, 1..=31 rise from 0.01 ms to 491.52 ms.
-pub const RNR_TIMER_US: [u32; 32] = [
-    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560, 3_840,
-    5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
-    245_760, 327_680, 491_520,
-];
-
-/// The RNR wait for a timer code (low 5 bits used).
+/// The RNR wait for a timer code (low 5 bits used), by the encoding
+/// [`rnr_timer_micros`] holds (IBTA Vol. 1, table 45).
 pub fn rnr_delay(code: u8) -> Duration {
-    Duration::from_micros(u64::from(RNR_TIMER_US[usize::from(code & 0x1F)]))
+    Duration::from_micros(u64::from(rnr_timer_micros(code)))
 }
 
 /// Default UDP source port of a QP: rxe's base 0xC000 ORed with a hash of
-/// the QPN (notes, "Frame layout": src port = per-QP flow entropy).
+/// the QPN (`docs/wire-format.md`, "Frame layout": src port = per-QP flow
+/// entropy).
 pub fn default_udp_src_port(qpn: u32) -> u16 {
     let h = qpn.wrapping_mul(0x9E37_79B1);
     0xC000 | ((h >> 18) as u16 & 0x3FFF)

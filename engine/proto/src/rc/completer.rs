@@ -2,7 +2,7 @@
 //! requester; runs go-back-N retries, the local ACK timeout, the RNR wait,
 //! retry budgets and error completions.
 //!
-//! Rules (roce-v2-notes.md, "Reliable Connection: retransmission"):
+//! Rules (`docs/reliable-connection.md`, "Go-back-N"):
 //! - an ACK/NAK for PSN n acknowledges every PSN before it (cumulative); a
 //!   READ response or atomic ACK also acknowledges the requests before it;
 //! - NAK PSN sequence error: go-back-N from the NAK'd PSN;
@@ -20,35 +20,25 @@
 //! do_read, do_atomic, COMPST_ERROR_RETRY, rnr_nak_timer).
 
 use super::attr::{rnr_delay, QpAttr};
+use super::context::RxContext;
 use super::counters::Counters;
-use super::cq::Cq;
-use super::mr::{Access, MrTable};
+use super::cq::CompletionSink;
+use super::mr::Access;
 use super::psn::Psn;
 use super::requester::Requester;
 use super::timer::Timer;
 use super::wqe::{SendOp, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
-use crate::wire::{Opcode, RoceFrameView};
+use crate::wire::{nak_code, Opcode, RoceFrameView, Syndrome};
 
-/// AETH syndrome types (bits 7..5) and NAK codes (notes, "AETH").
-pub mod syndrome {
-    /// ACK with unlimited credits (0x1F).
-    pub const ACK: u8 = 0x1F;
-    /// RNR NAK type bits; low 5 bits carry the RNR timer code.
-    pub const RNR_NAK: u8 = 0x20;
-    /// NAK PSN sequence error.
-    pub const NAK_PSN_SEQ: u8 = 0x60;
-    /// NAK invalid request.
-    pub const NAK_INVALID_REQUEST: u8 = 0x61;
-    /// NAK remote access error.
-    pub const NAK_REMOTE_ACCESS: u8 = 0x62;
-    /// NAK remote operational error.
-    pub const NAK_REMOTE_OPERATIONAL: u8 = 0x63;
-
-    /// Syndrome type: 0 ACK, 1 RNR NAK, 3 NAK (2 reserved).
-    #[inline]
-    pub const fn kind(s: u8) -> u8 {
-        s >> 5
+/// The syndrome of a received ACK/NAK, decoded by [`Syndrome::from_u8`];
+/// `None` when reserved: bit 7 set or type 010 (IBTA Vol. 1, 9.3.5, AETH).
+#[inline]
+fn ack_syndrome(raw: u8) -> Option<Syndrome> {
+    match Syndrome::from_u8(raw) {
+        _ if raw & 0x80 != 0 => None,
+        Syndrome::Reserved(_) => None,
+        s => Some(s),
     }
 }
 
@@ -56,23 +46,6 @@ pub mod syndrome {
 /// already been completed with an error status).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Fatal;
-
-/// Where completions of this QP go.
-pub(crate) struct CompletionSink<'a> {
-    pub cq: Option<&'a mut Cq>,
-    pub qpn: u32,
-    pub sq_sig_all: bool,
-}
-
-impl CompletionSink<'_> {
-    fn push(&mut self, wc: WorkCompletion, counters: &mut Counters) {
-        if let Some(cq) = self.cq.as_deref_mut() {
-            if !cq.push(wc) {
-                counters.cq_overflow += 1;
-            }
-        }
-    }
-}
 
 impl Requester {
     /// Complete and pop the front request with `status`.
@@ -233,13 +206,11 @@ impl Requester {
     /// Handle an ACK, NAK, READ response or atomic ACK for this QP.
     pub(crate) fn handle_response(
         &mut self,
-        now: Instant,
         frame: &RoceFrameView<'_>,
-        attr: &QpAttr,
-        mrs: &mut MrTable,
-        sink: &mut CompletionSink<'_>,
-        counters: &mut Counters,
+        cx: &mut RxContext<'_>,
     ) -> Result<(), Fatal> {
+        let (now, attr) = (cx.now, cx.attr);
+        let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         let psn = Psn::new(frame.psn());
         // Only PSNs we have sent can be acknowledged (rxe check_psn).
         if !psn.before(self.max_sent_psn) {
@@ -251,23 +222,25 @@ impl Requester {
             return Ok(());
         }
         let op = frame.opcode();
-        let (progressed, implied) = match op {
-            Opcode::Acknowledge => {
-                let Some(aeth) = frame.aeth() else {
+        // Only an ACK/NAK's syndrome says more than "acknowledged".
+        let syndrome = match op {
+            Opcode::Acknowledge => match frame.aeth().and_then(|a| ack_syndrome(a.syndrome)) {
+                Some(s) => Some(s),
+                None => {
                     counters.dropped_malformed += 1;
                     return Ok(());
-                };
-                match syndrome::kind(aeth.syndrome) {
-                    0 => self.acknowledge(psn.add(1), sink, counters),
-                    1 | 3 => self.acknowledge(psn, sink, counters),
-                    _ => {
-                        counters.dropped_malformed += 1;
-                        return Ok(());
-                    }
                 }
-            }
-            _ => self.acknowledge(psn, sink, counters),
+            },
+            _ => None,
         };
+        // An ACK for PSN n acknowledges n and every PSN before it; a NAK or
+        // RNR NAK for n, a READ response or an atomic ACK acknowledges the
+        // PSNs before n.
+        let upto = match syndrome {
+            Some(Syndrome::Ack { .. }) => psn.add(1),
+            _ => psn,
+        };
+        let (progressed, implied) = self.acknowledge(upto, sink, counters);
         if progressed {
             self.on_progress(now, attr);
         }
@@ -275,32 +248,28 @@ impl Requester {
             return self.go_back_n(false, sink, counters);
         }
         match op {
-            Opcode::Acknowledge => {
-                let s = frame.aeth().map(|a| a.syndrome).unwrap_or(syndrome::ACK);
-                match syndrome::kind(s) {
-                    0 => Ok(()),
-                    1 => self.on_rnr_nak(now, s & 0x1F, attr, sink, counters),
-                    _ => match s {
-                        syndrome::NAK_PSN_SEQ => {
-                            counters.rcvd_seq_err += 1;
-                            self.go_back_n(false, sink, counters)
-                        }
-                        syndrome::NAK_REMOTE_ACCESS => {
-                            Err(self.fail_front(WcStatus::RemoteAccessError, sink, counters))
-                        }
-                        syndrome::NAK_REMOTE_OPERATIONAL => {
-                            Err(self.fail_front(WcStatus::RemoteOperationalError, sink, counters))
-                        }
-                        _ => Err(self.fail_front(WcStatus::RemoteInvalidRequest, sink, counters)),
-                    },
+            Opcode::Acknowledge => match syndrome {
+                Some(Syndrome::RnrNak { timer }) => self.on_rnr_nak(timer, cx),
+                Some(Syndrome::Nak(nak_code::PSN_SEQUENCE_ERROR)) => {
+                    counters.rcvd_seq_err += 1;
+                    self.go_back_n(false, sink, counters)
                 }
-            }
+                Some(Syndrome::Nak(nak_code::REMOTE_ACCESS_ERROR)) => {
+                    Err(self.fail_front(WcStatus::RemoteAccessError, sink, counters))
+                }
+                Some(Syndrome::Nak(nak_code::REMOTE_OPERATIONAL_ERROR)) => {
+                    Err(self.fail_front(WcStatus::RemoteOperationalError, sink, counters))
+                }
+                // Invalid request, invalid RD request and undefined codes.
+                Some(Syndrome::Nak(_)) => {
+                    Err(self.fail_front(WcStatus::RemoteInvalidRequest, sink, counters))
+                }
+                Some(Syndrome::Ack { .. } | Syndrome::Reserved(_)) | None => Ok(()),
+            },
             Opcode::ReadRespFirst
             | Opcode::ReadRespMiddle
             | Opcode::ReadRespLast
-            | Opcode::ReadRespOnly => {
-                self.on_read_response(now, psn, op, frame.payload(), attr, mrs, sink, counters)
-            }
+            | Opcode::ReadRespOnly => self.on_read_response(psn, op, frame.payload(), cx),
             Opcode::AtomicAcknowledge => {
                 let Some(front) = self.wqes.front().copied() else {
                     counters.dropped_malformed += 1;
@@ -315,7 +284,8 @@ impl Requester {
                     return Ok(());
                 }
                 // Atomic results land little-endian, as MrTable::atomic stores them.
-                if mrs
+                if cx
+                    .mrs
                     .write(
                         front.wr.local.lkey,
                         front.wr.local.addr,
@@ -337,18 +307,16 @@ impl Requester {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// A READ response packet for the front request.
     fn on_read_response(
         &mut self,
-        now: Instant,
         psn: Psn,
         op: Opcode,
         payload: &[u8],
-        attr: &QpAttr,
-        mrs: &mut MrTable,
-        sink: &mut CompletionSink<'_>,
-        counters: &mut Counters,
+        cx: &mut RxContext<'_>,
     ) -> Result<(), Fatal> {
+        let (now, attr, mrs) = (cx.now, cx.attr, &mut *cx.mrs);
+        let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         let Some(front) = self.wqes.front().copied() else {
             counters.dropped_malformed += 1;
             return Ok(());
@@ -399,14 +367,10 @@ impl Requester {
         Ok(())
     }
 
-    fn on_rnr_nak(
-        &mut self,
-        now: Instant,
-        timer_code: u8,
-        attr: &QpAttr,
-        sink: &mut CompletionSink<'_>,
-        counters: &mut Counters,
-    ) -> Result<(), Fatal> {
+    /// An RNR NAK carrying RNR timer code `timer_code`.
+    fn on_rnr_nak(&mut self, timer_code: u8, cx: &mut RxContext<'_>) -> Result<(), Fatal> {
+        let (now, attr) = (cx.now, cx.attr);
+        let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         counters.rcvd_rnr_err += 1;
         if self.timers.is_armed(Timer::Rnr) {
             // Already waiting (a duplicate RNR NAK).

@@ -2,7 +2,8 @@
 //!
 //! Every call the transport makes into congestion control goes through
 //! [`QpCongestion`], implemented in [`crate::cc::qp_congestion`] (DCQCN
-//! notification and reaction point, notes "Congestion: ECN, CNP, DCQCN"):
+//! notification and reaction point; `docs/congestion.md`, "ECN marking",
+//! "CNP", "DCQCN"):
 //!
 //! - Receive side (notification point): [`QpCongestion::on_packet_received`]
 //!   sees the IP ECN field of every RoCE packet accepted for this QP; when a

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 
+use super::counters::Counters;
 use super::wqe::WorkCompletion;
 
 /// One completion queue with a fixed capacity, preallocated.
@@ -66,5 +67,27 @@ impl Cq {
     /// Capacity given at creation.
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+}
+
+/// Where the completions of one side of a QP go: the send CQ (requester and
+/// completer) or the receive CQ (responder), for one call into that side.
+pub(crate) struct CompletionSink<'a> {
+    /// `None` when the QP's CQ id names no CQ: completions are dropped.
+    pub cq: Option<&'a mut Cq>,
+    pub qpn: u32,
+    /// Send side: every request completes, signaled or not
+    /// ([`super::QpInitAttr::sq_sig_all`]). Unused by the receive side.
+    pub sq_sig_all: bool,
+}
+
+impl CompletionSink<'_> {
+    /// Queue `wc`; a full CQ counts `cq_overflow` and drops it.
+    pub fn push(&mut self, wc: WorkCompletion, counters: &mut Counters) {
+        if let Some(cq) = self.cq.as_deref_mut() {
+            if !cq.push(wc) {
+                counters.cq_overflow += 1;
+            }
+        }
     }
 }

@@ -3,10 +3,11 @@
 
 use core::net::IpAddr;
 
+use super::attr::QpAttr;
 use super::psn::Psn;
 use crate::wire::{
     BthRepr, Ecn, EthRepr, HeaderTemplate, IpRepr, Opcode, RoceFrameView, RoceHeaders, UdpRepr,
-    VlanTag, ROCE_V2_UDP_PORT,
+    ROCE_V2_UDP_PORT,
 };
 
 /// Headers of one QP's packets, minus opcode, PSN and extension headers.
@@ -22,23 +23,22 @@ pub struct FrameTemplate {
 }
 
 impl FrameTemplate {
-    /// A template from the local and remote addresses; `None` when the two
-    /// IP addresses are not of the same family.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        local_mac: [u8; 6],
-        local_ip: IpAddr,
-        remote_mac: [u8; 6],
-        remote_ip: IpAddr,
-        vlan: Option<VlanTag>,
-        udp_src_port: u16,
-        dscp: u8,
-        ecn: Ecn,
-        hop_limit: u8,
-        pkey: u16,
-        dest_qp: u32,
-    ) -> Option<FrameTemplate> {
-        let ip = match (local_ip, remote_ip) {
+    /// The template of a QP with attributes `attr` (peer address, VLAN,
+    /// UDP source port, traffic class, hop limit, P_Key, destination QP) on
+    /// the endpoint `local_mac` / `local_ip`; `None` when the two IP
+    /// addresses are not of the same family.
+    pub fn new(local_mac: [u8; 6], local_ip: IpAddr, attr: &QpAttr) -> Option<FrameTemplate> {
+        let QpAttr {
+            remote,
+            udp_src_port,
+            dscp,
+            ecn,
+            hop_limit,
+            pkey,
+            dest_qpn,
+            ..
+        } = *attr;
+        let ip = match (local_ip, remote.ip) {
             (IpAddr::V4(src), IpAddr::V4(dst)) => IpRepr::V4 {
                 src,
                 dst,
@@ -59,9 +59,9 @@ impl FrameTemplate {
             _ => return None,
         };
         let eth = EthRepr {
-            dst: remote_mac,
+            dst: remote.mac,
             src: local_mac,
-            vlan,
+            vlan: remote.vlan,
         };
         let udp = UdpRepr {
             src_port: udp_src_port,
@@ -72,7 +72,7 @@ impl FrameTemplate {
             ip,
             udp,
             pkey,
-            dest_qp: dest_qp & Psn::MASK,
+            dest_qp: dest_qpn & Psn::MASK,
             wire: HeaderTemplate::new(&eth, &ip, &udp),
         })
     }
@@ -111,23 +111,9 @@ impl FrameTemplate {
         }
     }
 
-    /// Whether a received packet comes from this QP's peer to us (IP
-    /// addresses swapped with respect to what we send).
-    #[inline]
-    pub fn is_from_peer(&self, h: &RoceHeaders) -> bool {
-        match (&self.ip, &h.ip) {
-            (IpRepr::V4 { src, dst, .. }, IpRepr::V4 { src: s, dst: d, .. }) => {
-                s == dst && d == src
-            }
-            (IpRepr::V6 { src, dst, .. }, IpRepr::V6 { src: s, dst: d, .. }) => {
-                s == dst && d == src
-            }
-            _ => false,
-        }
-    }
-
-    /// [`Self::is_from_peer`] for a received frame view (reads only the
-    /// two addresses from the frame bytes).
+    /// Whether a received frame comes from this QP's peer to us (IP
+    /// addresses swapped with respect to what we send; reads only the two
+    /// addresses from the frame bytes).
     #[inline(always)]
     pub fn is_from_peer_view(&self, f: &RoceFrameView<'_>) -> bool {
         match &self.ip {
@@ -151,14 +137,6 @@ impl FrameTemplate {
             }
         }
         h
-    }
-}
-
-/// IP ECN field of parsed headers.
-#[inline]
-pub fn ecn_of(h: &RoceHeaders) -> Ecn {
-    match h.ip {
-        IpRepr::V4 { ecn, .. } | IpRepr::V6 { ecn, .. } => ecn,
     }
 }
 

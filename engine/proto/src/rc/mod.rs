@@ -1,28 +1,44 @@
 //! The Reliable Connection transport, sans-IO.
 //!
-//! One file per role (architecture.md): [`psn`] (24-bit PSNs), [`mr`]
-//! (memory regions and access checks), [`attr`] (QP attributes and the state
-//! machine), [`qp`] (a queue pair and the glue between its roles),
-//! [`requester`] (work requests -> packets), [`completer`] (ACK/NAK/response
-//! handling, retries, timers), [`responder`] (ePSN, duplicates, NAKs,
-//! placement, ACK coalescing), [`cq`], [`wqe`], [`timer`], [`counters`],
-//! [`congestion`] (the hook for `engine::cc`), [`frame`] (per-QP header
-//! template).
+//! The public API is the types re-exported here: queue pairs and their
+//! attributes and states ([`Qp`], [`QpInitAttr`], [`QpAttr`],
+//! [`QpAttrMask`], [`QpState`], [`Mtu`], [`RemoteAddress`]), work requests
+//! and completions ([`SendWr`], [`RecvWr`], [`Sge`], [`SendOp`],
+//! [`WorkCompletion`], [`WcStatus`], [`WcOpcode`], [`Cq`]), memory regions
+//! ([`MrTable`], [`MrKeys`], [`Access`], [`AccessError`],
+//! [`RegionMemory`]), [`Psn`], [`Counters`] and [`VerbsError`]. An
+//! [`crate::endpoint::Endpoint`] drives them.
+//!
+//! One file per role or object (`docs/architecture.md`):
+//! - `psn.rs`: 24-bit PSNs and their wrap-aware order;
+//! - `mr.rs`: memory regions, keys, and the bounds and rights checks;
+//! - `attr.rs`: QP attributes and the verbs state machine;
+//! - `qp.rs`: a queue pair and the glue between its roles;
+//! - `requester.rs`: send work requests -> request packets;
+//! - `completer.rs`: ACKs, NAKs and responses for the requester; retries,
+//!   timers, error completions;
+//! - `responder.rs`: incoming requests in PSN order (rxe's stages), ACK
+//!   coalescing, READ responses, atomic replay;
+//! - `context.rs`: what a QP lends its roles for one call;
+//! - `cq.rs`, `wqe.rs`, `timer.rs`, `counters.rs`, `error.rs`;
+//! - `congestion.rs`: the hook into [`crate::cc`];
+//! - `frame.rs`: a QP's header template.
 
-pub mod attr;
-pub mod completer;
-pub mod congestion;
-pub mod counters;
-pub mod cq;
-pub mod error;
-pub mod frame;
-pub mod mr;
-pub mod psn;
-pub mod qp;
-pub mod requester;
-pub mod responder;
-pub mod timer;
-pub mod wqe;
+mod attr;
+mod completer;
+mod congestion;
+mod context;
+mod counters;
+mod cq;
+mod error;
+mod frame;
+mod mr;
+mod psn;
+mod qp;
+mod requester;
+mod responder;
+mod timer;
+mod wqe;
 
 pub use attr::{Mtu, QpAttr, QpAttrMask, QpState, RemoteAddress};
 pub use counters::Counters;
@@ -31,4 +47,5 @@ pub use error::VerbsError;
 pub use mr::{Access, AccessError, MrKeys, MrTable, RegionMemory};
 pub use psn::Psn;
 pub use qp::{Qp, QpInitAttr};
+pub use requester::MAX_MESSAGE_LEN;
 pub use wqe::{RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};

@@ -1,10 +1,10 @@
 //! Memory regions: registration, keys, and the bounds and rights checks that
 //! guard every access.
 //!
-//! Rule (roce-v2-notes.md, "Responder", protection): an RDMA WRITE/READ/atomic
-//! whose R_Key is unknown, whose range is outside the region, or whose rights
-//! don't allow it gets NAK remote access error; nothing is ever written
-//! outside a registered region. Every accessor here checks key, range and
+//! Rule (`docs/reliable-connection.md`, "Responder", key, range and rights):
+//! an RDMA WRITE/READ/atomic whose R_Key is unknown, whose range is outside
+//! the region, or whose rights don't allow it gets NAK remote access error;
+//! nothing is ever written outside a registered region. Every accessor here checks key, range and
 //! rights before touching a byte and returns [`AccessError`] otherwise.
 
 use core::fmt;

@@ -1,8 +1,9 @@
 //! 24-bit packet sequence numbers with wrap-aware ordering.
 //!
-//! Rule (roce-v2-notes.md, "PSN arithmetic"): PSNs are 24-bit and wrap;
-//! compare with the sign of `((a - b) << 8) as i32`. Relative to a reference
-//! PSN, the 2^23 PSNs below it are "before" and the 2^23 - 1 above are "after".
+//! Rule (`docs/reliable-connection.md`, "PSN arithmetic"): PSNs are 24-bit
+//! and wrap; compare with the sign of `((a - b) << 8) as i32`. Relative to a
+//! reference PSN, the 2^23 PSNs below it are "before" and the 2^23 - 1 above
+//! are "after".
 
 use core::cmp::Ordering;
 use core::fmt;
@@ -39,7 +40,8 @@ impl Psn {
         Psn(self.0.wrapping_sub(n) & Self::MASK)
     }
 
-    /// Signed distance `self - other` in (-2^23, 2^23], the notes' rule:
+    /// Signed distance `self - other` in (-2^23, 2^23], the rule of
+    /// `docs/reliable-connection.md`, "PSN arithmetic":
     /// the sign of `((a - b) << 8) as i32`, shifted back down.
     #[inline]
     pub const fn diff(self, other: Psn) -> i32 {

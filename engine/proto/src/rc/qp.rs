@@ -2,10 +2,10 @@
 //! completer and responder.
 
 use super::attr::{self, default_udp_src_port, transition_requires, QpAttr, QpAttrMask, QpState};
-use super::completer::CompletionSink;
 use super::congestion::QpCongestion;
+use super::context::{RxContext, TxContext};
 use super::counters::Counters;
-use super::cq::Cq;
+use super::cq::{CompletionSink, Cq};
 use super::error::VerbsError;
 use super::frame::{class, FrameTemplate};
 use super::mr::{Access, MrTable};
@@ -44,10 +44,6 @@ impl Default for QpInitAttr {
     }
 }
 
-/// Default DSCP of CNPs (NVIDIA default 48, notes "Congestion"); the
-/// endpoint's `CcConfig::marking.cnp_dscp` sets it.
-pub const CNP_DSCP: u8 = crate::cc::DEFAULT_CNP_DSCP;
-
 /// One RC queue pair.
 #[derive(Debug)]
 pub struct Qp {
@@ -66,15 +62,25 @@ pub struct Qp {
     ack_yielded: bool,
 }
 
-fn sink(cqs: &mut [Cq], cq: u32, qpn: u32, sq_sig_all: bool) -> CompletionSink<'_> {
-    CompletionSink {
-        cq: cqs.get_mut(cq as usize),
-        qpn,
-        sq_sig_all,
-    }
-}
-
 impl Qp {
+    /// Where the requester's completions go: the send CQ.
+    fn send_sink<'c>(&self, cqs: &'c mut [Cq]) -> CompletionSink<'c> {
+        CompletionSink {
+            cq: cqs.get_mut(self.init.send_cq as usize),
+            qpn: self.qpn,
+            sq_sig_all: self.init.sq_sig_all,
+        }
+    }
+
+    /// Where the responder's completions go: the receive CQ.
+    fn recv_sink<'c>(&self, cqs: &'c mut [Cq]) -> CompletionSink<'c> {
+        CompletionSink {
+            cq: cqs.get_mut(self.init.recv_cq as usize),
+            qpn: self.qpn,
+            sq_sig_all: false,
+        }
+    }
+
     /// A QP in RESET.
     pub(crate) fn new(qpn: u32, init: QpInitAttr) -> Qp {
         Qp {
@@ -171,24 +177,11 @@ impl Qp {
             new.udp_src_port = default_udp_src_port(self.qpn);
         }
         let tpl = if matches!(target, QpState::Rtr | QpState::Rts) {
-            Some(
-                FrameTemplate::new(
-                    local_mac,
-                    local_ip,
-                    new.remote.mac,
-                    new.remote.ip,
-                    new.remote.vlan,
-                    new.udp_src_port,
-                    new.dscp,
-                    new.ecn,
-                    new.hop_limit,
-                    new.pkey,
-                    new.dest_qpn,
-                )
-                .ok_or(VerbsError::InvalidArgument(
+            Some(FrameTemplate::new(local_mac, local_ip, &new).ok_or(
+                VerbsError::InvalidArgument(
                     "remote IP must be the same family (IPv4/IPv6) as the endpoint's",
-                ))?,
-            )
+                ),
+            )?)
         } else {
             self.tpl
         };
@@ -216,10 +209,10 @@ impl Qp {
     /// Move to ERROR: fail/flush every outstanding request and receive.
     pub(crate) fn enter_error(&mut self, cqs: &mut [Cq]) {
         self.attr.state = QpState::Error;
-        let mut s = sink(cqs, self.init.send_cq, self.qpn, self.init.sq_sig_all);
+        let mut s = self.send_sink(cqs);
         self.req.flush(&mut s, &mut self.counters);
-        let mut rcq = cqs.get_mut(self.init.recv_cq as usize);
-        self.resp.flush(&mut rcq, self.qpn, &mut self.counters);
+        let mut s = self.recv_sink(cqs);
+        self.resp.flush(&mut s, &mut self.counters);
     }
 
     /// Post a send request (checked: state, lengths, local key and rights).
@@ -361,21 +354,27 @@ impl Qp {
             self.counters.np_ecn_marked_roce_packets += 1;
         }
         self.cc.on_packet_received(now, ecn);
+        // Requests go to the responder, which completes to the receive CQ;
+        // responses (in RTS only) to the completer, to the send CQ.
         let op = frame.opcode();
         let result = if class::is_request(op) {
-            let mut rcq = cqs.get_mut(self.init.recv_cq as usize);
-            self.resp.handle_request(
-                frame,
-                &self.attr,
+            let mut cx = RxContext {
+                now,
+                attr: &self.attr,
                 mrs,
-                &mut rcq,
-                self.qpn,
-                &mut self.counters,
-            )
+                sink: self.recv_sink(cqs),
+                counters: &mut self.counters,
+            };
+            self.resp.handle_request(frame, &mut cx)
         } else if class::is_response(op) && state == QpState::Rts {
-            let mut s = sink(cqs, self.init.send_cq, self.qpn, self.init.sq_sig_all);
-            self.req
-                .handle_response(now, frame, &self.attr, mrs, &mut s, &mut self.counters)
+            let mut cx = RxContext {
+                now,
+                attr: &self.attr,
+                mrs,
+                sink: self.send_sink(cqs),
+                counters: &mut self.counters,
+            };
+            self.req.handle_response(frame, &mut cx)
         } else {
             self.counters.dropped_malformed += 1;
             Ok(())
@@ -417,7 +416,7 @@ impl Qp {
             return None;
         }
         if state != QpState::Error && self.cc.poll_cnp(now) {
-            // CNP (notes, "Congestion"): opcode 0x81 to the sender's QP,
+            // CNP (`docs/congestion.md`, "CNP"): opcode 0x81 to the sender's QP,
             // BECN=1, PSN 0, 16 zero bytes, own DSCP, not ECN-capable.
             let mut h = FrameTemplate::with_traffic_class(
                 tpl.headers(Opcode::Cnp, Psn::new(0), false),
@@ -445,18 +444,18 @@ impl Qp {
             self.responder_turn = false;
             self.ack_yielded = true;
         }
+        let mut cx = TxContext {
+            now,
+            attr: &self.attr,
+            tpl,
+            mrs,
+            cc: &mut self.cc,
+            counters: &mut self.counters,
+        };
         for _ in 0..2 {
             if self.responder_turn {
                 if self.resp.has_work() {
-                    match self.resp.poll_transmit(
-                        now,
-                        &self.attr,
-                        tpl,
-                        mrs,
-                        &mut self.cc,
-                        &mut self.counters,
-                        buf,
-                    ) {
+                    match self.resp.poll_transmit(&mut cx, buf) {
                         Ok(Some(n)) => {
                             self.responder_turn = false;
                             self.ack_yielded = false;
@@ -470,22 +469,14 @@ impl Qp {
                     }
                 }
             } else if self.attr.state == QpState::Rts {
-                match self.req.poll_transmit(
-                    now,
-                    &self.attr,
-                    tpl,
-                    mrs,
-                    &mut self.cc,
-                    &mut self.counters,
-                    buf,
-                ) {
+                match self.req.poll_transmit(&mut cx, buf) {
                     TxOutcome::Sent(n) => {
                         self.responder_turn = true;
                         return Some(n);
                     }
                     TxOutcome::Idle => {}
                     TxOutcome::Fatal => {
-                        let mut s = sink(cqs, self.init.send_cq, self.qpn, self.init.sq_sig_all);
+                        let mut s = self.send_sink(cqs);
                         self.req.fail_front(
                             WcStatus::LocalProtectionError,
                             &mut s,
@@ -523,7 +514,7 @@ impl Qp {
     pub(crate) fn handle_timeout(&mut self, now: Instant, cqs: &mut [Cq]) {
         self.cc.handle_timeout(now);
         if self.attr.state == QpState::Rts {
-            let mut s = sink(cqs, self.init.send_cq, self.qpn, self.init.sq_sig_all);
+            let mut s = self.send_sink(cqs);
             if self
                 .req
                 .handle_timeout(now, &mut s, &mut self.counters)

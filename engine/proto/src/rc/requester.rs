@@ -1,16 +1,17 @@
 //! Requester: turns send work requests into request packets.
 //!
-//! Rules (roce-v2-notes.md, "Reliable Connection: retransmission"):
-//! - segmentation by path MTU: FIRST/MIDDLE carry exactly PMTU bytes, LAST
-//!   1..PMTU, ONLY 0..PMTU; a READ consumes ceil(len / PMTU) PSNs (at least 1);
+//! Rules (`docs/reliable-connection.md`, "Go-back-N"):
+//! - segmentation by path MTU (`docs/wire-format.md`, "RC opcodes"):
+//!   FIRST/MIDDLE carry exactly PMTU bytes, LAST 1..PMTU, ONLY 0..PMTU; a
+//!   READ consumes ceil(len / PMTU) PSNs (at least 1);
 //! - AckReq every [`ACK_REQ_EVERY`] packets of long messages (rxe uses 64),
 //!   on the packet that fills the outstanding window, and on the last packet
 //!   of a message when no other request is queued behind it (the send queue
 //!   drains: its completions must not wait). While more requests are queued
 //!   behind a message, its last packet asks for an ACK only every
 //!   [`ACK_REQ_STREAM`] packets or when a sixteenth of the ACK timeout has
-//!   passed since the last AckReq: the notes' rule ("AckReq on the last
-//!   packet of each message", rxe's choice) relaxed for streams of small
+//!   passed since the last AckReq: rxe's rule ("AckReq on the last
+//!   packet of each message") relaxed for streams of small
 //!   messages, where it made the responder send an ACK for every second or
 //!   third packet. The responder still ACKs every AckReq (coalescing), and
 //!   every request eventually gets one: the send queue's last message, the
@@ -27,10 +28,7 @@
 use std::collections::VecDeque;
 
 use super::attr::QpAttr;
-use super::congestion::QpCongestion;
-use super::counters::Counters;
-use super::frame::FrameTemplate;
-use super::mr::MrTable;
+use super::context::TxContext;
 use super::psn::Psn;
 use super::timer::{Timer, TimerTable};
 use super::wqe::{SendOp, SendWr};
@@ -223,17 +221,8 @@ impl Requester {
     }
 
     /// Emit the next request packet into `buf`.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn poll_transmit(
-        &mut self,
-        now: Instant,
-        attr: &QpAttr,
-        tpl: &FrameTemplate,
-        mrs: &MrTable,
-        cc: &mut QpCongestion,
-        counters: &mut Counters,
-        buf: &mut [u8],
-    ) -> TxOutcome {
+    pub(crate) fn poll_transmit(&mut self, cx: &mut TxContext<'_>, buf: &mut [u8]) -> TxOutcome {
+        let (now, attr, tpl, mrs) = (cx.now, cx.attr, cx.tpl, cx.mrs);
         if !self.has_work(attr) {
             return TxOutcome::Idle;
         }
@@ -315,10 +304,10 @@ impl Requester {
 
         let flen = tpl.wire.frame_len(bth.opcode, len as usize);
         if flen > buf.len() {
-            counters.tx_buffer_too_small += 1;
+            cx.counters.tx_buffer_too_small += 1;
             return TxOutcome::Idle;
         }
-        if !cc.may_send(now, flen) {
+        if !cx.cc.may_send(now, flen) {
             return TxOutcome::Idle;
         }
         let payload: &[u8] = if len == 0 {
@@ -345,14 +334,14 @@ impl Requester {
         let written = match emitted {
             Ok(n) => n,
             Err(_) => {
-                counters.tx_buffer_too_small += 1;
+                cx.counters.tx_buffer_too_small += 1;
                 return TxOutcome::Idle;
             }
         };
-        cc.on_sent(now, written);
-        counters.sent_pkts += 1;
+        cx.cc.on_sent(now, written);
+        cx.counters.sent_pkts += 1;
         if psn.before(self.max_sent_psn) {
-            counters.retransmitted_packets += 1;
+            cx.counters.retransmitted_packets += 1;
         }
         if bth.ack_req {
             self.since_ack_req = 0;

@@ -1,6 +1,7 @@
 //! Responder: executes incoming requests in PSN order and answers them.
 //!
-//! Rules (roce-v2-notes.md, "Responder"; reference: Linux rxe `rxe_resp.c`):
+//! Rules (`docs/reliable-connection.md`, "Responder"; reference: Linux rxe
+//! `rxe_resp.c`):
 //! - expects ePSN; in order: execute, advance ePSN, ACK when AckReq is set,
 //!   coalesced (one queued ACK is updated instead of queueing another);
 //! - out of sequence (PSN > ePSN): one NAK PSN sequence error, then silent
@@ -15,6 +16,15 @@
 //!   RNR NAK, never a silent drop;
 //! - MSN counts completed inbound messages (24-bit).
 //!
+//! The request path ([`Responder::handle_request`]) runs rxe's stages in
+//! rxe's order, one function each: `check_psn`, `check_room` (the answer
+//! queue below), `check_op_seq`, `check_length`, `check_resource`,
+//! `check_rkey_write` / `check_rkey_read`, then `execute_send`,
+//! `execute_write`, `execute_read` or `execute_atomic`. Each returns a
+//! `RespError` when the request stops there, and one `match`
+//! (`answer_error`) turns it into the AETH syndrome, the QP's state change
+//! and the completion.
+//!
 //! Answers leave in PSN order through one queue: NAKs, READ responses and
 //! atomic ACKs in `out`, then at most one coalesced ACK (`ack_pending`)
 //! logically behind them, so an ACK can never overtake a READ response.
@@ -24,23 +34,28 @@
 use std::collections::VecDeque;
 
 use super::attr::QpAttr;
-use super::completer::{syndrome, Fatal};
-use super::congestion::QpCongestion;
+use super::completer::Fatal;
+use super::context::{RxContext, TxContext};
 use super::counters::Counters;
-use super::cq::Cq;
-use super::frame::FrameTemplate;
+use super::cq::CompletionSink;
 use super::mr::{Access, AccessError, MrTable};
 use super::psn::Psn;
-use super::requester::packets_for;
+use super::requester::{packets_for, MAX_MESSAGE_LEN};
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
-use crate::time::Instant;
-use crate::wire::{emit_frame, emit_templated, AtomicAckEthRepr, Opcode, RethRepr, RoceFrameView};
+use crate::wire::{
+    emit_frame, emit_templated, nak_code, AethRepr, AtomicAckEthRepr, AtomicEthRepr, Opcode,
+    RethRepr, RoceFrameView, Syndrome,
+};
 
 /// One answer waiting to be sent, in PSN order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Answer {
     /// ACK, RNR NAK or NAK (the syndrome says which) for `psn`.
-    Ack { psn: Psn, syndrome: u8, msn: u32 },
+    Ack {
+        psn: Psn,
+        syndrome: Syndrome,
+        msn: u32,
+    },
     /// Atomic ACK carrying the original value.
     AtomicAck { psn: Psn, orig: u64, msn: u32 },
     /// READ response packets still to send: next PSN, remote address,
@@ -53,6 +68,20 @@ pub(crate) enum Answer {
         first: bool,
         msn: u32,
     },
+}
+
+impl Answer {
+    /// The whole response stream of the READ request `reth` at `psn`.
+    fn read(psn: Psn, reth: &RethRepr, msn: u32) -> Answer {
+        Answer::Read {
+            psn,
+            va: reth.va,
+            rkey: reth.rkey,
+            remaining: reth.dma_len,
+            first: true,
+            msn,
+        }
+    }
 }
 
 /// A multi-packet message being received.
@@ -71,6 +100,88 @@ enum InProgress {
     },
 }
 
+/// Why a request packet stopped before (or while) executing; one of
+/// `rxe_resp.c`'s error states each. [`Responder::answer_error`] turns it
+/// into the answer, the QP's state change and the completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RespError {
+    /// PSN after ePSN (rxe RESPST_ERR_PSN_OUT_OF_SEQ).
+    OutOfSequence,
+    /// PSN before ePSN (rxe RESPST_DUPLICATE_REQUEST).
+    Duplicate,
+    /// No room in the answer queue, or every READ/atomic slot taken.
+    Busy,
+    /// No posted receive for a SEND or WRITE with immediate (rxe
+    /// RESPST_ERR_RNR).
+    ReceiverNotReady,
+    /// A MIDDLE/LAST outside its message or a FIRST/ONLY inside one (rxe
+    /// RESPST_ERR_MISSING_OPCODE_FIRST / _LAST_C).
+    OpSequence,
+    /// A request opcode this responder does not execute (SEND with
+    /// invalidate; rxe RESPST_ERR_UNSUPPORTED_OPCODE).
+    Unsupported,
+    /// A header the opcode requires is missing.
+    Malformed,
+    /// Payload length against the path MTU, the RETH length or the
+    /// message size limit (rxe RESPST_ERR_LENGTH).
+    Length,
+    /// Unknown R_Key, range outside the region, or missing right (rxe
+    /// RESPST_ERR_RKEY_VIOLATION).
+    RkeyViolation,
+    /// Atomic address not 8-byte aligned (rxe
+    /// RESPST_ERR_MISALIGNED_ATOMIC).
+    MisalignedAtomic,
+    /// The SEND is longer than its receive buffer (rxe send_data_in:
+    /// -ENOSPC, RESPST_ERR_LENGTH); `byte_len` is where it would end.
+    RecvTooShort { wr: RecvWr, byte_len: u32 },
+    /// The receive buffer refused the bytes (rxe RESPST_ERR_MALFORMED_WQE).
+    MalformedWqe { wr: RecvWr },
+}
+
+/// A request packet as [`Responder::check_op_seq`] decodes it.
+#[derive(Debug, Clone, Copy)]
+enum Request {
+    /// SEND FIRST/MIDDLE/LAST/ONLY; immediate data on LAST/ONLY.
+    Send {
+        first: bool,
+        last: bool,
+        imm: Option<u32>,
+    },
+    /// RDMA WRITE FIRST/MIDDLE/LAST/ONLY; FIRST and ONLY carry the RETH.
+    Write {
+        reth: Option<RethRepr>,
+        last: bool,
+        imm: Option<u32>,
+    },
+    Read(RethRepr),
+    /// Compare-and-swap (`compare`) or fetch-and-add.
+    Atomic {
+        eth: AtomicEthRepr,
+        compare: bool,
+    },
+}
+
+/// Where a WRITE packet's payload goes (rxe keeps the same in `qp->resp`:
+/// va, rkey, resid, mr).
+struct WriteTarget<'m> {
+    va: u64,
+    rkey: u32,
+    /// The RETH's length.
+    total: u32,
+    /// Bytes of the message placed before this packet.
+    offset: u32,
+    place: Placement<'m>,
+}
+
+/// How a WRITE packet's payload is placed.
+enum Placement<'m> {
+    /// First packet: into the bytes the R_Key check yielded.
+    Checked(&'m mut [u8]),
+    /// Later packets: through the region table, which checks key, range and
+    /// rights again.
+    Region(&'m mut MrTable),
+}
+
 /// Responder state of one QP.
 #[derive(Debug)]
 pub struct Responder {
@@ -86,7 +197,8 @@ pub struct Responder {
     in_progress: InProgress,
     pub(crate) out: VecDeque<Answer>,
     /// The coalesced ACK (PSN, MSN), queued after everything in `out`
-    /// (notes "Responder": one ACK may cover many packets). Every push to
+    /// (`docs/reliable-connection.md`, "Responder": one ACK may cover many
+    /// packets). Every push to
     /// `out` moves it into `out` first, so the order is kept.
     ack_pending: Option<(Psn, u32)>,
     /// Most answers queued (`out` plus the pending ACK).
@@ -161,7 +273,7 @@ impl Responder {
         if let Some((psn, msn)) = self.ack_pending.take() {
             self.out.push_back(Answer::Ack {
                 psn,
-                syndrome: syndrome::ACK,
+                syndrome: Syndrome::ACK_UNLIMITED,
                 msn,
             });
         }
@@ -181,335 +293,489 @@ impl Responder {
         // May exceed out_cap by one: the QP is going to error anyway.
         self.push(Answer::Ack {
             psn: self.e_psn,
-            syndrome: code,
+            syndrome: Syndrome::Nak(code),
             msn: self.msn,
         });
         counters.naks_sent += 1;
         Fatal
     }
 
-    fn complete_recv(cq: &mut Option<&mut Cq>, wc: WorkCompletion, counters: &mut Counters) {
-        if let Some(cq) = cq.as_deref_mut() {
-            if !cq.push(wc) {
-                counters.cq_overflow += 1;
-            }
-        }
-    }
-
-    /// Execute or answer one request packet.
-    #[allow(clippy::too_many_arguments)]
+    /// Execute or answer one request packet: [`Self::process`] runs the
+    /// stages, [`Self::answer_error`] turns what stopped it into the answer.
     pub(crate) fn handle_request(
         &mut self,
         frame: &RoceFrameView<'_>,
-        attr: &QpAttr,
-        mrs: &mut MrTable,
-        recv_cq: &mut Option<&mut Cq>,
-        qpn: u32,
-        counters: &mut Counters,
+        cx: &mut RxContext<'_>,
     ) -> Result<(), Fatal> {
-        let op = frame.opcode();
+        match self.process(frame, cx) {
+            Ok(()) => Ok(()),
+            Err(e) => self.answer_error(e, frame, cx),
+        }
+    }
+
+    /// The request path, stage by stage in rxe's order (`rxe_responder`:
+    /// check_psn, check_op_seq + check_op_valid, check_length,
+    /// check_resource, check_rkey, execute), plus this responder's own
+    /// check for room in its answer queue. Each stage passes or says why
+    /// the request stops; execution starts once the checks of PSN, opcode,
+    /// length, resources and key have passed (a WRITE's LAST/ONLY length
+    /// against its RETH is checked after placing, see
+    /// [`Self::execute_write`]).
+    #[inline(always)]
+    fn process(
+        &mut self,
+        frame: &RoceFrameView<'_>,
+        cx: &mut RxContext<'_>,
+    ) -> Result<(), RespError> {
         let psn = Psn::new(frame.psn());
         let payload = frame.payload();
-        let d = psn.diff(self.e_psn);
-        if d > 0 {
-            // Out of sequence: one NAK per gap (rxe sent_psn_nak).
-            counters.out_of_seq_request += 1;
-            if !self.nak_sent && self.queued() < self.out_cap {
-                self.push(Answer::Ack {
-                    psn: self.e_psn,
-                    syndrome: syndrome::NAK_PSN_SEQ,
-                    msn: self.msn,
-                });
-                self.nak_sent = true;
-                counters.naks_sent += 1;
+        let mtu = cx.attr.path_mtu.bytes();
+        self.check_psn(psn)?;
+        self.check_room()?;
+        let req = self.check_op_seq(frame)?;
+        check_length(&req, payload.len(), mtu)?;
+        self.check_resource(&req, cx.attr)?;
+        let qpn = cx.sink.qpn;
+        let completed = match req {
+            Request::Send { last, imm, .. } => {
+                self.execute_send(last, imm, payload, cx.mrs, qpn)?
             }
-            return Ok(());
-        }
-        if d < 0 {
-            counters.duplicate_request += 1;
-            self.duplicate(frame, psn, attr, mrs, counters);
-            return Ok(());
-        }
-        if self.queued() >= self.out_cap {
-            // No room to answer: drop, the requester will retransmit.
-            counters.dropped_busy += 1;
-            return Ok(());
-        }
-
-        // Opcode sequence (rxe check_op_seq): a FIRST opens a message that
-        // only MIDDLE/LAST of the same kind may continue.
-        let seq_ok = match self.in_progress {
-            InProgress::None => matches!(
-                op,
-                Opcode::SendFirst
-                    | Opcode::SendOnly
-                    | Opcode::SendOnlyImm
-                    | Opcode::WriteFirst
-                    | Opcode::WriteOnly
-                    | Opcode::WriteOnlyImm
-                    | Opcode::ReadRequest
-                    | Opcode::CompareSwap
-                    | Opcode::FetchAdd
-            ),
-            InProgress::Send { .. } => matches!(
-                op,
-                Opcode::SendMiddle | Opcode::SendLast | Opcode::SendLastImm
-            ),
-            InProgress::Write { .. } => matches!(
-                op,
-                Opcode::WriteMiddle | Opcode::WriteLast | Opcode::WriteLastImm
-            ),
-        };
-        if !seq_ok {
-            return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-        }
-        // Payload length rules (notes, "Segmentation").
-        let mtu = attr.path_mtu.bytes() as usize;
-        let len_ok = match op {
-            Opcode::SendFirst | Opcode::SendMiddle | Opcode::WriteFirst | Opcode::WriteMiddle => {
-                payload.len() == mtu
+            Request::Write { reth, last, imm } => {
+                let target = self.check_rkey_write(reth, payload.len(), cx.mrs)?;
+                self.execute_write(target, last, imm, payload, qpn)?
             }
-            Opcode::SendLast | Opcode::SendLastImm | Opcode::WriteLast | Opcode::WriteLastImm => {
-                (1..=mtu).contains(&payload.len())
-            }
-            Opcode::SendOnly | Opcode::SendOnlyImm | Opcode::WriteOnly | Opcode::WriteOnlyImm => {
-                payload.len() <= mtu
-            }
-            _ => payload.is_empty(),
-        };
-        if !len_ok {
-            return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-        }
-
-        match op {
-            Opcode::SendFirst
-            | Opcode::SendOnly
-            | Opcode::SendOnlyImm
-            | Opcode::SendMiddle
-            | Opcode::SendLast
-            | Opcode::SendLastImm => {
-                let (wr, offset) = match self.in_progress {
-                    InProgress::Send { wr, offset } => (wr, offset),
-                    _ => match self.rq.pop_front() {
-                        Some(wr) => (wr, 0),
-                        None => {
-                            self.rnr_nak(attr, counters);
-                            return Ok(());
-                        }
-                    },
-                };
-                let end = offset as usize + payload.len();
-                if end > wr.sge.length as usize {
-                    Self::complete_recv(
-                        recv_cq,
-                        recv_wc(wr, qpn, WcStatus::LocalLengthError, end as u32, None),
-                        counters,
-                    );
-                    self.in_progress = InProgress::None;
-                    return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-                }
-                if !payload.is_empty()
-                    && mrs
-                        .write(
-                            wr.sge.lkey,
-                            wr.sge.addr.wrapping_add(u64::from(offset)),
-                            payload,
-                            Access::LOCAL_WRITE,
-                        )
-                        .is_err()
-                {
-                    Self::complete_recv(
-                        recv_cq,
-                        recv_wc(wr, qpn, WcStatus::LocalProtectionError, 0, None),
-                        counters,
-                    );
-                    self.in_progress = InProgress::None;
-                    return Err(self.nak_fatal(syndrome::NAK_REMOTE_OPERATIONAL, counters));
-                }
-                if matches!(
-                    op,
-                    Opcode::SendLast | Opcode::SendLastImm | Opcode::SendOnly | Opcode::SendOnlyImm
-                ) {
-                    self.in_progress = InProgress::None;
-                    self.msn = (self.msn + 1) & Psn::MASK;
-                    let imm = if matches!(op, Opcode::SendLastImm | Opcode::SendOnlyImm) {
-                        frame.immdt()
-                    } else {
-                        None
-                    };
-                    let mut wc = recv_wc(wr, qpn, WcStatus::Success, end as u32, imm);
-                    wc.opcode = WcOpcode::Recv;
-                    Self::complete_recv(recv_cq, wc, counters);
-                } else {
-                    self.in_progress = InProgress::Send {
-                        wr,
-                        offset: end as u32,
-                    };
-                }
-            }
-            Opcode::WriteFirst
-            | Opcode::WriteOnly
-            | Opcode::WriteOnlyImm
-            | Opcode::WriteMiddle
-            | Opcode::WriteLast
-            | Opcode::WriteLastImm => {
-                let with_imm = matches!(op, Opcode::WriteOnlyImm | Opcode::WriteLastImm);
-                if with_imm && self.rq.is_empty() {
-                    // WRITE with immediate consumes a receive (checked before
-                    // placing anything, so the retry finds the same state).
-                    self.rnr_nak(attr, counters);
-                    return Ok(());
-                }
-                // `placed`: the first packet's payload is already written
-                // (through the same lookup that checked the RETH range).
-                let (va, rkey, total, offset, placed) = match self.in_progress {
-                    InProgress::Write {
-                        va,
-                        rkey,
-                        total,
-                        offset,
-                    } => (va, rkey, total, offset, false),
-                    _ => {
-                        let Some(reth) = frame.reth() else {
-                            return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-                        };
-                        if reth.dma_len == 0 {
-                            // Zero-length: the R_Key is not validated (IBTA
-                            // C9-88; rxe the same), nothing is placed.
-                            (reth.va, reth.rkey, 0, 0, false)
-                        } else {
-                            // Protection (notes "Responder"): key, the whole
-                            // RETH range and REMOTE_WRITE checked in one
-                            // lookup, which also yields where to place.
-                            let Ok(dst) = mrs.slice_mut(
-                                reth.rkey,
-                                reth.va,
-                                reth.dma_len as usize,
-                                Access::REMOTE_WRITE,
-                            ) else {
-                                return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters));
-                            };
-                            let Some(dst) = dst.get_mut(..payload.len()) else {
-                                // More payload than the RETH announced.
-                                return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-                            };
-                            dst.copy_from_slice(payload);
-                            (reth.va, reth.rkey, reth.dma_len, 0, true)
-                        }
-                    }
-                };
-                let end = offset as u64 + payload.len() as u64;
-                if end > u64::from(total) {
-                    self.in_progress = InProgress::None;
-                    return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-                }
-                if !placed && !payload.is_empty() {
-                    if let Err(e) = mrs.write(
-                        rkey,
-                        va.wrapping_add(u64::from(offset)),
-                        payload,
-                        Access::REMOTE_WRITE,
-                    ) {
-                        self.in_progress = InProgress::None;
-                        let _: AccessError = e;
-                        return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters));
-                    }
-                }
-                let end = end as u32;
-                if matches!(
-                    op,
-                    Opcode::WriteLast
-                        | Opcode::WriteLastImm
-                        | Opcode::WriteOnly
-                        | Opcode::WriteOnlyImm
-                ) {
-                    self.in_progress = InProgress::None;
-                    if end != total {
-                        return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-                    }
-                    self.msn = (self.msn + 1) & Psn::MASK;
-                    if with_imm {
-                        if let Some(wr) = self.rq.pop_front() {
-                            let mut wc = recv_wc(wr, qpn, WcStatus::Success, total, frame.immdt());
-                            wc.opcode = WcOpcode::RecvRdmaWithImm;
-                            Self::complete_recv(recv_cq, wc, counters);
-                        }
-                    }
-                } else {
-                    self.in_progress = InProgress::Write {
-                        va,
-                        rkey,
-                        total,
-                        offset: end,
-                    };
-                }
-            }
-            Opcode::ReadRequest => {
-                let Some(reth) = frame.reth() else {
-                    return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-                };
-                if reth.dma_len > super::requester::MAX_MESSAGE_LEN {
-                    return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-                }
-                let reads = self
-                    .out
-                    .iter()
-                    .filter(|a| matches!(a, Answer::Read { .. } | Answer::AtomicAck { .. }))
-                    .count();
-                if reads >= usize::from(attr.max_dest_rd_atomic) {
-                    // All READ/atomic resources busy: drop without executing,
-                    // the requester retransmits.
-                    counters.dropped_busy += 1;
-                    return Ok(());
-                }
-                if !reth_access_allowed(mrs, &reth, Access::REMOTE_READ) {
-                    return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters));
-                }
-                self.msn = (self.msn + 1) & Psn::MASK;
-                self.push(Answer::Read {
-                    psn,
-                    va: reth.va,
-                    rkey: reth.rkey,
-                    remaining: reth.dma_len,
-                    first: true,
-                    msn: self.msn,
-                });
-                // A READ consumes one PSN per response packet.
-                self.e_psn = psn.add(packets_for(reth.dma_len, mtu as u32));
-                self.nak_sent = false;
+            Request::Read(reth) => {
+                check_rkey_read(&reth, cx.mrs)?;
+                self.execute_read(psn, &reth, mtu);
                 return Ok(());
             }
-            Opcode::CompareSwap | Opcode::FetchAdd => {
-                let Some(a) = frame.atomic_eth() else {
-                    return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters));
-                };
-                let compare = (op == Opcode::CompareSwap).then_some(a.compare);
-                let orig = match mrs.atomic(a.rkey, a.va, compare, a.swap_add) {
-                    Ok(v) => v,
-                    Err(AccessError::Misaligned) => {
-                        return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters))
-                    }
-                    Err(_) => return Err(self.nak_fatal(syndrome::NAK_REMOTE_ACCESS, counters)),
-                };
-                self.save_atomic(psn, orig);
-                self.msn = (self.msn + 1) & Psn::MASK;
-                self.push(Answer::AtomicAck {
-                    psn,
-                    orig,
-                    msn: self.msn,
-                });
-                self.e_psn = psn.add(1);
-                self.nak_sent = false;
-                return Ok(());
+            Request::Atomic { eth, compare } => {
+                return self.execute_atomic(psn, &eth, compare, cx.mrs)
             }
-            _ => return Err(self.nak_fatal(syndrome::NAK_INVALID_REQUEST, counters)),
+        };
+        // SEND and WRITE: complete the receive the message consumed (rxe
+        // do_complete), expect the next PSN, and ACK if the packet asks for
+        // it (rxe acknowledge), coalesced with the pending ACK.
+        if let Some(wc) = completed {
+            cx.sink.push(wc, cx.counters);
         }
-        self.e_psn = psn.add(1);
-        self.nak_sent = false;
+        self.advance(psn.add(1));
         if frame.ack_req() {
             self.ack(psn);
         }
         Ok(())
+    }
+
+    /// Check PSN (rxe check_psn; `docs/reliable-connection.md`,
+    /// "Responder"): only the expected PSN goes on. A later PSN is a gap,
+    /// an earlier one a duplicate (wrap-aware, [`Psn::diff`]).
+    ///
+    /// rxe clears its "NAK sent for this gap" flag here, on any in-order
+    /// packet; this responder clears it when an in-order request executes
+    /// ([`Self::advance`]), so an in-order packet that is dropped for want
+    /// of room or answered with an RNR NAK does not re-arm the gap's NAK.
+    #[inline(always)]
+    fn check_psn(&self, psn: Psn) -> Result<(), RespError> {
+        match psn.diff(self.e_psn) {
+            0 => Ok(()),
+            d if d > 0 => Err(RespError::OutOfSequence),
+            _ => Err(RespError::Duplicate),
+        }
+    }
+
+    /// Room for the answer: the answer queue holds at most `out_cap`
+    /// entries (sized from `max_dest_rd_atomic`). rxe sends its answers
+    /// at once and has no such queue; here a request that could not be
+    /// answered is dropped unexecuted and the requester retransmits it.
+    #[inline(always)]
+    fn check_room(&self) -> Result<(), RespError> {
+        if self.queued() >= self.out_cap {
+            return Err(RespError::Busy);
+        }
+        Ok(())
+    }
+
+    /// Check opcode sequence and validity (rxe check_op_seq,
+    /// check_op_valid; `docs/wire-format.md`, "RC opcodes"): a FIRST opens
+    /// a message that only MIDDLE/LAST packets of the same kind may
+    /// continue; ONLY, READ and the atomics stand alone. SEND with
+    /// invalidate is not supported. Decodes the packet into a [`Request`].
+    #[inline(always)]
+    fn check_op_seq(&self, frame: &RoceFrameView<'_>) -> Result<Request, RespError> {
+        let op = frame.opcode();
+        // The extension headers an opcode announces are present in every
+        // frame the parser accepted; `Malformed` is never expected.
+        let req = match op {
+            Opcode::SendFirst | Opcode::SendMiddle => Request::Send {
+                first: op == Opcode::SendFirst,
+                last: false,
+                imm: None,
+            },
+            Opcode::SendLast | Opcode::SendLastImm | Opcode::SendOnly | Opcode::SendOnlyImm => {
+                Request::Send {
+                    first: matches!(op, Opcode::SendOnly | Opcode::SendOnlyImm),
+                    last: true,
+                    imm: frame.immdt(),
+                }
+            }
+            Opcode::WriteFirst => Request::Write {
+                reth: Some(frame.reth().ok_or(RespError::Malformed)?),
+                last: false,
+                imm: None,
+            },
+            Opcode::WriteMiddle => Request::Write {
+                reth: None,
+                last: false,
+                imm: None,
+            },
+            Opcode::WriteOnly | Opcode::WriteOnlyImm => Request::Write {
+                reth: Some(frame.reth().ok_or(RespError::Malformed)?),
+                last: true,
+                imm: frame.immdt(),
+            },
+            Opcode::WriteLast | Opcode::WriteLastImm => Request::Write {
+                reth: None,
+                last: true,
+                imm: frame.immdt(),
+            },
+            Opcode::ReadRequest => Request::Read(frame.reth().ok_or(RespError::Malformed)?),
+            Opcode::CompareSwap | Opcode::FetchAdd => Request::Atomic {
+                eth: frame.atomic_eth().ok_or(RespError::Malformed)?,
+                compare: op == Opcode::CompareSwap,
+            },
+            _ => return Err(RespError::Unsupported),
+        };
+        let in_sequence = match (self.in_progress, &req) {
+            (InProgress::None, Request::Send { first, .. }) => *first,
+            (InProgress::None, Request::Write { reth, .. }) => reth.is_some(),
+            (InProgress::None, Request::Read(_) | Request::Atomic { .. }) => true,
+            (InProgress::Send { .. }, Request::Send { first, .. }) => !*first,
+            (InProgress::Write { .. }, Request::Write { reth, .. }) => reth.is_none(),
+            (InProgress::Send { .. } | InProgress::Write { .. }, _) => false,
+        };
+        if !in_sequence {
+            return Err(RespError::OpSequence);
+        }
+        Ok(req)
+    }
+
+    /// Check resources (rxe check_resource): a SEND that opens a message,
+    /// and a WRITE with immediate, need a posted receive (checked before
+    /// anything is placed, so the retry after the RNR NAK finds the same
+    /// state); a READ needs a free READ/atomic slot (`max_dest_rd_atomic`;
+    /// atomics are bounded by the answer queue only).
+    #[inline(always)]
+    fn check_resource(&self, req: &Request, attr: &QpAttr) -> Result<(), RespError> {
+        match req {
+            Request::Send { .. }
+                if matches!(self.in_progress, InProgress::None) && self.rq.is_empty() =>
+            {
+                Err(RespError::ReceiverNotReady)
+            }
+            Request::Write { imm: Some(_), .. } if self.rq.is_empty() => {
+                Err(RespError::ReceiverNotReady)
+            }
+            Request::Read(_) => {
+                let busy = self
+                    .out
+                    .iter()
+                    .filter(|a| matches!(a, Answer::Read { .. } | Answer::AtomicAck { .. }))
+                    .count();
+                if busy >= usize::from(attr.max_dest_rd_atomic) {
+                    return Err(RespError::Busy);
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Check R_Key, range and rights of a WRITE packet (rxe check_rkey;
+    /// `docs/reliable-connection.md`, "Responder"). The first packet's
+    /// R_Key, the RETH's whole range and REMOTE_WRITE are checked in one
+    /// lookup that also yields where the bytes go; a zero-length WRITE
+    /// validates no R_Key (IBTA C9-88, rxe the same). Every packet must
+    /// stay inside the RETH's length (rxe: `resid`).
+    #[inline(always)]
+    fn check_rkey_write<'m>(
+        &self,
+        reth: Option<RethRepr>,
+        len: usize,
+        mrs: &'m mut MrTable,
+    ) -> Result<WriteTarget<'m>, RespError> {
+        let (va, rkey, total, offset, place) = match (reth, self.in_progress) {
+            (
+                None,
+                InProgress::Write {
+                    va,
+                    rkey,
+                    total,
+                    offset,
+                },
+            ) => (va, rkey, total, offset, Placement::Region(mrs)),
+            (Some(reth), _) if reth.dma_len == 0 => {
+                (reth.va, reth.rkey, 0, 0, Placement::Region(mrs))
+            }
+            (Some(reth), _) => {
+                let dst = mrs
+                    .slice_mut(
+                        reth.rkey,
+                        reth.va,
+                        reth.dma_len as usize,
+                        Access::REMOTE_WRITE,
+                    )
+                    .map_err(|_| RespError::RkeyViolation)?;
+                // More payload than the RETH announced.
+                let dst = dst.get_mut(..len).ok_or(RespError::Length)?;
+                (reth.va, reth.rkey, reth.dma_len, 0, Placement::Checked(dst))
+            }
+            // check_op_seq lets a continuation through only inside a WRITE.
+            (None, _) => return Err(RespError::OpSequence),
+        };
+        if u64::from(offset) + len as u64 > u64::from(total) {
+            return Err(RespError::Length);
+        }
+        Ok(WriteTarget {
+            va,
+            rkey,
+            total,
+            offset,
+            place,
+        })
+    }
+
+    /// Execute a SEND packet (rxe execute + send_data_in): the payload goes
+    /// into the message's receive buffer at its offset, through the
+    /// receive's L_Key with LOCAL_WRITE; the LAST/ONLY packet counts a
+    /// message (MSN) and returns the receive's completion.
+    #[inline(always)]
+    fn execute_send(
+        &mut self,
+        last: bool,
+        imm: Option<u32>,
+        payload: &[u8],
+        mrs: &mut MrTable,
+        qpn: u32,
+    ) -> Result<Option<WorkCompletion>, RespError> {
+        let (wr, offset) = match self.in_progress {
+            InProgress::Send { wr, offset } => (wr, offset),
+            // check_resource saw a posted receive.
+            _ => (self.rq.pop_front().ok_or(RespError::ReceiverNotReady)?, 0),
+        };
+        let end = offset as usize + payload.len();
+        if end > wr.sge.length as usize {
+            return Err(RespError::RecvTooShort {
+                wr,
+                byte_len: end as u32,
+            });
+        }
+        if !payload.is_empty()
+            && mrs
+                .write(
+                    wr.sge.lkey,
+                    wr.sge.addr.wrapping_add(u64::from(offset)),
+                    payload,
+                    Access::LOCAL_WRITE,
+                )
+                .is_err()
+        {
+            return Err(RespError::MalformedWqe { wr });
+        }
+        if !last {
+            self.in_progress = InProgress::Send {
+                wr,
+                offset: end as u32,
+            };
+            return Ok(None);
+        }
+        self.in_progress = InProgress::None;
+        self.msn = (self.msn + 1) & Psn::MASK;
+        Ok(Some(recv_wc(wr, qpn, WcStatus::Success, end as u32, imm)))
+    }
+
+    /// Execute a WRITE packet (rxe execute + write_data_in): place the
+    /// payload where [`Self::check_rkey_write`] said; the LAST/ONLY packet
+    /// must complete the RETH's length, counts a message (MSN) and, with
+    /// immediate, consumes a receive and returns its completion.
+    ///
+    /// The length of a LAST/ONLY packet is checked after placing (rxe
+    /// checks it before): the bytes lie inside the range the R_Key check
+    /// allowed, so nothing lands where the peer may not write.
+    #[inline(always)]
+    fn execute_write(
+        &mut self,
+        t: WriteTarget<'_>,
+        last: bool,
+        imm: Option<u32>,
+        payload: &[u8],
+        qpn: u32,
+    ) -> Result<Option<WorkCompletion>, RespError> {
+        match t.place {
+            Placement::Checked(dst) => dst.copy_from_slice(payload),
+            Placement::Region(_) if payload.is_empty() => {}
+            Placement::Region(mrs) => mrs
+                .write(
+                    t.rkey,
+                    t.va.wrapping_add(u64::from(t.offset)),
+                    payload,
+                    Access::REMOTE_WRITE,
+                )
+                .map_err(|_| RespError::RkeyViolation)?,
+        }
+        // check_rkey_write bounded it by the RETH's u32 length.
+        let end = t.offset + payload.len() as u32;
+        if !last {
+            self.in_progress = InProgress::Write {
+                va: t.va,
+                rkey: t.rkey,
+                total: t.total,
+                offset: end,
+            };
+            return Ok(None);
+        }
+        self.in_progress = InProgress::None;
+        if end != t.total {
+            return Err(RespError::Length);
+        }
+        self.msn = (self.msn + 1) & Psn::MASK;
+        if imm.is_none() {
+            return Ok(None);
+        }
+        // check_resource saw a posted receive.
+        Ok(self.rq.pop_front().map(|wr| WorkCompletion {
+            opcode: WcOpcode::RecvRdmaWithImm,
+            ..recv_wc(wr, qpn, WcStatus::Success, t.total, imm)
+        }))
+    }
+
+    /// Execute a READ (rxe execute + read_reply): the MSN counts it when
+    /// it is accepted (IBTA C9-148, as rxe); its response packets are
+    /// queued behind everything queued, and it consumes one PSN per
+    /// response packet.
+    #[inline(always)]
+    fn execute_read(&mut self, psn: Psn, reth: &RethRepr, mtu: u32) {
+        self.msn = (self.msn + 1) & Psn::MASK;
+        self.push(Answer::read(psn, reth, self.msn));
+        self.advance(psn.add(packets_for(reth.dma_len, mtu)));
+    }
+
+    /// Check R_Key, range, rights and alignment of an atomic and execute
+    /// it, in one lookup (rxe check_rkey + atomic_reply): the original
+    /// value is saved for a duplicate's replay and answered in an atomic
+    /// ACK.
+    #[inline(always)]
+    fn execute_atomic(
+        &mut self,
+        psn: Psn,
+        eth: &AtomicEthRepr,
+        compare: bool,
+        mrs: &mut MrTable,
+    ) -> Result<(), RespError> {
+        let compare = compare.then_some(eth.compare);
+        let orig = mrs
+            .atomic(eth.rkey, eth.va, compare, eth.swap_add)
+            .map_err(|e| match e {
+                AccessError::Misaligned => RespError::MisalignedAtomic,
+                AccessError::UnknownKey | AccessError::OutOfBounds | AccessError::NotPermitted => {
+                    RespError::RkeyViolation
+                }
+            })?;
+        self.save_atomic(psn, orig);
+        self.msn = (self.msn + 1) & Psn::MASK;
+        self.push(Answer::AtomicAck {
+            psn,
+            orig,
+            msn: self.msn,
+        });
+        self.advance(psn.add(1));
+        Ok(())
+    }
+
+    /// An in-order request executed: expect `next`, and the next gap gets
+    /// its NAK again.
+    #[inline(always)]
+    fn advance(&mut self, next: Psn) {
+        self.e_psn = next;
+        self.nak_sent = false;
+    }
+
+    /// Why a request stopped, turned into the answer, the QP's state
+    /// change and the completion: the one place that decides them (rxe
+    /// `rxe_responder`'s error states; the classes are IBTA's as rxe
+    /// labels them). `Err(Fatal)`: the QP goes to the error state, which
+    /// flushes what is posted (a SEND in progress completes as flushed).
+    #[inline(never)]
+    #[cold]
+    fn answer_error(
+        &mut self,
+        e: RespError,
+        frame: &RoceFrameView<'_>,
+        cx: &mut RxContext<'_>,
+    ) -> Result<(), Fatal> {
+        let counters = &mut *cx.counters;
+        match e {
+            // Class B: one NAK PSN sequence error per gap (rxe
+            // sent_psn_nak), then silence until the gap closes; nothing
+            // else changes.
+            RespError::OutOfSequence => {
+                counters.out_of_seq_request += 1;
+                if !self.nak_sent && self.queued() < self.out_cap {
+                    self.push(Answer::Ack {
+                        psn: self.e_psn,
+                        syndrome: Syndrome::Nak(nak_code::PSN_SEQUENCE_ERROR),
+                        msn: self.msn,
+                    });
+                    self.nak_sent = true;
+                    counters.naks_sent += 1;
+                }
+                Ok(())
+            }
+            RespError::Duplicate => {
+                counters.duplicate_request += 1;
+                self.duplicate(frame, Psn::new(frame.psn()), cx);
+                Ok(())
+            }
+            // Dropped unexecuted and unanswered: the requester retransmits.
+            RespError::Busy => {
+                counters.dropped_busy += 1;
+                Ok(())
+            }
+            // Class B: RNR NAK, nothing executed, the QP stays.
+            RespError::ReceiverNotReady => {
+                self.rnr_nak(cx.attr, counters);
+                Ok(())
+            }
+            // Class C: NAK invalid request, QP to error.
+            RespError::OpSequence
+            | RespError::Unsupported
+            | RespError::Malformed
+            | RespError::Length
+            | RespError::MisalignedAtomic => {
+                Err(self.nak_fatal(nak_code::INVALID_REQUEST, counters))
+            }
+            // Class C: NAK remote access error, QP to error; nothing was
+            // written.
+            RespError::RkeyViolation => {
+                Err(self.nak_fatal(nak_code::REMOTE_ACCESS_ERROR, counters))
+            }
+            // The message does not fit its receive: the receive completes
+            // with a local length error, NAK invalid request, QP to error.
+            RespError::RecvTooShort { wr, byte_len } => {
+                let wc = recv_wc(wr, cx.sink.qpn, WcStatus::LocalLengthError, byte_len, None);
+                cx.sink.push(wc, counters);
+                self.in_progress = InProgress::None;
+                Err(self.nak_fatal(nak_code::INVALID_REQUEST, counters))
+            }
+            // Class A: the receive's buffer refused the bytes; it completes
+            // with a local protection error, NAK remote operational error,
+            // QP to error.
+            RespError::MalformedWqe { wr } => {
+                let wc = recv_wc(wr, cx.sink.qpn, WcStatus::LocalProtectionError, 0, None);
+                cx.sink.push(wc, counters);
+                self.in_progress = InProgress::None;
+                Err(self.nak_fatal(nak_code::REMOTE_OPERATIONAL_ERROR, counters))
+            }
+        }
     }
 
     /// RNR NAK for the current ePSN (nothing executed, ePSN unchanged).
@@ -520,7 +786,9 @@ impl Responder {
         // sequence and stays silent (nak_sent).
         self.push(Answer::Ack {
             psn: self.e_psn,
-            syndrome: syndrome::RNR_NAK | (attr.min_rnr_timer & 0x1F),
+            syndrome: Syndrome::RnrNak {
+                timer: attr.min_rnr_timer & 0x1F,
+            },
             msn: self.msn,
         });
         self.nak_sent = true;
@@ -536,15 +804,9 @@ impl Responder {
         }
     }
 
-    /// A request with PSN before ePSN.
-    fn duplicate(
-        &mut self,
-        frame: &RoceFrameView<'_>,
-        psn: Psn,
-        attr: &QpAttr,
-        mrs: &MrTable,
-        counters: &mut Counters,
-    ) {
+    /// A request with PSN before ePSN (rxe duplicate_request).
+    fn duplicate(&mut self, frame: &RoceFrameView<'_>, psn: Psn, cx: &mut RxContext<'_>) {
+        let (attr, mrs, counters) = (cx.attr, &*cx.mrs, &mut *cx.counters);
         if self.queued() >= self.out_cap {
             return;
         }
@@ -562,14 +824,7 @@ impl Responder {
                     counters.dropped_malformed += 1;
                     return;
                 }
-                self.push(Answer::Read {
-                    psn,
-                    va: reth.va,
-                    rkey: reth.rkey,
-                    remaining: reth.dma_len,
-                    first: true,
-                    msn: self.msn,
-                });
+                self.push(Answer::read(psn, &reth, self.msn));
             }
             Opcode::CompareSwap | Opcode::FetchAdd => {
                 // Never re-execute: replay the saved result if we still have it.
@@ -593,17 +848,13 @@ impl Responder {
     /// Emit the next answer into `buf`. Returns the frame length, or `None`
     /// when nothing can be sent now. `Err(Fatal)` when a READ source became
     /// inaccessible (the NAK is queued in place of the response).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn poll_transmit(
         &mut self,
-        now: Instant,
-        attr: &QpAttr,
-        tpl: &FrameTemplate,
-        mrs: &MrTable,
-        cc: &mut QpCongestion,
-        counters: &mut Counters,
+        cx: &mut TxContext<'_>,
         buf: &mut [u8],
     ) -> Result<Option<usize>, Fatal> {
+        let (now, attr, tpl, mrs) = (cx.now, cx.attr, cx.tpl, cx.mrs);
+        let (cc, counters) = (&mut *cx.cc, &mut *cx.counters);
         // The pending ACK goes once `out` is empty (it is behind it).
         let (answer, pending) = match self.out.front() {
             Some(a) => (*a, false),
@@ -611,7 +862,7 @@ impl Responder {
                 Some((psn, msn)) => (
                     Answer::Ack {
                         psn,
-                        syndrome: syndrome::ACK,
+                        syndrome: Syndrome::ACK_UNLIMITED,
                         msn,
                     },
                     true,
@@ -619,8 +870,8 @@ impl Responder {
                 None => return Ok(None),
             },
         };
-        let aeth = |syndrome, msn| crate::wire::AethRepr {
-            syndrome,
+        let aeth = |syndrome: Syndrome, msn: u32| AethRepr {
+            syndrome: syndrome.to_u8(),
             msn: msn & Psn::MASK,
         };
         match answer {
@@ -644,14 +895,14 @@ impl Responder {
                     self.out.pop_front();
                 }
                 counters.sent_pkts += 1;
-                if syndrome::kind(s) == 0 {
+                if matches!(s, Syndrome::Ack { .. }) {
                     counters.acks_sent += 1;
                 }
                 Ok(Some(n))
             }
             Answer::AtomicAck { psn, orig, msn } => {
                 let mut h = tpl.headers(Opcode::AtomicAcknowledge, psn, false);
-                h.aeth = Some(aeth(syndrome::ACK, msn));
+                h.aeth = Some(aeth(Syndrome::ACK_UNLIMITED, msn));
                 h.atomic_ack_eth = Some(AtomicAckEthRepr { orig });
                 let n = match emit_frame(&h, &[], buf) {
                     Ok(n) => n,
@@ -682,7 +933,8 @@ impl Responder {
                     (false, true) => Opcode::ReadRespLast,
                 };
                 let bth = tpl.bth(opcode, psn, false);
-                let a = (opcode != Opcode::ReadRespMiddle).then(|| aeth(syndrome::ACK, msn));
+                let a =
+                    (opcode != Opcode::ReadRespMiddle).then(|| aeth(Syndrome::ACK_UNLIMITED, msn));
                 let flen = tpl.wire.frame_len(opcode, len as usize);
                 if flen > buf.len() {
                     counters.tx_buffer_too_small += 1;
@@ -702,7 +954,7 @@ impl Responder {
                             self.ack_pending = None;
                             self.out.push_back(Answer::Ack {
                                 psn,
-                                syndrome: syndrome::NAK_REMOTE_ACCESS,
+                                syndrome: Syndrome::Nak(nak_code::REMOTE_ACCESS_ERROR),
                                 msn,
                             });
                             counters.naks_sent += 1;
@@ -741,31 +993,25 @@ impl Responder {
     }
 
     /// Flush posted receives (QP to error): each completes `Flushed`.
-    pub(crate) fn flush(
-        &mut self,
-        recv_cq: &mut Option<&mut Cq>,
-        qpn: u32,
-        counters: &mut Counters,
-    ) {
+    pub(crate) fn flush(&mut self, sink: &mut CompletionSink<'_>, counters: &mut Counters) {
         if let InProgress::Send { wr, .. } = self.in_progress {
-            Self::complete_recv(
-                recv_cq,
-                recv_wc(wr, qpn, WcStatus::Flushed, 0, None),
-                counters,
-            );
+            sink.push(recv_wc(wr, sink.qpn, WcStatus::Flushed, 0, None), counters);
         }
         self.in_progress = InProgress::None;
         while let Some(wr) = self.rq.pop_front() {
-            Self::complete_recv(
-                recv_cq,
-                recv_wc(wr, qpn, WcStatus::Flushed, 0, None),
-                counters,
-            );
+            sink.push(recv_wc(wr, sink.qpn, WcStatus::Flushed, 0, None), counters);
         }
         // Keep only NAKs already queued: they tell the peer why we failed.
         self.ack_pending = None;
-        self.out
-            .retain(|a| matches!(a, Answer::Ack { syndrome: s, .. } if syndrome::kind(*s) == 3));
+        self.out.retain(|a| {
+            matches!(
+                a,
+                Answer::Ack {
+                    syndrome: Syndrome::Nak(_),
+                    ..
+                }
+            )
+        });
     }
 }
 
@@ -784,6 +1030,46 @@ fn recv_wc(
         byte_len,
         imm,
     }
+}
+
+/// Check length (rxe check_length; `docs/wire-format.md`, "RC opcodes"):
+/// FIRST and MIDDLE packets carry exactly the path MTU, LAST 1..=MTU bytes,
+/// ONLY 0..=MTU; READ requests and atomics carry none, and a READ asks for
+/// at most [`MAX_MESSAGE_LEN`] bytes (rxe: 2^31).
+#[inline(always)]
+fn check_length(req: &Request, len: usize, mtu: u32) -> Result<(), RespError> {
+    let mtu = mtu as usize;
+    let ok = match *req {
+        Request::Send { first, last, .. } => packet_len_ok(first, last, len, mtu),
+        Request::Write { reth, last, .. } => packet_len_ok(reth.is_some(), last, len, mtu),
+        Request::Read(reth) => len == 0 && reth.dma_len <= MAX_MESSAGE_LEN,
+        Request::Atomic { .. } => len == 0,
+    };
+    if !ok {
+        return Err(RespError::Length);
+    }
+    Ok(())
+}
+
+/// The payload length rule for the packet that is the first and/or the
+/// last of its message.
+#[inline(always)]
+fn packet_len_ok(first: bool, last: bool, len: usize, mtu: usize) -> bool {
+    match (first, last) {
+        (_, false) => len == mtu,
+        (false, true) => (1..=mtu).contains(&len),
+        (true, true) => len <= mtu,
+    }
+}
+
+/// Check R_Key, range and rights of a READ (rxe check_rkey): REMOTE_READ
+/// over the RETH's whole range.
+#[inline(always)]
+fn check_rkey_read(reth: &RethRepr, mrs: &MrTable) -> Result<(), RespError> {
+    if !reth_access_allowed(mrs, reth, Access::REMOTE_READ) {
+        return Err(RespError::RkeyViolation);
+    }
+    Ok(())
 }
 
 /// Whether the RETH's R_Key, range and rights allow `need`. A zero-length

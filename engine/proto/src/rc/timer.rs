@@ -30,12 +30,6 @@ impl TimerTable {
         self.0[t as usize] = None;
     }
 
-    /// Deadline of `t`.
-    #[inline]
-    pub fn get(&self, t: Timer) -> Option<Instant> {
-        self.0[t as usize]
-    }
-
     /// Whether `t` is armed.
     #[inline]
     pub fn is_armed(&self, t: Timer) -> bool {

@@ -127,6 +127,13 @@ pub enum Syndrome {
 }
 
 impl Syndrome {
+    /// An ACK without end-to-end credits (credit count [`CREDITS_INVALID`]),
+    /// the only ACK a responder without RC flow control sends (Linux rxe's
+    /// `AETH_ACK_UNLIMITED`, 0x1F).
+    pub const ACK_UNLIMITED: Syndrome = Syndrome::Ack {
+        credits: CREDITS_INVALID,
+    };
+
     /// Decode a syndrome byte (bit 7 is reserved and ignored).
     #[inline]
     pub const fn from_u8(syndrome: u8) -> Syndrome {
@@ -203,6 +210,7 @@ mod tests {
                 credits: CREDITS_INVALID
             }
         );
+        assert_eq!(Syndrome::ACK_UNLIMITED.to_u8(), 0x1F);
         assert_eq!(Syndrome::from_u8(0x2E), Syndrome::RnrNak { timer: 14 });
         assert_eq!(
             Syndrome::from_u8(0x60),

@@ -94,7 +94,10 @@ pub fn frame_icrc(frame: &[u8]) -> Result<u32, ParseError> {
 /// ICRC), in wire order, each header's own rule taken from its file
 /// ([`EthernetFrame::network_header`], [`Ipv4Packet::check_roce`],
 /// [`Ipv6Packet::check_roce`], [`Bth::check_roce`]); returns the view.
-#[inline]
+/// Always inlined: with a plain `#[inline]`, whether it inlines into the
+/// receive path (`Endpoint::handle_packet`) depends on how the crate is
+/// split into codegen units (measured: ~58 instructions per packet more).
+#[inline(always)]
 fn validate(f: &[u8]) -> Result<RoceFrameView<'_>, ParseError> {
     let (ethertype, ip_at) = EthernetFrame::new_checked(f)?.network_header()?;
     let (version, udp_at, ip_end) = match ethertype {

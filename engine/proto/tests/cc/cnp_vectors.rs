@@ -21,7 +21,7 @@ use proto::wire::{
     ROCE_V2_UDP_PORT,
 };
 
-use crate::rc_support::{connect_endpoints, Connected};
+use crate::connect::{connect_endpoints, Side};
 
 const VECTORS: &str = include_str!("../vectors/cnp/cnp_vectors.txt");
 
@@ -184,14 +184,16 @@ struct Pair {
 }
 
 fn pair(ip_a: IpAddr, ip_b: IpAddr, cc: CcConfig) -> Pair {
-    let Connected {
-        mut a,
-        mut b,
-        qa,
-        qb,
-        cq_b: cqb,
-        ..
-    } = connect_endpoints(
+    let (
+        Side {
+            ep: mut a, qpn: qa, ..
+        },
+        Side {
+            ep: mut b,
+            qpn: qb,
+            cq: cqb,
+        },
+    ) = connect_endpoints(
         EndpointConfig {
             local_mac: MAC_A,
             local_ip: ip_a,

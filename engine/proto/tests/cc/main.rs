@@ -4,8 +4,8 @@
 //! simulator.
 
 // Two connected endpoints, from the RC tests' hand-driven wire.
-#[path = "../rc_support/mod.rs"]
-mod rc_support;
+#[path = "../rc/support/connect.rs"]
+mod connect;
 
 mod cnp_vectors;
 mod dcqcn;

@@ -70,7 +70,7 @@ def build(case):
     ecn = ECNS[seed % 4]
     dscp = 26 if op != 0x81 else 48
     if op == 0x81:
-        ecn = 0  # CNPs are not ECN-capable (notes, "Congestion")
+        ecn = 0  # CNPs are not ECN-capable (docs/congestion.md, "CNP")
     vlan = case["vlan"]
     l2 = Ether(src=SRC_MAC, dst=DST_MAC)
     if vlan:

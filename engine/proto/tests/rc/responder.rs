@@ -2,8 +2,7 @@
 //! atomic replay), ACK coalescing, MSN, RNR, R_Key/range/rights checks that
 //! never touch a byte outside the region, and robustness to garbage.
 
-mod rc_support;
-use rc_support::*;
+use crate::support::*;
 
 use proto::rc::{Access, Mtu, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use proto::sim::SplitMix64;
@@ -401,4 +400,129 @@ fn packets_from_another_host_are_dropped() {
     assert_eq!(p.read_b(IOVA_B, 16), [0u8; 16]);
     p.deliver_b(&f);
     assert_eq!(p.read_b(IOVA_B, 16), [5u8; 16]);
+}
+
+/// Re-emit `frame` with its payload replaced (ICRC recomputed).
+fn with_payload(frame: &[u8], payload: &[u8]) -> Vec<u8> {
+    let h = hdr(frame);
+    let mut buf = vec![0u8; 9000];
+    let n = proto::wire::emit_frame(&h, payload, &mut buf).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+/// B's only answer is a NAK with `code`, and B's QP is in error.
+fn assert_fatal_nak(p: &mut Pair, code: u8) {
+    let n = p.tx_b();
+    assert_eq!(n.len(), 1);
+    assert_eq!(opcode(&n[0]), Opcode::Acknowledge);
+    assert_eq!(syndrome(&n[0]), 0x60 | code);
+    assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error));
+    assert_eq!(p.b.qp_counters(p.qb).unwrap().naks_sent, 1);
+}
+
+#[test]
+fn a_middle_packet_without_its_first_is_a_nak_invalid_request() {
+    // Opcode sequence: a WRITE_MIDDLE at the expected PSN, with no
+    // WRITE_FIRST before it, opens no message.
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));
+    p.a.mr_write(p.mr_a.lkey, IOVA_A, &[0xCD; 768]).unwrap();
+    p.a.post_send(p.qa, write_wr(&p, 1, 768, 0)).unwrap();
+    let f = p.tx_a();
+    assert_eq!(opcode(&f[1]), Opcode::WriteMiddle);
+    let first_psn = psn(&f[0]);
+    p.deliver_b(&[rewrite(&f[1], |h| h.bth.psn = first_psn)]);
+    assert_fatal_nak(&mut p, 1);
+    assert!(p.read_b(IOVA_B, 768).iter().all(|&b| b == 0));
+}
+
+#[test]
+fn a_first_packet_shorter_than_the_path_mtu_is_a_nak_invalid_request() {
+    // Length: FIRST and MIDDLE packets carry exactly the path MTU.
+    let mut p = Pair::new(opts_mtu(Mtu::Mtu256), opts_mtu(Mtu::Mtu256));
+    p.a.post_send(p.qa, write_wr(&p, 1, 512, 0)).unwrap();
+    let f = p.tx_a();
+    assert_eq!(opcode(&f[0]), Opcode::WriteFirst);
+    p.deliver_b(&[with_payload(&f[0], &[0xEE; 200])]);
+    assert_fatal_nak(&mut p, 1);
+    assert!(p.read_b(IOVA_B, 512).iter().all(|&b| b == 0));
+}
+
+#[test]
+fn a_misaligned_atomic_is_a_nak_invalid_request_and_memory_unchanged() {
+    let mut p = Pair::default_pair();
+    p.b.mr_write(p.mr_b.lkey, IOVA_B + 8, &5u64.to_le_bytes())
+        .unwrap();
+    let mut wr = rdma_wr(&p, 1, SendOp::FetchAdd, 8, 8);
+    wr.compare_add = 1;
+    p.a.post_send(p.qa, wr).unwrap();
+    let f = p.tx_a();
+    // post_send refuses a misaligned address; the frame is forged.
+    let forged = rewrite(&f[0], |h| {
+        let a = h.atomic_eth.as_mut().unwrap();
+        a.va += 4;
+    });
+    p.deliver_b(&[forged]);
+    assert_fatal_nak(&mut p, 1);
+    assert_eq!(p.read_b(IOVA_B + 8, 8), 5u64.to_le_bytes());
+}
+
+#[test]
+fn a_receive_buffer_gone_from_its_region_fails_both_sides_with_remote_operational_error() {
+    // The receive was valid when posted; its region is deregistered before
+    // the SEND arrives: the receive completes with a local protection
+    // error, NAK remote operational error, and the sender's request
+    // completes with a remote operational error.
+    let mut p = Pair::default_pair();
+    p.b.post_recv(p.qb, recv_wr_b(&p, 9, 64)).unwrap();
+    assert!(p.b.dereg_mr(p.mr_b.lkey).is_ok());
+    p.a.post_send(p.qa, send_wr_a(&p, 1, SendOp::Send, 64))
+        .unwrap();
+    let f = p.tx_a();
+    p.deliver_b(&f);
+    let wb = p.wcs_b();
+    assert_eq!(
+        (wb[0].wr_id, wb[0].status),
+        (9, WcStatus::LocalProtectionError)
+    );
+    let n = p.tx_b();
+    assert_eq!(syndrome(&n[0]), 0x63, "NAK remote operational error");
+    assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error));
+    p.deliver_a(&n);
+    let wa = p.wcs_a();
+    assert_eq!(
+        (wa[0].wr_id, wa[0].status),
+        (1, WcStatus::RemoteOperationalError)
+    );
+    assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error));
+}
+
+#[test]
+fn reads_beyond_max_dest_rd_atomic_are_dropped_unexecuted_and_retried() {
+    let b_opts = proto::endpoint::ConnectOptions {
+        max_dest_rd_atomic: 1,
+        ..opts()
+    };
+    let mut p = Pair::new(opts(), b_opts);
+    let src = bytes(200, 3);
+    p.b.mr_write(p.mr_b.lkey, IOVA_B, &src).unwrap();
+    p.a.post_send(p.qa, read_wr(&p, 1, 100, 0)).unwrap();
+    p.a.post_send(p.qa, read_wr(&p, 2, 100, 100)).unwrap();
+    let f = p.tx_a();
+    assert_eq!(f.len(), 2);
+    // Both arrive before B answers: its one READ slot is taken by the
+    // first, the second is dropped without an answer.
+    p.deliver_b(&f);
+    assert_eq!(p.b.qp_counters(p.qb).unwrap().dropped_busy, 1);
+    let r = p.tx_b();
+    assert_eq!(r.len(), 1);
+    assert_eq!(opcode(&r[0]), Opcode::ReadRespOnly);
+    p.deliver_a(&r);
+    assert_eq!(p.wcs_a().iter().map(|w| w.wr_id).collect::<Vec<_>>(), [1]);
+    // A's ACK timeout sends the second again; now it is answered.
+    p.fire_a_timer();
+    p.settle();
+    let wc = p.wcs_a();
+    assert_eq!((wc[0].wr_id, wc[0].status), (2, WcStatus::Success));
+    assert_eq!(p.read_a(IOVA_A, 200), src);
 }

@@ -1,7 +1,6 @@
 //! QP state machine, attribute checks, posting rules and flush.
 
-mod rc_support;
-use rc_support::*;
+use crate::support::*;
 
 use proto::endpoint::{Endpoint, EndpointConfig};
 use proto::rc::{

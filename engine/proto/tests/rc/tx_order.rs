@@ -3,8 +3,7 @@
 //! request/answer exchange reaches the peer without queueing behind the
 //! ACK), then follows it; it never waits behind more than one packet.
 
-mod rc_support;
-use rc_support::*;
+use crate::support::*;
 
 use proto::rc::{Mtu, SendOp, SendWr, Sge};
 use proto::wire::Opcode;

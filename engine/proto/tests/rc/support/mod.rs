@@ -1,15 +1,17 @@
 //! Two endpoints joined by a hand-driven wire: tests move every frame
 //! themselves, with explicit times, and may drop, reorder, duplicate or
 //! rewrite frames on the way.
-#![allow(dead_code)]
 
 use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
-use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig};
 use proto::rc::{Access, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WorkCompletion};
 use proto::time::Instant;
 use proto::wire::{emit_frame, parse_frame, Opcode, RoceHeaders};
+
+mod connect;
+pub use connect::{connect_endpoints, Side};
 
 pub const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 0xA];
 pub const MAC_B: [u8; 6] = [2, 0, 0, 0, 0, 0xB];
@@ -43,79 +45,6 @@ pub fn opts_mtu(m: Mtu) -> ConnectOptions {
     ConnectOptions {
         path_mtu: m,
         ..opts()
-    }
-}
-
-/// Two endpoints with one QP each (on its own CQ), connected to each other.
-pub struct Connected {
-    pub a: Endpoint,
-    pub b: Endpoint,
-    pub qa: u32,
-    pub qb: u32,
-    pub cq_a: u32,
-    pub cq_b: u32,
-}
-
-/// Endpoints `cfg_a` and `cfg_b`, each with a CQ of `cq_depth` and a QP
-/// created with `init` (its CQs replaced by that CQ), connected with `oa` /
-/// `ob`; each side expects the other's `sq_psn`.
-pub fn connect_endpoints(
-    cfg_a: EndpointConfig,
-    cfg_b: EndpointConfig,
-    cq_depth: usize,
-    init: QpInitAttr,
-    oa: &ConnectOptions,
-    ob: &ConnectOptions,
-) -> Connected {
-    let (mac_a, ip_a) = (cfg_a.local_mac, cfg_a.local_ip);
-    let (mac_b, ip_b) = (cfg_b.local_mac, cfg_b.local_ip);
-    let mut a = Endpoint::new(cfg_a);
-    let mut b = Endpoint::new(cfg_b);
-    let cq_a = a.create_cq(cq_depth);
-    let cq_b = b.create_cq(cq_depth);
-    let qa = a
-        .create_qp(QpInitAttr {
-            send_cq: cq_a,
-            recv_cq: cq_a,
-            ..init
-        })
-        .unwrap();
-    let qb = b
-        .create_qp(QpInitAttr {
-            send_cq: cq_b,
-            recv_cq: cq_b,
-            ..init
-        })
-        .unwrap();
-    a.connect(
-        qa,
-        &RemoteQp {
-            qpn: qb,
-            psn: ob.sq_psn,
-            mac: mac_b,
-            ip: ip_b,
-        },
-        oa,
-    )
-    .unwrap();
-    b.connect(
-        qb,
-        &RemoteQp {
-            qpn: qa,
-            psn: oa.sq_psn,
-            mac: mac_a,
-            ip: ip_a,
-        },
-        ob,
-    )
-    .unwrap();
-    Connected {
-        a,
-        b,
-        qa,
-        qb,
-        cq_a,
-        cq_b,
     }
 }
 
@@ -176,14 +105,18 @@ impl Pair {
     /// A and B connected with `oa` / `ob`; each has one 1 MiB region with
     /// every right.
     pub fn new(oa: ConnectOptions, ob: ConnectOptions) -> Pair {
-        let Connected {
-            mut a,
-            mut b,
-            qa,
-            qb,
-            cq_a,
-            cq_b,
-        } = connect_endpoints(
+        let (
+            Side {
+                ep: mut a,
+                qpn: qa,
+                cq: cq_a,
+            },
+            Side {
+                ep: mut b,
+                qpn: qb,
+                cq: cq_b,
+            },
+        ) = connect_endpoints(
             EndpointConfig {
                 local_mac: MAC_A,
                 local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),

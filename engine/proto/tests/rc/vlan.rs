@@ -1,8 +1,7 @@
 //! 802.1Q: a QP connected with a VLAN tag sends every frame (requests,
 //! ACKs, READ responses) tagged, and the peer, tagged too, takes them.
 
-mod rc_support;
-use rc_support::*;
+use crate::support::*;
 
 use proto::rc::SendOp;
 use proto::wire::{parse_frame, VlanTag};

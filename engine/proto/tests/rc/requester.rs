@@ -1,8 +1,7 @@
 //! Requester: segmentation, AckReq, outstanding bounds, READ PSN span, UDP
 //! source ports. Driven packet by packet.
 
-mod rc_support;
-use rc_support::*;
+use crate::support::*;
 
 use proto::rc::{Mtu, SendOp, SendWr, Sge, WcOpcode, WcStatus};
 use proto::wire::Opcode;
@@ -245,13 +244,14 @@ fn ipv6_endpoints_talk_roce_v2_over_ipv6() {
     use proto::rc::{Access, QpInitAttr};
     let (ip_a, ip_b): (std::net::IpAddr, std::net::IpAddr) =
         ("fd00::a".parse().unwrap(), "fd00::b".parse().unwrap());
-    let Connected {
-        mut a,
-        mut b,
-        qa,
-        cq_a: ca,
-        ..
-    } = connect_endpoints(
+    let (
+        Side {
+            ep: mut a,
+            qpn: qa,
+            cq: ca,
+        },
+        Side { ep: mut b, .. },
+    ) = connect_endpoints(
         EndpointConfig {
             local_mac: MAC_A,
             local_ip: ip_a,

@@ -2,8 +2,7 @@
 //! retransmission rebuilt from the work request; RNR waits; retry budgets;
 //! error completions and flush; PSN wrap at 2^24. Driven packet by packet.
 
-mod rc_support;
-use rc_support::*;
+use crate::support::*;
 
 use core::time::Duration;
 use proto::endpoint::ConnectOptions;
@@ -288,4 +287,23 @@ fn duplicate_and_stale_naks_do_not_rewind_twice() {
     p.deliver_a(&nak);
     assert!(p.tx_a().is_empty());
     assert_eq!(p.a.qp_counters(p.qa).unwrap().completer_retry_err, 1);
+}
+
+#[test]
+fn an_ack_with_a_reserved_syndrome_is_a_counted_drop() {
+    // AETH syndrome bit 7 is reserved, and so is type 010.
+    let mut p = Pair::default_pair();
+    p.a.post_send(p.qa, write_wr(&p, 1, 10, 0)).unwrap();
+    let f = p.tx_a();
+    p.deliver_b(&f);
+    let ack = p.tx_b();
+    assert_eq!(syndrome(&ack[0]), 0x1F);
+    for s in [0x9F, 0x5F] {
+        let forged = rewrite(&ack[0], |h| h.aeth.as_mut().unwrap().syndrome = s);
+        p.deliver_a(&[forged]);
+    }
+    assert_eq!(p.a.qp_counters(p.qa).unwrap().dropped_malformed, 2);
+    assert!(p.wcs_a().is_empty());
+    p.deliver_a(&ack);
+    assert_eq!(p.wcs_a()[0].status, WcStatus::Success);
 }

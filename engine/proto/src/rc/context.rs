@@ -1,0 +1,37 @@
+//! What a QP lends its requester, completer and responder for one call:
+//! the attributes, memory regions, congestion control, counters and
+//! completion queue they work with, borrowed from the QP and the endpoint
+//! for that call only.
+
+use super::attr::QpAttr;
+use super::congestion::QpCongestion;
+use super::counters::Counters;
+use super::cq::CompletionSink;
+use super::frame::FrameTemplate;
+use super::mr::MrTable;
+use crate::time::Instant;
+
+/// For handling one received packet: a request (responder) or a response
+/// (completer).
+pub(crate) struct RxContext<'a> {
+    pub now: Instant,
+    pub attr: &'a QpAttr,
+    /// Where payloads land and keys are checked.
+    pub mrs: &'a mut MrTable,
+    /// The receive CQ (responder) or the send CQ (completer).
+    pub sink: CompletionSink<'a>,
+    pub counters: &'a mut Counters,
+}
+
+/// For emitting one frame: a request (requester) or an answer (responder).
+pub(crate) struct TxContext<'a> {
+    pub now: Instant,
+    pub attr: &'a QpAttr,
+    /// The QP's pre-built headers.
+    pub tpl: &'a FrameTemplate,
+    /// Where payloads are read from.
+    pub mrs: &'a MrTable,
+    /// Asked before each data packet (rate limit), told after.
+    pub cc: &'a mut QpCongestion,
+    pub counters: &'a mut Counters,
+}
