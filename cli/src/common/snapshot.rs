@@ -46,6 +46,13 @@ pub fn queue_counters(s: &QueueStats) -> Vec<(String, u64)> {
         ("engine_sleeps", s.sleeps),
         ("engine_app_wakes", s.app_wakes),
         ("engine_woken_by_posts", s.woken_by_posts),
+        // Multi-queue (docs/multi-queue.md): packets that arrived on this
+        // queue for a QP another queue held, and what moved here.
+        ("rx_handoff", s.rx_handoff),
+        ("rx_handoff_dropped", s.rx_handoff_dropped),
+        ("handoff_received", s.handoff_received),
+        ("qp_migrations", s.qp_migrations),
+        ("work_forwarded", s.work_forwarded),
     ] {
         v.push((n.into(), x));
     }

@@ -11,6 +11,9 @@
 //! - `run_to_completion.rs`: [`RunToCompletion`], the application thread
 //!   drives one queue's engine itself (no engine thread, no queues between
 //!   threads).
+//! - `directory.rs`: what the engine threads of one device share so that a
+//!   QP works whichever queue its packets arrive on: device-wide QP
+//!   numbers, which queue holds each QP, hand-off inboxes, a buffer pool.
 //! - `capture.rs`: optional pcap capture of the frames the engines send
 //!   and receive ([`capture_channel`], [`PcapWriter`]).
 //! - `poll_mode.rs`: [`PollMode`], how a loop waits when idle.
@@ -19,13 +22,15 @@
 //! endpoint never reads a clock.
 
 mod capture;
+mod directory;
 mod poll_mode;
 mod run_to_completion;
 mod step;
 mod thread;
 
 pub use capture::{capture_channel, CaptureSink, CapturedFrame, PcapWriter, SNAPLEN};
+pub(crate) use directory::Directory;
 pub use poll_mode::PollMode;
 pub use run_to_completion::{InlineConfig, RunToCompletion};
-pub(crate) use thread::{Driver, QueueConfig, Shared, Work};
+pub(crate) use thread::{Control, Driver, QueueConfig, Shared, Work};
 pub use thread::{DriverError, PostError, QpRates, QueueStats, MAX_REPORTED_QPS};

@@ -9,7 +9,7 @@
 //!
 //! [`DriverStep::step`] runs the three in that order.
 
-use crate::endpoint::Endpoint;
+use crate::endpoint::{Endpoint, Received};
 use crate::io::{InPlace, XskSocket, MAX_PACKET};
 use crate::time::Instant;
 
@@ -95,6 +95,27 @@ impl DriverStep {
                 c.record(frame);
             }
             ep.handle_packet(now, frame);
+        })
+    }
+
+    /// Like [`DriverStep::receive`], but each frame goes through
+    /// [`Endpoint::receive`] and `route` sees what became of it (with the
+    /// frame): how a device with several queues hands a frame for a QP
+    /// another queue holds to that queue.
+    pub(crate) fn receive_routed(
+        &mut self,
+        sock: &mut XskSocket,
+        ep: &mut Endpoint,
+        now: Instant,
+        mut route: impl FnMut(&mut Endpoint, &[u8], Received),
+    ) -> usize {
+        let capture = &self.capture;
+        sock.recv(BATCH, |frame| {
+            if let Some(c) = capture {
+                c.record(frame);
+            }
+            let r = ep.receive(now, frame);
+            route(ep, frame, r);
         })
     }
 

@@ -1,12 +1,22 @@
 //! The engine thread of one queue: pinned to a core, it polls its AF_XDP
 //! socket and feeds the sans-IO [`Endpoint`] in batches:
 //!
-//! 1. take work posted by applications (lock-free `ArrayQueue`s),
-//! 2. the I/O steps of `step.rs`: `handle_packet` for every
-//!    received frame, `handle_timeout` when `poll_timeout` has passed,
-//!    `poll_transmit` into TX frames until the endpoint has nothing due or
-//!    the ring is full,
-//! 3. move work completions to the application's completion queue.
+//! 1. take what other queues handed over (frames, QPs, posts; see
+//!    `directory.rs`), then work posted by applications (lock-free
+//!    `ArrayQueue`s),
+//! 2. the I/O steps of `step.rs`: `receive` for every received frame
+//!    (a frame for a QP another queue holds is handed to that queue),
+//!    `handle_timeout` when `poll_timeout` has passed, `poll_transmit` into
+//!    TX frames until the endpoint has nothing due or the ring is full,
+//! 3. move work completions to the completion queue of the application
+//!    that created each QP.
+//!
+//! A QP lives on the queue its packets arrive on (`docs/multi-queue.md`,
+//! "Where a QP lives"): it is created on its application's queue; when its
+//! first packet arrives on another queue (RSS chose that one), it moves
+//! there, whole; posts for it are passed on from its application's queue,
+//! completions come back to it. Frames that still arrive on another queue
+//! are handed over and counted (`rx_handoff`).
 //!
 //! Time is read here (a monotonic clock, origin = thread start) and passed
 //! to the endpoint; the endpoint never reads a clock. When idle, the loop
@@ -14,6 +24,7 @@
 //! poll(2) on the socket and a [`Waker`] until the endpoint's next deadline
 //! ([`PollMode::Adaptive`]).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -22,13 +33,14 @@ use std::time::Duration;
 use crossbeam_queue::ArrayQueue;
 use thiserror::Error;
 
-use crate::endpoint::{Endpoint, EndpointConfig};
+use crate::endpoint::{Endpoint, EndpointConfig, Received};
 use crate::io::{Waker, XskConfig, XskCounters, XskError, XskSocket, XskStatistics};
 use crate::nic::SteerProgram;
 use crate::rc::{Counters, RecvWr, SendWr, VerbsError, WorkCompletion};
 use crate::time::Instant;
 
 use super::capture::CaptureSink;
+use super::directory::{Directory, FrameBuf, Handoff};
 use super::step::{DriverStep, BATCH};
 use super::PollMode;
 
@@ -38,9 +50,23 @@ pub type Control = Box<dyn FnOnce(&mut Endpoint, u32) + Send>;
 
 /// Work posted by applications.
 pub enum Work {
-    Send { qpn: u32, wr: SendWr },
-    Recv { qpn: u32, wr: RecvWr },
+    Send {
+        qpn: u32,
+        wr: SendWr,
+    },
+    Recv {
+        qpn: u32,
+        wr: RecvWr,
+    },
+    /// A control operation on the endpoint, not about one QP (memory
+    /// registration, QP creation).
     Control(Control),
+    /// A control operation on QP `qpn` (connect, modify, query, destroy):
+    /// it runs on whichever queue holds the QP.
+    QpControl {
+        qpn: u32,
+        f: Control,
+    },
 }
 
 /// A post the endpoint refused (returned to the application).
@@ -75,6 +101,21 @@ pub struct QueueStats {
     /// eventfd write by the posting thread, and the engine thread's
     /// wake-up latency on the post's path).
     pub woken_by_posts: u64,
+    /// Frames this queue received for a QP another queue holds, handed to
+    /// that queue (`rx_handoff`): packets that took a detour. None or
+    /// nearly none in steady state, once QPs are homed on the queue RSS
+    /// picks for them (`docs/multi-queue.md`).
+    pub rx_handoff: u64,
+    /// Hand-offs that found the pool of hand-off buffers empty or the
+    /// other queue's inbox full: dropped (the peer retransmits).
+    pub rx_handoff_dropped: u64,
+    /// Frames other queues handed to this one.
+    pub handoff_received: u64,
+    /// QPs that moved to this queue because their packets arrive here.
+    pub qp_migrations: u64,
+    /// Posts and control operations this queue passed on to the queue
+    /// that holds their QP.
+    pub work_forwarded: u64,
     /// Current DCQCN rate of the queue's QPs (filled when published).
     pub qp_rates: QpRates,
 }
@@ -136,6 +177,8 @@ pub struct Shared {
     pub(crate) work: ArrayQueue<Work>,
     pub(crate) completions: ArrayQueue<WorkCompletion>,
     pub(crate) post_errors: ArrayQueue<PostError>,
+    /// Frames, QPs and forwarded posts from other queues' engine threads.
+    handoff: ArrayQueue<Handoff>,
     stop: AtomicBool,
     sleeping: AtomicBool,
     waker: Waker,
@@ -149,6 +192,39 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Queues of `depth` entries each (at least 16).
+    pub(crate) fn new(depth: usize) -> std::io::Result<Shared> {
+        let depth = depth.max(16);
+        Ok(Shared {
+            work: ArrayQueue::new(depth),
+            completions: ArrayQueue::new(depth),
+            post_errors: ArrayQueue::new(depth),
+            handoff: ArrayQueue::new(depth),
+            stop: AtomicBool::new(false),
+            sleeping: AtomicBool::new(false),
+            woken_by_posts: AtomicU64::new(0),
+            waker: Waker::new()?,
+            cq_waiting: AtomicBool::new(false),
+            cq_waiter: Mutex::new(None),
+            stats: Mutex::new(QueueStats::default()),
+        })
+    }
+
+    /// Queues a hand-off from another engine thread and wakes this queue's
+    /// thread if it sleeps. Returns it back if the inbox is full.
+    pub(crate) fn hand_off(&self, h: Handoff) -> Result<(), Handoff> {
+        self.handoff.push(h)?;
+        if self.sleeping.load(Ordering::SeqCst) {
+            self.waker.wake();
+        }
+        Ok(())
+    }
+
+    /// Takes one hand-off.
+    pub(crate) fn take_handoff(&self) -> Option<Handoff> {
+        self.handoff.pop()
+    }
+
     /// Queues work for the engine thread and wakes it if it sleeps.
     /// Returns the work back if the queue is full.
     pub fn post(&self, work: Work) -> Result<(), Work> {
@@ -266,27 +342,21 @@ const STATS_PERIOD: Duration = Duration::from_millis(5);
 const MAX_SLEEP: Duration = Duration::from_millis(5);
 
 impl Driver {
-    /// Starts the engine thread: it enters `cfg.netns`, pins itself, opens
-    /// its socket, registers it in the XDP program's XSKMAP and runs.
+    /// Starts the engine thread of queue `cfg.xsk.queue` of a device whose
+    /// queues share `directory` (which holds this queue's [`Shared`]): it
+    /// enters `cfg.netns`, pins itself, opens its socket, registers it in
+    /// the XDP program's XSKMAP and runs.
     pub fn start(
         cfg: QueueConfig,
         program: Arc<Mutex<SteerProgram>>,
+        directory: Arc<Directory>,
     ) -> Result<Driver, DriverError> {
-        let shared = Arc::new(Shared {
-            work: ArrayQueue::new(cfg.queue_depth.max(16)),
-            completions: ArrayQueue::new(cfg.queue_depth.max(16)),
-            post_errors: ArrayQueue::new(cfg.queue_depth.max(16)),
-            stop: AtomicBool::new(false),
-            sleeping: AtomicBool::new(false),
-            woken_by_posts: AtomicU64::new(0),
-            waker: Waker::new().map_err(DriverError::Waker)?,
-            cq_waiting: AtomicBool::new(false),
-            cq_waiter: Mutex::new(None),
-            stats: Mutex::new(QueueStats::default()),
-        });
         let queue = cfg.xsk.queue;
+        let shared = directory
+            .queue(queue)
+            .cloned()
+            .ok_or(DriverError::StartupPanicked(queue))?;
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Result<bool, DriverError>>(1);
-        let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name(format!("roce-q{queue}"))
             .spawn(move || {
@@ -298,7 +368,7 @@ impl Driver {
                     }
                 };
                 let _ = ready_tx.send(Ok(sock.is_zero_copy()));
-                run(sock, cfg, &sh, &program);
+                run(sock, cfg, &directory, &program);
             })
             .map_err(DriverError::Spawn)?;
         match ready_rx.recv() {
@@ -366,13 +436,31 @@ fn setup(cfg: &QueueConfig, program: &Mutex<SteerProgram>) -> Result<XskSocket, 
     Ok(sock)
 }
 
-fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<SteerProgram>) {
+fn run(mut sock: XskSocket, cfg: QueueConfig, dir: &Directory, program: &Mutex<SteerProgram>) {
+    let me = cfg.xsk.queue;
+    let Some(shared) = dir.queue(me).cloned() else {
+        return;
+    };
     let origin = std::time::Instant::now();
     let clock = || Instant::from_nanos(origin.elapsed().as_nanos() as u64);
     let mut ep = Endpoint::new(cfg.endpoint);
-    let cq = ep.create_cq(cfg.queue_depth.max(16) * 2);
-    let mut wcs = vec![WorkCompletion::default(); BATCH];
-    let mut stats = QueueStats::default();
+    // CQ i of every queue's endpoint collects the completions of the QPs
+    // that the application of queue i created, wherever they live now.
+    let cq_depth = cfg.queue_depth.max(16) * 2;
+    for _ in 0..dir.queue_count() {
+        ep.create_cq(cq_depth);
+    }
+    let mut eng = Engine {
+        me,
+        dir,
+        shared: &shared,
+        ep,
+        stats: QueueStats::default(),
+        backlog: VecDeque::with_capacity(cfg.queue_depth.max(16)),
+        spilled: VecDeque::new(),
+        wcs: vec![WorkCompletion::default(); BATCH],
+        backlog_limit: cfg.queue_depth.max(16),
+    };
     let mut last_stats = origin;
     let mut idle_since: Option<std::time::Instant> = None;
     let mut step = DriverStep::new(&sock, cfg.capture.clone());
@@ -381,48 +469,31 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
         if shared.stop.load(Ordering::Relaxed) {
             break;
         }
-        stats.loops += 1;
+        eng.stats.loops += 1;
         let mut progress = false;
 
-        // 1. application work
-        for _ in 0..BATCH {
-            let Some(work) = shared.work.pop() else { break };
-            progress = true;
-            let refused = match work {
-                Work::Send { qpn, wr } => ep.post_send(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
-                Work::Recv { qpn, wr } => ep.post_recv(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
-                Work::Control(f) => {
-                    f(&mut ep, cq);
-                    None
-                }
-            };
-            if let Some((qpn, wr_id, error)) = refused {
-                let _ = shared.post_errors.push(PostError { qpn, wr_id, error });
-            }
-        }
+        // 1. hand-offs from other queues, then application work
+        progress |= eng.take_handoffs(clock());
+        progress |= eng.take_work();
 
-        // 2. receive, timers, transmit
-        let outcome = step.step(&mut sock, &mut ep, clock);
-        progress |= outcome.progress();
+        // 2. receive (frames for QPs another queue holds are handed off),
+        //    timers, transmit
+        let now = clock();
+        let received = step.receive_routed(&mut sock, &mut eng.ep, now, |ep, frame, r| {
+            eng_route(dir, me, &mut eng.stats, ep, frame, r)
+        });
+        let now = clock();
+        let timers_fired = step.timers(&mut eng.ep, now);
+        let sent = step.transmit(&mut sock, &mut eng.ep, now);
+        progress |= received > 0 || timers_fired || sent > 0;
 
-        // 3. completions
-        let room = shared.completions.capacity() - shared.completions.len();
-        if room > 0 {
-            let k = ep.poll_cq(cq, &mut wcs[..room.min(BATCH)]);
-            for wc in &wcs[..k] {
-                let _ = shared.completions.push(*wc);
-            }
-            if k > 0 && shared.notify_completion() {
-                stats.app_wakes += 1;
-            }
-            progress |= k > 0;
-        } else {
-            stats.completion_backlog_events += 1;
-        }
+        // 3. completions, and hand-offs waiting for room
+        progress |= eng.deliver_completions();
+        progress |= eng.drain_backlog();
 
         let wall = std::time::Instant::now();
         if wall.duration_since(last_stats) >= STATS_PERIOD {
-            publish(shared, &mut stats, &ep, &sock);
+            publish(&shared, &mut eng.stats, &eng.ep, &sock);
             last_stats = wall;
         }
 
@@ -440,29 +511,285 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, shared: &Shared, program: &Mutex<S
                 std::thread::yield_now();
                 continue;
             }
-            // Sleep until the next deadline, a packet, or a post.
+            // Sleep until the next deadline, a packet, a post or a hand-off.
             let now = clock();
-            let sleep = match ep.poll_timeout() {
+            let sleep = match eng.ep.poll_timeout() {
                 Some(t) => t.saturating_duration_since(now).min(MAX_SLEEP),
                 None => MAX_SLEEP,
             };
-            if sleep.is_zero() || sock.tx_unconsumed() > 0 {
+            if sleep.is_zero() || sock.tx_unconsumed() > 0 || !eng.backlog.is_empty() {
                 continue;
             }
             shared.sleeping.store(true, Ordering::SeqCst);
-            if shared.work.is_empty() && !shared.stop.load(Ordering::SeqCst) {
-                stats.sleeps += 1;
+            if shared.work.is_empty()
+                && shared.handoff.is_empty()
+                && !shared.stop.load(Ordering::SeqCst)
+            {
+                eng.stats.sleeps += 1;
                 let _ = shared.waker.wait_with(&sock, sleep);
             }
             shared.sleeping.store(false, Ordering::SeqCst);
             idle_since = None;
         }
     }
-    publish(shared, &mut stats, &ep, &sock);
+    publish(&shared, &mut eng.stats, &eng.ep, &sock);
     let _ = program
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .unregister_socket(cfg.xsk.queue);
+}
+
+/// What queue `me` does with a frame its endpoint did not take: a QP
+/// another queue holds gets the frame handed to it (`rx_handoff`); a QP in
+/// transit to this queue gets it through this queue's own inbox, behind the
+/// QP; a QP nobody holds is an unknown-QP drop. A frame for a QP of this
+/// queue homes that QP here if it was not homed yet.
+#[inline]
+fn eng_route(
+    dir: &Directory,
+    me: u32,
+    stats: &mut QueueStats,
+    ep: &mut Endpoint,
+    frame: &[u8],
+    r: Received,
+) {
+    match r {
+        Received::Delivered { qpn } => dir.note_direct(qpn, me),
+        Received::Dropped => {}
+        Received::NotHere { qpn } => match dir.owner(qpn) {
+            Some(owner) => {
+                if dir.hand_off_frame(me, owner, frame) {
+                    stats.rx_handoff += 1;
+                } else {
+                    stats.rx_handoff_dropped += 1;
+                }
+            }
+            None => ep.note_unknown_qp(),
+        },
+    }
+}
+
+/// The engine-thread state of one queue besides its socket: its endpoint,
+/// its statistics, and what it owes other queues.
+struct Engine<'a> {
+    me: u32,
+    dir: &'a Directory,
+    shared: &'a Shared,
+    ep: Endpoint,
+    stats: QueueStats,
+    /// Hand-offs (QPs, forwarded posts) waiting for room in another queue's
+    /// inbox, in order. While it is longer than `backlog_limit`, no new
+    /// application work is taken (the application sees `WouldBlock`).
+    backlog: VecDeque<(u32, Handoff)>,
+    backlog_limit: usize,
+    /// Completions an application's queue had no room for, in order.
+    spilled: VecDeque<(u32, WorkCompletion)>,
+    wcs: Vec<WorkCompletion>,
+}
+
+impl Engine<'_> {
+    /// Takes up to [`BATCH`] hand-offs from other queues.
+    fn take_handoffs(&mut self, now: Instant) -> bool {
+        let mut any = false;
+        for _ in 0..BATCH {
+            let Some(h) = self.shared.take_handoff() else {
+                break;
+            };
+            any = true;
+            match h {
+                Handoff::Frame(fb) => {
+                    self.stats.handoff_received += 1;
+                    self.receive_handed_off(now, &fb);
+                    self.dir.recycle(fb);
+                }
+                Handoff::Qp(qp) => {
+                    // The number is the device's, so it is free here.
+                    let placed = self.ep.insert_qp(*qp).is_ok();
+                    debug_assert!(placed, "a moving QP found its number taken");
+                    self.stats.qp_migrations += u64::from(placed);
+                }
+                Handoff::Work { origin, work } => self.apply(origin, work),
+            }
+        }
+        any
+    }
+
+    /// A frame another queue received for a QP this queue holds: handled
+    /// here; if the QP was not homed yet, it moves to the queue the frame
+    /// arrived on (RSS keeps a RoCE flow's packets on one queue, so that is
+    /// where the rest will arrive too).
+    fn receive_handed_off(&mut self, now: Instant, fb: &FrameBuf) {
+        match self.ep.receive(now, fb.frame()) {
+            Received::Delivered { qpn } => {
+                if fb.from != self.me && !self.dir.is_homed(qpn) {
+                    self.migrate(qpn, fb.from);
+                }
+            }
+            Received::Dropped => {}
+            Received::NotHere { qpn } => match self.dir.owner(qpn) {
+                // It moved on meanwhile (counted as a detour already,
+                // where it arrived): pass it on.
+                Some(owner) if owner != self.me => {
+                    if !self.dir.hand_off_frame(fb.from, owner, fb.frame()) {
+                        self.stats.rx_handoff_dropped += 1;
+                    }
+                }
+                _ => self.ep.note_unknown_qp(),
+            },
+        }
+    }
+
+    /// Moves QP `qpn` to queue `to`: completions it already produced go to
+    /// the application first, then the QP itself goes into `to`'s inbox,
+    /// then the directory lists it there (so anything handed to `to` for
+    /// it from then on arrives behind it). If `to`'s inbox is full it stays.
+    fn migrate(&mut self, qpn: u32, to: u32) {
+        let Some(target) = self.dir.queue(to) else {
+            return;
+        };
+        self.deliver_completions();
+        let Some(qp) = self.ep.take_qp(qpn) else {
+            return;
+        };
+        match target.hand_off(Handoff::Qp(Box::new(qp))) {
+            Ok(()) => self.dir.set_home(qpn, to),
+            Err(Handoff::Qp(qp)) => {
+                let _ = self.ep.insert_qp(*qp);
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Takes up to [`BATCH`] posts of this queue's application (unless
+    /// hand-offs to other queues are backed up).
+    fn take_work(&mut self) -> bool {
+        if self.backlog.len() >= self.backlog_limit {
+            return false;
+        }
+        let mut any = false;
+        for _ in 0..BATCH {
+            let Some(work) = self.shared.work.pop() else {
+                break;
+            };
+            any = true;
+            self.apply(self.me, work);
+        }
+        any
+    }
+
+    /// Runs one post or control operation from the application of queue
+    /// `origin`; one for a QP another queue holds is passed on to it.
+    fn apply(&mut self, origin: u32, work: Work) {
+        let qpn = match &work {
+            Work::Send { qpn, .. } | Work::Recv { qpn, .. } | Work::QpControl { qpn, .. } => {
+                Some(*qpn)
+            }
+            Work::Control(_) => None,
+        };
+        if let Some(qpn) = qpn.filter(|&q| !self.ep.has_qp(q)) {
+            match self.dir.owner(qpn) {
+                Some(owner) if owner != self.me => {
+                    self.stats.work_forwarded += 1;
+                    self.forward(owner, Handoff::Work { origin, work });
+                    return;
+                }
+                Some(_) => {
+                    // In transit to this queue: the QP is in our inbox
+                    // ahead of this; run it after the QP arrives.
+                    if let Err(h) = self.shared.hand_off(Handoff::Work { origin, work }) {
+                        self.backlog.push_back((self.me, h));
+                    }
+                    return;
+                }
+                None => {} // nobody's: the endpoint refuses it below
+            }
+        }
+        let refused = match work {
+            Work::Send { qpn, wr } => self.ep.post_send(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
+            Work::Recv { qpn, wr } => self.ep.post_recv(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
+            Work::Control(f) | Work::QpControl { f, .. } => {
+                f(&mut self.ep, origin);
+                None
+            }
+        };
+        if let Some((qpn, wr_id, error)) = refused {
+            if let Some(q) = self.dir.queue(origin) {
+                let _ = q.post_errors.push(PostError { qpn, wr_id, error });
+            }
+        }
+    }
+
+    /// Hands `h` to queue `to`, or queues it behind the hand-offs already
+    /// waiting (order is kept).
+    fn forward(&mut self, to: u32, h: Handoff) {
+        if self.backlog.is_empty() {
+            match self.dir.queue(to).map(|q| q.hand_off(h)) {
+                Some(Ok(())) | None => return,
+                Some(Err(h)) => self.backlog.push_back((to, h)),
+            }
+        } else {
+            self.backlog.push_back((to, h));
+        }
+    }
+
+    /// Retries the hand-offs waiting for room, in order.
+    fn drain_backlog(&mut self) -> bool {
+        let mut any = false;
+        while let Some((to, h)) = self.backlog.pop_front() {
+            let Some(q) = self.dir.queue(to) else {
+                continue;
+            };
+            match q.hand_off(h) {
+                Ok(()) => any = true,
+                Err(h) => {
+                    self.backlog.push_front((to, h));
+                    break;
+                }
+            }
+        }
+        any
+    }
+
+    /// Moves completions from the endpoint's CQs to the applications'
+    /// completion queues (CQ i to queue i's) and wakes a waiting
+    /// application thread.
+    fn deliver_completions(&mut self) -> bool {
+        let mut any = false;
+        while let Some(&(q, wc)) = self.spilled.front() {
+            let Some(target) = self.dir.queue(q) else {
+                self.spilled.pop_front();
+                continue;
+            };
+            if target.completions.push(wc).is_err() {
+                self.stats.completion_backlog_events += 1;
+                return any;
+            }
+            self.spilled.pop_front();
+            any = true;
+        }
+        for q in 0..self.dir.queue_count() {
+            let Some(target) = self.dir.queue(q) else {
+                continue;
+            };
+            let room = target.completions.capacity() - target.completions.len();
+            if room == 0 {
+                self.stats.completion_backlog_events += 1;
+                continue;
+            }
+            let k = self.ep.poll_cq(q, &mut self.wcs[..room.min(BATCH)]);
+            for wc in &self.wcs[..k] {
+                // Another queue's engine may have filled it meanwhile.
+                if let Err(wc) = target.completions.push(*wc) {
+                    self.spilled.push_back((q, wc));
+                }
+            }
+            if k > 0 && target.notify_completion() {
+                self.stats.app_wakes += 1;
+            }
+            any |= k > 0;
+        }
+        any
+    }
 }
 
 fn publish(shared: &Shared, stats: &mut QueueStats, ep: &Endpoint, sock: &XskSocket) {

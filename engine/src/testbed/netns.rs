@@ -87,11 +87,15 @@ impl Side {
     }
 }
 
-/// Two namespaces `a` and `b` joined by a veth pair; removed on drop.
+/// Two namespaces `a` and `b` joined by a veth pair, or by two veth pairs
+/// and a Linux bridge in a third namespace ([`VethPair::create_bridged`]);
+/// removed on drop.
 #[derive(Debug)]
 pub struct VethPair {
     pub a: Side,
     pub b: Side,
+    /// The bridge's namespace, if bridged.
+    switch: Option<String>,
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -122,70 +126,125 @@ impl VethPair {
     /// and 10.47.0.2/24 + fd00:47::2/64 (b), links up, static neighbour
     /// entries not installed (the kernel resolves them with ARP/ND).
     pub fn create(cfg: &PairConfig) -> Result<VethPair, NetnsError> {
+        let mut pair = VethPair::named(false);
+        let q = cfg.queues.max(1).to_string();
+        let (a, b) = (&pair.a, &pair.b);
+        ip(&["netns", "add", &a.netns])?;
+        ip(&["netns", "add", &b.netns])?;
+        veth(&a.ifname, &a.netns, &b.ifname, &b.netns, &q)?;
+        pair.configure(cfg)?;
+        Ok(pair)
+    }
+
+    /// Like [`VethPair::create`], but `a` and `b` are joined through a Linux
+    /// bridge in a third namespace `rx<pid>n<k>s`: each side's veth has its
+    /// peer there as a bridge port; `a`'s veth has `cfg.queues` queues,
+    /// `b`'s `b_queues`. A frame
+    /// the bridge forwards into a side leaves its port on a transmit queue
+    /// chosen by the flow's hash, and a veth delivers it on the receive
+    /// queue of the same number: flows spread over a side's queues as RSS
+    /// spreads them on a NIC (on a plain veth pair, a frame sent from queue
+    /// q arrives on queue q, which hides that).
+    pub fn create_bridged(cfg: &PairConfig, b_queues: u32) -> Result<VethPair, NetnsError> {
+        let mut pair = VethPair::named(true);
+        let q = cfg.queues.max(1).to_string();
+        let qb = b_queues.max(1).to_string();
+        let sw = pair.switch.clone().expect("bridged");
+        let (a, b) = (&pair.a, &pair.b);
+        ip(&["netns", "add", &a.netns])?;
+        ip(&["netns", "add", &b.netns])?;
+        ip(&["netns", "add", &sw])?;
+        let (port_a, port_b) = (format!("{}p", a.ifname), format!("{}p", b.ifname));
+        veth(&a.ifname, &a.netns, &port_a, &sw, &q)?;
+        veth(&b.ifname, &b.netns, &port_b, &sw, &qb)?;
+        let mtu = cfg.mtu.to_string();
+        let in_sw = |args: &[&str]| {
+            let mut v = vec!["-n", sw.as_str()];
+            v.extend_from_slice(args);
+            ip(&v)
+        };
+        in_sw(&["link", "set", "lo", "up"])?;
+        in_sw(&["link", "add", "br0", "type", "bridge"])?;
+        in_sw(&["link", "set", "br0", "mtu", &mtu])?;
+        for port in [&port_a, &port_b] {
+            in_sw(&["link", "set", port, "mtu", &mtu])?;
+            in_sw(&["link", "set", port, "master", "br0"])?;
+            in_sw(&["link", "set", port, "up"])?;
+        }
+        in_sw(&["link", "set", "br0", "up"])?;
+        pair.configure(cfg)?;
+        Ok(pair)
+    }
+
+    /// The names of a new pair (nothing created yet; dropping it removes
+    /// whatever was created under them).
+    fn named(bridged: bool) -> VethPair {
         cleanup_stale();
         let pid = std::process::id();
         let k = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let ns_a = format!("{PREFIX}{pid}n{k}a");
-        let ns_b = format!("{PREFIX}{pid}n{k}b");
-        let if_a = format!("{PREFIX}{pid}v{k}a");
-        let if_b = format!("{PREFIX}{pid}v{k}b");
-        // Guard first, so a failure half-way removes what exists.
-        let mut pair = VethPair {
+        VethPair {
             a: Side {
-                netns: ns_a.clone(),
-                ifname: if_a.clone(),
+                netns: format!("{PREFIX}{pid}n{k}a"),
+                ifname: format!("{PREFIX}{pid}v{k}a"),
                 mac: [0; 6],
                 ipv4: Ipv4Addr::new(10, 47, 0, 1),
                 ipv6: "fd00:47::1".parse().expect("literal"),
             },
             b: Side {
-                netns: ns_b.clone(),
-                ifname: if_b.clone(),
+                netns: format!("{PREFIX}{pid}n{k}b"),
+                ifname: format!("{PREFIX}{pid}v{k}b"),
                 mac: [0; 6],
                 ipv4: Ipv4Addr::new(10, 47, 0, 2),
                 ipv6: "fd00:47::2".parse().expect("literal"),
             },
-        };
-        ip(&["netns", "add", &ns_a])?;
-        ip(&["netns", "add", &ns_b])?;
-        let q = cfg.queues.max(1).to_string();
-        ip(&[
-            "link",
-            "add",
-            &if_a,
-            "netns",
-            &ns_a,
-            "numtxqueues",
-            &q,
-            "numrxqueues",
-            &q,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &if_b,
-            "netns",
-            &ns_b,
-            "numtxqueues",
-            &q,
-            "numrxqueues",
-            &q,
-        ])?;
+            switch: bridged.then(|| format!("{PREFIX}{pid}n{k}s")),
+        }
+    }
+
+    /// MTU, addresses, links up, MACs.
+    fn configure(&mut self, cfg: &PairConfig) -> Result<(), NetnsError> {
         let mtu = cfg.mtu.to_string();
-        for side in [&pair.a, &pair.b] {
+        for side in [&self.a, &self.b] {
             let (v4, v6) = (format!("{}/24", side.ipv4), format!("{}/64", side.ipv6));
             side.run_ip(&["link", "set", "lo", "up"])?;
             side.run_ip(&["link", "set", &side.ifname, "mtu", &mtu])?;
             side.run_ip(&["addr", "add", &v4, "dev", &side.ifname])?;
             side.run_ip(&["addr", "add", &v6, "dev", &side.ifname, "nodad"])?;
         }
-        for side in [&pair.a, &pair.b] {
+        for side in [&self.a, &self.b] {
             side.run_ip(&["link", "set", &side.ifname, "up"])?;
         }
-        pair.a.mac = interface_mac(Some(&ns_a), &if_a)?;
-        pair.b.mac = interface_mac(Some(&ns_b), &if_b)?;
-        Ok(pair)
+        self.a.mac = interface_mac(Some(&self.a.netns), &self.a.ifname)?;
+        self.b.mac = interface_mac(Some(&self.b.netns), &self.b.ifname)?;
+        Ok(())
     }
+}
+
+/// A veth pair `x` (in namespace `ns_x`) / `y` (in `ns_y`), `queues` RX and
+/// TX queues on each end.
+fn veth(x: &str, ns_x: &str, y: &str, ns_y: &str, queues: &str) -> Result<String, NetnsError> {
+    ip(&[
+        "link",
+        "add",
+        x,
+        "netns",
+        ns_x,
+        "numtxqueues",
+        queues,
+        "numrxqueues",
+        queues,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        y,
+        "netns",
+        ns_y,
+        "numtxqueues",
+        queues,
+        "numrxqueues",
+        queues,
+    ])
 }
 
 impl Drop for VethPair {
@@ -193,5 +252,8 @@ impl Drop for VethPair {
         // Deleting a namespace destroys the veth end inside it (and so the pair).
         let _ = ip(&["netns", "del", &self.a.netns]);
         let _ = ip(&["netns", "del", &self.b.netns]);
+        if let Some(sw) = &self.switch {
+            let _ = ip(&["netns", "del", sw]);
+        }
     }
 }

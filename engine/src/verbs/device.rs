@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::driver::{
-    CaptureSink, Driver, PollMode, PostError, QueueConfig, QueueStats, Shared, Work,
+    CaptureSink, Directory, Driver, DriverError, PollMode, PostError, QueueConfig, QueueStats,
+    Shared, Work,
 };
 use crate::endpoint::{Endpoint, EndpointConfig};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, ZeroCopy};
@@ -75,6 +76,8 @@ impl DeviceConfig {
 pub struct Device {
     // Drivers stop (and unregister their sockets) before the program detaches.
     drivers: Vec<Driver>,
+    /// Device-wide QP numbers, which queue holds each QP, hand-offs.
+    directory: Arc<Directory>,
     program: Arc<Mutex<SteerProgram>>,
     ifname: String,
     netns: Option<String>,
@@ -104,8 +107,19 @@ impl Device {
             SteerProgram::attach(&cfg.ifname, cfg.attach, cfg.force)
         })??;
         let program = Arc::new(Mutex::new(program));
+        let queues = cfg.queues.max(1);
+        let endpoint = EndpointConfig {
+            local_mac: mac,
+            local_ip: ip,
+            ..EndpointConfig::default()
+        };
+        let shared = (0..queues)
+            .map(|_| Shared::new(cfg.queue_depth).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(DriverError::Waker)?;
+        let directory = Arc::new(Directory::new(shared, endpoint.max_qps));
         let mut drivers = Vec::new();
-        for q in 0..cfg.queues.max(1) {
+        for q in 0..queues {
             let mut xsk = XskConfig::new(&cfg.ifname, q);
             xsk.umem = cfg.umem;
             xsk.ring_size = cfg.ring_size;
@@ -117,18 +131,15 @@ impl Device {
                 netns: cfg.netns.clone(),
                 core: (!cfg.cores.is_empty()).then(|| cfg.cores[q as usize % cfg.cores.len()]),
                 poll: cfg.poll,
-                endpoint: EndpointConfig {
-                    local_mac: mac,
-                    local_ip: ip,
-                    ..EndpointConfig::default()
-                },
+                endpoint,
                 queue_depth: cfg.queue_depth,
                 capture: cfg.capture.clone(),
             };
-            drivers.push(Driver::start(qc, program.clone())?);
+            drivers.push(Driver::start(qc, program.clone(), directory.clone())?);
         }
         Ok(Device {
             drivers,
+            directory,
             program,
             ifname: cfg.ifname,
             netns: cfg.netns,
@@ -174,43 +185,93 @@ impl Device {
             .ok_or(DeviceError::NoSuchQueue(q, self.drivers.len() as u32))
     }
 
-    /// Registers `len` bytes of fresh shared memory on queue `q` (usable by
-    /// that queue's QPs). Its I/O virtual address is its real address.
+    /// Registers `len` bytes of fresh shared memory (`ibv_reg_mr`). Its I/O
+    /// virtual address is its real address. The region and its keys are
+    /// the device's: every queue's endpoint accepts them, so a QP reaches
+    /// it whichever queue it lives on; `q` (an existing queue) is recorded
+    /// in [`MemoryRegion::queue`] as the queue of the application that
+    /// registered it.
     pub fn register_memory(
         &self,
         q: u32,
         len: usize,
         access: Access,
     ) -> Result<MemoryRegion, DeviceError> {
+        self.shared(q)?;
         let region = Arc::new(SharedRegion::new(len).map_err(DeviceError::Memory)?);
         let iova = region.addr();
+        // Queue 0's endpoint chooses the keys; the others register the same
+        // memory under them.
         let handle = RegisteredRegion(region.clone());
-        let keys = call(self.shared(q)?, q, move |ep, _| {
+        let keys = call(self.shared(0)?, 0, move |ep, _| {
             ep.reg_mr(Box::new(handle), iova, access)
         })??;
+        for other in 1..self.queues() {
+            let handle = RegisteredRegion(region.clone());
+            let r = call(self.shared(other)?, other, move |ep, _| {
+                ep.reg_mr_at(Box::new(handle), iova, access, keys)
+            })
+            .and_then(|r| r.map_err(DeviceError::from));
+            if let Err(e) = r {
+                self.deregister_keys(keys.lkey, other);
+                return Err(e);
+            }
+        }
         Ok(MemoryRegion::new(region, keys.lkey, keys.rkey, q))
     }
 
-    /// Deregisters `mr` (`ibv_dereg_mr`): from then on its keys are
-    /// unknown to the engine, so a peer's WRITE, READ or atomic naming its
-    /// R_Key gets a remote access NAK and a local work request naming its
-    /// L_Key completes with a local protection error. Deregister only when
-    /// no work request on it is outstanding. The memory itself stays mapped
-    /// while any clone of `mr` lives (reads and writes through it keep
-    /// working, they just no longer reach the network).
+    /// Deregisters `mr` (`ibv_dereg_mr`) on every queue: from then on its
+    /// keys are unknown to the engine, so a peer's WRITE, READ or atomic
+    /// naming its R_Key gets a remote access NAK and a local work request
+    /// naming its L_Key completes with a local protection error. Deregister
+    /// only when no work request on it is outstanding. The memory itself
+    /// stays mapped while any clone of `mr` lives (reads and writes through
+    /// it keep working, they just no longer reach the network).
     pub fn deregister_memory(&self, mr: &MemoryRegion) -> Result<(), DeviceError> {
         let lkey = mr.lkey;
-        call(self.shared(mr.queue)?, mr.queue, move |ep, _| {
-            ep.dereg_mr(lkey).map(drop)
-        })??;
+        call(self.shared(0)?, 0, move |ep, _| ep.dereg_mr(lkey).map(drop))??;
+        self.deregister_keys(lkey, self.queues());
         Ok(())
     }
 
-    /// Creates an RC QP on queue `q`.
+    /// Deregisters `lkey` on queues 1..`upto` (best effort).
+    fn deregister_keys(&self, lkey: u32, upto: u32) {
+        for q in 1..upto {
+            if let Ok(sh) = self.shared(q) {
+                let _ = call(sh, q, move |ep, _| ep.dereg_mr(lkey).map(drop));
+            }
+        }
+        if upto < self.queues() {
+            // Registration failed on queue `upto`: undo queue 0 too.
+            if let Ok(sh) = self.shared(0) {
+                let _ = call(sh, 0, move |ep, _| ep.dereg_mr(lkey).map(drop));
+            }
+        }
+    }
+
+    /// Creates an RC QP for the application of queue `q`: its completions
+    /// arrive on queue `q` ([`Device::poll_cq`]) and its posts go through
+    /// queue `q`, wherever the QP lives. Its number is unique across the
+    /// device. It starts on queue `q` and moves to the queue its first
+    /// packet arrives on (`docs/multi-queue.md`).
     pub fn create_qp(&self, q: u32, caps: QpCaps) -> Result<QueuePair, DeviceError> {
         let shared = self.shared(q)?.clone();
-        let qpn = call(&shared, q, move |ep, cq| ep.create_qp(caps.init_attr(cq)))??;
-        Ok(QueuePair::new(qpn, q, shared))
+        let qpn = self.directory.allocate_qpn(q)?;
+        let created = call(&shared, q, move |ep, cq| {
+            ep.create_qp_numbered(qpn, caps.init_attr(cq))
+        })
+        .and_then(|r| r.map_err(DeviceError::from));
+        if let Err(e) = created {
+            self.directory.free_qpn(qpn);
+            return Err(e);
+        }
+        Ok(QueuePair::new(qpn, q, shared, self.directory.clone()))
+    }
+
+    /// The queue whose engine holds QP `qpn` now (where its packets are
+    /// handled), if the QP exists.
+    pub fn qp_queue(&self, qpn: u32) -> Option<u32> {
+        self.directory.owner(qpn)
     }
 
     /// The MAC of `ip` from the kernel's neighbour table (resolving it with
@@ -341,6 +402,11 @@ fn add_stats(t: &mut QueueStats, s: &QueueStats) {
     t.completion_backlog_events += s.completion_backlog_events;
     t.app_wakes += s.app_wakes;
     t.woken_by_posts += s.woken_by_posts;
+    t.rx_handoff += s.rx_handoff;
+    t.rx_handoff_dropped += s.rx_handoff_dropped;
+    t.handoff_received += s.handoff_received;
+    t.qp_migrations += s.qp_migrations;
+    t.work_forwarded += s.work_forwarded;
 }
 
 /// How long [`Device::poll_cq_wait`] spins before it blocks.
@@ -352,10 +418,34 @@ pub(super) fn call<R: Send + 'static>(
     q: u32,
     f: impl FnOnce(&mut Endpoint, u32) -> R + Send + 'static,
 ) -> Result<R, DeviceError> {
+    call_work(shared, q, None, f)
+}
+
+/// Runs `f` on the engine thread of whichever queue holds QP `qpn` (posted
+/// through queue `q`, its application's) and waits for its result.
+pub(super) fn call_qp<R: Send + 'static>(
+    shared: &Shared,
+    q: u32,
+    qpn: u32,
+    f: impl FnOnce(&mut Endpoint, u32) -> R + Send + 'static,
+) -> Result<R, DeviceError> {
+    call_work(shared, q, Some(qpn), f)
+}
+
+fn call_work<R: Send + 'static>(
+    shared: &Shared,
+    q: u32,
+    qpn: Option<u32>,
+    f: impl FnOnce(&mut Endpoint, u32) -> R + Send + 'static,
+) -> Result<R, DeviceError> {
     let (tx, rx) = sync_channel(1);
-    let mut work = Work::Control(Box::new(move |ep, cq| {
+    let f: crate::driver::Control = Box::new(move |ep, cq| {
         let _ = tx.send(f(ep, cq));
-    }));
+    });
+    let mut work = match qpn {
+        Some(qpn) => Work::QpControl { qpn, f },
+        None => Work::Control(f),
+    };
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         match shared.post(work) {

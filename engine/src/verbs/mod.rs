@@ -12,9 +12,13 @@
 //! ```
 //!
 //! Each queue runs its own [`Endpoint`](crate::endpoint::Endpoint) on its
-//! own thread: memory regions and QPs belong to one queue. Applications
-//! never touch an endpoint: posts and completions cross lock-free queues,
-//! control operations run on the engine thread.
+//! own thread. Memory regions and QP numbers are the device's: a region is
+//! registered in every queue's endpoint under one key, and a QP lives on
+//! the queue its packets arrive on (RSS chooses it), while its posts go
+//! through, and its completions return to, the queue of the application
+//! that created it (`docs/multi-queue.md`). Applications never touch an
+//! endpoint: posts and completions cross lock-free queues, control
+//! operations run on the engine thread that holds their QP.
 //!
 //! - `device.rs`: [`Device`] and [`DeviceConfig`];
 //! - `memory.rs`: [`MemoryRegion`];

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use crate::driver::{Shared, Work};
+use crate::driver::{Directory, Shared, Work};
 use crate::endpoint::{ConnectOptions, RemoteQp};
 use crate::rc::{QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendWr};
 
-use super::device::call;
+use super::device::call_qp;
 use super::DeviceError;
 
 /// Queue depths of a new QP.
@@ -39,12 +39,15 @@ impl Default for QpCaps {
     }
 }
 
-/// An RC queue pair bound to one queue.
+/// An RC queue pair of one queue's application: its posts go through that
+/// queue and its completions arrive there, while the QP itself lives on
+/// the queue its packets arrive on (see [`Device::create_qp`](super::Device::create_qp)).
 #[derive(Clone)]
 pub struct QueuePair {
     qpn: u32,
     queue: u32,
     shared: Arc<Shared>,
+    directory: Arc<Directory>,
 }
 
 impl std::fmt::Debug for QueuePair {
@@ -57,10 +60,20 @@ impl std::fmt::Debug for QueuePair {
 }
 
 impl QueuePair {
-    /// The handle of QP `qpn` on queue `queue`, whose engine thread shares
-    /// `shared`.
-    pub(super) fn new(qpn: u32, queue: u32, shared: Arc<Shared>) -> Self {
-        QueuePair { qpn, queue, shared }
+    /// The handle of QP `qpn` of queue `queue`'s application, whose engine
+    /// thread shares `shared`.
+    pub(super) fn new(
+        qpn: u32,
+        queue: u32,
+        shared: Arc<Shared>,
+        directory: Arc<Directory>,
+    ) -> Self {
+        QueuePair {
+            qpn,
+            queue,
+            shared,
+            directory,
+        }
     }
 
     /// QP number (give it to the peer).
@@ -68,15 +81,23 @@ impl QueuePair {
         self.qpn
     }
 
-    /// The queue (engine thread) this QP is bound to.
+    /// The queue of the application this QP belongs to: its posts go
+    /// through it, its completions arrive there.
     pub fn queue(&self) -> u32 {
         self.queue
+    }
+
+    /// The queue whose engine holds the QP now (where its packets are
+    /// handled): the queue RSS delivers its packets to, once it has
+    /// received one.
+    pub fn home_queue(&self) -> Option<u32> {
+        self.directory.owner(self.qpn)
     }
 
     /// RESET -> INIT -> RTR -> RTS with the peer's parameters.
     pub fn connect(&self, remote: RemoteQp, opts: ConnectOptions) -> Result<(), DeviceError> {
         let qpn = self.qpn;
-        Ok(call(&self.shared, self.queue, move |ep, _| {
+        Ok(call_qp(&self.shared, self.queue, qpn, move |ep, _| {
             ep.connect(qpn, &remote, &opts)
         })??)
     }
@@ -84,7 +105,7 @@ impl QueuePair {
     /// The QP's state.
     pub fn state(&self) -> Result<Option<QpState>, DeviceError> {
         let qpn = self.qpn;
-        call(&self.shared, self.queue, move |ep, _| ep.qp_state(qpn))
+        call_qp(&self.shared, self.queue, qpn, move |ep, _| ep.qp_state(qpn))
     }
 
     /// Applies the fields of `attr` that `mask` selects (`ibv_modify_qp`),
@@ -92,7 +113,7 @@ impl QueuePair {
     /// outstanding work requests as `Flushed` completions.
     pub fn modify(&self, attr: QpAttr, mask: QpAttrMask) -> Result<(), DeviceError> {
         let qpn = self.qpn;
-        Ok(call(&self.shared, self.queue, move |ep, _| {
+        Ok(call_qp(&self.shared, self.queue, qpn, move |ep, _| {
             ep.modify_qp(qpn, &attr, mask)
         })??)
     }
@@ -105,9 +126,11 @@ impl QueuePair {
     /// refused with an unknown-QP error ([`Device::poll_post_error`](super::Device::poll_post_error)).
     pub fn destroy(self) -> Result<(), DeviceError> {
         let qpn = self.qpn;
-        Ok(call(&self.shared, self.queue, move |ep, _| {
+        call_qp(&self.shared, self.queue, qpn, move |ep, _| {
             ep.destroy_qp(qpn)
-        })??)
+        })??;
+        self.directory.free_qpn(qpn);
+        Ok(())
     }
 
     /// Posts a send work request (SEND, WRITE, READ, atomics). Refusals by

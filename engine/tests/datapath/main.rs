@@ -9,6 +9,7 @@ mod cq_wait;
 mod echo;
 mod loopback;
 mod malformed;
+mod multi_queue;
 mod queue_busy;
 mod run_to_completion;
 mod steer;

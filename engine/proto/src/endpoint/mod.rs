@@ -49,6 +49,20 @@ use crate::rc::{
 use crate::time::Instant;
 use crate::wire::{parse_frame_view, Opcode, ParseError};
 
+/// What [`Endpoint::receive`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// A valid packet for QP `qpn` of this endpoint, handled (which may
+    /// still mean the QP dropped it as a duplicate or out of sequence, and
+    /// counted that).
+    Delivered { qpn: u32 },
+    /// Not a valid RoCE v2 packet (malformed, bad ICRC): counted, dropped.
+    Dropped,
+    /// A valid packet for QP `qpn`, which this endpoint does not hold:
+    /// neither counted nor handled.
+    NotHere { qpn: u32 },
+}
+
 /// First QP number handed out (QPN 0 and 1 are special in InfiniBand).
 pub const FIRST_QPN: u32 = 0x11;
 
@@ -109,6 +123,22 @@ impl Endpoint {
             .ok_or(VerbsError::ResourceExhausted)
     }
 
+    /// Register `memory` under keys another endpoint's [`Endpoint::reg_mr`]
+    /// chose (see [`MrTable::register_at`]): the queues of one device
+    /// register each region in every queue's endpoint under one key, so a
+    /// QP accepts the device's keys whichever queue it lives on.
+    pub fn reg_mr_at(
+        &mut self,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+        keys: MrKeys,
+    ) -> Result<MrKeys, VerbsError> {
+        self.mrs
+            .register_at(memory, iova, access, keys.lkey)
+            .ok_or(VerbsError::ResourceExhausted)
+    }
+
     /// Deregister a region and get its memory back.
     pub fn dereg_mr(&mut self, lkey: u32) -> Result<Box<dyn RegionMemory>, VerbsError> {
         self.mrs.deregister(lkey).ok_or(VerbsError::LocalProtection)
@@ -143,8 +173,32 @@ impl Endpoint {
         (self.cqs.len() - 1) as u32
     }
 
-    /// Create an RC QP in RESET; returns its QP number.
+    /// Create an RC QP in RESET; returns its QP number (the lowest free).
     pub fn create_qp(&mut self, init: QpInitAttr) -> Result<u32, VerbsError> {
+        self.check_init(&init)?;
+        let index = match self.qps.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                if self.qps.len() >= self.config.max_qps as usize {
+                    return Err(VerbsError::ResourceExhausted);
+                }
+                self.qps.len()
+            }
+        };
+        self.place_new_qp(index, init)
+    }
+
+    /// Create an RC QP in RESET under a number chosen by the caller (a
+    /// device that numbers QPs across all its queues' endpoints). The
+    /// number must be at least [`FIRST_QPN`], below `FIRST_QPN + max_qps`,
+    /// and not in use here.
+    pub fn create_qp_numbered(&mut self, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
+        self.check_init(&init)?;
+        let index = self.free_slot_for(qpn)?;
+        self.place_new_qp(index, init)
+    }
+
+    fn check_init(&self, init: &QpInitAttr) -> Result<(), VerbsError> {
         if init.send_cq as usize >= self.cqs.len() || init.recv_cq as usize >= self.cqs.len() {
             return Err(VerbsError::UnknownCq);
         }
@@ -157,16 +211,22 @@ impl Endpoint {
                 "max_send_wr and max_recv_wr must be 1..=65536",
             ));
         }
-        let index = match self.qps.iter().position(Option::is_none) {
-            Some(i) => i,
-            None => {
-                if self.qps.len() >= self.config.max_qps as usize {
-                    return Err(VerbsError::ResourceExhausted);
-                }
-                self.qps.push(None);
-                self.qps.len() - 1
-            }
-        };
+        Ok(())
+    }
+
+    /// The slot of `qpn` if it is a valid number and free here.
+    fn free_slot_for(&self, qpn: u32) -> Result<usize, VerbsError> {
+        let index =
+            qpn.checked_sub(FIRST_QPN)
+                .filter(|&i| i < self.config.max_qps)
+                .ok_or(VerbsError::InvalidArgument("QP number out of range"))? as usize;
+        if matches!(self.qps.get(index), Some(Some(_))) {
+            return Err(VerbsError::InvalidArgument("QP number in use"));
+        }
+        Ok(index)
+    }
+
+    fn place_new_qp(&mut self, index: usize, init: QpInitAttr) -> Result<u32, VerbsError> {
         let qpn = FIRST_QPN + index as u32;
         let mut qp = Qp::new(qpn, init);
         qp.cc = QpCongestion::with_config(&self.config.cc);
@@ -174,11 +234,49 @@ impl Endpoint {
         // modify_qp with TRAFFIC_CLASS (or connect) sets otherwise.
         qp.attr.dscp = self.config.cc.marking.data_dscp;
         qp.attr.ecn = self.config.cc.marking.data_ecn;
+        self.place(index, qp);
+        Ok(qpn)
+    }
+
+    fn place(&mut self, index: usize, qp: Qp) {
+        if self.qps.len() <= index {
+            self.qps.resize_with(index + 1, || None);
+        }
         self.qps[index] = Some(qp);
         self.tx_ready.grow(self.qps.len());
         self.timed.grow(self.qps.len());
         self.mark_tx(index);
-        Ok(qpn)
+    }
+
+    /// Take a QP out of this endpoint, whole (its work queues, PSNs,
+    /// timers, counters and congestion state), to hand it to another
+    /// endpoint with [`Endpoint::insert_qp`]: how a device moves a QP to
+    /// the queue its packets arrive on. Its completion queue ids stay as
+    /// they were, so the endpoint it moves to must have the same CQs.
+    pub fn take_qp(&mut self, qpn: u32) -> Option<Qp> {
+        let i = self.slot(qpn)?;
+        self.tx_ready.clear(i);
+        self.timed.clear(i);
+        self.qps[i].take()
+    }
+
+    /// Put a QP taken from another endpoint ([`Endpoint::take_qp`]) here,
+    /// under its number; gives it back if the number is taken or out of
+    /// range here. Its timers and pending transmissions resume at the next
+    /// `poll_timeout` / `poll_transmit`.
+    pub fn insert_qp(&mut self, qp: Qp) -> Result<(), Qp> {
+        match self.free_slot_for(qp.qpn) {
+            Ok(index) => {
+                self.place(index, qp);
+                Ok(())
+            }
+            Err(_) => Err(qp),
+        }
+    }
+
+    /// Whether QP `qpn` lives in this endpoint.
+    pub fn has_qp(&self, qpn: u32) -> bool {
+        self.slot(qpn).is_some()
     }
 
     /// Destroy a QP (its outstanding work is dropped without completions).
@@ -348,28 +446,38 @@ impl Endpoint {
     /// Feed one received Ethernet frame. Anything that is not a valid RoCE v2
     /// packet for one of our QPs is counted and dropped.
     pub fn handle_packet(&mut self, now: Instant, frame: &[u8]) {
+        if let Received::NotHere { .. } = self.receive(now, frame) {
+            self.note_unknown_qp();
+        }
+    }
+
+    /// Like [`Endpoint::handle_packet`], but a valid packet for a QP this
+    /// endpoint does not hold is neither counted nor dropped here: it comes
+    /// back as [`Received::NotHere`] so that the caller (a device with one
+    /// endpoint per queue) can hand it to the endpoint that holds the QP,
+    /// or count it with [`Endpoint::note_unknown_qp`].
+    #[inline]
+    pub fn receive(&mut self, now: Instant, frame: &[u8]) -> Received {
         // The borrowed view: headers are read from the frame bytes as the
         // QP needs them, never copied into an owned `RoceHeaders`.
         let f = match parse_frame_view(frame) {
             Ok(f) => f,
             Err(ParseError::BadIcrc { .. }) => {
                 self.counters.dropped_bad_icrc += 1;
-                return;
+                return Received::Dropped;
             }
             Err(_) => {
                 self.counters.dropped_malformed += 1;
-                return;
+                return Received::Dropped;
             }
         };
-        let dest = f.dest_qp();
-        let Some(i) = dest.checked_sub(FIRST_QPN) else {
-            self.counters.dropped_unknown_qp += 1;
-            return;
+        let qpn = f.dest_qp();
+        let Some(i) = qpn.checked_sub(FIRST_QPN) else {
+            return Received::NotHere { qpn };
         };
         let i = i as usize;
         let Some(Some(qp)) = self.qps.get_mut(i) else {
-            self.counters.dropped_unknown_qp += 1;
-            return;
+            return Received::NotHere { qpn };
         };
         self.tx_ready.set(i);
         self.timed.set(i);
@@ -379,9 +487,16 @@ impl Endpoint {
                 CnpOutcome::Handled => qp.counters.rp_cnp_handled += 1,
                 CnpOutcome::Ignored => qp.counters.rp_cnp_ignored += 1,
             }
-            return;
+            return Received::Delivered { qpn };
         }
         qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs);
+        Received::Delivered { qpn }
+    }
+
+    /// Count a frame for a QP that no endpoint of the device holds
+    /// (`dropped_unknown_qp`); see [`Endpoint::receive`].
+    pub fn note_unknown_qp(&mut self) {
+        self.counters.dropped_unknown_qp += 1;
     }
 
     /// Write the next frame to send into `buf` (a whole Ethernet frame) and

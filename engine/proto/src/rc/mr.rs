@@ -205,6 +205,51 @@ impl MrTable {
         })
     }
 
+    /// Register `memory` under keys chosen elsewhere: `key` (as returned by
+    /// [`MrTable::register`] of another table) names the slot (high 24
+    /// bits) and the generation (low 8 bits). Several tables that each
+    /// register the same memory with the same key then accept the same
+    /// key, which is how the queues of one device share its regions.
+    /// Returns `None` when the slot is taken or `iova + len` overflows.
+    pub fn register_at(
+        &mut self,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+        key: u32,
+    ) -> Option<MrKeys> {
+        iova.checked_add(memory.len() as u64)?;
+        let index = (key >> 8) as usize;
+        if index >= MAX_REGIONS {
+            return None;
+        }
+        while self.slots.len() <= index {
+            self.free.push(self.slots.len() as u32);
+            self.slots.push(Slot {
+                region: None,
+                generation: 0,
+            });
+        }
+        if self.slots[index].region.is_some() {
+            return None;
+        }
+        self.free.retain(|&i| i as usize != index);
+        let generation = (key & 0xFF) as u8;
+        let slot = &mut self.slots[index];
+        slot.generation = generation;
+        slot.region = Some(Region {
+            len: memory.len() as u64,
+            memory,
+            iova,
+            access,
+            generation,
+        });
+        Some(MrKeys {
+            lkey: key,
+            rkey: key,
+        })
+    }
+
     /// Deregister the region with this key and hand its memory back.
     pub fn deregister(&mut self, key: u32) -> Option<Box<dyn RegionMemory>> {
         let index = key >> 8;
@@ -357,6 +402,33 @@ impl MrTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_chosen_by_one_table_registers_in_another() {
+        let mut a = MrTable::new();
+        let _first = a.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
+        let k = a
+            .register(Box::new(vec![0u8; 64]), 0x2000, Access::ALL)
+            .unwrap();
+        let mut b = MrTable::new();
+        assert_eq!(
+            b.register_at(Box::new(vec![0u8; 64]), 0x2000, Access::ALL, k.lkey),
+            Some(k)
+        );
+        assert_eq!(b.check(k.rkey, 0x2000, 64, Access::REMOTE_WRITE), Ok(0));
+        // The slot is taken: a second registration under the same key fails.
+        assert!(b
+            .register_at(Box::new(vec![0u8; 8]), 0, Access::ALL, k.lkey)
+            .is_none());
+        // Slots skipped over stay usable by `register`, never the taken one.
+        let other = b.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
+        assert_ne!(other.lkey >> 8, k.lkey >> 8);
+        assert!(b.deregister(k.lkey).is_some());
+        assert_eq!(
+            b.check(k.rkey, 0x2000, 1, Access::REMOTE_WRITE),
+            Err(AccessError::UnknownKey)
+        );
+    }
 
     #[test]
     fn checks_key_range_and_rights() {

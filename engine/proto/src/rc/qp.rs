@@ -97,7 +97,12 @@ impl Qp {
         }
     }
 
-    /// Current state.
+    /// The QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// The QP's state.
     pub fn state(&self) -> QpState {
         self.attr.state
     }
