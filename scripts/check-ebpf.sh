@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Rebuilds ebpf/roce_steer.o from ebpf/roce_steer.c in a temporary directory
-# and checks that it is byte-identical to the committed object (CI).
+# Rebuilds the eBPF objects (ebpf/roce_steer.o, the engine's XDP program, and
+# ebpf/testbed_rss.o, a test bed's tc program) from their sources in a
+# temporary directory and checks that each is byte-identical to the committed
+# object (CI).
 #   scripts/check-ebpf.sh           check (exit 1 if the objects differ)
 #   scripts/check-ebpf.sh --update  rebuild and overwrite the committed object
 # The build is reproducible: the source is compiled from a copy whose path is
@@ -17,26 +19,30 @@ command -v "$CLANG" >/dev/null || { echo "check-ebpf: clang not found (apt-get i
 multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp ebpf/roce_steer.c "$tmp/"
+status=0
+for prog in roce_steer testbed_rss; do
+cp "ebpf/$prog.c" "$tmp/"
 (
     cd "$tmp"
     "$CLANG" -O2 -g -target bpf -mcpu=v3 \
         -I"/usr/include/$multiarch" \
         -ffile-prefix-map="$tmp"=ebpf \
         -fdebug-compilation-dir=ebpf \
-        -c roce_steer.c -o roce_steer.o
+        -c "$prog.c" -o "$prog.o"
 )
 
 if [ "${1:-}" = "--update" ]; then
-    cp "$tmp/roce_steer.o" "$repo/ebpf/roce_steer.o"
-    echo "check-ebpf: updated ebpf/roce_steer.o ($("$CLANG" --version | head -1))"
-    exit 0
+    cp "$tmp/$prog.o" "$repo/ebpf/$prog.o"
+    echo "check-ebpf: updated ebpf/$prog.o ($("$CLANG" --version | head -1))"
+    continue
 fi
 
-if cmp -s "$tmp/roce_steer.o" ebpf/roce_steer.o; then
-    echo "check-ebpf: ebpf/roce_steer.o matches its source"
+if cmp -s "$tmp/$prog.o" "ebpf/$prog.o"; then
+    echo "check-ebpf: ebpf/$prog.o matches its source"
 else
-    echo "check-ebpf: ebpf/roce_steer.o differs from a rebuild of ebpf/roce_steer.c" >&2
+    echo "check-ebpf: ebpf/$prog.o differs from a rebuild of ebpf/$prog.c" >&2
     echo "  (built with $("$CLANG" --version | head -1)); run scripts/check-ebpf.sh --update and commit" >&2
-    exit 1
+    status=1
 fi
+done
+exit $status

@@ -47,9 +47,14 @@ pub struct LoopbackArgs {
     /// Number of queue pairs.
     #[arg(long, default_value_t = 1)]
     qps: u32,
-    /// Engine threads (queues) per side; QP i uses queue i % queues.
+    /// Engine threads (queues) per side; QP i is created on queue i % queues.
     #[arg(long, default_value_t = 1)]
     queues: u32,
+    /// Join the two namespaces through a Linux bridge: frames then arrive
+    /// on a queue chosen by their flow's hash, as RSS spreads them on a NIC
+    /// (with a plain veth pair a frame sent from queue q arrives on queue q).
+    #[arg(long)]
+    bridge: bool,
     /// Drop this fraction of RoCE frames in the XDP program of both sides
     /// (e.g. 0.01), to exercise retransmission.
     #[arg(long, default_value_t = 0.0)]
@@ -139,6 +144,7 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
         mtu,
         qps: a.qps,
         queues: a.queues,
+        bridge: a.bridge,
         loss: a.loss,
         ce: 0.0,
         mode: a.mode.into(),
@@ -165,7 +171,7 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
     };
     if !a.json {
         eprintln!(
-            "loopback: {} x {} bytes ({:?}, PMTU {}, {} QP(s), {} queue(s){}) between two network namespaces over veth...",
+            "loopback: {} x {} bytes ({:?}, PMTU {}, {} QP(s), {} queue(s){}) between two network namespaces over {}...",
             a.messages,
             if op == LoopbackOp::Atomic { 8 } else { a.size },
             a.op,
@@ -173,6 +179,7 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
             a.qps,
             a.queues,
             if a.loss > 0.0 { format!(", {:.2}% injected loss", a.loss * 100.0) } else { String::new() },
+            if a.bridge { "veth and a Linux bridge" } else { "veth" },
         );
     }
     let result = run_loopback(&opts);
@@ -257,7 +264,10 @@ fn to_json(
                "kernel_fill_ring_empty": q.kernel.rx_fill_ring_empty_descs,
                "kernel_tx_invalid_descs": q.kernel.tx_invalid_descs,
                "loops": q.loops, "sleeps": q.sleeps,
-               "app_wakes": q.app_wakes, "woken_by_posts": q.woken_by_posts})
+               "app_wakes": q.app_wakes, "woken_by_posts": q.woken_by_posts,
+               "rx_handoff": q.rx_handoff, "rx_handoff_dropped": q.rx_handoff_dropped,
+               "handoff_received": q.handoff_received, "qp_migrations": q.qp_migrations,
+               "work_forwarded": q.work_forwarded})
     };
     json!({
         "op": format!("{:?}", a.op).to_lowercase(),
@@ -266,6 +276,8 @@ fn to_json(
         "mtu": a.mtu,
         "qps": a.qps,
         "queues": a.queues,
+        "bridge": a.bridge,
+        "rx_packets_per_queue": {"requester": r.rx_per_queue_requester, "responder": r.rx_per_queue_responder},
         "loss": a.loss,
         "ipv6": a.ipv6,
         "vlan": a.vlan,
@@ -338,6 +350,17 @@ fn print_summary(
         r.steer_requester.dropped_impairment,
         r.steer_responder.dropped_impairment
     );
+    if a.queues > 1 {
+        println!(
+            "  queues: received per queue: requester {:?}, responder {:?}; handed to another queue (rx_handoff) {} + {}, QPs moved to the queue their packets arrive on {} + {}",
+            r.rx_per_queue_requester,
+            r.rx_per_queue_responder,
+            r.io_requester.rx_handoff,
+            r.io_responder.rx_handoff,
+            r.io_requester.qp_migrations,
+            r.io_responder.qp_migrations
+        );
+    }
     let kernel_drops = |q: &engine::driver::QueueStats| q.kernel.rx_dropped + q.kernel.rx_ring_full;
     let drops = kernel_drops(&r.io_requester) + kernel_drops(&r.io_responder);
     if drops > 0 {

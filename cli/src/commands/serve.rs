@@ -23,6 +23,7 @@ use engine::verbs::{Device, MemoryRegion};
 
 use crate::common::args::{reword, EngineArgs, VALID_PMTUS};
 use crate::common::datapath::{Datapath, DatapathOpts};
+use crate::common::lists::{parse_list, CpuList};
 use crate::common::perftest::conn::{listen, LineConn};
 use crate::common::perftest::kind::Kind;
 use crate::common::perftest::session::{initial_psn, Cq, Local, Side};
@@ -65,33 +66,6 @@ pub struct ServeArgs {
     /// Print the final counters as JSON.
     #[arg(long = "json")]
     pub json: bool,
-}
-
-/// A list of queue or core numbers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuList(pub Vec<usize>);
-
-/// Parses `0-3`, `0,2,4-5` into a sorted list.
-pub fn parse_list(s: &str) -> Result<CpuList, String> {
-    let mut v = Vec::new();
-    for part in s.split(',') {
-        let part = part.trim();
-        let bad = || format!("{s:?} is not a list like 0-3 or 0,2,4-5");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b || b - a > 1024 {
-                    return Err(bad());
-                }
-                v.extend(a..=b);
-            }
-            None => v.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    v.sort_unstable();
-    v.dedup();
-    Ok(CpuList(v))
 }
 
 /// Prints a log line of the server: to stdout, or to stderr with `--json`
@@ -412,17 +386,4 @@ fn serve_loop(
     }
     drop(sh);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lists() {
-        assert_eq!(parse_list("0-3"), Ok(CpuList(vec![0, 1, 2, 3])));
-        assert_eq!(parse_list("4,0-1,1"), Ok(CpuList(vec![0, 1, 4])));
-        assert!(parse_list("3-1").is_err());
-        assert!(parse_list("a").is_err());
-    }
 }

@@ -7,12 +7,14 @@
 //!   perftest-style tools (stats channel, capture)
 //! - `snapshot`, `stats_document`: the stats channel's snapshot, built from
 //!   a device and read back as a table or JSON (`stats`, `serve`)
+//! - `lists`: lists of queue and core numbers (`--queues 0-3`, `--cores`)
 //! - `perftest`: the perftest-style sessions (the tools, `serve`)
 //! - `verbs_peer`, `rdma_target_exchange`: facing a libibverbs peer
 //!   (`pingpong`, `interop rdma-client`, `interop rdma-target`)
 
 pub mod args;
 pub mod datapath;
+pub mod lists;
 pub mod perftest;
 pub mod preflight;
 pub mod privileges;

@@ -62,8 +62,8 @@ pub(crate) enum Handoff {
     Work { origin: u32, work: Work },
 }
 
-/// Free QP numbers, handed out oldest-freed first so that a destroyed QP's
-/// number is not reused at once.
+/// Free QP numbers: never-used ones first, then the longest-freed, so that
+/// a destroyed QP's number is not reused at once.
 struct QpnAllocator {
     next: u32,
     limit: u32,
@@ -121,13 +121,12 @@ impl Directory {
     /// A fresh QP number, held by queue `queue` (not yet homed).
     pub(crate) fn allocate_qpn(&self, queue: u32) -> Result<u32, VerbsError> {
         let mut a = self.qpns.lock().unwrap_or_else(|e| e.into_inner());
-        let index = match a.freed.pop_front() {
-            Some(i) => i,
-            None if a.next < a.limit => {
-                a.next += 1;
-                a.next - 1
-            }
-            None => return Err(VerbsError::ResourceExhausted),
+        // Never-used numbers first, then the longest-freed one.
+        let index = if a.next < a.limit {
+            a.next += 1;
+            a.next - 1
+        } else {
+            a.freed.pop_front().ok_or(VerbsError::ResourceExhausted)?
         };
         self.entries[index as usize].store(IN_USE | queue, Ordering::SeqCst);
         Ok(FIRST_QPN + index)
@@ -235,9 +234,10 @@ mod tests {
         d.free_qpn(a);
         assert_eq!(d.owner(a), None);
         // The freed number comes back only after the never-used ones.
-        let next: Vec<u32> = (0..6).map(|q| d.allocate_qpn(q % 4).unwrap()).collect();
-        assert!(!next[..5].contains(&a), "{next:?}");
-        assert_eq!(next[5], a);
+        let fresh: Vec<u32> = (0..6).map(|q| d.allocate_qpn(q % 4).unwrap()).collect();
+        assert!(!fresh.contains(&a), "{fresh:?}");
+        assert_eq!(d.allocate_qpn(1), Ok(a));
+        assert_eq!(d.owner(a), Some(1));
         assert_eq!(d.allocate_qpn(0), Err(VerbsError::ResourceExhausted));
     }
 

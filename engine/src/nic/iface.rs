@@ -24,6 +24,13 @@ pub enum NetnsError {
     },
     #[error("unexpected output from `ip`: {0}")]
     Parse(String),
+    #[error("`tc {args}` failed: {detail}; the bridged test bed needs tc (iproute2) and root")]
+    Tc { args: String, detail: String },
+    #[error("{what} failed: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
 }
 
 /// Runs `ip ARGS`, returning stdout.

@@ -39,8 +39,13 @@ pub struct LoopbackOptions {
     /// Path MTU: 256..4096.
     pub mtu: Mtu,
     pub qps: u32,
-    /// Engine threads (queues) per side; QP i is bound to queue i % queues.
+    /// Engine threads (queues) per side; QP i is created on queue i % queues.
     pub queues: u32,
+    /// Join the two sides through a Linux bridge
+    /// ([`VethPair::create_bridged`]) instead of one veth pair: frames
+    /// arrive on a queue chosen by the flow's hash, as RSS spreads them on
+    /// a NIC, instead of on the queue they were sent from.
+    pub bridge: bool,
     /// Frame loss probability injected by the XDP program on both sides.
     pub loss: f64,
     /// Probability that the XDP program marks an ECN-capable RoCE frame CE
@@ -75,6 +80,7 @@ impl Default for LoopbackOptions {
             mtu: Mtu::Mtu4096,
             qps: 1,
             queues: 1,
+            bridge: false,
             loss: 0.0,
             ce: 0.0,
             mode: AttachMode::Auto,
@@ -114,6 +120,9 @@ pub struct LoopbackReport {
     /// AF_XDP socket and engine-loop statistics of each side.
     pub io_requester: QueueStats,
     pub io_responder: QueueStats,
+    /// RoCE packets each queue of each side received on its own RX ring.
+    pub rx_per_queue_requester: Vec<u64>,
+    pub rx_per_queue_responder: Vec<u64>,
     pub steer_requester: SteerCounters,
     pub steer_responder: SteerCounters,
     pub attached_mode: String,
@@ -197,10 +206,15 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     // Link MTU: the PMTU plus IPv6 + UDP + BTH + RETH + ICRC, rounded up.
     let link_mtu = (pmtu + 128).max(1500);
     let queues = opts.queues.max(1);
-    let pair = VethPair::create(&PairConfig {
+    let cfg = PairConfig {
         mtu: link_mtu,
         queues,
-    })?;
+    };
+    let pair = if opts.bridge {
+        VethPair::create_bridged(&cfg, queues)?
+    } else {
+        VethPair::create(&cfg)?
+    };
 
     let dev_cfg = |side: &super::netns::Side| {
         let mut c = DeviceConfig::new(&side.ifname);
@@ -527,6 +541,13 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     report.kernel_traffic_ok = kernel_check.map(|h| h.join().unwrap_or(false));
     report.steer_requester = dev_a.steer_counters()?;
     report.steer_responder = dev_b.steer_counters()?;
+    let rx = |dev: &Device| {
+        (0..dev.queues())
+            .map(|q| dev.stats(q).map_or(0, |s| s.socket.rx_packets))
+            .collect::<Vec<u64>>()
+    };
+    report.rx_per_queue_requester = rx(&dev_a);
+    report.rx_per_queue_responder = rx(&dev_b);
     let sa = dev_a.close();
     let sb = dev_b.close();
     report.io_requester = sa;

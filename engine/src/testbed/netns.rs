@@ -172,6 +172,11 @@ impl VethPair {
             in_sw(&["link", "set", port, "up"])?;
         }
         in_sw(&["link", "set", "br0", "up"])?;
+        for (port, queues) in [(&port_a, cfg.queues), (&port_b, b_queues)] {
+            if queues > 1 {
+                spread_by_flow_hash(&sw, port)?;
+            }
+        }
         pair.configure(cfg)?;
         Ok(pair)
     }
@@ -217,6 +222,60 @@ impl VethPair {
         self.a.mac = interface_mac(Some(&self.a.netns), &self.a.ifname)?;
         self.b.mac = interface_mac(Some(&self.b.netns), &self.b.ifname)?;
         Ok(())
+    }
+}
+
+/// The test bed's tc program (`ebpf/testbed_rss.c`): makes the bridge port
+/// it is attached to pick each frame's transmit queue, hence the receive
+/// queue at the far end of its veth, by the frame's flow hash.
+static TESTBED_RSS: &[u8] = include_bytes!("../../../ebpf/testbed_rss.o");
+
+/// Attaches [`TESTBED_RSS`] to the egress of `port` in namespace `ns`.
+fn spread_by_flow_hash(ns: &str, port: &str) -> Result<(), NetnsError> {
+    let dir = std::env::temp_dir().join(format!("roce-xdp-testbed-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let obj = dir.join("testbed_rss.o");
+    std::fs::write(&obj, TESTBED_RSS).map_err(|source| NetnsError::Io {
+        what: format!("writing {}", obj.display()),
+        source,
+    })?;
+    let obj = obj.to_string_lossy().into_owned();
+    tc(&["-n", ns, "qdisc", "add", "dev", port, "clsact"])?;
+    let r = tc(&[
+        "-n",
+        ns,
+        "filter",
+        "add",
+        "dev",
+        port,
+        "egress",
+        "bpf",
+        "direct-action",
+        "obj",
+        &obj,
+        "sec",
+        "tc",
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+/// Runs `tc ARGS`.
+fn tc(args: &[&str]) -> Result<(), NetnsError> {
+    let out = Command::new("tc")
+        .args(args)
+        .output()
+        .map_err(|e| NetnsError::Tc {
+            args: args.join(" "),
+            detail: e.to_string(),
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(NetnsError::Tc {
+            args: args.join(" "),
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
     }
 }
 

@@ -62,7 +62,7 @@ fn datapath_opts(
 ) -> DatapathOpts {
     DatapathOpts {
         iface,
-        queues: args.queue + 1,
+        queues: args.queue_count(),
         cores: Vec::new(),
         engine: args.engine.clone(),
         pmtu: args.mtu,
@@ -310,7 +310,7 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
     preflight::check(&preflight::Plan {
         what: format!("{} on the server", kind.name()),
         iface: &iface,
-        queues: &(0..=args.queue).collect::<Vec<_>>(),
+        queues: &(0..args.queue_count()).collect::<Vec<_>>(),
         pmtu: args.mtu,
         ipv6: false,
         force: args.engine.force,

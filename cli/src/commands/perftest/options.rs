@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::common::args::{EngineArgs, VALID_PMTUS};
+use crate::common::lists::{parse_list, CpuList};
 use crate::common::perftest::sizes::{all_sizes, parse_size};
 
 /// Options of `write-bw`, `read-bw`, `send-bw`, `write-lat`, `read-lat`,
@@ -48,9 +49,15 @@ pub struct PerftestArgs {
     /// TCP port of the connection exchange.
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
-    /// NIC queue to attach to.
+    /// NIC queue whose engine creates the QPs (queues 0..=QUEUE are attached).
     #[arg(long = "queue", default_value_t = 0)]
     pub queue: u32,
+    /// NIC queues to attach to, starting at 0 (`0-3`), as `serve --queues`:
+    /// on a NIC with RSS, serve every queue RoCE traffic may arrive on
+    /// (each QP then lives on the queue its packets arrive on). Default:
+    /// 0..=QUEUE.
+    #[arg(long = "queues", value_parser = parse_list)]
+    pub queues: Option<CpuList>,
     /// Attach mode, zero-copy, --force, --pcap, --busy-poll.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -83,6 +90,14 @@ impl PerftestArgs {
         self.duration.map(Duration::from_secs_f64)
     }
 
+    /// How many queues to attach (queues 0..n).
+    pub fn queue_count(&self) -> u32 {
+        match &self.queues {
+            Some(l) => l.0.len() as u32,
+            None => self.queue + 1,
+        }
+    }
+
     /// Checks value ranges clap cannot express.
     pub fn validate(&self) -> Result<(), String> {
         if !VALID_PMTUS.contains(&self.mtu) {
@@ -107,6 +122,21 @@ impl PerftestArgs {
         }
         if !self.all && self.size == 0 {
             return Err("-s must be at least 1 byte".into());
+        }
+        if let Some(l) = &self.queues {
+            if l.0.iter().enumerate().any(|(i, &q)| q != i) {
+                return Err(format!(
+                    "--queues must start at 0 and have no gaps (0-{}): this version serves queues 0..N",
+                    l.0.len().saturating_sub(1)
+                ));
+            }
+            if self.queue as usize >= l.0.len() {
+                return Err(format!(
+                    "--queue {} is not among --queues 0-{}",
+                    self.queue,
+                    l.0.len() - 1
+                ));
+            }
         }
         if self.server.is_none() && self.iface.is_none() {
             return Err("the server needs --iface IF (the interface to attach to)".into());
