@@ -604,7 +604,7 @@ impl Engine<'_> {
                 }
                 Handoff::Qp(qp) => {
                     // The number is the device's, so it is free here.
-                    let placed = self.ep.insert_qp(*qp).is_ok();
+                    let placed = self.ep.insert_qp(qp).is_ok();
                     debug_assert!(placed, "a moving QP found its number taken");
                     self.stats.qp_migrations += u64::from(placed);
                 }
@@ -651,10 +651,10 @@ impl Engine<'_> {
         let Some(qp) = self.ep.take_qp(qpn) else {
             return;
         };
-        match target.hand_off(Handoff::Qp(Box::new(qp))) {
+        match target.hand_off(Handoff::Qp(qp)) {
             Ok(()) => self.dir.set_home(qpn, to),
             Err(Handoff::Qp(qp)) => {
-                let _ = self.ep.insert_qp(*qp);
+                let _ = self.ep.insert_qp(qp);
             }
             Err(_) => {}
         }
@@ -722,12 +722,9 @@ impl Engine<'_> {
     /// Hands `h` to queue `to`, or queues it behind the hand-offs already
     /// waiting (order is kept).
     fn forward(&mut self, to: u32, h: Handoff) {
-        if self.backlog.is_empty() {
-            match self.dir.queue(to).map(|q| q.hand_off(h)) {
-                Some(Ok(())) | None => return,
-                Some(Err(h)) => self.backlog.push_back((to, h)),
-            }
-        } else {
+        if !self.backlog.is_empty() {
+            self.backlog.push_back((to, h));
+        } else if let Some(Err(h)) = self.dir.queue(to).map(|q| q.hand_off(h)) {
             self.backlog.push_back((to, h));
         }
     }

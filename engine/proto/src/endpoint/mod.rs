@@ -253,21 +253,21 @@ impl Endpoint {
     /// endpoint with [`Endpoint::insert_qp`]: how a device moves a QP to
     /// the queue its packets arrive on. Its completion queue ids stay as
     /// they were, so the endpoint it moves to must have the same CQs.
-    pub fn take_qp(&mut self, qpn: u32) -> Option<Qp> {
+    pub fn take_qp(&mut self, qpn: u32) -> Option<Box<Qp>> {
         let i = self.slot(qpn)?;
         self.tx_ready.clear(i);
         self.timed.clear(i);
-        self.qps[i].take()
+        self.qps[i].take().map(Box::new)
     }
 
     /// Put a QP taken from another endpoint ([`Endpoint::take_qp`]) here,
     /// under its number; gives it back if the number is taken or out of
     /// range here. Its timers and pending transmissions resume at the next
     /// `poll_timeout` / `poll_transmit`.
-    pub fn insert_qp(&mut self, qp: Qp) -> Result<(), Qp> {
+    pub fn insert_qp(&mut self, qp: Box<Qp>) -> Result<(), Box<Qp>> {
         match self.free_slot_for(qp.qpn) {
             Ok(index) => {
-                self.place(index, qp);
+                self.place(index, *qp);
                 Ok(())
             }
             Err(_) => Err(qp),
