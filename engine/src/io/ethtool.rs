@@ -167,6 +167,9 @@ pub enum EthtoolError {
     /// The driver does not implement the operation (EOPNOTSUPP).
     #[error("{iface} does not support {what} (the driver has no such ethtool operation)")]
     NotSupported { iface: String, what: &'static str },
+    /// ENODEV: no interface of that name in the socket's namespace.
+    #[error("no network interface named {0:?}")]
+    NoSuchInterface(String),
     #[error("{what} on {iface} failed: {source}")]
     Failed {
         iface: String,
@@ -345,6 +348,7 @@ impl Ethtool {
                     iface: self.ifname.clone(),
                     what,
                 },
+                Some(libc::ENODEV) => EthtoolError::NoSuchInterface(self.ifname.clone()),
                 _ => EthtoolError::Failed {
                     iface: self.ifname.clone(),
                     what,
@@ -627,7 +631,7 @@ mod tests {
         let e = Ethtool::open("nosuchif0").unwrap();
         assert!(matches!(
             e.channels(),
-            Err(EthtoolError::Failed { source, .. }) if source.raw_os_error() == Some(libc::ENODEV)
+            Err(EthtoolError::NoSuchInterface(n)) if n == "nosuchif0"
         ));
         assert!(matches!(
             Ethtool::open("a-name-longer-than-15"),

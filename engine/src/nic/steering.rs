@@ -69,8 +69,8 @@ impl QueueOption {
     fn all(self, rx_queues: u32) -> String {
         let last = rx_queues.saturating_sub(1);
         match self {
-            QueueOption::Range => format!("--queues 0-{last}"),
-            QueueOption::UpTo => format!("--queue {last}"),
+            QueueOption::Range => format!("`--queues 0-{last}`"),
+            QueueOption::UpTo => format!("`--queue {last}`: queues 0-{last}"),
         }
     }
 }
@@ -388,7 +388,7 @@ impl fmt::Display for Uncovered {
             f,
             "{iface} has {r} RX queues but only {served} {verb} served, and {why}. RSS would put some \
              RoCE flows on {uncovered}, where the XDP program passes them to the kernel and their \
-             clients stall. Serve every queue (`{all}`), or give {iface} {n} RX queue(s) (`ethtool -L \
+             clients stall. Serve every queue ({all}), or give {iface} {n} RX queue(s) (`ethtool -L \
              {iface} {kind} {n}`)",
             iface = self.iface,
             verb = if n == 1 { "is" } else { "are" },

@@ -51,7 +51,7 @@ pub struct PerftestArgs {
     /// NIC queue to attach to.
     #[arg(long = "queue", default_value_t = 0)]
     pub queue: u32,
-    /// Attach mode, zero-copy, --force, --pcap, --busy-poll.
+    /// Attach mode, zero-copy, --force, --steer, --pcap, --busy-poll.
     #[command(flatten)]
     pub engine: EngineArgs,
     /// Print one JSON document instead of the table.
