@@ -166,8 +166,8 @@ impl PeerDatapathArgs {
         cfg.force = self.force;
         cfg.queues = queues;
         cfg.local_ip = local_ip;
-        let dev = Device::open(cfg)
-            .with_context(|| format!("opening the datapath on {}", self.iface))?;
+        let dev =
+            Device::open(cfg).with_context(|| format!("opening the datapath on {}", self.iface))?;
         Ok((dev, steering))
     }
 }

@@ -181,7 +181,10 @@ fn uncovered_queues_are_refused_with_the_fix() {
     // Two of four: the same, with the served range.
     assert_refused(
         &q.run(&["serve", "--iface", &i, "--queues", "0-1"]),
-        &["only queues 0-1 are served", &format!("`ethtool -L {i} rx 2`")],
+        &[
+            "only queues 0-1 are served",
+            &format!("`ethtool -L {i} rx 2`"),
+        ],
     );
     // A one-shot tool server refuses before waiting for its client; the
     // tools name the queue with --queue.
@@ -189,7 +192,10 @@ fn uncovered_queues_are_refused_with_the_fix() {
         &q.run(&["write-bw", "--iface", &i]),
         &[&head, "`--queue 3`"],
     );
-    assert_refused(&q.run(&["pingpong", "--iface", &i]), &[&head, "`--queue 3`"]);
+    assert_refused(
+        &q.run(&["pingpong", "--iface", &i]),
+        &[&head, "`--queue 3`"],
+    );
     // --steer off: nothing is tried, still refused without --force.
     assert_refused(
         &q.run(&["serve", "--iface", &i, "--steer", "off"]),

@@ -22,7 +22,6 @@ pub use loader::{
     AttachMode, AttachedMode, Impairment, LoaderError, SteerCounters, SteerProgram, MAX_QUEUES,
 };
 pub use steering::{
-    netns_label, state_path, ChannelKind, EthtoolOps, QueueOption, RxQueues, SteerError,
-    SteerMode, SteerOps, SteerRequest, Steering, SteeringState, SteeringStatus, Uncovered,
-    ROCE_V2_PORT,
+    netns_label, state_path, ChannelKind, EthtoolOps, QueueOption, RxQueues, SteerError, SteerMode,
+    SteerOps, SteerRequest, Steering, SteeringState, SteeringStatus, Uncovered, ROCE_V2_PORT,
 };

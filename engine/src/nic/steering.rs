@@ -376,7 +376,9 @@ impl fmt::Display for Uncovered {
         let uncovered = queue_span(n, r.saturating_sub(1));
         let why = match (self.mode, &self.reason) {
             (SteerMode::Off, _) => "steering is off (--steer off)".to_string(),
-            (SteerMode::Ntuple, Some(r)) => format!("--steer ntuple could not steer RoCE there: {r}"),
+            (SteerMode::Ntuple, Some(r)) => {
+                format!("--steer ntuple could not steer RoCE there: {r}")
+            }
             (_, Some(r)) => format!("no steering could be installed: {r}"),
             (_, None) => "no steering is installed".to_string(),
         };
@@ -414,7 +416,9 @@ pub enum SteerError {
     /// Queues uncovered and nothing installed (the message says what to do).
     #[error("{0}")]
     Uncovered(Box<Uncovered>),
-    #[error("another roce-xdp (pid {pid}) steers RoCE on {iface} (state file {path}): stop it first")]
+    #[error(
+        "another roce-xdp (pid {pid}) steers RoCE on {iface} (state file {path}): stop it first"
+    )]
     InUse {
         iface: String,
         pid: u32,
@@ -426,13 +430,19 @@ pub enum SteerError {
     Ethtool(EthtoolError),
     #[error("{0}")]
     Netns(#[from] NetnsError),
-    #[error("the steering state file {path}: {source}: run as root or set {}", crate::stats::RUN_DIR_ENV)]
+    #[error(
+        "the steering state file {path}: {source}: run as root or set {}",
+        crate::stats::RUN_DIR_ENV
+    )]
     State {
         path: String,
         source: std::io::Error,
     },
     #[error("removing the steering installed on {iface}: {}; the next start retries", .failures.join("; "))]
-    Remove { iface: String, failures: Vec<String> },
+    Remove {
+        iface: String,
+        failures: Vec<String>,
+    },
 }
 
 /// What one process installed (the state file's content).
@@ -963,7 +973,10 @@ fn recover(
     for (loc, rule) in &st.installed.rules {
         match ops.rule(*loc) {
             Ok(Some(r)) if r == *rule => match ops.delete_rule(*loc) {
-                Ok(()) => done.push(format!("removed its {} rule at location {loc}", rule.family.name())),
+                Ok(()) => done.push(format!(
+                    "removed its {} rule at location {loc}",
+                    rule.family.name()
+                )),
                 Err(e) => done.push(format!("could not remove its rule at location {loc}: {e}")),
             },
             Ok(_) => done.push(format!(

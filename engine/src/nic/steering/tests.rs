@@ -122,11 +122,15 @@ impl SteerOps for Fake {
         Ok(loc)
     }
     fn delete_rule(&self, location: u32) -> Result<(), EthtoolError> {
-        self.nic().rules.remove(&location).map(|_| ()).ok_or(EthtoolError::Failed {
-            iface: "f0".into(),
-            what: "deleting",
-            source: std::io::Error::from_raw_os_error(libc::ENOENT),
-        })
+        self.nic()
+            .rules
+            .remove(&location)
+            .map(|_| ())
+            .ok_or(EthtoolError::Failed {
+                iface: "f0".into(),
+                what: "deleting",
+                source: std::io::Error::from_raw_os_error(libc::ENOENT),
+            })
     }
     fn create_rss_context(&self, queues: u32) -> Result<u32, EthtoolError> {
         let mut n = self.nic();
@@ -190,14 +194,7 @@ fn nothing_needed_when_every_queue_is_served() {
     let d = Dir::new("none");
     let fake = Fake::new(Nic::new(4));
     for mode in [SteerMode::Auto, SteerMode::Ntuple, SteerMode::Off] {
-        let s = Steering::establish(
-            fake.boxed(),
-            &SteerRequest {
-                mode,
-                ..d.req(4)
-            },
-        )
-        .unwrap();
+        let s = Steering::establish(fake.boxed(), &SteerRequest { mode, ..d.req(4) }).unwrap();
         assert_eq!(s.status().state, SteeringState::NoneNeeded);
         assert!(s.status().summary().contains("all 4 RX queue(s) of f0"));
         assert!(s.status().uncovered().is_empty());
@@ -222,7 +219,9 @@ fn one_queue_gets_rules_removed_on_drop() {
         ]
     );
     assert_eq!(fake.nic().rules.len(), 2);
-    assert!(st.summary().contains("udp4 at location 7, udp6 at location 6"));
+    assert!(st
+        .summary()
+        .contains("udp4 at location 7, udp6 at location 6"));
     // Recorded for crash recovery.
     let text = std::fs::read_to_string(d.state()).unwrap();
     let rec = parse_state(&text).unwrap();
@@ -251,7 +250,10 @@ fn several_queues_get_an_rss_context() {
         .all(|r| r.action == RuleAction::RssContext(1) && r.dst_port == 4791));
     // Special locations: the driver chose 0 and 1.
     assert_eq!(fake.nic().rules.keys().copied().collect::<Vec<_>>(), [0, 1]);
-    assert!(s.status().summary().contains("RSS context 1 spreads over queues 0-1"));
+    assert!(s
+        .status()
+        .summary()
+        .contains("RSS context 1 spreads over queues 0-1"));
     s.remove().unwrap();
     assert!(fake.nic().rules.is_empty() && fake.nic().ctx.is_empty());
     assert!(!d.state().exists());
@@ -351,7 +353,10 @@ fn no_ntuple_refuses_with_the_fix() {
         .unwrap_err()
         .to_string();
     assert!(m.contains("queues 0-1 are served"), "{m}");
-    assert!(m.contains("`--queue 3`") && m.contains("`ethtool -L f0 rx 2`"), "{m}");
+    assert!(
+        m.contains("`--queue 3`") && m.contains("`ethtool -L f0 rx 2`"),
+        "{m}"
+    );
     // The dry run refuses the same way.
     let c = Steering::check(&fake, &req).unwrap_err().to_string();
     assert_eq!(c, m);
@@ -391,8 +396,14 @@ fn ntuple_mode_failing_is_an_error_even_forced() {
     };
     let e = Steering::establish(fake.boxed(), &req).unwrap_err();
     let m = e.to_string();
-    assert!(m.contains("--steer ntuple could not steer RoCE there"), "{m}");
-    assert!(m.contains("--force does not override --steer ntuple"), "{m}");
+    assert!(
+        m.contains("--steer ntuple could not steer RoCE there"),
+        "{m}"
+    );
+    assert!(
+        m.contains("--force does not override --steer ntuple"),
+        "{m}"
+    );
     assert!(Steering::check(&fake, &req).is_err());
     // Where it can, ntuple installs like auto.
     let fake = Fake::new(Nic::new(4));
@@ -413,14 +424,7 @@ fn off_installs_nothing() {
         .to_string();
     assert!(m.contains("steering is off (--steer off)"), "{m}");
     assert!(Steering::check(&fake, &req).is_err());
-    let s = Steering::establish(
-        fake.boxed(),
-        &SteerRequest {
-            force: true,
-            ..req
-        },
-    )
-    .unwrap();
+    let s = Steering::establish(fake.boxed(), &SteerRequest { force: true, ..req }).unwrap();
     assert_eq!(s.status().state, SteeringState::Off);
     assert_eq!(s.status().uncovered(), 1..4);
     assert!(fake.nic().rules.is_empty() && fake.nic().ctx.is_empty());
@@ -458,7 +462,8 @@ fn crash_recovery_removes_what_a_dead_run_left() {
         n.next_ctx = 2;
         n.rules.insert(7, ours);
         // Someone replaced location 6 since: not ours any more.
-        n.rules.insert(6, udp(FlowFamily::Udp6, RuleAction::Queue(3)));
+        n.rules
+            .insert(6, udp(FlowFamily::Udp6, RuleAction::Queue(3)));
     }
     let left = Installed {
         context: None,
@@ -471,7 +476,10 @@ fn crash_recovery_removes_what_a_dead_run_left() {
     assert_eq!(s.notes().len(), 1, "{:?}", s.notes());
     let note = &s.notes()[0];
     assert!(note.contains(&format!("pid {DEAD_PID}")), "{note}");
-    assert!(note.contains("removed its udp4 rule at location 7"), "{note}");
+    assert!(
+        note.contains("removed its udp4 rule at location 7"),
+        "{note}"
+    );
     assert!(note.contains("left location 6 alone"), "{note}");
     assert!(!fake.nic().rules.contains_key(&7));
     assert!(fake.nic().rules.contains_key(&6));
@@ -486,7 +494,11 @@ fn crash_recovery_removes_what_a_dead_run_left() {
     };
     std::fs::write(d.state(), format_state(DEAD_PID, 1, "f0", &left)).unwrap();
     let s = Steering::establish(fake.boxed(), &d.req(1)).unwrap();
-    assert!(s.notes()[0].contains("removed its RSS context 1"), "{:?}", s.notes());
+    assert!(
+        s.notes()[0].contains("removed its RSS context 1"),
+        "{:?}",
+        s.notes()
+    );
     assert!(!fake.nic().ctx.contains_key(&1));
     // ... and this run's own steering is then in place.
     assert_eq!(s.status().state, SteeringState::Ntuple);
