@@ -1,14 +1,16 @@
 //! User-facing error classification. Mistakes a user can fix (privileges,
-//! interface, queue, MTU, an XDP program in the way, zero-copy, an
-//! unreachable or refusing peer, bad option values) print one actionable
+//! interface, queue, MTU, an XDP program in the way, zero-copy, RX queues
+//! RoCE would reach without an engine, an unreachable or refusing peer,
+//! bad option values) print one actionable
 //! message and exit with [`USER_ERROR_EXIT`]; everything else exits 1.
 //! Neither prints a backtrace.
 
 use std::io;
 
 use engine::driver::DriverError;
+use engine::io::ethtool::EthtoolError;
 use engine::io::XskError;
-use engine::nic::LoaderError;
+use engine::nic::{LoaderError, SteerError};
 use engine::verbs::DeviceError;
 
 use crate::common::privileges::Capability;
@@ -159,6 +161,18 @@ pub fn user_message(err: &anyhow::Error) -> Option<String> {
         }
         if let Some(d) = cause.downcast_ref::<DriverError>() {
             return driver_message(d);
+        }
+        if let Some(s) = cause.downcast_ref::<SteerError>() {
+            return match s {
+                SteerError::Uncovered(_) | SteerError::InUse { .. } | SteerError::State { .. } => {
+                    Some(s.to_string())
+                }
+                SteerError::Queues {
+                    source: EthtoolError::NoSuchInterface(iface),
+                    ..
+                } => Some(UserError::NoSuchInterface(iface.clone()).to_string()),
+                _ => None,
+            };
         }
         if let Some(u) = cause.downcast_ref::<UserError>() {
             return Some(u.to_string());

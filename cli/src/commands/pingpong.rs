@@ -203,11 +203,13 @@ struct PingpongQp {
     iters: u32,
     sends_posted: u32,
     drop_rate: f64,
+    /// Queue coverage (`docs/queue-coverage.md`): removed after the device.
+    steering: engine::nic::Steering,
 }
 
 impl PingpongQp {
     fn open(args: &PingpongArgs) -> Result<PingpongQp> {
-        let dev = args
+        let (dev, steering) = args
             .datapath
             .open(args.queue + 1, args.local_ip.map(IpAddr::V4))?;
         if !dev.ip().is_ipv4() {
@@ -249,6 +251,7 @@ impl PingpongQp {
             iters: args.iters,
             sends_posted: 0,
             drop_rate: args.datapath.drop_rate,
+            steering,
         })
     }
 
@@ -364,6 +367,9 @@ impl PingpongQp {
     /// impairment did and how the transport recovered.
     fn close(self) {
         close_datapath(self.dev, self.drop_rate, Recovery::Both);
+        if let Err(e) = self.steering.remove() {
+            eprintln!("roce-xdp: warning: {e}");
+        }
     }
 }
 

@@ -56,7 +56,7 @@ pub struct ServeArgs {
     /// Bytes of each queue's region clients may target (K, M suffixes).
     #[arg(long = "region", value_parser = parse_size, default_value = "8M")]
     pub region: u64,
-    /// Attach mode, zero-copy, --force, --pcap, --busy-poll.
+    /// Attach mode, zero-copy, --force, --steer, --pcap, --busy-poll.
     #[command(flatten)]
     pub engine: EngineArgs,
     /// Serve IPv6 clients (the GID is the interface's global IPv6
@@ -266,6 +266,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             pmtu: args.mtu,
             ipv6: args.ipv6,
             local_ip: None,
+            queue_option: engine::nic::QueueOption::Range,
         },
         &format!("serve on {}", args.iface),
     )?;

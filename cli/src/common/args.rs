@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use clap::{Arg, Args, ValueEnum};
 use engine::io::ZeroCopy;
-use engine::nic::AttachMode;
+use engine::nic::{AttachMode, QueueOption, SteerMode, Steering};
 use engine::verbs::{Device, DeviceConfig};
 
 /// XDP attach mode on the command line.
@@ -54,6 +54,30 @@ impl From<ZeroCopyArg> for ZeroCopy {
     }
 }
 
+/// `--steer`: how RoCE reaches the served queues when the interface has
+/// more RX queues (`docs/queue-coverage.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum SteerArg {
+    /// ntuple rules (into an RSS context over the served queues) where
+    /// the NIC has them; refuse to start where it does not (unless --force).
+    #[default]
+    Auto,
+    /// As auto, but failing to install them is an error even with --force.
+    Ntuple,
+    /// Install nothing; refuse to start with uncovered queues (unless --force).
+    Off,
+}
+
+impl From<SteerArg> for SteerMode {
+    fn from(s: SteerArg) -> SteerMode {
+        match s {
+            SteerArg::Auto => SteerMode::Auto,
+            SteerArg::Ntuple => SteerMode::Ntuple,
+            SteerArg::Off => SteerMode::Off,
+        }
+    }
+}
+
 /// The RDMA operation of a verified transfer (`sim`, `loopback`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OpArg {
@@ -76,9 +100,14 @@ pub struct EngineArgs {
     /// AF_XDP zero-copy.
     #[arg(long = "zero-copy", value_enum, default_value_t = ZeroCopyArg::Auto)]
     pub zero_copy: ZeroCopyArg,
-    /// Replace an XDP program another tool attached to the interface.
+    /// Replace an XDP program another tool attached to the interface, and
+    /// start even if RoCE may reach RX queues without an engine.
     #[arg(long = "force")]
     pub force: bool,
+    /// Keep RoCE on the served queues when the interface has more RX
+    /// queues: ntuple rules / an RSS context (auto, ntuple), or nothing (off).
+    #[arg(long = "steer", value_enum, default_value_t = SteerArg::Auto)]
+    pub steer: SteerArg,
     /// Record the RoCE frames sent and received to this pcap file.
     #[arg(long = "pcap", value_name = "FILE")]
     pub pcap: Option<PathBuf>,
@@ -101,9 +130,14 @@ pub struct PeerDatapathArgs {
     /// XDP attach mode.
     #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
     pub mode: ModeArg,
-    /// Replace an XDP program already attached to --iface.
+    /// Replace an XDP program already attached to --iface, and start even
+    /// if RoCE may reach RX queues without an engine.
     #[arg(long)]
     pub force: bool,
+    /// Keep RoCE on the served queues when --iface has more RX queues:
+    /// ntuple rules (auto, ntuple), or nothing (off).
+    #[arg(long = "steer", value_enum, default_value_t = SteerArg::Auto)]
+    pub steer: SteerArg,
     /// Peer MAC address (default: the kernel's neighbour table).
     #[arg(long, value_name = "MAC")]
     pub peer_mac: Option<String>,
@@ -115,15 +149,26 @@ pub struct PeerDatapathArgs {
 }
 
 impl PeerDatapathArgs {
-    /// Opens the datapath on `--iface` with queues `0..queues`; `local_ip`
-    /// overrides the interface's first IPv4 address.
-    pub fn open(&self, queues: u32, local_ip: Option<IpAddr>) -> Result<Device> {
+    /// Opens the datapath on `--iface` with queues `0..queues` (queue
+    /// coverage settled first; keep the [`Steering`] as long as the
+    /// device); `local_ip` overrides the interface's first IPv4 address.
+    pub fn open(&self, queues: u32, local_ip: Option<IpAddr>) -> Result<(Device, Steering)> {
+        let steering = super::datapath::steer(
+            &self.iface,
+            queues,
+            self.steer,
+            self.force,
+            local_ip.is_some_and(|ip| ip.is_ipv6()),
+            QueueOption::UpTo,
+        )?;
         let mut cfg = DeviceConfig::new(&self.iface);
         cfg.attach = self.mode.into();
         cfg.force = self.force;
         cfg.queues = queues;
         cfg.local_ip = local_ip;
-        Device::open(cfg).with_context(|| format!("opening the datapath on {}", self.iface))
+        let dev =
+            Device::open(cfg).with_context(|| format!("opening the datapath on {}", self.iface))?;
+        Ok((dev, steering))
     }
 }
 

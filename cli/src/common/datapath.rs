@@ -1,6 +1,8 @@
-//! Opening the datapath for a tool or `serve`: preflight checks, the verbs
-//! [`Device`], the stats channel and, with `--pcap`, the capture writer.
-//! Closing it stops the engines, detaches XDP and finishes the pcap file.
+//! Opening the datapath for a tool or `serve`: preflight checks, queue
+//! coverage ([`Steering`], `docs/queue-coverage.md`), the verbs [`Device`],
+//! the stats channel and, with `--pcap`, the capture writer. Closing it
+//! stops the engines, detaches XDP, removes the steering and finishes the
+//! pcap file.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -12,10 +14,11 @@ use engine::driver::CaptureSink;
 use engine::driver::PollMode;
 use engine::driver::QueueStats;
 use engine::driver::{capture_channel, PcapWriter};
+use engine::nic::{QueueOption, SteerRequest, Steering};
 use engine::stats::{CaptureHub, Snapshot, StatsServer};
 use engine::verbs::{Device, DeviceConfig};
 
-use super::args::EngineArgs;
+use super::args::{EngineArgs, SteerArg};
 use super::preflight;
 
 /// What to open.
@@ -30,6 +33,8 @@ pub struct DatapathOpts {
     pub pmtu: u32,
     pub ipv6: bool,
     pub local_ip: Option<IpAddr>,
+    /// How the command names its queues (for the coverage message).
+    pub queue_option: QueueOption,
 }
 
 /// An open datapath.
@@ -42,6 +47,8 @@ pub struct Datapath {
     capture: Option<JoinHandle<std::io::Result<u64>>>,
     /// The `--pcap` sink (for its dropped-frame count).
     pcap_sink: Option<CaptureSink>,
+    /// Queue coverage: removed after the engines stop.
+    steering: Option<Steering>,
 }
 
 /// What [`Datapath::close`] reports.
@@ -70,6 +77,15 @@ impl Datapath {
             ipv6: o.ipv6,
             force: o.engine.force,
         })?;
+        let steering = steer(
+            &o.iface,
+            o.queues.max(1),
+            o.engine.steer,
+            o.engine.force,
+            o.ipv6,
+            o.queue_option,
+        )?;
+        let status = steering.status().clone();
         let mut cfg = DeviceConfig::new(&o.iface);
         cfg.queues = o.queues.max(1);
         cfg.cores = o.cores.clone();
@@ -118,7 +134,11 @@ impl Datapath {
         let stats = {
             let dev = dev.clone();
             let (iface, cores) = (o.iface.clone(), o.cores.clone());
-            let source = move || super::snapshot::of_device(&dev, &iface, &cores, started);
+            let source = move || {
+                let mut s = super::snapshot::of_device(&dev, &iface, &cores, started);
+                s.steering = Some(status.clone());
+                s
+            };
             let server = match hub {
                 Some(h) => StatsServer::start_with_capture(&o.iface, source, h),
                 None => StatsServer::start(&o.iface, source),
@@ -139,12 +159,15 @@ impl Datapath {
             stats,
             capture,
             pcap_sink,
+            steering: Some(steering),
         })
     }
 
     /// A snapshot of the counters now.
     pub fn snapshot(&self) -> Snapshot {
-        super::snapshot::of_device(&self.dev, &self.iface, &self.cores, self.started)
+        let mut s = super::snapshot::of_device(&self.dev, &self.iface, &self.cores, self.started);
+        s.steering = self.steering.as_ref().map(|st| st.status().clone());
+        s
     }
 
     /// Stops the stats channel and the engines, detaches XDP and finishes
@@ -155,6 +178,11 @@ impl Datapath {
         let dev = Arc::try_unwrap(self.dev)
             .map_err(|_| anyhow::anyhow!("the device is still in use by a session thread"))?;
         let totals = dev.close();
+        if let Some(st) = self.steering.take() {
+            if let Err(e) = st.remove() {
+                eprintln!("roce-xdp: warning: {e}");
+            }
+        }
         let dropped = self.pcap_sink.take().map(|s| s.dropped()).unwrap_or(0);
         let frames = match self.capture.take() {
             Some(h) => Some((
@@ -171,4 +199,62 @@ impl Datapath {
             pcap: frames,
         })
     }
+}
+
+fn steer_request(
+    iface: &str,
+    served: u32,
+    mode: SteerArg,
+    force: bool,
+    ipv6: bool,
+    queue_option: QueueOption,
+) -> SteerRequest {
+    SteerRequest {
+        mode: mode.into(),
+        force,
+        ipv6,
+        queue_option,
+        ..SteerRequest::new(iface, served)
+    }
+}
+
+/// Settles queue coverage for queues `0..served` of `iface` (in this
+/// thread's network namespace): installs steering or refuses
+/// ([`engine::nic::SteerError::Uncovered`], exit status 2). Prints what a
+/// crashed run left and was removed, and the warning of `--force`.
+pub fn steer(
+    iface: &str,
+    served: u32,
+    mode: SteerArg,
+    force: bool,
+    ipv6: bool,
+    queue_option: QueueOption,
+) -> anyhow::Result<Steering> {
+    let req = steer_request(iface, served, mode, force, ipv6, queue_option);
+    let s = Steering::establish_on_nic(&req)?;
+    for n in s.notes() {
+        eprintln!("roce-xdp: warning: {n}");
+    }
+    tracing::info!(iface, steering = %s.status().summary(), "queue coverage");
+    Ok(s)
+}
+
+/// What [`steer`] would refuse, without installing anything (a one-shot
+/// server checks before it waits for its client).
+pub fn check_steer(
+    iface: &str,
+    served: u32,
+    mode: SteerArg,
+    force: bool,
+    queue_option: QueueOption,
+) -> anyhow::Result<()> {
+    Steering::check_on_nic(&steer_request(
+        iface,
+        served,
+        mode,
+        force,
+        false,
+        queue_option,
+    ))?;
+    Ok(())
 }

@@ -60,6 +60,9 @@ pub const TARGET_MAX_DEST_RD_ATOMIC: u8 = 16;
 /// (queue 0), the buffer the transfer moves, one QP, and our address line.
 pub struct Endpoint {
     pub dev: Device,
+    /// Queue coverage (`docs/queue-coverage.md`): dropped (removed) with
+    /// the endpoint.
+    pub steering: engine::nic::Steering,
     pub mr: MemoryRegion,
     pub qp: QueuePair,
     /// Our QP, a fresh PSN, our GID (the interface's IPv4 address) and the
@@ -78,7 +81,7 @@ impl Endpoint {
         pattern: bool,
         max_send_wr: u32,
     ) -> Result<Endpoint> {
-        let dev = datapath.open(1, None)?;
+        let (dev, steering) = datapath.open(1, None)?;
         let ip = device_ipv4(&dev, &datapath.iface)?;
         let q = 0;
         let mr = dev
@@ -106,7 +109,13 @@ impl Endpoint {
             rkey: mr.rkey,
             len: len as u32,
         };
-        Ok(Endpoint { dev, mr, qp, addr })
+        Ok(Endpoint {
+            dev,
+            steering,
+            mr,
+            qp,
+            addr,
+        })
     }
 
     /// Connects our QP (RTR/RTS) to the QP of `remote`, at `peer_ip` / `mac`.

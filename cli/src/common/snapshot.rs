@@ -93,5 +93,6 @@ pub fn of_device(dev: &Device, iface: &str, cores: &[usize], started: Instant) -
         zero_copy: (0..dev.queues()).all(|q| dev.is_zero_copy(q)),
         xdp,
         queues,
+        steering: None,
     }
 }

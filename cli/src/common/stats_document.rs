@@ -30,6 +30,10 @@ pub struct Snapshot {
     pub zero_copy: bool,
     pub xdp: Map<String, Value>,
     pub queues: Vec<QueueStats>,
+    /// Queue coverage (`docs/queue-coverage.md`; engine::stats's
+    /// `steering.rs`); absent from engines that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steering: Option<Value>,
 }
 
 fn as_u64(v: &Value) -> u64 {
@@ -101,6 +105,9 @@ pub fn render(s: &Snapshot, rates: Option<Rates<'_>>) -> String {
         if s.zero_copy { " zero-copy" } else { " copy" },
         s.queues.len()
     );
+    if let Some(summary) = s.steering.as_ref().and_then(|v| v["summary"].as_str()) {
+        let _ = writeln!(out, "steering: {summary}");
+    }
     let names = s.names();
     let w = names
         .iter()
@@ -202,6 +209,7 @@ mod tests {
                     qp_rates: Vec::new(),
                 },
             ],
+            steering: None,
         };
         let s: Snapshot = serde_json::from_str(&eng.to_json()).unwrap();
         assert_eq!(

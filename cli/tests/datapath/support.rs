@@ -54,6 +54,21 @@ impl Net {
         Net { pair, run_dir }
     }
 
+    /// Namespaces a (client, one queue) and b (server, `server_queues`
+    /// queues) joined through a Linux bridge that spreads flows over b's
+    /// queues by hash, as RSS does ([`VethPair::create_bridged`]).
+    pub fn bridged(mtu: u32, server_queues: u32) -> Net {
+        let pair = VethPair::create_bridged(&PairConfig { mtu, queues: 1 }, server_queues)
+            .expect("creating the bridged veth pairs (needs root)");
+        let run_dir = std::env::temp_dir().join(format!(
+            "roce-xdp-cli-test-{}-{}",
+            std::process::id(),
+            pair.a.netns
+        ));
+        std::fs::create_dir_all(&run_dir).unwrap();
+        Net { pair, run_dir }
+    }
+
     /// `roce-xdp ARGS` inside namespace `ns`.
     pub fn cmd(&self, ns: &str, args: &[&str]) -> Command {
         let mut c = Command::new("ip");

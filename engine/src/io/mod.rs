@@ -1,5 +1,6 @@
 //! AF_XDP datapath: UMEM, fill/completion/RX/TX rings, batching,
-//! need_wakeup, copy and zero-copy binding, multi-buffer frames.
+//! need_wakeup, copy and zero-copy binding, multi-buffer frames; and the
+//! ethtool requests of queue coverage ([`ethtool`]).
 //!
 //! This is the only module of the engine that uses `unsafe` (system calls,
 //! shared-memory rings, the UMEM, and the SIMD one-pass copy + CRC of
@@ -8,6 +9,7 @@
 
 pub mod copy_crc;
 mod cpu;
+pub mod ethtool;
 mod ring;
 mod socket;
 mod sys;

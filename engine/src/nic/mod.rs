@@ -6,10 +6,13 @@
 //!   per-CPU counters, test impairments);
 //! - `iface.rs`: the interface's MAC and address, a peer's MAC from the
 //!   kernel's neighbour table, and entering the interface's network
-//!   namespace.
+//!   namespace;
+//! - `steering.rs`: queue coverage, the ntuple rules and RSS contexts that
+//!   keep RoCE on the served queues ([`Steering`], `docs/queue-coverage.md`).
 
 mod iface;
 mod loader;
+mod steering;
 
 pub use iface::{
     enter_netns, interface_addr, interface_mac, neighbour_mac, resolve_mac, NetnsError,
@@ -17,4 +20,8 @@ pub use iface::{
 pub(crate) use iface::{in_netns, ip};
 pub use loader::{
     AttachMode, AttachedMode, Impairment, LoaderError, SteerCounters, SteerProgram, MAX_QUEUES,
+};
+pub use steering::{
+    netns_label, state_path, ChannelKind, EthtoolOps, QueueOption, RxQueues, SteerError, SteerMode,
+    SteerOps, SteerRequest, Steering, SteeringState, SteeringStatus, Uncovered, ROCE_V2_PORT,
 };

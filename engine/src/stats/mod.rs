@@ -20,6 +20,8 @@
 //!
 //! `qp_rates_gbps` maps each QP number of the queue to its current DCQCN
 //! rate in Gb/s (the line rate while not limited or with DCQCN off).
+//! `steering` (when the datapath reports it) says how RoCE reaches the
+//! served queues (`steering.rs`).
 //!
 //! - `snapshot.rs`: [`Snapshot`] and its JSON;
 //! - `server.rs`: [`StatsServer`], the engine's side;
@@ -35,6 +37,7 @@ use thiserror::Error;
 mod client;
 mod server;
 mod snapshot;
+mod steering;
 
 pub use client::{fetch, fetch_at, open_capture, open_capture_at};
 pub use server::{CaptureHub, StatsServer};

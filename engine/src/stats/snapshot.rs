@@ -29,9 +29,11 @@ pub struct Snapshot {
     /// XDP program counters (summed over CPUs).
     pub xdp: Vec<(String, u64)>,
     pub queues: Vec<QueueSnapshot>,
+    /// Queue coverage (`docs/queue-coverage.md`); None: not reported.
+    pub steering: Option<crate::nic::SteeringStatus>,
 }
 
-fn json_str(out: &mut String, s: &str) {
+pub(super) fn json_str(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -107,7 +109,12 @@ impl Snapshot {
             json_rates_gbps(&mut s, &q.qp_rates);
             s.push('}');
         }
-        s.push_str("]}\n");
+        s.push(']');
+        if let Some(st) = &self.steering {
+            s.push_str(",\"steering\":");
+            super::steering::json(&mut s, st);
+        }
+        s.push_str("}\n");
         s
     }
 }

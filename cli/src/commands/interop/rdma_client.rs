@@ -215,6 +215,9 @@ pub fn run(args: RdmaClientArgs) -> Result<()> {
     };
 
     close_datapath(ep.dev, args.datapath.drop_rate, Recovery::Requester);
+    if let Err(e) = ep.steering.remove() {
+        eprintln!("roce-xdp: warning: {e}");
+    }
     if !(local_ok && target_ok) {
         bail!("data verification failed");
     }

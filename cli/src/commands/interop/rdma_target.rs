@@ -122,6 +122,9 @@ pub fn run(args: RdmaTargetArgs) -> Result<()> {
     print!("{op_name} {len} bytes: {}", verdict.encode());
 
     close_datapath(ep.dev, args.datapath.drop_rate, Recovery::Responder);
+    if let Err(e) = ep.steering.remove() {
+        eprintln!("roce-xdp: warning: {e}");
+    }
     if !matches!(verdict, Verdict::Ok { .. }) {
         bail!("data verification failed");
     }

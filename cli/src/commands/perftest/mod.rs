@@ -68,6 +68,7 @@ fn datapath_opts(
         pmtu: args.mtu,
         ipv6,
         local_ip,
+        queue_option: engine::nic::QueueOption::Range,
     }
 }
 
@@ -315,6 +316,13 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         ipv6: false,
         force: args.engine.force,
     })?;
+    crate::common::datapath::check_steer(
+        &iface,
+        args.queue_count(),
+        args.engine.steer,
+        args.engine.force,
+        engine::nic::QueueOption::Range,
+    )?;
     let listener = listen(args.port)?;
     if !args.json {
         println!("************************************");

@@ -58,7 +58,7 @@ pub struct PerftestArgs {
     /// 0..=QUEUE.
     #[arg(long = "queues", value_parser = parse_list)]
     pub queues: Option<CpuList>,
-    /// Attach mode, zero-copy, --force, --pcap, --busy-poll.
+    /// Attach mode, zero-copy, --force, --steer, --pcap, --busy-poll.
     #[command(flatten)]
     pub engine: EngineArgs,
     /// Print one JSON document instead of the table.
