@@ -136,9 +136,9 @@ fn signal_every(win: u64) -> u64 {
 
 /// The two devices, one registered region per queue and side, and the
 /// addresses needed to connect QPs.
-struct Rig {
-    a: Device,
-    b: Device,
+pub(crate) struct Rig {
+    pub(crate) a: Device,
+    pub(crate) b: Device,
     /// Requester's buffer (a) and responder's buffer (b), per queue.
     regions: Vec<(MemoryRegion, MemoryRegion)>,
     mac_a: [u8; 6],
@@ -148,6 +148,8 @@ struct Rig {
     /// The cores of sides a and b when the engine threads are pinned
     /// (one queue per side), `None` when they float.
     cores: Option<[usize; 2]>,
+    /// QP pairs per stream (QP i on queue i % queues).
+    qps: u32,
 }
 
 /// A connected RC QP pair on one queue, with that queue's regions.
@@ -186,6 +188,17 @@ impl Rig {
     /// a receiver each) measured 10.3 Gb/s at 64 KiB against 11.3-13.1
     /// floating (`--quick` runs back to back).
     fn open(pair: &VethPair, queues: u32, poll: PollMode) -> EngineResult<Rig> {
+        Rig::open_with_qps(pair, queues, poll, queues)
+    }
+
+    /// As [`Rig::open`], with `qps` QP pairs per stream, QP i created on
+    /// queue i % queues.
+    pub(crate) fn open_with_qps(
+        pair: &VethPair,
+        queues: u32,
+        poll: PollMode,
+        qps: u32,
+    ) -> EngineResult<Rig> {
         let cores = placement::side_cores().filter(|_| queues == 1);
         let (cores_a, cores_b) = match cores {
             Some([x, y]) => (vec![x], vec![y]),
@@ -222,6 +235,7 @@ impl Rig {
             mac_b,
             created: std::cell::Cell::new(0),
             cores,
+            qps: qps.max(1),
         })
     }
 
@@ -281,12 +295,14 @@ impl Rig {
         })
     }
 
-    /// One fresh QP pair per queue.
+    /// The rig's fresh QP pairs, QP i on queue i % queues.
     fn connect_all(&self) -> EngineResult<Vec<QpPair>> {
-        (0..self.a.queues()).map(|q| self.connect(q)).collect()
+        (0..self.qps)
+            .map(|i| self.connect(i % self.a.queues()))
+            .collect()
     }
 
-    fn close(self) {
+    pub(crate) fn close(self) {
         self.a.close();
         self.b.close();
     }
@@ -302,12 +318,16 @@ struct Flow {
 
 /// What a stream measured.
 #[derive(Debug, Clone, Copy)]
-struct StreamResult {
-    messages: u64,
-    elapsed: Duration,
+pub(crate) struct StreamResult {
+    pub(crate) messages: u64,
+    pub(crate) elapsed: Duration,
     cpu: Duration,
     /// CPU time of the engine threads of side a and side b.
-    threads_cpu: (Duration, Duration),
+    pub(crate) threads_cpu: (Duration, Duration),
+    /// Packets both sides' engines received, and how many of them took a
+    /// detour through another queue (`rx_handoff`).
+    pub(crate) received: u64,
+    pub(crate) handed_off: u64,
 }
 
 impl StreamResult {
@@ -339,12 +359,21 @@ fn threads_cpu(rig: &Rig) -> (Duration, Duration) {
     )
 }
 
+/// Packets both sides received so far, and how many took a detour.
+fn detours(rig: &Rig) -> (u64, u64) {
+    let (a, b) = (rig.a.total_stats(), rig.b.total_stats());
+    (
+        a.socket.rx_packets + b.socket.rx_packets,
+        a.rx_handoff + b.rx_handoff,
+    )
+}
+
 /// Streams `size`-byte `op` messages on every QP of the rig for
 /// `duration` (after a warm-up), keeping `window(size)` in flight per QP,
 /// placed in the regions as `layout` says,
 /// every `signal_every`-th request signaled. Counts requester completions
 /// (WRITE/READ) or receive completions (SEND).
-fn stream(
+pub(crate) fn stream(
     rig: &Rig,
     op: Op,
     size: u64,
@@ -369,7 +398,7 @@ fn stream(
     let mut wcs = vec![WorkCompletion::default(); 256];
     let warmup = duration / 5 + Duration::from_millis(20);
     let start = Instant::now();
-    let mut measured: Option<(Instant, u64, Duration, (Duration, Duration))> = None;
+    let mut measured: Option<(Instant, u64, Duration, (Duration, Duration), (u64, u64))> = None;
     let mut result: Option<StreamResult> = None;
     let mut last_progress = Instant::now();
     let total_completed = |f: &[Flow]| f.iter().map(|f| f.completed).sum::<u64>();
@@ -382,16 +411,20 @@ fn stream(
                 total_completed(&flows),
                 process_cpu_time(),
                 threads_cpu(rig),
+                detours(rig),
             ));
         }
-        if let Some((t0, c0, cpu0, (ta0, tb0))) = measured {
+        if let Some((t0, c0, cpu0, (ta0, tb0), (r0, h0))) = measured {
             if result.is_none() && now - t0 >= duration {
                 let (ta, tb) = threads_cpu(rig);
+                let (r, h) = detours(rig);
                 result = Some(StreamResult {
                     messages: total_completed(&flows) - c0,
                     elapsed: now - t0,
                     cpu: process_cpu_time().saturating_sub(cpu0),
                     threads_cpu: (ta.saturating_sub(ta0), tb.saturating_sub(tb0)),
+                    received: r.saturating_sub(r0),
+                    handed_off: h.saturating_sub(h0),
                 });
             }
         }

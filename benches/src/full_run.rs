@@ -17,6 +17,7 @@ use crate::baselines::floor::{self, floor_pingpong, floor_point, FloorPayload, F
 use crate::baselines::kernel_udp::{self, kernel_pingpong, kernel_stream};
 use crate::engine_path::{self, EngineResults, Op};
 use crate::error::HarnessError;
+use crate::multi_queue;
 use crate::options::{Options, LINK_MTU, ROCE_PMTU, SMALL, UDP_CHUNK};
 use crate::paired;
 use crate::placement;
@@ -25,6 +26,9 @@ use crate::report::{
     GoodputRow, Latency, MessageRate, Projection, ProjectionRow, Report, Setup, SCHEMA_VERSION,
 };
 use crate::sources::SourceLayout;
+
+/// Queues per side in the multi-queue row (one per core of a 2-core machine).
+const MQ_QUEUES: u32 = 2;
 use crate::stats::{keep_best, lower_p50, Percentiles};
 use crate::sysinfo::Machine;
 
@@ -106,6 +110,21 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         ),
     );
     let paired = paired::measure(&pair, &paired_opts, opts.progress, &mut missing);
+    // The multi-queue row, on its own bridged pairs.
+    let mq_rounds = if opts.quick { 1 } else { 3 };
+    let multi_queue = match multi_queue::measure(opts, opts.engine_poll, MQ_QUEUES, mq_rounds) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            missing.push(format!("multi-queue row: {e}"));
+            None
+        }
+    };
+    notes.push(format!(
+        "multi-queue: RDMA WRITE of {} B messages on {} QP pairs (QP i created on queue i % queues), one queue per side and then {MQ_QUEUES}, alternating, {mq_rounds} round(s) of one {:.2} s point each, median per queue count; each run on a fresh pair of veths joined by a Linux bridge whose ports pick each frame's queue by a hash of its flow (ebpf/testbed_rss.c), as RSS does on a NIC; 'handed to another queue' = rx_handoff / packets received by both sides in the measured window; engine CPU = both sides' engine threads (user + system) per data packet; engine threads pinned with one queue per side, floating with more",
+        multi_queue::SIZE,
+        multi_queue::QPS,
+        opts.point().as_secs_f64()
+    ));
     notes.push(format!(
         "paired target measurements: after the sweep, each target comparison is measured as {} pairs of {:.2} s points, the engine's WRITE stream and its baseline (the sweep's own floor or kernel UDP point) back to back, the baseline first in odd-numbered pairs and the engine first in even-numbered ones (A B, B A, ...: a drift linear in time cancels), pair 1 of every target, then pair 2 of every target, and so on; per pair, ratio = engine / baseline. The throughput rows of 'Ratios against the targets' are the median of those per-pair ratios, not a ratio of two best-of-sweep figures measured tens of seconds apart, which on a machine whose speed drifts (a small shared VM: by up to 1.5x within minutes) says more about when each side ran than about the engine",
         paired_opts.pairs,
@@ -180,6 +199,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         ratios: vec![],
         paired,
         scaling: engine.scaling,
+        multi_queue,
         projection: Some(projection(
             opts,
             &machine_mhz,

@@ -19,6 +19,7 @@ pub mod engine_rtc;
 pub mod error;
 pub mod frontend;
 pub mod full_run;
+pub mod multi_queue;
 pub mod options;
 pub mod output;
 pub mod paired;

@@ -20,8 +20,8 @@ mod tables;
 mod targets;
 
 pub use model::{
-    Cmp, GoodputRow, Latency, MessageRate, Pair, PairedTarget, Projection, ProjectionRow, Ratio,
-    Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,
+    Cmp, GoodputRow, Latency, MessageRate, MultiQueue, MultiQueueRow, Pair, PairedTarget,
+    Projection, ProjectionRow, Ratio, Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,
 };
 pub use tables::{paired_tables, size_label, Table};
 pub use targets::{

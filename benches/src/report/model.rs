@@ -29,6 +29,10 @@ pub struct Report {
     #[serde(default)]
     pub paired: Vec<PairedTarget>,
     pub scaling: Option<Scaling>,
+    /// The multi-queue row on the bridged test bed (flows spread over the
+    /// queues by hash, as RSS does); absent from older reports.
+    #[serde(default)]
+    pub multi_queue: Option<MultiQueue>,
     pub projection: Option<Projection>,
     /// How the figures were obtained (chunking, modes, ...).
     pub notes: Vec<String>,
@@ -257,6 +261,7 @@ pub const INFORMATION: &str = "none (information)";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cmp {
     AtLeast,
+    AtMost,
     Below,
 }
 
@@ -264,6 +269,7 @@ impl Cmp {
     fn symbol(self) -> &'static str {
         match self {
             Cmp::AtLeast => ">=",
+            Cmp::AtMost => "<=",
             Cmp::Below => "<",
         }
     }
@@ -271,9 +277,37 @@ impl Cmp {
     fn holds(self, v: f64, bound: f64) -> bool {
         match self {
             Cmp::AtLeast => v >= bound,
+            Cmp::AtMost => v <= bound,
             Cmp::Below => v < bound,
         }
     }
+}
+
+/// RDMA WRITE over the bridged test bed, whose bridge spreads flows over
+/// each side's queues by hash as RSS does (`docs/multi-queue.md`): the same
+/// QPs on one queue per side and on several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MultiQueue {
+    pub message_bytes: u64,
+    /// QP pairs (QP i created on queue i % queues).
+    pub qps: u32,
+    /// Rounds per queue count (alternating); each figure is their median.
+    pub rounds: u32,
+    pub rows: Vec<MultiQueueRow>,
+    /// CPU per data packet with the most queues / with one queue.
+    pub cpu_ratio: Option<f64>,
+}
+
+/// One queue count of [`MultiQueue`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MultiQueueRow {
+    pub queues: u32,
+    pub gbps: f64,
+    /// Packets received by both sides that were handed to another queue
+    /// (`rx_handoff` / received), in the measured window.
+    pub handoff_share: f64,
+    /// CPU time of both sides' engine threads per data packet, ns.
+    pub cpu_ns_per_packet: f64,
 }
 
 /// The WRITE test on one queue and on several.

@@ -79,6 +79,7 @@ pub(crate) fn sample() -> Report {
         ratios: vec![],
         paired: vec![],
         scaling: None,
+        multi_queue: None,
         projection: None,
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],

@@ -258,6 +258,36 @@ impl Report {
                 ],
             });
         }
+        if let Some(m) = &self.multi_queue {
+            t.push(Table {
+                title: format!(
+                    "Multi-queue, flows spread over the queues by hash as RSS does (bridged veth), {} RDMA WRITE, {} QPs, median of {} rounds",
+                    size_label(m.message_bytes),
+                    m.qps,
+                    m.rounds
+                ),
+                header: [
+                    "queues per side",
+                    "Gb/s",
+                    "packets handed to another queue",
+                    "engine CPU ns/packet",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows: m
+                    .rows
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.queues.to_string(),
+                            num(Some(r.gbps), 2),
+                            format!("{:.2} %", r.handoff_share * 100.0),
+                            num(Some(r.cpu_ns_per_packet), 0),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
         if let Some(p) = &self.projection {
             t.push(Table {
                 title: format!(

@@ -260,6 +260,22 @@ impl Report {
             Cmp::Below,
             1.0,
         ));
+        if let Some(m) = &self.multi_queue {
+            let (first, last) = (m.rows.first(), m.rows.last());
+            if let (Some(one), Some(many)) = (first, last.filter(|r| r.queues > 1)) {
+                out.push(Ratio::new(
+                    &format!(
+                        "engine CPU per packet, {} queues / 1 queue ({} WRITE, flows spread by hash)",
+                        many.queues,
+                        size_label(m.message_bytes)
+                    ),
+                    Some(many.cpu_ns_per_packet),
+                    Some(one.cpu_ns_per_packet),
+                    Cmp::AtMost,
+                    1.1,
+                ));
+            }
+        }
         out
     }
 }
