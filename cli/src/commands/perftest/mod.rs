@@ -136,7 +136,7 @@ impl Output {
         self.lat.push(r);
     }
 
-    fn finish(self, info: &TestInfo) {
+    fn finish(self, info: &TestInfo, dp: &Datapath) {
         if let Some(t) = self.table {
             t.finish();
         }
@@ -146,9 +146,29 @@ impl Output {
             } else {
                 Rows::Latency(self.lat)
             };
-            println!("{}", report::to_json(info, &rows));
+            println!("{}", report::to_json(info, &rows, &queue_summaries(dp)));
         }
     }
+}
+
+/// Per-queue counters of this side's engine for the JSON document (a fresh
+/// snapshot: the engines publish every few milliseconds).
+fn queue_summaries(dp: &Datapath) -> Vec<report::QueueSummary> {
+    std::thread::sleep(Duration::from_millis(10));
+    (0..dp.dev.queues())
+        .filter_map(|q| {
+            let s = dp.dev.stats(q).ok()?;
+            Some(report::QueueSummary {
+                queue: q,
+                rx_packets: s.socket.rx_packets,
+                rx_handoff: s.rx_handoff,
+                rx_handoff_dropped: s.rx_handoff_dropped,
+                qp_migrations: s.qp_migrations,
+                dropped_unknown_qp: s.transport.dropped_unknown_qp,
+                zero_copy: dp.dev.is_zero_copy(q),
+            })
+        })
+        .collect()
 }
 
 fn resolve(addr: &str, port: u16) -> anyhow::Result<IpAddr> {
@@ -290,7 +310,7 @@ fn client_session(
         }
     }
     conn.send_control(&Control::Bye)?;
-    out.finish(&info);
+    out.finish(&info, dp);
     Ok(())
 }
 
@@ -407,6 +427,6 @@ fn server_session(
             other => bail!("unexpected {other:?} from the client"),
         }
     }
-    out.finish(&info);
+    out.finish(&info, dp);
     Ok(())
 }

@@ -69,14 +69,35 @@ pub struct JsonReport<'a> {
     pub schema_version: u32,
     pub test: &'a TestInfo,
     pub results: &'a Rows,
+    /// This side's engine, per queue, at the end of the run.
+    #[serde(skip_serializing_if = "<[QueueSummary]>::is_empty")]
+    pub queues: &'a [QueueSummary],
+}
+
+/// What one queue of this side's engine did (`docs/multi-queue.md`).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct QueueSummary {
+    pub queue: u32,
+    /// RoCE packets received on this queue's RX ring.
+    pub rx_packets: u64,
+    /// Of those, handed to the queue that holds their QP (a detour).
+    pub rx_handoff: u64,
+    /// Hand-offs dropped (pool empty or target inbox full).
+    pub rx_handoff_dropped: u64,
+    /// QPs that moved to this queue because their packets arrive here.
+    pub qp_migrations: u64,
+    /// Packets for a QP no queue holds.
+    pub dropped_unknown_qp: u64,
+    pub zero_copy: bool,
 }
 
 /// Renders the JSON document.
-pub fn to_json(info: &TestInfo, rows: &Rows) -> String {
+pub fn to_json(info: &TestInfo, rows: &Rows, queues: &[QueueSummary]) -> String {
     serde_json::to_string_pretty(&JsonReport {
         schema_version: JSON_SCHEMA_VERSION,
         test: info,
         results: rows,
+        queues,
     })
     .expect("report serialises")
 }
@@ -221,7 +242,7 @@ mod tests {
                 msg_rate_mpps: 0.0029,
             },
         }]);
-        let v: serde_json::Value = serde_json::from_str(&to_json(&info("bw"), &rows)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&to_json(&info("bw"), &rows, &[])).unwrap();
         assert_eq!(v["schema_version"], 1);
         assert_eq!(v["test"]["tool"], "write-bw");
         let r = &v["results"][0];
