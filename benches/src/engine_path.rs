@@ -359,6 +359,10 @@ fn threads_cpu(rig: &Rig) -> (Duration, Duration) {
     )
 }
 
+/// Where a stream's measured window starts: time, messages completed,
+/// process CPU, engine threads' CPU (a, b), (packets received, handed off).
+type WindowStart = (Instant, u64, Duration, (Duration, Duration), (u64, u64));
+
 /// Packets both sides received so far, and how many took a detour.
 fn detours(rig: &Rig) -> (u64, u64) {
     let (a, b) = (rig.a.total_stats(), rig.b.total_stats());
@@ -398,7 +402,7 @@ pub(crate) fn stream(
     let mut wcs = vec![WorkCompletion::default(); 256];
     let warmup = duration / 5 + Duration::from_millis(20);
     let start = Instant::now();
-    let mut measured: Option<(Instant, u64, Duration, (Duration, Duration), (u64, u64))> = None;
+    let mut measured: Option<WindowStart> = None;
     let mut result: Option<StreamResult> = None;
     let mut last_progress = Instant::now();
     let total_completed = |f: &[Flow]| f.iter().map(|f| f.completed).sum::<u64>();
