@@ -45,6 +45,11 @@ impl Net {
     pub fn with_queues(mtu: u32, queues: u32) -> Net {
         let pair = VethPair::create(&PairConfig { mtu, queues })
             .expect("creating the veth pair (needs root)");
+        Net::on(pair)
+    }
+
+    /// A `Net` on `pair`, with its private stats directory.
+    fn on(pair: VethPair) -> Net {
         let run_dir = std::env::temp_dir().join(format!(
             "roce-xdp-cli-test-{}-{}",
             std::process::id(),
@@ -60,13 +65,7 @@ impl Net {
     pub fn bridged(mtu: u32, server_queues: u32) -> Net {
         let pair = VethPair::create_bridged(&PairConfig { mtu, queues: 1 }, server_queues)
             .expect("creating the bridged veth pairs (needs root)");
-        let run_dir = std::env::temp_dir().join(format!(
-            "roce-xdp-cli-test-{}-{}",
-            std::process::id(),
-            pair.a.netns
-        ));
-        std::fs::create_dir_all(&run_dir).unwrap();
-        Net { pair, run_dir }
+        Net::on(pair)
     }
 
     /// `roce-xdp ARGS` inside namespace `ns`.
