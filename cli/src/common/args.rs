@@ -9,8 +9,10 @@ use std::path::PathBuf;
 use anyhow::{Context as _, Result};
 use clap::{Arg, Args, ValueEnum};
 use engine::io::ZeroCopy;
-use engine::nic::{AttachMode, QueueOption, SteerMode, Steering};
+use engine::nic::{AttachMode, QueueOption, Steering};
 use engine::verbs::{Device, DeviceConfig};
+
+pub use super::steering::SteerArg;
 
 /// XDP attach mode on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -50,30 +52,6 @@ impl From<ZeroCopyArg> for ZeroCopy {
             ZeroCopyArg::Auto => ZeroCopy::Auto,
             ZeroCopyArg::On => ZeroCopy::On,
             ZeroCopyArg::Off => ZeroCopy::Off,
-        }
-    }
-}
-
-/// `--steer`: how RoCE reaches the served queues when the interface has
-/// more RX queues (`docs/queue-coverage.md`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum SteerArg {
-    /// ntuple rules (into an RSS context over the served queues) where
-    /// the NIC has them; refuse to start where it does not (unless --force).
-    #[default]
-    Auto,
-    /// As auto, but failing to install them is an error even with --force.
-    Ntuple,
-    /// Install nothing; refuse to start with uncovered queues (unless --force).
-    Off,
-}
-
-impl From<SteerArg> for SteerMode {
-    fn from(s: SteerArg) -> SteerMode {
-        match s {
-            SteerArg::Auto => SteerMode::Auto,
-            SteerArg::Ntuple => SteerMode::Ntuple,
-            SteerArg::Off => SteerMode::Off,
         }
     }
 }
@@ -153,7 +131,7 @@ impl PeerDatapathArgs {
     /// coverage settled first; keep the [`Steering`] as long as the
     /// device); `local_ip` overrides the interface's first IPv4 address.
     pub fn open(&self, queues: u32, local_ip: Option<IpAddr>) -> Result<(Device, Steering)> {
-        let steering = super::datapath::steer(
+        let steering = super::steering::steer(
             &self.iface,
             queues,
             self.steer,

@@ -14,12 +14,13 @@ use engine::driver::CaptureSink;
 use engine::driver::PollMode;
 use engine::driver::QueueStats;
 use engine::driver::{capture_channel, PcapWriter};
-use engine::nic::{QueueOption, SteerRequest, Steering};
+use engine::nic::{QueueOption, Steering};
 use engine::stats::{CaptureHub, Snapshot, StatsServer};
 use engine::verbs::{Device, DeviceConfig};
 
-use super::args::{EngineArgs, SteerArg};
+use super::args::EngineArgs;
 use super::preflight;
+use super::steering::steer;
 
 /// What to open.
 #[derive(Debug, Clone)]
@@ -199,62 +200,4 @@ impl Datapath {
             pcap: frames,
         })
     }
-}
-
-fn steer_request(
-    iface: &str,
-    served: u32,
-    mode: SteerArg,
-    force: bool,
-    ipv6: bool,
-    queue_option: QueueOption,
-) -> SteerRequest {
-    SteerRequest {
-        mode: mode.into(),
-        force,
-        ipv6,
-        queue_option,
-        ..SteerRequest::new(iface, served)
-    }
-}
-
-/// Settles queue coverage for queues `0..served` of `iface` (in this
-/// thread's network namespace): installs steering or refuses
-/// ([`engine::nic::SteerError::Uncovered`], exit status 2). Prints what a
-/// crashed run left and was removed, and the warning of `--force`.
-pub fn steer(
-    iface: &str,
-    served: u32,
-    mode: SteerArg,
-    force: bool,
-    ipv6: bool,
-    queue_option: QueueOption,
-) -> anyhow::Result<Steering> {
-    let req = steer_request(iface, served, mode, force, ipv6, queue_option);
-    let s = Steering::establish_on_nic(&req)?;
-    for n in s.notes() {
-        eprintln!("roce-xdp: warning: {n}");
-    }
-    tracing::info!(iface, steering = %s.status().summary(), "queue coverage");
-    Ok(s)
-}
-
-/// What [`steer`] would refuse, without installing anything (a one-shot
-/// server checks before it waits for its client).
-pub fn check_steer(
-    iface: &str,
-    served: u32,
-    mode: SteerArg,
-    force: bool,
-    queue_option: QueueOption,
-) -> anyhow::Result<()> {
-    Steering::check_on_nic(&steer_request(
-        iface,
-        served,
-        mode,
-        force,
-        false,
-        queue_option,
-    ))?;
-    Ok(())
 }

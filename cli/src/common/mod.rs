@@ -8,6 +8,7 @@
 //! - `snapshot`, `stats_document`: the stats channel's snapshot, built from
 //!   a device and read back as a table or JSON (`stats`, `serve`)
 //! - `lists`: lists of queue and core numbers (`--queues 0-3`, `--cores`)
+//! - `steering`: `--steer` and queue coverage before the datapath opens
 //! - `perftest`: the perftest-style sessions (the tools, `serve`)
 //! - `verbs_peer`, `rdma_target_exchange`: facing a libibverbs peer
 //!   (`pingpong`, `interop rdma-client`, `interop rdma-target`)
@@ -21,4 +22,5 @@ pub mod privileges;
 pub mod rdma_target_exchange;
 pub mod snapshot;
 pub mod stats_document;
+pub mod steering;
 pub mod verbs_peer;

@@ -123,8 +123,19 @@ fn bench_quick_json_has_the_documented_shape() {
             "engine SEND ping-pong ({mode}) neither measured nor listed as missing"
         );
     }
-    // The five target ratios, each computed from its figures.
-    assert_eq!(r.ratios.len(), 5);
+    // The six target ratios, each computed from its figures (the sixth:
+    // engine CPU per packet, 2 queues / 1, of the multi-queue row).
+    assert_eq!(r.ratios.len(), 6, "{:?}", r.missing);
+    let mq = r.multi_queue.as_ref().expect("the multi-queue row");
+    assert_eq!(
+        mq.rows.iter().map(|row| row.queues).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    assert!(mq
+        .rows
+        .iter()
+        .all(|row| row.gbps > 0.0 && row.cpu_ns_per_packet > 0.0));
+    assert!(mq.cpu_ratio.is_some());
     // The paired step: one entry per throughput target and two for
     // information (no target: against the floor re-sending one frame, and
     // every message in its own range), each with its pairs, or listed as

@@ -21,9 +21,9 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::endpoint::FIRST_QPN;
 use crate::io::MAX_PACKET;
-use crate::rc::{Qp, VerbsError};
+use crate::rc::VerbsError;
 
-use super::thread::{Shared, Work};
+use super::shared::{FrameBuf, Handoff, Shared};
 
 /// One directory entry per QP number: 0 = free; otherwise `IN_USE`, maybe
 /// `HOMED`, and the holding queue in the low 16 bits.
@@ -33,34 +33,6 @@ const QUEUE_MASK: u32 = 0xFFFF;
 
 /// Frame buffers per queue in the hand-off pool.
 const BUFFERS_PER_QUEUE: usize = 128;
-
-/// A frame handed from the queue it arrived on to the queue whose
-/// endpoint holds its QP: a pooled buffer, returned after use.
-pub(crate) struct FrameBuf {
-    buf: Box<[u8]>,
-    len: usize,
-    /// The queue the frame arrived on.
-    pub(crate) from: u32,
-}
-
-impl FrameBuf {
-    pub(crate) fn frame(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-}
-
-/// What one engine thread hands another.
-pub(crate) enum Handoff {
-    /// A received frame for a QP the receiving queue holds.
-    Frame(FrameBuf),
-    /// A QP moving to the receiving queue (whole: work queues, PSNs,
-    /// timers, counters), because its packets arrive there.
-    Qp(Box<Qp>),
-    /// A post or control operation for a QP that moved to the receiving
-    /// queue, from the application of queue `origin` (whose completion
-    /// queue and post-error queue its results go to).
-    Work { origin: u32, work: Work },
-}
 
 /// Free QP numbers: never-used ones first, then the longest-freed, so that
 /// a destroyed QP's number is not reused at once.

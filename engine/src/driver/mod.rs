@@ -11,6 +11,9 @@
 //! - `run_to_completion.rs`: [`RunToCompletion`], the application thread
 //!   drives one queue's engine itself (no engine thread, no queues between
 //!   threads).
+//! - `shared.rs`: what an engine thread shares with its applications and
+//!   the other engine threads ([`QueueStats`], the work and completion
+//!   queues, the hand-off inbox).
 //! - `directory.rs`: what the engine threads of one device share so that a
 //!   QP works whichever queue its packets arrive on: device-wide QP
 //!   numbers, which queue holds each QP, hand-off inboxes, a buffer pool.
@@ -25,6 +28,7 @@ mod capture;
 mod directory;
 mod poll_mode;
 mod run_to_completion;
+mod shared;
 mod step;
 mod thread;
 
@@ -32,5 +36,7 @@ pub use capture::{capture_channel, CaptureSink, CapturedFrame, PcapWriter, SNAPL
 pub(crate) use directory::Directory;
 pub use poll_mode::PollMode;
 pub use run_to_completion::{InlineConfig, RunToCompletion};
-pub(crate) use thread::{Control, Driver, QueueConfig, Shared, Work};
-pub use thread::{DriverError, PostError, QpRates, QueueStats, MAX_REPORTED_QPS};
+pub(crate) use shared::{Control, Shared, Work};
+pub use shared::{PostError, QpRates, QueueStats, MAX_REPORTED_QPS};
+pub use thread::DriverError;
+pub(crate) use thread::{Driver, QueueConfig};

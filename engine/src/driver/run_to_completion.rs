@@ -44,8 +44,9 @@ use crate::time::Instant;
 use crate::verbs::{DeviceError, MemoryRegion, QpCaps};
 
 use super::capture::CaptureSink;
+use super::shared::QueueStats;
 use super::step::DriverStep;
-use super::thread::{DriverError, QueueStats};
+use super::thread::DriverError;
 
 /// How to open a run-to-completion queue.
 #[derive(Clone)]

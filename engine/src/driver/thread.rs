@@ -25,266 +25,24 @@
 //! ([`PollMode::Adaptive`]).
 
 use std::collections::VecDeque;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_queue::ArrayQueue;
 use thiserror::Error;
 
 use crate::endpoint::{Endpoint, EndpointConfig, Received};
-use crate::io::{Waker, XskConfig, XskCounters, XskError, XskSocket, XskStatistics};
+use crate::io::{XskConfig, XskError, XskSocket};
 use crate::nic::SteerProgram;
-use crate::rc::{Counters, RecvWr, SendWr, VerbsError, WorkCompletion};
+use crate::rc::WorkCompletion;
 use crate::time::Instant;
 
 use super::capture::CaptureSink;
-use super::directory::{Directory, FrameBuf, Handoff};
+use super::directory::Directory;
+use super::shared::{FrameBuf, Handoff, PostError, QueueStats, Shared, Work};
 use super::step::{DriverStep, BATCH};
 use super::PollMode;
-
-/// A control operation run on the engine thread with exclusive access to
-/// the endpoint (QP creation, connection, memory registration, ...).
-pub type Control = Box<dyn FnOnce(&mut Endpoint, u32) + Send>;
-
-/// Work posted by applications.
-pub enum Work {
-    Send {
-        qpn: u32,
-        wr: SendWr,
-    },
-    Recv {
-        qpn: u32,
-        wr: RecvWr,
-    },
-    /// A control operation on the endpoint, not about one QP (memory
-    /// registration, QP creation).
-    Control(Control),
-    /// A control operation on QP `qpn` (connect, modify, query, destroy):
-    /// it runs on whichever queue holds the QP.
-    QpControl {
-        qpn: u32,
-        f: Control,
-    },
-}
-
-/// A post the endpoint refused (returned to the application).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PostError {
-    pub qpn: u32,
-    pub wr_id: u64,
-    pub error: VerbsError,
-}
-
-/// Per-queue statistics, refreshed by the engine thread every few
-/// milliseconds and when it stops.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct QueueStats {
-    pub transport: Counters,
-    pub socket: XskCounters,
-    pub kernel: XskStatistics,
-    /// Loop iterations and sleeps (to see how busy the thread was).
-    pub loops: u64,
-    /// CPU time the engine thread has used (user + system, including the
-    /// kernel's transmit work done in its system calls), as of the snapshot.
-    pub thread_cpu: Duration,
-    pub sleeps: u64,
-    /// Completions waiting because the application's queue was full.
-    pub completion_backlog_events: u64,
-    /// Times the engine thread woke an application thread parked in
-    /// `wait_cq` / `poll_cq_wait` after pushing completions: each a futex
-    /// wake of another thread, paid by the engine thread (on a VM, with an
-    /// inter-processor interrupt: several microseconds each).
-    pub app_wakes: u64,
-    /// Times a post woke the engine thread from its sleep in poll(2) (an
-    /// eventfd write by the posting thread, and the engine thread's
-    /// wake-up latency on the post's path).
-    pub woken_by_posts: u64,
-    /// Frames this queue received for a QP another queue holds, handed to
-    /// that queue (`rx_handoff`): packets that took a detour. None or
-    /// nearly none in steady state, once QPs are homed on the queue RSS
-    /// picks for them (`docs/multi-queue.md`).
-    pub rx_handoff: u64,
-    /// Hand-offs that found the pool of hand-off buffers empty or the
-    /// other queue's inbox full: dropped (the peer retransmits).
-    pub rx_handoff_dropped: u64,
-    /// Frames other queues handed to this one.
-    pub handoff_received: u64,
-    /// QPs that moved to this queue because their packets arrive here.
-    pub qp_migrations: u64,
-    /// Posts and control operations this queue passed on to the queue
-    /// that holds their QP.
-    pub work_forwarded: u64,
-    /// Current DCQCN rate of the queue's QPs (filled when published).
-    pub qp_rates: QpRates,
-}
-
-/// Most QPs whose rate one [`QueueStats`] carries.
-pub const MAX_REPORTED_QPS: usize = 64;
-
-/// Current DCQCN rate, bit/s, of up to [`MAX_REPORTED_QPS`] QPs: a fixed
-/// array so that [`QueueStats`] stays `Copy` and publishing it allocates
-/// nothing.
-#[derive(Debug, Clone, Copy)]
-pub struct QpRates {
-    len: usize,
-    entries: [(u32, f64); MAX_REPORTED_QPS],
-    /// QPs beyond [`MAX_REPORTED_QPS`], not reported.
-    omitted: usize,
-}
-
-impl Default for QpRates {
-    fn default() -> Self {
-        QpRates {
-            len: 0,
-            entries: [(0, 0.0); MAX_REPORTED_QPS],
-            omitted: 0,
-        }
-    }
-}
-
-impl QpRates {
-    /// Replaces the contents with `rates` (`(qpn, bit/s)`), keeping the
-    /// first [`MAX_REPORTED_QPS`] and counting the rest as omitted.
-    pub fn fill(&mut self, rates: impl Iterator<Item = (u32, f64)>) {
-        self.len = 0;
-        self.omitted = 0;
-        for r in rates {
-            match self.entries.get_mut(self.len) {
-                Some(slot) => {
-                    *slot = r;
-                    self.len += 1;
-                }
-                None => self.omitted += 1,
-            }
-        }
-    }
-
-    /// The reported `(qpn, bit/s)` pairs.
-    pub fn as_slice(&self) -> &[(u32, f64)] {
-        &self.entries[..self.len]
-    }
-
-    /// How many QPs did not fit.
-    pub fn omitted(&self) -> usize {
-        self.omitted
-    }
-}
-
-/// State shared between the engine thread and applications.
-pub struct Shared {
-    pub(crate) work: ArrayQueue<Work>,
-    pub(crate) completions: ArrayQueue<WorkCompletion>,
-    pub(crate) post_errors: ArrayQueue<PostError>,
-    /// Frames, QPs and forwarded posts from other queues' engine threads.
-    handoff: ArrayQueue<Handoff>,
-    stop: AtomicBool,
-    sleeping: AtomicBool,
-    waker: Waker,
-    /// Posts that found the engine thread asleep and woke it.
-    woken_by_posts: AtomicU64,
-    /// An application thread blocked in [`Shared::wait_completion`]
-    /// (unparked by the engine thread after it pushes completions).
-    cq_waiting: AtomicBool,
-    cq_waiter: Mutex<Option<std::thread::Thread>>,
-    stats: Mutex<QueueStats>,
-}
-
-impl Shared {
-    /// Queues of `depth` entries each (at least 16).
-    pub(crate) fn new(depth: usize) -> std::io::Result<Shared> {
-        let depth = depth.max(16);
-        Ok(Shared {
-            work: ArrayQueue::new(depth),
-            completions: ArrayQueue::new(depth),
-            post_errors: ArrayQueue::new(depth),
-            handoff: ArrayQueue::new(depth),
-            stop: AtomicBool::new(false),
-            sleeping: AtomicBool::new(false),
-            woken_by_posts: AtomicU64::new(0),
-            waker: Waker::new()?,
-            cq_waiting: AtomicBool::new(false),
-            cq_waiter: Mutex::new(None),
-            stats: Mutex::new(QueueStats::default()),
-        })
-    }
-
-    /// Queues a hand-off from another engine thread and wakes this queue's
-    /// thread if it sleeps. Returns it back if the inbox is full.
-    pub(crate) fn hand_off(&self, h: Handoff) -> Result<(), Handoff> {
-        self.handoff.push(h)?;
-        if self.sleeping.load(Ordering::SeqCst) {
-            self.waker.wake();
-        }
-        Ok(())
-    }
-
-    /// Takes one hand-off.
-    pub(crate) fn take_handoff(&self) -> Option<Handoff> {
-        self.handoff.pop()
-    }
-
-    /// Queues work for the engine thread and wakes it if it sleeps.
-    /// Returns the work back if the queue is full.
-    pub fn post(&self, work: Work) -> Result<(), Work> {
-        self.work.push(work)?;
-        if self.sleeping.load(Ordering::SeqCst) {
-            self.waker.wake();
-            self.woken_by_posts.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    /// Takes one completion.
-    pub fn pop_completion(&self) -> Option<WorkCompletion> {
-        self.completions.pop()
-    }
-
-    /// Blocks the calling thread until the engine thread pushes a
-    /// completion, or `timeout` passes (returns early, possibly spuriously;
-    /// callers re-check the queue). Lets an application wait without
-    /// taking a core from the engine threads.
-    pub fn wait_completion(&self, timeout: Duration) {
-        *self.cq_waiter.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
-        self.cq_waiting.store(true, Ordering::SeqCst);
-        // Pairs with the fence after the engine's push: either we see the
-        // completion here, or the engine sees `cq_waiting` and unparks us.
-        fence(Ordering::SeqCst);
-        if self.completions.is_empty() {
-            std::thread::park_timeout(timeout);
-        }
-        self.cq_waiting.store(false, Ordering::SeqCst);
-    }
-
-    /// Wakes the application thread waiting for completions, if any;
-    /// returns whether it woke one.
-    fn notify_completion(&self) -> bool {
-        fence(Ordering::SeqCst);
-        if self.cq_waiting.load(Ordering::SeqCst) {
-            if let Some(t) = self
-                .cq_waiter
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-            {
-                t.unpark();
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Takes one refused post.
-    pub fn pop_post_error(&self) -> Option<PostError> {
-        self.post_errors.pop()
-    }
-
-    /// The latest statistics snapshot.
-    pub fn stats(&self) -> QueueStats {
-        *self.stats.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// Configuration of one engine thread.
 #[derive(Clone)]
@@ -800,22 +558,4 @@ fn publish(shared: &Shared, stats: &mut QueueStats, ep: &Endpoint, sock: &XskSoc
         stats.kernel = k;
     }
     *shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = *stats;
-}
-
-#[cfg(test)]
-mod qp_rates_tests {
-    use super::*;
-
-    #[test]
-    fn keeps_the_first_qps_and_counts_the_rest() {
-        let mut r = QpRates::default();
-        r.fill((0..70u32).map(|q| (q, f64::from(q) * 1e9)));
-        assert_eq!(r.as_slice().len(), MAX_REPORTED_QPS);
-        assert_eq!(r.as_slice()[17], (17, 17e9));
-        assert_eq!(r.omitted(), 6);
-        // A refill replaces, never appends.
-        r.fill([(5, 1e9)].into_iter());
-        assert_eq!(r.as_slice(), &[(5, 1e9)]);
-        assert_eq!(r.omitted(), 0);
-    }
 }

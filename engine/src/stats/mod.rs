@@ -35,6 +35,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 mod client;
+mod json;
 mod server;
 mod snapshot;
 mod steering;

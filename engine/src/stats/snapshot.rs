@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use super::json::json_str;
+
 use super::SCHEMA_VERSION;
 
 /// Counters of one queue's engine.
@@ -31,21 +33,6 @@ pub struct Snapshot {
     pub queues: Vec<QueueSnapshot>,
     /// Queue coverage (`docs/queue-coverage.md`); None: not reported.
     pub steering: Option<crate::nic::SteeringStatus>,
-}
-
-pub(super) fn json_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 fn json_counters(out: &mut String, c: &[(String, u64)]) {

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use super::snapshot::json_str;
+use super::json::json_str;
 use crate::io::ethtool::RuleAction;
 use crate::nic::SteeringStatus;
 

@@ -336,7 +336,7 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         ipv6: false,
         force: args.engine.force,
     })?;
-    crate::common::datapath::check_steer(
+    crate::common::steering::check_steer(
         &iface,
         args.queue_count(),
         args.engine.steer,
