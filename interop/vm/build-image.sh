@@ -154,10 +154,22 @@ build_image() {
     install -m 755 "$HERE/guest/vm-gid" "$root/usr/local/bin/vm-gid"
     echo vm > "$root/etc/hostname"
 
-    # The initrd only has to mount / : virtio-pci, virtio-blk, ext4.
-    printf '%s\n' virtio_pci virtio_blk ext4 crc32c_generic > "$root/etc/initramfs-tools/modules"
-    chroot "$root" update-initramfs -u -k "$kver" >/dev/null 2>&1 ||
-        { log "update-initramfs failed in the guest root"; exit 1; }
+    # The initrd only has to mount / : virtio-pci, virtio-blk, ext4 (and
+    # crc32c_generic where the kernel has it as a module: newer kernels
+    # have the CRC code built in). A module that is neither a module nor
+    # built into this kernel is left out (update-initramfs fails on it).
+    local m
+    : > "$root/etc/initramfs-tools/modules"
+    for m in virtio_pci virtio_blk ext4 crc32c_generic; do
+        if find "$root/lib/modules/$kver" -name "$m.ko*" | grep -q . ||
+            grep -q "/$m.ko\$" "$root/lib/modules/$kver/modules.builtin" 2>/dev/null; then
+            echo "$m" >> "$root/etc/initramfs-tools/modules"
+        else
+            log "kernel $kver has no module $m: not in the initrd list"
+        fi
+    done
+    chroot "$root" update-initramfs -u -k "$kver" > "$WORK/initramfs.log" 2>&1 ||
+        { tail -20 "$WORK/initramfs.log" >&2; log "update-initramfs failed in the guest root"; exit 1; }
 
     mkdir -p "$WORK/out"
     cp "$root/boot/vmlinuz-$kver" "$WORK/out/vmlinuz"
