@@ -81,7 +81,8 @@ parse_args() {
         stock) KERNEL_PACKAGE=linux-image-amd64 ;;
         # apt's pkg/release: the kernel from backports, its dependencies
         # from wherever they are (the suite, unless only backports has them).
-        backports) KERNEL_PACKAGE=linux-image-amd64/$SUITE-backports
+        # initramfs-tools by name: the backports kernel only recommends it.
+        backports) KERNEL_PACKAGE="linux-image-amd64/$SUITE-backports initramfs-tools"
             SOURCE_SUITES+=("$SUITE-backports") ;;
         *) echo "build-image.sh: --kernel must be stock or backports (got '$KERNEL')" >&2; exit 2 ;;
     esac

@@ -12,11 +12,11 @@
 # Caveat: the guest is emulated (QEMU TCG, no KVM): the emulation sets the
 # absolute speed, and the ratio says how much of the guest's per-packet
 # work zero-copy removes under that emulation, not what a real NIC gains.
-# RSS sends every flow to queue 0 (`ethtool -X equal 1`), so every QP works
-# whatever the state of issue 17's device-wide QP table.
+# The guest's NIC has one queue pair, so every QP works whatever the state
+# of issue 17's device-wide QP table.
 #
 # Knobs: ROUNDS [5] DURATION [4] TOOLS ["write-bw read-bw"] BSIZE [65536]
-# BQPS [2] MTU [1024], and those of lib.sh (ZC_QUEUES [4], VM_SMP [2], ...).
+# BQPS [2] MTU [1024], and those of lib.sh (VM_SMP [2], ROCE_XDP, OUT, ...).
 set -uo pipefail
 {
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -28,9 +28,9 @@ ROWS=$OUT/bench-rows.tsv
 FAILED=0
 
 zc_setup
+zc_boot 1
 zc_guest_facts
 GUEST_KERNEL=$(sed -n 's/^kernel //p' "$OUT/guest-facts.txt")
-zc_rss_equal 1 || zc_die "ethtool -X $ZC_NIC equal 1 failed"
 
 for r in $(seq "$ROUNDS"); do
     if [ $((r % 2)) = 1 ]; then order="on off"; else order="off on"; fi
@@ -60,7 +60,8 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 
-python3 - "$ROWS" "$OUT/bench.json" "$GUEST_KERNEL" "$ZC_QUEUES" "${VM_SMP:-2}" "$BSIZE" "$BQPS" "$DURATION" "$MTU" <<'EOF'
+zc_halt
+python3 - "$ROWS" "$OUT/bench.json" "$GUEST_KERNEL" 1 "${VM_SMP:-2}" "$BSIZE" "$BQPS" "$DURATION" "$MTU" <<'EOF'
 import json, statistics, sys
 rows_path, out_path, kernel, queues, smp, size, qps, duration, mtu = sys.argv[1:]
 runs = []
