@@ -6,20 +6,19 @@
 #
 #   sudo interop/zero-copy/run.sh       # exits non-zero on any failure
 #
-# 1. one queue: RSS sends every flow to queue 0 (`ethtool -X equal 1`);
-#    `serve --queues 0 --zero-copy on` in the guest; from the host
-#    write-bw, read-bw and send-bw with -q $QPS; the interop pair
-#    (`interop rdma-target` / `interop rdma-client`, WRITE and READ, both
-#    roles in the guest, every byte checked by both ends).
+# 1. one queue: a 1-queue NIC; `serve --queues 0 --zero-copy on` in the
+#    guest; from the host write-bw, read-bw and send-bw with -q $QPS; the
+#    interop pair (`interop rdma-target` / `interop rdma-client`, WRITE and
+#    READ, both roles in the guest, every byte checked by both ends).
 # 2. copy mode: `serve --zero-copy off` reports zero_copy false (the field
 #    is what the kernel bound, not what was asked).
-# 3. all queues: RSS over queues 0..$ZC_QUEUES-1; `serve --queues
-#    0-$((ZC_QUEUES-1)) --zero-copy on`; the same three tools; the flows
-#    must land on more than one queue. Until QPs are device-wide (issue 17),
-#    a QP whose packets RSS puts on another queue than the one it was
-#    created on is dropped there (`dropped_unknown_qp`) and its tool stalls:
-#    such a failure is reported KNOWN (not counted) when the counters show
-#    exactly that; STRICT_MQ=1 counts it.
+# 3. all queues: the VM rebooted with a $ZC_QUEUES-queue NIC, every queue
+#    enabled; `serve --queues 0-$((ZC_QUEUES-1)) --zero-copy on`; the same
+#    three tools; the flows must land on more than one queue. Until QPs are
+#    device-wide (issue 17), a QP whose packets land on another queue than
+#    the one it was created on is dropped there (`dropped_unknown_qp`) and
+#    its tool stalls: such a failure is reported KNOWN (not counted) when
+#    the counters show exactly that; STRICT_MQ=1 counts it.
 # Zero-copy is asserted from the guest's `roce-xdp stats --json` (top level
 # and per queue) and, for the interop pair (no stats channel), from the
 # kernel's own view (`ss --xdp`: the UMEM's zc flag).

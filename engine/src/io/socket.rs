@@ -304,8 +304,7 @@ impl XskSocket {
         // rather than refused (or dropped to copy mode).
         let sg_optional = cfg.multi_buffer
             && cfg.zero_copy != ZeroCopy::Off
-            && sys::if_mtu(&cfg.ifname)
-                .is_ok_and(|mtu| fits_one_frame(mtu, cfg.umem.frame_size));
+            && sys::if_mtu(&cfg.ifname).is_ok_and(|mtu| fits_one_frame(mtu, cfg.umem.frame_size));
         let plan = bind_plan(cfg.zero_copy, cfg.multi_buffer, sg_optional);
         let start = Instant::now();
         loop {
