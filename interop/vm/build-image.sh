@@ -2,7 +2,8 @@
 # interop/vm/build-image.sh - build (or find in the cache) a small Debian VM
 # image for roce-xdp's test beds, and make sure qemu is there to boot it.
 #
-#   interop/vm/build-image.sh [--suite S] [--packages "P..."] [--force] [--print-dir]
+#   interop/vm/build-image.sh [--suite S] [--kernel stock|backports] [--packages "P..."]
+#                             [--force] [--print-dir]
 #
 # Prints the image directory as the last line of stdout (progress goes to
 # stderr), so callers do:   VM_IMAGE=$(interop/vm/build-image.sh)
@@ -18,7 +19,12 @@
 #
 # Inputs (flags override the environment):
 #   VM_SUITE=bookworm     Debian suite: bookworm (kernel 6.1) or trixie
-#                         (kernel 6.12, whose virtio_net has AF_XDP zero-copy)
+#                         (kernel 6.12)
+#   VM_KERNEL=stock       stock: the suite's kernel; backports: the kernel of
+#                         <suite>-backports (trixie's: >= 6.13, whose
+#                         virtio_net does AF_XDP zero-copy; 6.12's has only
+#                         the receive half and does not offer it), the rest
+#                         from the suite
 #   VM_PACKAGES="..."     guest packages on top of the base set (kernel, kmod,
 #                         iproute2, iputils-ping, procps, ethtool), e.g.
 #                         "rdma-core ibverbs-utils ibverbs-providers perftest"
@@ -44,12 +50,13 @@ set -euo pipefail
 # out this file while a build runs cannot break that build.
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-BASE_PACKAGES="linux-image-amd64 kmod iproute2 iputils-ping procps ethtool"
+BASE_PACKAGES="kmod iproute2 iputils-ping procps ethtool"   # + the kernel (KERNEL_PACKAGE)
 
 log() { printf '[build-image %3ss] %s\n' $SECONDS "$*" >&2; }
 
 parse_args() {
     SUITE=${VM_SUITE:-bookworm}
+    KERNEL=${VM_KERNEL:-stock}
     PACKAGES=${VM_PACKAGES:-}
     CACHE=${VM_CACHE:-/var/tmp/roce-xdp-vm}
     KEEP=${VM_KEEP_IMAGES:-3}
@@ -57,6 +64,7 @@ parse_args() {
     while [ $# -gt 0 ]; do
         case $1 in
             --suite) SUITE=$2; shift 2 ;;
+            --kernel) KERNEL=$2; shift 2 ;;
             --packages) PACKAGES=$2; shift 2 ;;
             --force) FORCE=1; shift ;;
             --print-dir) PRINT_ONLY=1; shift ;;
@@ -68,14 +76,25 @@ parse_args() {
         bookworm | trixie) ;;
         *) echo "build-image.sh: suite '$SUITE' is not tested here; use bookworm or trixie" >&2; exit 2 ;;
     esac
+    SOURCE_SUITES=("$SUITE")
+    case $KERNEL in
+        stock) KERNEL_PACKAGE=linux-image-amd64 ;;
+        # apt's pkg/release: the kernel from backports, its dependencies
+        # from wherever they are (the suite, unless only backports has them).
+        # initramfs-tools by name: the backports kernel only recommends it.
+        backports) KERNEL_PACKAGE="linux-image-amd64/$SUITE-backports initramfs-tools"
+            SOURCE_SUITES+=("$SUITE-backports") ;;
+        *) echo "build-image.sh: --kernel must be stock or backports (got '$KERNEL')" >&2; exit 2 ;;
+    esac
     # shellcheck disable=SC2086 # word splitting of the package lists is intended
-    ALL_PACKAGES=$(printf '%s\n' $BASE_PACKAGES $PACKAGES | sort -u | paste -sd, -)
+    ALL_PACKAGES=$(printf '%s\n' $KERNEL_PACKAGE $BASE_PACKAGES $PACKAGES | sort -u | paste -sd, -)
 }
 
 cache_key() {
     {
         echo "suite=$SUITE"
         echo "packages=$ALL_PACKAGES"
+        echo "sources=${SOURCE_SUITES[*]}"
         sha256sum < "$HERE/build-image.sh"
         (cd "$HERE" && find guest -type f | LC_ALL=C sort | xargs sha256sum)
     } | sha256sum | cut -c1-16
@@ -115,7 +134,9 @@ build_image() {
     trap cleanup EXIT
     rm -rf "$WORK" && mkdir -p "$WORK"
     root=$WORK/root
-    log "mmdebstrap $SUITE from $mirror: ${ALL_PACKAGES//,/ }"
+    local sources=() s
+    for s in "${SOURCE_SUITES[@]}"; do sources+=("deb $mirror $s main"); done
+    log "mmdebstrap $SUITE from $mirror (${sources[*]}): ${ALL_PACKAGES//,/ }"
     # minbase + the packages; documentation, man pages and locales are left
     # out (the kernel's modules are most of what remains). The setup hook
     # makes the kernel's postinst build a small initrd (MODULES=list, see
@@ -126,7 +147,7 @@ build_image() {
         --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
         --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/locale/*' \
         --setup-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" && echo MODULES=list > "$1/etc/initramfs-tools/conf.d/roce-xdp-vm"' \
-        "$SUITE" "$root" "deb $mirror $SUITE main" >&2
+        "$SUITE" "$root" "${sources[@]}" >&2
     kver=$(ls "$root/lib/modules" | sort -V | tail -1)
 
     # The guest's own files: PID 1 and its helpers.
@@ -134,17 +155,29 @@ build_image() {
     install -m 755 "$HERE/guest/vm-gid" "$root/usr/local/bin/vm-gid"
     echo vm > "$root/etc/hostname"
 
-    # The initrd only has to mount / : virtio-pci, virtio-blk, ext4.
-    printf '%s\n' virtio_pci virtio_blk ext4 crc32c_generic > "$root/etc/initramfs-tools/modules"
-    chroot "$root" update-initramfs -u -k "$kver" >/dev/null 2>&1 ||
-        { log "update-initramfs failed in the guest root"; exit 1; }
+    # The initrd only has to mount / : virtio-pci, virtio-blk, ext4 (and
+    # crc32c_generic where the kernel has it as a module: newer kernels
+    # have the CRC code built in). A module that is neither a module nor
+    # built into this kernel is left out (update-initramfs fails on it).
+    local m
+    : > "$root/etc/initramfs-tools/modules"
+    for m in virtio_pci virtio_blk ext4 crc32c_generic; do
+        if find "$root/lib/modules/$kver" -name "$m.ko*" | grep -q . ||
+            grep -q "/$m.ko\$" "$root/lib/modules/$kver/modules.builtin" 2>/dev/null; then
+            echo "$m" >> "$root/etc/initramfs-tools/modules"
+        else
+            log "kernel $kver has no module $m: not in the initrd list"
+        fi
+    done
+    chroot "$root" update-initramfs -u -k "$kver" > "$WORK/initramfs.log" 2>&1 ||
+        { tail -20 "$WORK/initramfs.log" >&2; log "update-initramfs failed in the guest root"; exit 1; }
 
     mkdir -p "$WORK/out"
     cp "$root/boot/vmlinuz-$kver" "$WORK/out/vmlinuz"
     cp "$root/boot/initrd.img-$kver" "$WORK/out/initrd.img"
     {
         echo "suite $SUITE"
-        echo "kernel $kver"
+        echo "kernel $kver ($KERNEL)"
         echo "key $KEY"
         echo "built $(date -u +%FT%TZ) in ${SECONDS}s"
         echo "mirror $mirror"

@@ -24,6 +24,8 @@
 #   VM_QUEUES [1]       virtio-net queue pairs: > 1 makes a multi-queue tap and
 #                       NIC and the guest enables them all (ethtool -L)
 #   VM_MTU []           the guest NIC's MTU (default: the kernel's, 1500)
+#   VM_NIC_OPTS []      more virtio-net-pci properties, comma-separated, e.g.
+#                       "iommu_platform=on,rss=on" (interop/zero-copy/run.sh)
 #   VM_RXE [0]          1: the guest creates Soft-RoCE rxe0 on its NIC
 #   VM_HOST_DIR []      a host directory shared read-only, at /host in the guest
 #   VM_APPEND []        extra kernel command line
@@ -112,7 +114,7 @@ vm_start() {   # vm_start N: boot vmN in the background (qemu -daemonize)
         -kernel "$VM_IMAGE/vmlinuz" -initrd "$VM_IMAGE/initrd.img" -append "$cmdline" \
         -drive "file=$VM_IMAGE/rootfs.img,if=virtio,format=raw,snapshot=on" \
         -netdev "tap,id=net0,ifname=vmtap$n,script=no,downscript=no$netopts" \
-        -device "virtio-net-pci,netdev=net0,mac=$mac,romfile=$devopts" \
+        -device "virtio-net-pci,netdev=net0,mac=$mac,romfile=$devopts${VM_NIC_OPTS:+,$VM_NIC_OPTS}" \
         "${share[@]}" \
         -chardev "socket,id=ser0,path=$d/serial.sock,server=on,wait=off,logfile=$d/console.log" \
         -serial chardev:ser0 -display none -monitor none -no-reboot \

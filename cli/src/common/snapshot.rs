@@ -78,6 +78,7 @@ pub fn of_device(dev: &Device, iface: &str, cores: &[usize], started: Instant) -
             QueueSnapshot {
                 queue: q,
                 core: (!cores.is_empty()).then(|| cores[q as usize % cores.len()]),
+                zero_copy: dev.is_zero_copy(q),
                 counters: stats.as_ref().map(queue_counters).unwrap_or_default(),
                 qp_rates: stats
                     .map(|s| s.qp_rates.as_slice().to_vec())

@@ -11,6 +11,10 @@ use serde_json::{Map, Value};
 pub struct QueueStats {
     pub queue: u32,
     pub core: Option<usize>,
+    /// This queue's socket is bound in zero-copy mode (absent from engines
+    /// that predate it: false).
+    #[serde(default)]
+    pub zero_copy: bool,
     /// In the engine's display order (serde_json preserves it).
     pub counters: Map<String, Value>,
     /// Current DCQCN rate of each QP, Gb/s, by QP number (absent from
@@ -95,6 +99,19 @@ pub fn xdp_pairs(s: &Snapshot) -> Vec<(String, u64)> {
 pub fn render(s: &Snapshot, rates: Option<Rates<'_>>) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
+    let zc: Vec<String> = s
+        .queues
+        .iter()
+        .filter(|q| q.zero_copy)
+        .map(|q| format!("q{}", q.queue))
+        .collect();
+    let mode = if s.zero_copy {
+        " zero-copy".to_string()
+    } else if zc.is_empty() {
+        " copy".to_string()
+    } else {
+        format!(" zero-copy on {}, copy on the others", zc.join(","))
+    };
     let _ = writeln!(
         out,
         "roce-xdp on {}: pid {}, up {:.1} s, XDP {}{}, {} queue(s)",
@@ -102,7 +119,7 @@ pub fn render(s: &Snapshot, rates: Option<Rates<'_>>) -> String {
         s.pid,
         s.uptime_ns as f64 / 1e9,
         s.xdp_mode,
-        if s.zero_copy { " zero-copy" } else { " copy" },
+        mode,
         s.queues.len()
     );
     if let Some(summary) = s.steering.as_ref().and_then(|v| v["summary"].as_str()) {
@@ -199,12 +216,14 @@ mod tests {
                 engine::stats::QueueSnapshot {
                     queue: 0,
                     core: Some(1),
+                    zero_copy: true,
                     counters: vec![("sent_pkts".into(), 5), ("rcvd_pkts".into(), 1)],
                     qp_rates: vec![(17, 100e9), (18, 12.5e9)],
                 },
                 engine::stats::QueueSnapshot {
                     queue: 1,
                     core: None,
+                    zero_copy: false,
                     counters: vec![("sent_pkts".into(), 7), ("rcvd_pkts".into(), 2)],
                     qp_rates: Vec::new(),
                 },
@@ -223,6 +242,16 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("redirected"));
+        // Zero-copy per queue: in the JSON, and named in the header line
+        // when only some queues have it.
+        assert!(s.queues[0].zero_copy);
+        assert!(!s.queues[1].zero_copy);
+        assert!(
+            text.lines()
+                .next()
+                .is_some_and(|l| l.contains("zero-copy on q0, copy on the others")),
+            "{text}"
+        );
         let r = rates(&[("a".into(), 10)], &[("a".into(), 30)], 2.0);
         assert_eq!(r[0].1, 10.0);
         let j = json_document(&s, None);
@@ -246,6 +275,7 @@ mod tests {
             "queues":[{"queue":0,"core":null,"counters":{"sent_pkts":1}}]}"#;
         let s: Snapshot = serde_json::from_str(old).unwrap();
         assert!(s.queues[0].qp_rates_gbps.is_empty());
+        assert!(!s.queues[0].zero_copy);
         assert!(!render(&s, None).contains("rate (Gb/s)"));
     }
 }

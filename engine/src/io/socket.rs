@@ -210,6 +210,39 @@ pub enum InPlace {
 /// at most 17 fragments).
 pub const MAX_PACKET: usize = 9216;
 
+/// Where received data starts in a UMEM frame (the kernel's
+/// XDP_PACKET_HEADROOM, ahead of the UMEM's own headroom, which is 0 here).
+const RX_HEADROOM: u32 = 256;
+/// Ethernet header and one VLAN tag on top of the MTU.
+const L2_OVERHEAD: u32 = 14 + 4;
+
+/// Whether every frame an interface of this MTU can receive fits the
+/// data area of one UMEM frame of `frame_size` bytes (so XDP_USE_SG is not
+/// needed).
+fn fits_one_frame(mtu: u32, frame_size: u32) -> bool {
+    mtu.saturating_add(L2_OVERHEAD) <= frame_size.saturating_sub(RX_HEADROOM)
+}
+
+/// The binds [`XskSocket::open`] tries in order, `(zero_copy, XDP_USE_SG)`,
+/// going to the next one only when the kernel refuses zero-copy. The
+/// kernel refuses zero-copy together with XDP_USE_SG when the driver has
+/// no multi-buffer zero-copy (`xdp_zc_max_segs == 1`, e.g. virtio_net):
+/// with `sg_optional` (every frame fits one UMEM frame), zero-copy without
+/// XDP_USE_SG comes before copy mode.
+fn bind_plan(policy: ZeroCopy, multi_buffer: bool, sg_optional: bool) -> Vec<(bool, bool)> {
+    let mut plan = Vec::with_capacity(3);
+    if policy != ZeroCopy::Off {
+        plan.push((true, multi_buffer));
+        if multi_buffer && sg_optional {
+            plan.push((true, false));
+        }
+    }
+    if policy != ZeroCopy::On {
+        plan.push((false, multi_buffer));
+    }
+    plan
+}
+
 /// An open, bound AF_XDP socket.
 pub struct XskSocket {
     // Field order is drop order: rings are unmapped before the socket is
@@ -265,18 +298,23 @@ impl XskSocket {
         // Packets this socket carries get their payload copied and ICRC
         // computed in one pass where the CPU allows.
         super::copy_crc::install();
+        // Multi-buffer is optional when every frame the interface can
+        // carry fits one UMEM frame: then a zero-copy driver without
+        // multi-buffer zero-copy (virtio_net) is bound without XDP_USE_SG
+        // rather than refused (or dropped to copy mode).
+        let sg_optional = cfg.multi_buffer
+            && cfg.zero_copy != ZeroCopy::Off
+            && sys::if_mtu(&cfg.ifname).is_ok_and(|mtu| fits_one_frame(mtu, cfg.umem.frame_size));
+        let plan = bind_plan(cfg.zero_copy, cfg.multi_buffer, sg_optional);
         let start = Instant::now();
         loop {
-            let r = match cfg.zero_copy {
-                ZeroCopy::Off => Self::open_once(cfg, ifindex, false),
-                ZeroCopy::On => Self::open_once(cfg, ifindex, true),
-                ZeroCopy::Auto => match Self::open_once(cfg, ifindex, true) {
-                    Err(XskError::ZeroCopyUnsupported { .. }) => {
-                        Self::open_once(cfg, ifindex, false)
-                    }
-                    r => r,
-                },
-            };
+            let mut r = Err(XskError::Config("empty bind plan".into()));
+            for &(zero_copy, sg) in &plan {
+                r = Self::open_once(cfg, ifindex, zero_copy, sg);
+                if !matches!(r, Err(XskError::ZeroCopyUnsupported { .. })) {
+                    break;
+                }
+            }
             match r {
                 Err(XskError::QueueBusy { .. }) if start.elapsed() < cfg.busy_wait => {
                     std::thread::sleep(BUSY_RETRY);
@@ -293,7 +331,12 @@ impl XskSocket {
         }
     }
 
-    fn open_once(cfg: &XskConfig, ifindex: u32, zero_copy: bool) -> Result<XskSocket, XskError> {
+    fn open_once(
+        cfg: &XskConfig,
+        ifindex: u32,
+        zero_copy: bool,
+        multi_buffer: bool,
+    ) -> Result<XskSocket, XskError> {
         let fd = sys::xdp_socket().map_err(XskError::Socket)?;
         let umem = Umem::new(cfg.umem).map_err(|e| match e.kind() {
             io::ErrorKind::InvalidInput => XskError::Config(e.to_string()),
@@ -348,7 +391,7 @@ impl XskSocket {
         if cfg.need_wakeup {
             flags |= libc::XDP_USE_NEED_WAKEUP;
         }
-        if cfg.multi_buffer {
+        if multi_buffer {
             flags |= libc::XDP_USE_SG;
         }
         if let Err(e) = sys::bind_xdp(fd.as_fd(), ifindex, cfg.queue, flags) {
@@ -359,10 +402,17 @@ impl XskSocket {
                         source: e,
                     }
                 }
-                Some(libc::EINVAL) if zero_copy => XskError::ZeroCopyUnsupported {
-                    ifname: cfg.ifname.clone(),
-                    source: e,
-                },
+                // virtio_net refuses a zero-copy pool with EINVAL / EPERM
+                // when its rings have no DMA device (no
+                // VIRTIO_F_ACCESS_PLATFORM) or TX NAPI is off, and with
+                // ENOENT in big-packets mode: zero-copy, not the bind, is
+                // what the driver cannot do.
+                Some(libc::EINVAL) | Some(libc::EPERM) | Some(libc::ENOENT) if zero_copy => {
+                    XskError::ZeroCopyUnsupported {
+                        ifname: cfg.ifname.clone(),
+                        source: e,
+                    }
+                }
                 Some(libc::EBUSY) => XskError::QueueBusy {
                     ifname: cfg.ifname.clone(),
                     queue: cfg.queue,
@@ -391,7 +441,7 @@ impl XskSocket {
             tx_pending: 0,
             zero_copy,
             need_wakeup: cfg.need_wakeup,
-            multi_buffer: cfg.multi_buffer,
+            multi_buffer,
             scratch: vec![0u8; MAX_PACKET].into_boxed_slice(),
             counters: XskCounters::default(),
             ifname: cfg.ifname.clone(),
@@ -826,6 +876,66 @@ impl AsFd for XskSocket {
 impl AsRawFd for XskSocket {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod bind_plan_tests {
+    use super::*;
+
+    #[test]
+    fn zero_copy_without_multi_buffer_comes_before_copy_mode() {
+        // virtio_net refuses XDP_ZEROCOPY | XDP_USE_SG: with MTU 1500 and
+        // 4 KiB frames the socket is bound zero-copy without SG.
+        assert!(fits_one_frame(1500, 4096));
+        assert_eq!(
+            bind_plan(ZeroCopy::Auto, true, true),
+            vec![(true, true), (true, false), (false, true)]
+        );
+        assert_eq!(
+            bind_plan(ZeroCopy::On, true, true),
+            vec![(true, true), (true, false)]
+        );
+    }
+
+    #[test]
+    fn multi_buffer_is_kept_when_frames_need_it() {
+        // A 9000-byte MTU needs several frames: never bind without SG.
+        assert!(!fits_one_frame(9000, 4096));
+        // 3840 bytes of data after the 256-byte headroom: 3822 + 18 fits,
+        // 3823 + 18 does not.
+        assert!(fits_one_frame(3822, 4096));
+        assert!(!fits_one_frame(3823, 4096));
+        assert!(!fits_one_frame(u32::MAX, 4096));
+        assert_eq!(
+            bind_plan(ZeroCopy::Auto, true, false),
+            vec![(true, true), (false, true)]
+        );
+        assert_eq!(bind_plan(ZeroCopy::On, true, false), vec![(true, true)]);
+    }
+
+    #[test]
+    fn copy_mode_and_single_buffer_plans() {
+        assert_eq!(bind_plan(ZeroCopy::Off, true, true), vec![(false, true)]);
+        assert_eq!(bind_plan(ZeroCopy::Off, false, false), vec![(false, false)]);
+        assert_eq!(
+            bind_plan(ZeroCopy::Auto, false, true),
+            vec![(true, false), (false, false)]
+        );
+    }
+
+    #[test]
+    fn reads_the_loopback_mtu() {
+        // Every network namespace has `lo`; SIOCGIFMTU needs no privilege.
+        let sysfs: u32 = std::fs::read_to_string("/sys/class/net/lo/mtu")
+            .expect("sysfs")
+            .trim()
+            .parse()
+            .expect("a number");
+        assert_eq!(sys::if_mtu("lo").expect("SIOCGIFMTU on lo"), sysfs);
+        assert!(sys::if_mtu("no-such-if0").is_err());
+        assert!(sys::if_mtu("").is_err());
+        assert!(sys::if_mtu("a-name-longer-than-ifnamsiz").is_err());
     }
 }
 

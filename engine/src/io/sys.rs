@@ -281,6 +281,39 @@ pub fn if_index(name: &str) -> io::Result<u32> {
     }
 }
 
+/// MTU of interface `name` in the calling thread's network namespace
+/// (`ioctl(SIOCGIFMTU)` on a throw-away UDP socket, which needs no
+/// privilege).
+pub fn if_mtu(name: &str) -> io::Result<u32> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() || bytes.len() >= libc::IFNAMSIZ || bytes.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not an interface name",
+        ));
+    }
+    // SAFETY: plain syscall with constant arguments.
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `ifreq` is a repr(C) struct of integers and a union of
+    // integers / sockaddrs / pointers: the all-zero pattern is valid.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    // The name is shorter than IFNAMSIZ (checked above): the zeroed tail
+    // terminates it.
+    for (d, s) in req.ifr_name.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: SIOCGIFMTU reads `ifr_name` and writes `ifr_mtu` of the
+    // ifreq that the third argument points to, which lives until the call
+    // returns.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFMTU as _, &mut req) })?;
+    // SAFETY: the successful SIOCGIFMTU wrote the union's `ifru_mtu`
+    // member (an integer: any bit pattern is valid anyway).
+    let mtu = unsafe { req.ifr_ifru.ifru_mtu };
+    u32::try_from(mtu).map_err(|_| io::Error::other(format!("negative MTU {mtu}")))
+}
+
 /// Moves the calling thread into the network namespace `fd` refers to
 /// (e.g. an open `/var/run/netns/NAME`). Sockets created afterwards by
 /// this thread live in that namespace.

@@ -15,8 +15,12 @@
 //! `{"schema_version":1,"iface":"eth0","pid":123,"uptime_ns":5,
 //!   "xdp_mode":"native","zero_copy":false,
 //!   "xdp":{"seen":1,...},
-//!   "queues":[{"queue":0,"core":2,"counters":{"sent_pkts":1,...},
-//!   "qp_rates_gbps":{"17":100.000}}]}`
+//!   "queues":[{"queue":0,"core":2,"zero_copy":false,
+//!   "counters":{"sent_pkts":1,...},"qp_rates_gbps":{"17":100.000}}]}`
+//!
+//! The top-level `zero_copy` is true when every queue's socket is bound in
+//! zero-copy mode; each queue's `zero_copy` says it for that queue (as the
+//! kernel reports it after the bind: XDP_OPTIONS).
 //!
 //! `qp_rates_gbps` maps each QP number of the queue to its current DCQCN
 //! rate in Gb/s (the line rate while not limited or with DCQCN off).
@@ -111,6 +115,7 @@ mod tests {
                 queues: vec![QueueSnapshot {
                     queue: 1,
                     core: None,
+                    zero_copy: true,
                     counters: vec![("sent_pkts".into(), 5)],
                     qp_rates: vec![(17, 100e9), (18, 2.5e9)],
                 }],
@@ -128,7 +133,7 @@ mod tests {
         assert!(json.contains("\"iface\":\"t\\\"0\""), "{json}");
         assert!(
             json.contains(
-                "\"queues\":[{\"queue\":1,\"core\":null,\"counters\":{\"sent_pkts\":5},\
+                "\"queues\":[{\"queue\":1,\"core\":null,\"zero_copy\":true,\"counters\":{\"sent_pkts\":5},\
                  \"qp_rates_gbps\":{\"17\":100.000,\"18\":2.500}}]"
             ),
             "{json}"

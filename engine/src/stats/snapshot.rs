@@ -13,6 +13,9 @@ pub struct QueueSnapshot {
     pub queue: u32,
     /// The core the engine thread is pinned to, if pinned.
     pub core: Option<usize>,
+    /// Whether this queue's AF_XDP socket is bound in zero-copy mode (what
+    /// the kernel reports after the bind, not what was asked for).
+    pub zero_copy: bool,
     /// `(name, value)` in display order.
     pub counters: Vec<(String, u64)>,
     /// Current DCQCN rate of each QP, `(qpn, bit/s)`.
@@ -90,6 +93,7 @@ impl Snapshot {
                 }
                 None => s.push_str("null"),
             }
+            let _ = write!(s, ",\"zero_copy\":{}", q.zero_copy);
             s.push_str(",\"counters\":");
             json_counters(&mut s, &q.counters);
             s.push_str(",\"qp_rates_gbps\":");

@@ -1,0 +1,222 @@
+#!/bin/bash
+# interop/zero-copy/run.sh - AF_XDP zero-copy on a real driver: roce-xdp
+# bound zero-copy to virtio-net queues in a QEMU VM (Debian trixie with its
+# backports kernel), its peer the host's roce-xdp on a veth into the VM's
+# bridge. See docs/zero-copy.md.
+#
+#   sudo interop/zero-copy/run.sh       # exits non-zero on any failure
+#
+# 1. one queue: a 1-queue NIC; `serve --queues 0 --zero-copy on` in the
+#    guest; from the host write-bw, read-bw and send-bw with -q $QPS; the
+#    interop pair (`interop rdma-target` / `interop rdma-client`, WRITE and
+#    READ, both roles in the guest, every byte checked by both ends).
+# 2. copy mode: `serve --zero-copy off` reports zero_copy false (the field
+#    is what the kernel bound, not what was asked).
+# 3. all queues: the VM rebooted with a $ZC_QUEUES-queue NIC, every queue
+#    enabled; `serve --queues 0-$((ZC_QUEUES-1)) --zero-copy on`; the same
+#    three tools; the flows must land on more than one queue, and every QP
+#    works wherever its packets land (it moves to that queue:
+#    docs/multi-queue.md), with no packet dropped as `dropped_unknown_qp`.
+# Zero-copy is asserted from the guest's `roce-xdp stats --json` (top level
+# and per queue) and, for the interop pair (no stats channel), from the
+# kernel's own view (`ss --xdp`: the UMEM's zc flag).
+#
+# Knobs: SIZE [4096] ITERS [256] QPS [8] MTU [1024] RDMA_SIZE [65536]
+# RDMA_ITERS [16] MQ_TIMEOUT [20] (the client's --timeout in
+# step 3), and those of lib.sh (ZC_QUEUES [4], VM_SMP [2], VM_KERNEL
+# [backports], ROCE_XDP, OUT, VM_CACHE).
+set -uo pipefail
+# One { ... } group: bash parses it whole before running it.
+{
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+SIZE=${SIZE:-4096} ITERS=${ITERS:-256} QPS=${QPS:-8} MTU=${MTU:-1024}
+RDMA_SIZE=${RDMA_SIZE:-65536} RDMA_ITERS=${RDMA_ITERS:-16}
+MQ_TIMEOUT=${MQ_TIMEOUT:-20}
+RESULTS=() FAILED=0 KNOWN=0 CHECKS=0
+
+record() {   # record PASS|FAIL|KNOWN TEXT
+    RESULTS+=("$(printf '%-5s %s' "$1" "$2")")
+    zc_log "${RESULTS[-1]}"
+    CHECKS=$((CHECKS + 1))
+    case $1 in FAIL) FAILED=$((FAILED + 1)) ;; KNOWN) KNOWN=$((KNOWN + 1)) ;; esac
+}
+
+# check_zero_copy NAME WANT(True|False) QUEUES: the stats document says the
+# socket of every queue is bound zero-copy (WANT=True) or copy.
+check_zero_copy() {
+    local f=$OUT/$1.stats.json top per mode
+    top=$(zc_json "$f" 'd["zero_copy"]')
+    per=$(zc_zero_copy_per_queue "$f")
+    mode=$(zc_json "$f" 'd["xdp_mode"]')
+    local want_per
+    want_per=$(for q in $(seq 0 $(($3 - 1))); do printf 'q%d=%s ' "$q" "$2"; done)
+    if [ "$top" = "$2" ] && [ "$per " = "$want_per" ] && [ "$mode" = native ]; then
+        record PASS "$1: stats --json: xdp_mode $mode, zero_copy $top, per queue: $per"
+    else
+        record FAIL "$1: stats --json: xdp_mode ${mode:-?}, zero_copy ${top:-?}, per queue: ${per:-?} (wanted $2 on $3 queue(s); $OUT/$1.stats.json)"
+    fi
+}
+
+# bw_case NAME TOOL [EXTRA...]: one client run from the host; prints the row.
+# Returns 0 when the tool exited 0 with ITERS messages completed.
+bw_case() {
+    local name=$1 tool=$2 log=$OUT/$1.$2.json rc=0 it gbps
+    shift 2
+    zc_client "$log" "$tool" --iface "$ZC_ENG_IF" --mode native -q "$QPS" -s "$SIZE" -n "$ITERS" \
+        -m "$MTU" --json "$@" "$ZC_VM_IP" || rc=$?
+    it=$(zc_json "$log" 'd["results"][0]["iterations"]')
+    gbps=$(zc_json "$log" '"%.4f" % d["results"][0]["bw_avg_gbps"]')
+    BW_LINE="$tool -q $QPS -s $SIZE -n $ITERS: exit $rc, ${it:-0} messages, ${gbps:-?} Gb/s"
+    [ $rc = 0 ] && [ "$it" = "$ITERS" ]
+}
+
+# counters NAME: "q0 rx=... unknown_qp=..., q1 ..." from a stats document.
+counters() {
+    zc_json "$OUT/$1.stats.json" '", ".join("q%d rx %d unknown_qp %d" % (q["queue"], q["counters"].get("xsk_rx_packets", 0), q["counters"].get("dropped_unknown_qp", 0)) for q in d["queues"])'
+}
+
+zc_setup
+
+# ------------------------------------------------------------------ 1. one queue
+# A 1-queue NIC: every flow on queue 0, whatever the QP table does.
+zc_boot 1
+zc_guest_facts
+sed 's/^/  guest| /' "$OUT/guest-facts.txt"
+GUEST_KERNEL=$(sed -n 's/^kernel //p' "$OUT/guest-facts.txt")
+if zc_serve_start one-queue --queues 0 --zero-copy on -m "$MTU"; then
+    zc_stats one-queue-before
+    check_zero_copy one-queue-before True 1
+    for tool in write-bw read-bw send-bw; do
+        if bw_case one-queue $tool; then record PASS "one queue, zero-copy: $BW_LINE"
+        else record FAIL "one queue, zero-copy: $BW_LINE (log $OUT/one-queue.$tool.err)"; fi
+    done
+    zc_stats one-queue-after
+    record INFO "one queue: counters after: $(counters one-queue-after)"
+    CHECKS=$((CHECKS - 1))
+    zc_serve_stop || record FAIL "one queue: serve did not stop cleanly ($OUT/one-queue.serve.log)"
+else
+    record FAIL "one queue: serve --queues 0 --zero-copy on did not start: $(tail -3 "$OUT/one-queue.serve.log" | tr '\n' ' ')"
+fi
+
+# The interop pair: every byte checked by both ends. No stats channel:
+# zero-copy from `ss --xdp` (xsk_diag) while the guest's side is bound.
+guest_xsk_zc() {   # prints the guest's AF_XDP sockets' zc flags (kernel view)
+    vm_exec vm1 20 "ss --xdp -a -e -m 2>&1" > "$OUT/$1.ss.txt" 2>&1
+    grep -o 'zc:[0-9]*' "$OUT/$1.ss.txt" | sort | uniq -c | tr '\n' ' '
+}
+rdma_pair() {   # rdma_pair OP ROLE(target|client): ROLE is the guest's side
+    local op=$1 role=$2 name=rdma-$1-guest-$2 id rc_g=0 rc_h=0 zc= bytes=$((RDMA_SIZE * RDMA_ITERS))
+    local common=(-o "$op" -s "$RDMA_SIZE" -n "$RDMA_ITERS" -m "$MTU")
+    if [ "$role" = target ]; then
+        id=$(vm_spawn vm1 "timeout 120 /host/roce-xdp interop rdma-target --iface $ZC_NIC --mode native ${common[*]}")
+        for _ in $(seq 60); do
+            vm_exec vm1 10 "ss -Htln 'sport = :$ZC_PORT' | grep -q ." >/dev/null 2>&1 && break
+            sleep 0.5
+        done
+        zc=$(guest_xsk_zc "$name")
+        zc_client "$OUT/$name.host.log" interop rdma-client --iface "$ZC_ENG_IF" --mode native "${common[@]}" \
+            --connect-retry 20 "$ZC_VM_IP" || rc_h=$?
+        vm_wait vm1 "$id" 120 > "$OUT/$name.guest.log" 2>&1 || rc_g=$?
+        grep -q "target $bytes bytes: ok $bytes\$" "$OUT/$name.guest.log" || { [ "$rc_g" = 0 ] && rc_g=97; }
+        grep -q '^target: ok' "$OUT/$name.host.log" || { [ "$rc_h" = 0 ] && rc_h=97; }
+        [ "$op" = read ] && { grep -q "^READ: verified $bytes bytes" "$OUT/$name.host.log" || { [ "$rc_h" = 0 ] && rc_h=96; }; }
+    else
+        timeout 120 ip netns exec "$ZC_ENG_NS" "$ROCE_XDP" interop rdma-target --iface "$ZC_ENG_IF" --mode native \
+            "${common[@]}" > "$OUT/$name.host.log" 2>&1 &
+        local hp=$!
+        for _ in $(seq 60); do
+            ip netns exec "$ZC_ENG_NS" ss -Htln "sport = :$ZC_PORT" | grep -q . && break
+            sleep 0.5
+        done
+        # The client is bound for a second or so: the guest samples the
+        # kernel's view (ss --xdp) while it runs.
+        id=$(vm_spawn vm1 "timeout 120 /host/roce-xdp interop rdma-client --iface $ZC_NIC --mode native ${common[*]} --connect-retry 20 $ZC_ENG_IP &
+            p=\$!; while kill -0 \$p 2>/dev/null; do ss --xdp -a -e -m 2>&1 | grep -o 'zc:[0-9]*' >> /share/$name.zc; sleep 0.05; done; wait \$p")
+        vm_wait vm1 "$id" 120 > "$OUT/$name.guest.log" 2>&1 || rc_g=$?
+        zc=$(sort "$(vm_dir vm1)/$name.zc" 2>/dev/null | uniq -c | tr '\n' ' ')
+        wait $hp || rc_h=$?
+        grep -q "target $bytes bytes: ok $bytes\$" "$OUT/$name.host.log" || { [ "$rc_h" = 0 ] && rc_h=97; }
+        grep -q '^target: ok' "$OUT/$name.guest.log" || { [ "$rc_g" = 0 ] && rc_g=97; }
+        [ "$op" = read ] && { grep -q "^READ: verified $bytes bytes" "$OUT/$name.guest.log" || { [ "$rc_g" = 0 ] && rc_g=96; }; }
+    fi
+    local text="interop $op, guest = rdma-$role, $RDMA_ITERS x $RDMA_SIZE B verified byte for byte: exit guest $rc_g, host $rc_h; guest AF_XDP sockets (ss --xdp): ${zc:-none seen}"
+    if [ "$rc_g" = 0 ] && [ "$rc_h" = 0 ] && [[ "$zc" == *"zc:1"* ]] && [[ "$zc" != *"zc:0"* ]]; then
+        record PASS "$text"
+    else
+        record FAIL "$text (logs $OUT/$name.*)"
+    fi
+}
+for op in write read; do
+    rdma_pair $op target
+    rdma_pair $op client
+done
+
+# ------------------------------------------------------------------ 2. copy mode
+if zc_serve_start copy-mode --queues 0 --zero-copy off -m "$MTU"; then
+    zc_stats copy-mode
+    check_zero_copy copy-mode False 1
+    zc_serve_stop >/dev/null
+else
+    record FAIL "copy mode: serve --zero-copy off did not start ($OUT/copy-mode.serve.log)"
+fi
+
+# ------------------------------------------------------------------ 3. all queues
+zc_halt
+zc_boot "$ZC_QUEUES"
+zc_guest_facts
+sed 's/^/  guest| /' "$OUT/guest-facts.txt" | grep -E 'channels|ethtool -x|features'
+LAST=$((ZC_QUEUES - 1))
+if zc_serve_start all-queues --queues "0-$LAST" --zero-copy on -m "$MTU"; then
+    zc_stats all-queues-before
+    check_zero_copy all-queues-before True "$ZC_QUEUES"
+    if [ "${ZC_RSS:-0}" = 1 ]; then
+        # After the XDP attach: virtio_net's queue-pair update on attach
+        # makes QEMU drop its RSS state (docs/zero-copy.md).
+        zc_rss_equal "$ZC_QUEUES" || record FAIL "ethtool -X $ZC_NIC equal $ZC_QUEUES failed ($OUT/rss-equal-$ZC_QUEUES.txt)"
+    fi
+    for tool in write-bw read-bw send-bw; do
+        cp "$OUT/all-queues-before.stats.json" "$OUT/mq-prev.json" 2>/dev/null
+        ok=0
+        bw_case all-queues $tool --timeout "$MQ_TIMEOUT" && ok=1
+        zc_stats "all-queues-$tool"
+        unk=$(zc_json "$OUT/all-queues-$tool.stats.json" 'sum(q["counters"].get("dropped_unknown_qp", 0) for q in d["queues"])')
+        moved=$(zc_json "$OUT/all-queues-$tool.stats.json" 'sum(q["counters"].get("qp_migrations", 0) for q in d["queues"])')
+        if [ "$ok" = 1 ] && [ "${unk:-1}" = 0 ]; then
+            record PASS "all queues, zero-copy: $BW_LINE (QPs moved to the queue their packets arrive on so far: ${moved:-?})"
+        else
+            record FAIL "all queues, zero-copy: $BW_LINE (dropped_unknown_qp ${unk:-?}; log $OUT/all-queues.$tool.err)"
+        fi
+    done
+    zc_stats all-queues-after
+    SPREAD=$(zc_json "$OUT/all-queues-after.stats.json" 'sum(1 for q in d["queues"] if q["counters"].get("xsk_rx_packets", 0) > 0)')
+    NICQ=$(grep -cE 'rx[0-9]+_xdp_packets: [1-9]' "$OUT/all-queues-after.kernel.txt")
+    if [ "${SPREAD:-0}" -gt 1 ]; then
+        record PASS "all queues: the flows spread over the queues (host tun flow hash): $SPREAD of $ZC_QUEUES queues' sockets received RoCE packets ($(counters all-queues-after)); ethtool -S: $NICQ queues with rxN_xdp_packets > 0"
+    else
+        record FAIL "all queues: RoCE packets reached ${SPREAD:-0} queue socket(s) only ($(counters all-queues-after))"
+    fi
+    zc_serve_stop >/dev/null
+else
+    record FAIL "all queues: serve --queues 0-$LAST --zero-copy on did not start ($OUT/all-queues.serve.log)"
+fi
+zc_halt
+grep -hiE 'virtio_net|xdp|xsk' "$OUT"/console-*q.log 2>/dev/null | sort -u > "$OUT/guest-kernel-messages.txt"
+
+# ------------------------------------------------------------------ summary
+echo
+echo "=== roce-xdp zero-copy summary ($(date -u +%FT%TZ), $(($(date +%s) - ZC_T0)) s) ==="
+echo "guest: Debian trixie, kernel $GUEST_KERNEL, virtio-net with 1 then $ZC_QUEUES queue pairs ($ZC_NIC_OPTS), ${VM_SMP:-2} vCPUs, QEMU $("$QEMU" --version | head -1 | awk '{print $4}') TCG"
+sed -n 's/^/  /; /virtio features\|channels\|mtu\|ethtool -x/p' "$OUT/guest-facts.txt"
+echo "host peer: roce-xdp on veth $ZC_ENG_IF (copy mode), $("$ROCE_XDP" --version 2>/dev/null)"
+for r in "${RESULTS[@]}"; do echo "  $r"; done
+[ -s "$OUT/guest-kernel-messages.txt" ] && sed 's/^/  guest kernel| /' "$OUT/guest-kernel-messages.txt" | head -12
+echo "checks: $((CHECKS - FAILED - KNOWN)) passed, $KNOWN known failure(s), $FAILED failed"
+echo "logs: $OUT"
+if [ $FAILED = 0 ]; then
+    echo "RESULT: PASS"
+    exit 0
+fi
+echo "RESULT: FAIL"
+exit 1
+}
