@@ -106,7 +106,7 @@ guest_xsk_zc() {   # prints the guest's AF_XDP sockets' zc flags (kernel view)
     grep -o 'zc:[0-9]*' "$OUT/$1.ss.txt" | sort | uniq -c | tr '\n' ' '
 }
 rdma_pair() {   # rdma_pair OP ROLE(target|client): ROLE is the guest's side
-    local op=$1 role=$2 name=rdma-$1-guest-$2 id rc_g=0 rc_h=0 zc= bytes=$((RDMA_SIZE * RDMA_ITERS))
+    local op=$1 role=$2 name=rdma-$1-guest-$2 id rc_g=0 rc_h=0 zc= zc_seq= bytes=$((RDMA_SIZE * RDMA_ITERS))
     local common=(-o "$op" -s "$RDMA_SIZE" -n "$RDMA_ITERS" -m "$MTU")
     if [ "$role" = target ]; then
         id=$(vm_spawn vm1 "timeout 120 /host/roce-xdp interop rdma-target --iface $ZC_NIC --mode native ${common[*]}")
@@ -134,14 +134,22 @@ rdma_pair() {   # rdma_pair OP ROLE(target|client): ROLE is the guest's side
         id=$(vm_spawn vm1 "timeout 120 /host/roce-xdp interop rdma-client --iface $ZC_NIC --mode native ${common[*]} --connect-retry 20 $ZC_ENG_IP &
             p=\$!; while kill -0 \$p 2>/dev/null; do ss --xdp -a -e -m 2>&1 | grep -o 'zc:[0-9]*' >> /share/$name.zc; sleep 0.05; done; wait \$p")
         vm_wait vm1 "$id" 120 > "$OUT/$name.guest.log" 2>&1 || rc_g=$?
-        zc=$(sort "$(vm_dir vm1)/$name.zc" 2>/dev/null | uniq -c | tr '\n' ' ')
+        # Samples taken before the bind see the socket's UMEM with zc:0;
+        # once bound zero-copy, no later sample may be zc:0.
+        zc_seq=$(tr '\n' ' ' < "$(vm_dir vm1)/$name.zc" 2>/dev/null)
+        if [[ "$zc_seq" == *"zc:1"* ]] && [[ "${zc_seq#*zc:1}" != *"zc:0"* ]]; then
+            zc="zc:1 from the bind on ($(grep -c 'zc:1' "$(vm_dir vm1)/$name.zc") samples; $(grep -c 'zc:0' "$(vm_dir vm1)/$name.zc") before it with zc:0)"
+        else
+            zc="zc:0 after the bind, or never zc:1: $(sort "$(vm_dir vm1)/$name.zc" 2>/dev/null | uniq -c | tr '\n' ' ')"
+        fi
         wait $hp || rc_h=$?
         grep -q "target $bytes bytes: ok $bytes\$" "$OUT/$name.host.log" || { [ "$rc_h" = 0 ] && rc_h=97; }
         grep -q '^target: ok' "$OUT/$name.guest.log" || { [ "$rc_g" = 0 ] && rc_g=97; }
         [ "$op" = read ] && { grep -q "^READ: verified $bytes bytes" "$OUT/$name.guest.log" || { [ "$rc_g" = 0 ] && rc_g=96; }; }
     fi
     local text="interop $op, guest = rdma-$role, $RDMA_ITERS x $RDMA_SIZE B verified byte for byte: exit guest $rc_g, host $rc_h; guest AF_XDP sockets (ss --xdp): ${zc:-none seen}"
-    if [ "$rc_g" = 0 ] && [ "$rc_h" = 0 ] && [[ "$zc" == *"zc:1"* ]] && [[ "$zc" != *"zc:0"* ]]; then
+    if [ "$rc_g" = 0 ] && [ "$rc_h" = 0 ] && [[ "$zc" == *"zc:1"* ]] && [[ "$zc" != *"zc:0 after"* ]] \
+        && { [ "$role" = client ] || [[ "$zc" != *"zc:0"* ]]; }; then
         record PASS "$text"
     else
         record FAIL "$text (logs $OUT/$name.*)"
