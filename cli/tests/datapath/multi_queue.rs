@@ -69,11 +69,16 @@ fn serve_on_four_rss_spread_queues_serves_every_qp() {
     assert_eq!(total(&v, "dropped_unknown_qp"), 0, "{v}");
     // The QPs whose first packet arrived elsewhere moved there.
     assert!(total(&v, "qp_migrations") > 0, "{v}");
+    // Detours happen only before a QP has moved: at most its first window
+    // (128 messages of 4 packets at PMTU 1024) per QP that moved. (Their
+    // share of all packets is measured by the bench's multi-queue row and
+    // by engine/tests/datapath/multi_queue.rs, which checks that none
+    // happen after the first messages.)
     let handoff = total(&v, "rx_handoff");
-    let received = total(&v, "xsk_rx_packets");
+    let moved = total(&v, "qp_migrations");
     assert!(
-        handoff * 10 < received,
-        "{handoff} of {received} packets took a detour: {v}"
+        handoff <= moved * 128 * 4,
+        "{handoff} detours for {moved} moved QPs: {v}"
     );
     assert!(std::process::Command::new("kill")
         .args(["-TERM", &serve.id().to_string()])
