@@ -188,9 +188,21 @@ impl MrTable {
                 (self.slots.len() - 1) as u32
             }
         };
-        let slot = &mut self.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        let generation = slot.generation;
+        let generation = self.slots[index as usize].generation.wrapping_add(1);
+        Some(self.occupy(index as usize, generation, memory, iova, access))
+    }
+
+    /// Puts a region into free slot `index` under `generation`; its keys.
+    fn occupy(
+        &mut self,
+        index: usize,
+        generation: u8,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+    ) -> MrKeys {
+        let slot = &mut self.slots[index];
+        slot.generation = generation;
         slot.region = Some(Region {
             len: memory.len() as u64,
             memory,
@@ -198,11 +210,11 @@ impl MrTable {
             access,
             generation,
         });
-        let key = (index << 8) | u32::from(generation);
-        Some(MrKeys {
+        let key = ((index as u32) << 8) | u32::from(generation);
+        MrKeys {
             lkey: key,
             rkey: key,
-        })
+        }
     }
 
     /// Register `memory` under keys chosen elsewhere: `key` (as returned by
@@ -234,20 +246,7 @@ impl MrTable {
             return None;
         }
         self.free.retain(|&i| i as usize != index);
-        let generation = (key & 0xFF) as u8;
-        let slot = &mut self.slots[index];
-        slot.generation = generation;
-        slot.region = Some(Region {
-            len: memory.len() as u64,
-            memory,
-            iova,
-            access,
-            generation,
-        });
-        Some(MrKeys {
-            lkey: key,
-            rkey: key,
-        })
+        Some(self.occupy(index, (key & 0xFF) as u8, memory, iova, access))
     }
 
     /// Deregister the region with this key and hand its memory back.
