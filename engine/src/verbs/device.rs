@@ -213,7 +213,8 @@ impl Device {
             })
             .and_then(|r| r.map_err(DeviceError::from));
             if let Err(e) = r {
-                self.deregister_keys(keys.lkey, other);
+                // Undo the queues that have it: 0..other.
+                self.deregister_keys(keys.lkey, 0..other);
                 return Err(e);
             }
         }
@@ -230,21 +231,15 @@ impl Device {
     pub fn deregister_memory(&self, mr: &MemoryRegion) -> Result<(), DeviceError> {
         let lkey = mr.lkey;
         call(self.shared(0)?, 0, move |ep, _| ep.dereg_mr(lkey).map(drop))??;
-        self.deregister_keys(lkey, self.queues());
+        self.deregister_keys(lkey, 1..self.queues());
         Ok(())
     }
 
-    /// Deregisters `lkey` on queues 1..`upto` (best effort).
-    fn deregister_keys(&self, lkey: u32, upto: u32) {
-        for q in 1..upto {
+    /// Deregisters `lkey` on `queues` (best effort).
+    fn deregister_keys(&self, lkey: u32, queues: std::ops::Range<u32>) {
+        for q in queues {
             if let Ok(sh) = self.shared(q) {
                 let _ = call(sh, q, move |ep, _| ep.dereg_mr(lkey).map(drop));
-            }
-        }
-        if upto < self.queues() {
-            // Registration failed on queue `upto`: undo queue 0 too.
-            if let Ok(sh) = self.shared(0) {
-                let _ = call(sh, 0, move |ep, _| ep.dereg_mr(lkey).map(drop));
             }
         }
     }
