@@ -332,7 +332,7 @@ pub(crate) struct StreamResult {
 
 impl StreamResult {
     /// The figures of one point of `size`-byte `op` messages.
-    fn point(&self, op: Op, size: u64) -> Point {
+    pub(crate) fn point(&self, op: Op, size: u64) -> Point {
         let packets = (self.messages * packets_per_message(size)) as f64;
         let per_packet = |d: Duration| d.as_nanos() as f64 / packets;
         Point {

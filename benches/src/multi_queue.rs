@@ -84,17 +84,17 @@ fn run(opts: &Options, poll: PollMode, queues: u32) -> Result<MultiQueueRow, Str
     let r = stream(&rig, Op::Write, SIZE, SourceLayout::Perftest, opts.point());
     rig.close();
     let r = r?;
-    let packets = (r.messages * SIZE.div_ceil(4096)) as f64;
-    let cpu = (r.threads_cpu.0 + r.threads_cpu.1).as_nanos() as f64;
+    let p = r.point(Op::Write, SIZE);
+    let (requester, responder) = p.thread_ns_per_packet.unwrap_or_default();
     Ok(MultiQueueRow {
         queues,
-        gbps: (r.messages * SIZE * 8) as f64 / r.elapsed.as_secs_f64() / 1e9,
+        gbps: p.gbps,
         handoff_share: if r.received > 0 {
             r.handed_off as f64 / r.received as f64
         } else {
             0.0
         },
-        cpu_ns_per_packet: if packets > 0.0 { cpu / packets } else { 0.0 },
+        cpu_ns_per_packet: requester + responder,
     })
 }
 
