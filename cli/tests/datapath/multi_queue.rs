@@ -54,11 +54,7 @@ fn serve_on_four_rss_spread_queues_serves_every_qp() {
             "{tool}: {v}"
         );
     }
-    let st = net
-        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text(&st.stdout)).unwrap();
+    let v = net.server_stats();
     let queues = v["queues"].as_array().unwrap();
     assert_eq!(queues.len(), 4);
     let busy = queues

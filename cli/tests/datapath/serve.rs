@@ -66,12 +66,7 @@ fn serve_stats_and_sigint_during_a_transfer() {
     );
 
     // Stats through the channel: by name, per queue and totalled.
-    let st = net
-        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
-        .output()
-        .unwrap();
-    assert!(st.status.success(), "{}", text(&st.stderr));
-    let v: serde_json::Value = serde_json::from_str(&text(&st.stdout)).unwrap();
+    let v = net.server_stats();
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["iface"], b.ifname.as_str());
     assert!(
@@ -95,11 +90,7 @@ fn serve_stats_and_sigint_during_a_transfer() {
     // A long transfer, interrupted half-way: SIGINT once the server's
     // counters show the transfer running (and the client still at it).
     let rcvd = || -> u64 {
-        let out = net
-            .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
-            .output()
-            .unwrap();
-        let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+        let v = net.server_stats();
         v["totals"]["rcvd_pkts"].as_u64().unwrap()
     };
     let baseline = rcvd();
@@ -127,11 +118,7 @@ fn serve_stats_and_sigint_during_a_transfer() {
         "the client ended early"
     );
     // The connected QP's current DCQCN rate, per queue, in Gb/s.
-    let out = net
-        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let v = net.server_stats();
     let qp_rates = v["queues"][0]["qp_rates_gbps"]
         .as_object()
         .unwrap_or_else(|| panic!("no qp_rates_gbps: {v}"));
@@ -224,11 +211,7 @@ fn serve_two_queues_pinned() {
         let out = net.client(&args);
         assert!(out.status.success(), "{tool}: {}", text(&out.stderr));
     }
-    let st = net
-        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text(&st.stdout)).unwrap();
+    let v = net.server_stats();
     let queues = v["queues"].as_array().unwrap();
     assert_eq!(queues.len(), 2);
     for (i, q) in queues.iter().enumerate() {

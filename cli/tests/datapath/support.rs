@@ -77,6 +77,18 @@ impl Net {
         c
     }
 
+    /// `roce-xdp stats --iface IF --json` for the server's interface
+    /// (namespace b), parsed; fails the test if it does not succeed.
+    pub fn server_stats(&self) -> serde_json::Value {
+        let b = &self.pair.b;
+        let st = self
+            .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "{}", text(&st.stderr));
+        serde_json::from_str(&text(&st.stdout)).unwrap()
+    }
+
     /// Server side (namespace b).
     pub fn server(&self, args: &[&str]) -> Child {
         self.cmd(&self.pair.b.netns, args)
