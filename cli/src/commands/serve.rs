@@ -402,7 +402,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let dp = Datapath::open(
         &DatapathOpts {
             iface: args.iface.clone(),
-                cores: args.cores.clone().map(|c| c.0).unwrap_or_default(),
+            queues: n,
+            cores: args.cores.clone().map(|c| c.0).unwrap_or_default(),
             engine: args.engine.clone(),
             pmtu: args.mtu,
             ipv6: args.ipv6,
