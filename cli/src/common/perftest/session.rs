@@ -431,6 +431,7 @@ impl Side {
             self.await_first_write(size)?;
         }
         let mut i = 0u64;
+        let mut writes_done = 0u64;
         let mut last_old: Option<u64> = None;
         while i < total && end.is_none_or(|e| Instant::now() < e) {
             if self.stop.load(Ordering::Relaxed) {
@@ -448,8 +449,9 @@ impl Side {
             let mut spins = 0;
             // write-lat: the server wrote first; no answer comes to our
             // last WRITE (perftest's order).
+            // Our last WRITE must be acknowledged before we leave.
             let last_write = kind == Kind::WriteLat && i + 1 == total;
-            let mut done = last_write;
+            let mut done = false;
             let mut byte = [0u8];
             while !done {
                 let n = self.cq.poll(&mut wcs);
@@ -477,10 +479,14 @@ impl Side {
                             self.post_recv(&qp)?;
                             done = true;
                         }
+                        (Kind::WriteLat, WcOpcode::Write) => {
+                            writes_done += 1;
+                            done |= last_write && writes_done == i + 1;
+                        }
                         _ => {}
                     }
                 }
-                if kind == Kind::WriteLat {
+                if kind == Kind::WriteLat && !last_write {
                     self.mr.read((size - 1) as usize, &mut byte);
                     done = byte[0] == marker(i + 1);
                 }
@@ -598,7 +604,11 @@ impl Side {
                 rcnt += 1;
                 match kind {
                     Kind::SendLat => {
-                        samples.push(last_post.elapsed().as_nanos() as u64 / 2);
+                        // The first message's wait includes the client's
+                        // start: round trips only.
+                        if scnt > 0 {
+                            samples.push(last_post.elapsed().as_nanos() as u64 / 2);
+                        }
                         if scnt < total {
                             post(self, &mut scnt, &mut last_post)?;
                         }
@@ -610,7 +620,9 @@ impl Side {
                 self.mr.read((size - 1) as usize, &mut byte);
                 if rcnt < scnt && byte[0] == marker(rcnt) {
                     rcnt += 1;
-                    samples.push(last_post.elapsed().as_nanos() as u64 / 2);
+                    if rcnt > 1 {
+                        samples.push(last_post.elapsed().as_nanos() as u64 / 2);
+                    }
                     if scnt < total {
                         post(self, &mut scnt, &mut last_post)?;
                     }
