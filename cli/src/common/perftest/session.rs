@@ -94,8 +94,13 @@ fn check_wc(wc: &WorkCompletion, what: &str) -> anyhow::Result<()> {
     )
 }
 
-fn check_post_errors(dev: &Device, q: u32) -> anyhow::Result<()> {
+fn check_post_errors(dev: &Device, q: u32, qps: &[QueuePair]) -> anyhow::Result<()> {
     if let Some(e) = dev.poll_post_error(q) {
+        // Several sessions (serve) share a queue: another's is not ours.
+        if !qps.iter().any(|qp| qp.qpn() == e.qpn) {
+            tracing::debug!(qpn = e.qpn, error = %e.error, "post error of another session");
+            return Ok(());
+        }
         bail!(
             "the engine refused a work request on QP 0x{:06x}: {}",
             e.qpn,
@@ -331,7 +336,7 @@ impl Side {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(crate::errors::Interrupted.into());
             }
-            check_post_errors(&self.dev, self.queue)?;
+            check_post_errors(&self.dev, self.queue, &self.qps)?;
             if last_progress.elapsed() > self.timeout {
                 bail!(
                     "{what}: no progress for {:.0} s: the peer stopped answering (check it, and `roce-xdp stats --iface IF` on both sides)",
@@ -570,7 +575,12 @@ impl Side {
         let mut samples = Vec::new();
         let mut arrivals = Vec::new();
         let (mut last_rx, mut last_seen) = (self.rx_packets(), Instant::now());
-        let post = |side: &mut Side, scnt: &mut u64, last_post: &mut Instant| -> anyhow::Result<()> {
+        let (mut sends_done, mut echo) = (0u64, true);
+        let post = |side: &mut Side,
+                    scnt: &mut u64,
+                    last_post: &mut Instant,
+                    size: u64|
+         -> anyhow::Result<()> {
             if kind == Kind::WriteLat {
                 side.mr
                     .write((side.half + size - 1) as usize, &[marker(*scnt)]);
@@ -586,12 +596,15 @@ impl Side {
         };
         if kind == Kind::WriteLat {
             // perftest's write-lat server writes first.
-            post(self, &mut scnt, &mut last_post)?;
+            post(self, &mut scnt, &mut last_post, size)?;
         }
         loop {
             let n = self.cq.poll(&mut wcs);
             for wc in &wcs[..n] {
                 check_wc(wc, kind.name())?;
+                if wc.opcode == WcOpcode::Send {
+                    sends_done += 1;
+                }
                 if wc.opcode != WcOpcode::Recv {
                     continue;
                 }
@@ -609,8 +622,15 @@ impl Side {
                         if scnt > 0 {
                             samples.push(last_post.elapsed().as_nanos() as u64 / 2);
                         }
-                        if scnt < total {
-                            post(self, &mut scnt, &mut last_post)?;
+                        // A ping-pong peer sends again only after our
+                        // answer arrived (and was acknowledged): a message
+                        // while an answer is pending means a streaming
+                        // peer (send-bw; serve cannot tell them apart
+                        // from the exchange), which gets no answers.
+                        echo &= sends_done == scnt;
+                        if echo && scnt < total {
+                            let n = u64::from(wc.byte_len).clamp(1, self.half);
+                            post(self, &mut scnt, &mut last_post, n)?;
                         }
                     }
                     _ => arrivals.push(t0.elapsed().as_nanos() as u64),
@@ -624,7 +644,7 @@ impl Side {
                         samples.push(last_post.elapsed().as_nanos() as u64 / 2);
                     }
                     if scnt < total {
-                        post(self, &mut scnt, &mut last_post)?;
+                        post(self, &mut scnt, &mut last_post, size)?;
                     }
                 }
             }
@@ -644,7 +664,7 @@ impl Side {
                 if self.stop.load(Ordering::Relaxed) {
                     return Err(crate::errors::Interrupted.into());
                 }
-                check_post_errors(&self.dev, self.queue)?;
+                check_post_errors(&self.dev, self.queue, &self.qps)?;
                 if conn.readable()? {
                     break;
                 }
