@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// Most clients served at once (more are refused until one ends).
     #[arg(long = "max-clients", default_value_t = 64)]
     pub max_clients: u32,
+    /// Seconds a client may stall (mid-exchange, or no packet during its
+    /// test) before its session ends.
+    #[arg(long = "timeout", default_value_t = 30.0)]
+    pub timeout: f64,
     /// Attach mode, zero-copy, --force, --steer, --pcap, --busy-poll.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -130,6 +134,9 @@ struct Shared {
     half: u64,
     mtu: u32,
     max_qps: usize,
+    timeout: Duration,
+    /// Regions registered for sessions and not yet deregistered.
+    regions: AtomicUsize,
     stop: Arc<AtomicBool>,
     /// `--json`: log lines go to stderr.
     json: bool,
@@ -178,7 +185,9 @@ impl Drop for Resources<'_> {
             let _ = qp.destroy();
         }
         if let Some(mr) = self.mr.take() {
-            let _ = self.sh.dev.deregister_memory(&mr);
+            if self.sh.dev.deregister_memory(&mr).is_ok() {
+                self.sh.regions.fetch_sub(1, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -193,7 +202,7 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
         .peer_addr()
         .map(|a| canonical(a.ip()))
         .context("the client's address")?;
-    let mut conn = PerfConn::accepted(stream, Duration::from_secs(30));
+    let mut conn = PerfConn::accepted(stream, sh.timeout);
     let pre = conn.preamble(sh.mtu)?;
     let (tx, rx) = channel();
     let mut res = Resources {
@@ -257,7 +266,8 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
                         kind = k_kind;
                         let half =
                             landing_size(sh.half, pre.cycle_buffer, pre.cache_line) as usize;
-                        res.mr = Some(sh.dev.register_memory(q, 2 * half, access)?);
+                        res.mr = Some(sh.dev.register_memory(q, half, access)?);
+                        sh.regions.fetch_add(1, Ordering::Relaxed);
                     }
                     let qp = Side::create_qps(&sh.dev, q, 1, 128)?.remove(0);
                     sh.routes[q as usize]
@@ -291,6 +301,7 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
                     queue: q,
                     mr: res.mr.take().expect("registered"),
                     half,
+                    send_at: 0,
                     qps: std::mem::take(&mut res.qps),
                     psns: mine.iter().map(|k| k.psn).collect(),
                     tag: 0,
@@ -305,7 +316,7 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
                     Cq::Routed(rx),
                     pre.mtu,
                     sh.stop.clone(),
-                    Duration::from_secs(30),
+                    sh.timeout,
                 )?;
                 let recvs = match kind {
                     None if access.contains(Access::REMOTE_WRITE) => 64,
@@ -354,6 +365,20 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
     ))
 }
 
+/// What the server holds for its sessions: QPs (the engine's QP numbers
+/// in use) and regions.
+fn in_use(sh: &Shared) -> String {
+    let max = engine::endpoint::EndpointConfig::default().max_qps;
+    let first = engine::endpoint::FIRST_QPN;
+    let qps = (first..first + max)
+        .filter(|&n| sh.dev.qp_queue(n).is_some())
+        .count();
+    format!(
+        "{qps} QPs, {} regions",
+        sh.regions.load(Ordering::Relaxed)
+    )
+}
+
 /// An IPv4-mapped IPv6 address as IPv4.
 fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
@@ -386,6 +411,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             n.saturating_sub(1)
         ))
         .into());
+    }
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return Err(UserError::Usage("--timeout must be a positive number of seconds".into()).into());
     }
     if args.region == 0 || args.region > (1 << 30) {
         return Err(UserError::Usage("--region must be between 1 byte and 1 GiB".into()).into());
@@ -456,6 +484,8 @@ fn serve_loop(
         half: args.region,
         mtu: args.mtu,
         max_qps: args.max_qps_per_client as usize,
+        regions: AtomicUsize::new(0),
+        timeout: Duration::from_secs_f64(args.timeout),
         stop: stop.clone(),
         json: args.json,
     });
@@ -507,10 +537,11 @@ fn serve_loop(
                 next_queue += 1;
                 let sh = sh.clone();
                 sessions.push(std::thread::spawn(move || {
-                    match session(&sh, q, stream) {
-                        Ok(how) => say!(json, "client {addr}: {how}"),
-                        Err(e) => say!(json, "client {addr}: ended: {e:#}"),
-                    }
+                    let how = match session(&sh, q, stream) {
+                        Ok(how) => how,
+                        Err(e) => format!("ended: {e:#}"),
+                    };
+                    say!(json, "client {addr}: {how}; in use: {}", in_use(&sh));
                 }));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
@@ -520,6 +551,10 @@ fn serve_loop(
         }
     }
     say!(json, "stopping: ending sessions and draining");
+    sessions.retain(|h| !h.is_finished());
+    if sessions.is_empty() {
+        say!(json, "in use: {}", in_use(&sh));
+    }
     stop.store(true, Ordering::Relaxed);
     for h in sessions {
         let _ = h.join();

@@ -374,6 +374,7 @@ fn setup<'a>(
         queue: q,
         mr,
         half,
+        send_at: half,
         qps: Side::create_qps(&dp.dev, q, nqps, args.tx_depth)?,
         psns: (0..nqps as u32).map(|i| initial_psn(i + salt)).collect(),
         tag: kind.tag(),

@@ -81,9 +81,17 @@ fn check_wc(wc: &WorkCompletion, what: &str) -> anyhow::Result<()> {
     if wc.status == WcStatus::Success {
         return Ok(());
     }
+    if wc.status == WcStatus::RemoteAccessError {
+        // What the user fixes: the sizes (perftest's exchange does not
+        // carry the peer's buffer length, so this is where it shows).
+        return Err(crate::errors::UserError::Usage(format!(
+            "{what}: the peer refused the access on QP 0x{:06x} (remote access error): its region is smaller than the messages (give both sides the same -s / -a; against roce-xdp serve, use serve --region) or the key is wrong",
+            wc.qpn
+        ))
+        .into());
+    }
     let hint = match wc.status {
         WcStatus::RetryExceeded => ": the peer stopped answering (is it still running? does the path MTU -m fit both links?)",
-        WcStatus::RemoteAccessError => ": the peer refused the access (region too small or wrong key)",
         WcStatus::RnrRetryExceeded => ": the peer had no receive posted",
         _ => "",
     };
@@ -149,6 +157,10 @@ pub struct Local {
     pub qps: Vec<QueuePair>,
     /// The first PSN of each QP.
     pub psns: Vec<u32>,
+    /// Where the messages this side sends start: `half` (the region's
+    /// second half), or 0 for a region that is only a landing area (serve
+    /// answers a SEND with what it received).
+    pub send_at: u64,
     /// Written into every key's SRQ number (ignored by perftest for RC):
     /// which test a roce-xdp client runs, for `roce-xdp serve`.
     pub tag: u32,
@@ -191,6 +203,7 @@ impl Local {
             qps: self.qps,
             cq,
             half: self.half,
+            send_at: self.send_at,
             peer,
             stop,
             timeout,
@@ -209,6 +222,8 @@ pub struct Side {
     pub cq: Cq,
     /// Half the region: the landing area's size.
     pub half: u64,
+    /// See [`Local::send_at`].
+    pub send_at: u64,
     pub peer: Peer,
     pub stop: Arc<AtomicBool>,
     /// Seconds without progress before giving up.
@@ -308,11 +323,11 @@ impl Side {
     fn send_wr(&self, kind: Kind, size: u64, wr_id: u64) -> SendWr {
         let (opcode, local) = match kind {
             Kind::WriteBw | Kind::WriteLat => {
-                (SendOp::Write, self.mr.sge(self.half as usize, size as u32))
+                (SendOp::Write, self.mr.sge(self.send_at as usize, size as u32))
             }
             Kind::ReadBw | Kind::ReadLat => (SendOp::Read, self.mr.sge(0, size as u32)),
             Kind::SendBw | Kind::SendLat => {
-                (SendOp::Send, self.mr.sge(self.half as usize, size as u32))
+                (SendOp::Send, self.mr.sge(self.send_at as usize, size as u32))
             }
             // The old value lands in the first 8 bytes of our landing area.
             Kind::AtomicBw | Kind::AtomicLat => (SendOp::FetchAdd, self.mr.sge(0, 8)),
