@@ -108,7 +108,7 @@ fn thousand_clients_and_fifty_killed_leave_no_qps_or_regions() {
     let _g = serial();
     let net = Net::new(1500);
     let b = &net.pair.b;
-    let serve = net.server(&[
+    let mut serve = net.server(&[
         "serve",
         "--iface",
         &b.ifname,
@@ -121,6 +121,13 @@ fn thousand_clients_and_fifty_killed_leave_no_qps_or_regions() {
         "--timeout",
         "2",
     ]);
+    // Its log, read as it comes (a full pipe would stop the server).
+    let mut stdout = serve.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
     net.wait_listening(18515);
     net.wait_engine();
     let server: SocketAddr = format!("{}:18515", net.server_ip()).parse().unwrap();
@@ -159,7 +166,7 @@ fn thousand_clients_and_fifty_killed_leave_no_qps_or_regions() {
         let k = client(server, ip, 4, End::Clean).unwrap();
         assert!(pt::Key::parse(&k).is_ok());
     });
-    worker.join().expect("the clients");
+    let clients = worker.join();
     let elapsed = t0.elapsed();
     std::thread::sleep(Duration::from_millis(500));
     let pid = serve.id().to_string();
@@ -169,7 +176,11 @@ fn thousand_clients_and_fifty_killed_leave_no_qps_or_regions() {
         .unwrap()
         .success());
     let out = wait_output(serve, Duration::from_secs(30));
-    let log = text(&out.stdout);
+    let log = reader.join().expect("the log");
+    if clients.is_err() {
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        panic!("the clients failed; serve's log ends:\n{}\n{}", tail.join("\n"), text(&out.stderr));
+    }
     assert!(out.status.success(), "{}\n{log}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("panicked"));
     assert_eq!(in_use(&log).as_deref(), Some("0 QPs, 0 regions"), "{log}");
