@@ -205,19 +205,21 @@ TSHARK_OK=0
 "$PY" "$INTEROP/icrc_check.py" --expect-src "$ENG_IP" --expect-src "$VM_IP" "$PCAP" > "$OUT/icrc.txt" 2>&1
 ICRC_RC=$?
 
-echo
-echo "=== roce-xdp perftest interop ($(date -u +%FT%TZ), $(( $(date +%s) - T0 )) s) ==="
-echo "peer: vm1 $VM_IP rxe0, $PERFTEST_VERSION; image $VM_IMAGE"
-echo "engine: $ENG_IF $ENG_IP (XDP $MODE), $("$ROCE_XDP" --version 2>/dev/null)"
-for r in "${RESULTS[@]}"; do echo "  $r"; done
-echo "runs: $((RUNS - FAILED))/$RUNS passed"
-echo "tshark: $TOTAL RoCE frames, $NO_BTH without a BTH, $BAD malformed/warning; from $ENG_IP: $FROM_ENG, from $VM_IP: $FROM_VM"
-sed 's/^/  /' "$OUT/icrc.txt" | grep -v '^  /'
-echo "logs and capture: $OUT"
-if [ $FAILED = 0 ] && [ $TSHARK_OK = 1 ] && [ $ICRC_RC = 0 ]; then
-    echo "RESULT: PASS"
-    exit 0
-fi
-echo "RESULT: FAIL (runs failed: $FAILED, tshark ok: $TSHARK_OK, icrc exit: $ICRC_RC)"
-exit 1
+PASS=0
+[ $FAILED = 0 ] && [ $TSHARK_OK = 1 ] && [ $ICRC_RC = 0 ] && PASS=1
+{
+    printf '\n=== roce-xdp perftest interop (%s, %s s) ===\n' "$(date -u +%FT%TZ)" $(( $(date +%s) - T0 ))
+    printf 'peer: vm1 %s rxe0, %s; image %s\n' "$VM_IP" "$PERFTEST_VERSION" "$VM_IMAGE"
+    printf 'engine: %s %s (XDP %s), %s\n' $ENG_IF "$ENG_IP" "$MODE" "$("$ROCE_XDP" --version 2>/dev/null)"
+    printf '  %s\n' "${RESULTS[@]}"
+    printf 'runs: %d/%d passed\n' $((RUNS - FAILED)) $RUNS
+    printf 'tshark: %d RoCE frames, %d without a BTH, %d malformed/warning; from %s: %d, from %s: %d\n' \
+        "$TOTAL" "$NO_BTH" "$BAD" "$ENG_IP" "$FROM_ENG" "$VM_IP" "$FROM_VM"
+    grep -v '^/' "$OUT/icrc.txt" | sed 's/^/  /'
+    printf 'logs and capture: %s\n' "$OUT"
+} | tee "$OUT/summary.txt"
+if [ $PASS = 1 ]; then echo "RESULT: PASS"; else
+    echo "RESULT: FAIL (runs failed: $FAILED, tshark ok: $TSHARK_OK, icrc exit: $ICRC_RC)"; fi
+[ $PASS = 1 ]
+exit
 }

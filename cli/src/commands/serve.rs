@@ -32,10 +32,10 @@ use crate::common::perftest::kind::Kind;
 use crate::common::perftest::session::{
     initial_psn, landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH,
 };
-use crate::common::verbs_peer;
 use crate::common::perftest::sizes::parse_size;
 use crate::common::snapshot::queue_counters;
 use crate::common::stats_document;
+use crate::common::verbs_peer;
 use crate::errors::UserError;
 
 /// Options of `roce-xdp serve`.
@@ -236,10 +236,7 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
             let k = conn.recv(KEY_LEN, "QP key")?;
             let k = Key::parse(&k).map_err(|e| anyhow::anyhow!("{e}"))?;
             if canonical(k.ip()) != tcp_peer {
-                let why = format!(
-                    "announced GID {} is not its TCP address {tcp_peer}",
-                    k.ip()
-                );
+                let why = format!("announced GID {} is not its TCP address {tcp_peer}", k.ip());
                 conn.refuse(KEY_LEN, &why);
                 bail!("refused: {why}");
             }
@@ -264,8 +261,7 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
                             bail!("refused: {why}");
                         }
                         kind = k_kind;
-                        let half =
-                            landing_size(sh.half, pre.cycle_buffer, pre.cache_line) as usize;
+                        let half = landing_size(sh.half, pre.cycle_buffer, pre.cache_line) as usize;
                         res.mr = Some(sh.dev.register_memory(q, half, access)?);
                         sh.regions.fetch_add(1, Ordering::Relaxed);
                     }
@@ -352,7 +348,13 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
             }
             let f: Vec<&[u8]> = fields.iter().map(|f| &f[..]).collect();
             if let Ok(r) = BwReport::parse(&f) {
-                tracing::info!(peer = conn.peer(), size = r.size, iters = r.iters, mbs = r.bw_avg_mbs, "results");
+                tracing::info!(
+                    peer = conn.peer(),
+                    size = r.size,
+                    iters = r.iters,
+                    mbs = r.bw_avg_mbs,
+                    "results"
+                );
             }
             reports += 1;
         }
@@ -361,7 +363,11 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
     Ok(format!(
         "done ({} QP(s){})",
         mine.len(),
-        if reports > 0 { ", results received" } else { "" }
+        if reports > 0 {
+            ", results received"
+        } else {
+            ""
+        }
     ))
 }
 
@@ -373,10 +379,7 @@ fn in_use(sh: &Shared) -> String {
     let qps = (first..first + max)
         .filter(|&n| sh.dev.qp_queue(n).is_some())
         .count();
-    format!(
-        "{qps} QPs, {} regions",
-        sh.regions.load(Ordering::Relaxed)
-    )
+    format!("{qps} QPs, {} regions", sh.regions.load(Ordering::Relaxed))
 }
 
 /// An IPv4-mapped IPv6 address as IPv4.
@@ -413,7 +416,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .into());
     }
     if !(args.timeout > 0.0 && args.timeout.is_finite()) {
-        return Err(UserError::Usage("--timeout must be a positive number of seconds".into()).into());
+        return Err(
+            UserError::Usage("--timeout must be a positive number of seconds".into()).into(),
+        );
     }
     if args.region == 0 || args.region > (1 << 30) {
         return Err(UserError::Usage("--region must be between 1 byte and 1 GiB".into()).into());

@@ -90,7 +90,11 @@ fn every_tool_between_two_namespaces() {
             let r = &r[0];
             assert_eq!(r.len(), 9, "{tool}: {out}");
             let full = side == "client" && tool != "write-lat";
-            assert_eq!((r[0], r[1]), (64.0, if full { 100.0 } else { 99.0 }), "{tool} {side}");
+            assert_eq!(
+                (r[0], r[1]),
+                (64.0, if full { 100.0 } else { 99.0 }),
+                "{tool} {side}"
+            );
             let (min, max, typ, avg, p99, p999) = (r[2], r[3], r[4], r[5], r[7], r[8]);
             assert!(
                 min > 0.0 && min <= typ && typ <= max && min <= avg && avg <= max,

@@ -140,7 +140,11 @@ fn thousand_clients_and_fifty_killed_leave_no_qps_or_regions() {
         // destroyed (more than an engine holds at once would leak).
         for i in 0..1000 {
             let k = client(server, ip, 4, End::Clean).unwrap_or_else(|e| panic!("client {i}: {e}"));
-            assert!(pt::Key::parse(&k).is_ok(), "client {i}: {:?}", String::from_utf8_lossy(&k));
+            assert!(
+                pt::Key::parse(&k).is_ok(),
+                "client {i}: {:?}",
+                String::from_utf8_lossy(&k)
+            );
         }
         // 50 that vanish: crashes, resets, mid-exchange.
         for i in 0..50 {
@@ -150,7 +154,10 @@ fn thousand_clients_and_fifty_killed_leave_no_qps_or_regions() {
         // Caps: a 5th QP is refused with the reason.
         let k = client(server, ip, 5, End::Clean).unwrap();
         let k = String::from_utf8_lossy(&k).to_string();
-        assert!(k.contains("refused") && k.contains("--max-qps-per-client"), "{k}");
+        assert!(
+            k.contains("refused") && k.contains("--max-qps-per-client"),
+            "{k}"
+        );
         // A 4th client while three stall: refused in the version's slot;
         // the stalled ones time out (--timeout 2).
         let stalled: Vec<TcpStream> = (0..3)
@@ -159,7 +166,10 @@ fn thousand_clients_and_fifty_killed_leave_no_qps_or_regions() {
         std::thread::sleep(Duration::from_millis(300));
         let v = client(server, ip, 1, End::Clean).unwrap();
         let v = String::from_utf8_lossy(&v).to_string();
-        assert!(v.starts_with("refused") && v.contains("--max-clients"), "{v}");
+        assert!(
+            v.starts_with("refused") && v.contains("--max-clients"),
+            "{v}"
+        );
         std::thread::sleep(Duration::from_secs(3));
         drop(stalled);
         // And a client after all of it is served.
@@ -179,14 +189,21 @@ fn thousand_clients_and_fifty_killed_leave_no_qps_or_regions() {
     let log = reader.join().expect("the log");
     if clients.is_err() {
         let tail: Vec<&str> = log.lines().rev().take(20).collect();
-        panic!("the clients failed; serve's log ends:\n{}\n{}", tail.join("\n"), text(&out.stderr));
+        panic!(
+            "the clients failed; serve's log ends:\n{}\n{}",
+            tail.join("\n"),
+            text(&out.stderr)
+        );
     }
     assert!(out.status.success(), "{}\n{log}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("panicked"));
     assert_eq!(in_use(&log).as_deref(), Some("0 QPs, 0 regions"), "{log}");
     assert!(log.contains("refused: 3 clients are connected"), "{log}");
     assert!(log.contains("stalled"), "{log}");
-    let done = log.lines().filter(|l| l.contains(": done (4 QP(s)")).count();
+    let done = log
+        .lines()
+        .filter(|l| l.contains(": done (4 QP(s)"))
+        .count();
     assert_eq!(done, 1001, "{log}");
     eprintln!("1,000 + 50 + cap clients in {:.1} s", elapsed.as_secs_f64());
 }

@@ -55,7 +55,11 @@ pub const CACHE_LINE: u32 = 64;
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExchangeError {
     /// Not the length the exchange needs at this point.
-    Length { what: &'static str, want: usize, got: usize },
+    Length {
+        what: &'static str,
+        want: usize,
+        got: usize,
+    },
     /// The peer announced a version whose exchange differs from ours.
     Version { ours: String, theirs: String },
     /// A field that does not parse.
@@ -344,17 +348,25 @@ pub enum Step {
     CacheLine,
     Mtu,
     /// QP `qp`'s key before the QPs connect: what to connect to.
-    SetupKey { qp: usize },
+    SetupKey {
+        qp: usize,
+    },
     /// Local: connect the QPs to the setup keys.
     Connect,
     /// QP `qp`'s key again, after connecting (a barrier; contents as
     /// before).
-    Key { qp: usize },
+    Key {
+        qp: usize,
+    },
     /// Local (send tests, server): post the receives for size `size`.
-    PostRecvs { size: usize },
+    PostRecvs {
+        size: usize,
+    },
     /// Local: run size number `size` (the client drives it; a passive
     /// server waits for the next message step).
-    Run { size: usize },
+    Run {
+        size: usize,
+    },
     /// The bandwidth report (client's result to the server).
     Report,
     /// Both write [`DONE`] (nobody reads it) and close.
@@ -376,6 +388,14 @@ pub fn schedule(test: Test, qps: usize, sizes: usize) -> Vec<Step> {
             s.push(if setup { SetupKey { qp } } else { Key { qp } });
         }
     };
+    // Setup keys, connect, keys again, one more, the runs.
+    let connect_and_run = |s: &mut Vec<Step>| {
+        per_qp(s, true);
+        s.push(Connect);
+        per_qp(s, false);
+        s.push(Key { qp: 0 });
+        s.extend((0..sizes).map(|size| Run { size }));
+    };
     match test {
         Test::SendBw | Test::SendLat => {
             // send_bw.c / send_lat.c: keys, connect, barrier, keys.
@@ -396,13 +416,7 @@ pub fn schedule(test: Test, qps: usize, sizes: usize) -> Vec<Step> {
         }
         Test::WriteLat | Test::ReadLat | Test::AtomicLat => {
             s.push(Key { qp: 0 });
-            per_qp(&mut s, true);
-            s.push(Connect);
-            per_qp(&mut s, false);
-            s.push(Key { qp: 0 });
-            for size in 0..sizes {
-                s.push(Run { size });
-            }
+            connect_and_run(&mut s);
             if test != Test::WriteLat {
                 // The server waits here for the client's end.
                 s.push(Key { qp: 0 });
@@ -410,13 +424,7 @@ pub fn schedule(test: Test, qps: usize, sizes: usize) -> Vec<Step> {
             }
         }
         Test::WriteBw | Test::ReadBw | Test::AtomicBw => {
-            per_qp(&mut s, true);
-            s.push(Connect);
-            per_qp(&mut s, false);
-            s.push(Key { qp: 0 });
-            for size in 0..sizes {
-                s.push(Run { size });
-            }
+            connect_and_run(&mut s);
             s.push(Key { qp: 0 });
             s.push(Report);
             s.push(Key { qp: 0 });
@@ -431,7 +439,9 @@ pub fn schedule(test: Test, qps: usize, sizes: usize) -> Vec<Step> {
 /// equal QP 0's setup key, so a receiver may take it as that.
 pub fn is_early_key(steps: &[Step], i: usize) -> bool {
     matches!(steps.get(i), Some(Step::Key { .. }))
-        && !steps[..i].iter().any(|s| matches!(s, Step::SetupKey { .. }))
+        && !steps[..i]
+            .iter()
+            .any(|s| matches!(s, Step::SetupKey { .. }))
 }
 
 /// Bidirectional (`-b`) bandwidth tests (write/read/atomic): both sides
@@ -661,16 +671,52 @@ mod tests {
     fn stock_perftest_4_5_transcripts_follow_the_schedules() {
         for (name, t, test, qps, sizes) in [
             ("write_bw", transcript!("write_bw.txt"), Test::WriteBw, 1, 1),
-            ("write_bw -q 4", transcript!("write_bw_q4.txt"), Test::WriteBw, 4, 1),
-            ("write_bw -D 2", transcript!("write_bw_D2.txt"), Test::WriteBw, 1, 1),
+            (
+                "write_bw -q 4",
+                transcript!("write_bw_q4.txt"),
+                Test::WriteBw,
+                4,
+                1,
+            ),
+            (
+                "write_bw -D 2",
+                transcript!("write_bw_D2.txt"),
+                Test::WriteBw,
+                1,
+                1,
+            ),
             ("read_bw", transcript!("read_bw.txt"), Test::ReadBw, 1, 1),
-            ("atomic_bw", transcript!("atomic_bw.txt"), Test::AtomicBw, 1, 1),
+            (
+                "atomic_bw",
+                transcript!("atomic_bw.txt"),
+                Test::AtomicBw,
+                1,
+                1,
+            ),
             ("send_bw", transcript!("send_bw.txt"), Test::SendBw, 1, 1),
-            ("send_bw -a", transcript!("send_bw_a.txt"), Test::SendBw, 1, 23),
-            ("write_lat", transcript!("write_lat.txt"), Test::WriteLat, 1, 1),
+            (
+                "send_bw -a",
+                transcript!("send_bw_a.txt"),
+                Test::SendBw,
+                1,
+                23,
+            ),
+            (
+                "write_lat",
+                transcript!("write_lat.txt"),
+                Test::WriteLat,
+                1,
+                1,
+            ),
             ("read_lat", transcript!("read_lat.txt"), Test::ReadLat, 1, 1),
             ("send_lat", transcript!("send_lat.txt"), Test::SendLat, 1, 1),
-            ("atomic_lat", transcript!("atomic_lat.txt"), Test::AtomicLat, 1, 1),
+            (
+                "atomic_lat",
+                transcript!("atomic_lat.txt"),
+                Test::AtomicLat,
+                1,
+                1,
+            ),
         ] {
             check(name, t, test, qps, sizes);
         }

@@ -259,10 +259,20 @@ impl Hooks for Tool<'_> {
         let mac = verbs_peer::peer_mac(&self.dp.dev, None, ip)?;
         let local = self.local.take().expect("connect once");
         let cq = Cq::Direct(self.dp.dev.clone(), self.args.queue);
-        let role = if self.role == Role::Client { "client" } else { "server" };
-        let info = test_info(self.kind, self.args, self.dp, role, &self.keys, &peer, self.mtu);
+        let role = if self.role == Role::Client {
+            "client"
+        } else {
+            "server"
+        };
+        let info = test_info(
+            self.kind, self.args, self.dp, role, &self.keys, &peer, self.mtu,
+        );
         let side = local.connect(
-            Peer { keys: peer, ip, mac },
+            Peer {
+                keys: peer,
+                ip,
+                mac,
+            },
             cq,
             self.mtu,
             self.stop.clone(),
@@ -306,7 +316,9 @@ impl Hooks for Tool<'_> {
         let mut progress = Progress::new(goal, format!("{size} B"), !self.args.json);
         let depth = self.args.tx_depth;
         if kind.is_latency() {
-            let r = self.side().run_lat(kind, size, iters, duration, &mut progress)?;
+            let r = self
+                .side()
+                .run_lat(kind, size, iters, duration, &mut progress)?;
             self.out().lat(r);
         } else {
             let r = self
@@ -398,8 +410,16 @@ fn setup<'a>(
 
 /// The exchange's steps for these options.
 fn steps(kind: Kind, args: &PerftestArgs) -> Vec<Step> {
-    let nqps = if kind.is_latency() { 1 } else { args.qps as usize };
-    let sizes = if kind.is_atomic() { 1 } else { args.sizes().len() };
+    let nqps = if kind.is_latency() {
+        1
+    } else {
+        args.qps as usize
+    };
+    let sizes = if kind.is_atomic() {
+        1
+    } else {
+        args.sizes().len()
+    };
     if args.bidirectional {
         schedule_duplex(kind.test(), nqps, sizes)
     } else {
@@ -422,21 +442,7 @@ fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
         &datapath_opts(args, iface, peer_ip.is_ipv6(), src),
         &format!("{} on the client", kind.name()),
     )?;
-    let result = (|| {
-        let mut tool = setup(kind, args, &dp, Role::Client, &pre, timeout)?;
-        let r = drive(&mut conn, &steps(kind, args), &mut tool);
-        if r.is_ok() {
-            tool.finish();
-        } else if let Some(side) = tool.side {
-            side.destroy();
-        }
-        r
-    })();
-    drop(conn);
-    let closed = dp.close();
-    result?;
-    report_capture(closed?.pcap, args);
-    Ok(())
+    session(kind, args, dp, Role::Client, &pre, timeout, conn)
 }
 
 fn report_capture(frames: Option<(u64, u64)>, args: &PerftestArgs) {
@@ -485,8 +491,22 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         &datapath_opts(args, iface, ipv6, None),
         &format!("{} on the server", kind.name()),
     )?;
+    session(kind, args, dp, Role::Server, &pre, timeout, conn)
+}
+
+/// Our side of the exchange once the datapath is open; detaches however
+/// it ends.
+fn session(
+    kind: Kind,
+    args: &PerftestArgs,
+    dp: Datapath,
+    role: Role,
+    pre: &Preamble,
+    timeout: Duration,
+    mut conn: PerfConn,
+) -> anyhow::Result<()> {
     let result = (|| {
-        let mut tool = setup(kind, args, &dp, Role::Server, &pre, timeout)?;
+        let mut tool = setup(kind, args, &dp, role, pre, timeout)?;
         let r = drive(&mut conn, &steps(kind, args), &mut tool);
         if r.is_ok() {
             tool.finish();

@@ -202,7 +202,10 @@ impl<S: Stream> PerfConn<S> {
         if v.starts_with(REFUSED) {
             // `roce-xdp serve` explains why on one line after it.
             let why = self.recv_line();
-            return Err(user(format!("the server {} refused the connection: {why}", self.peer)));
+            return Err(user(format!(
+                "the server {} refused the connection: {why}",
+                self.peer
+            )));
         }
         let peer_version = pt::parse_version(&v).map_err(|e| user(e.to_string()))?;
         let bad = |e: pt::ExchangeError| user(e.to_string());
@@ -215,7 +218,9 @@ impl<S: Stream> PerfConn<S> {
             cycle_buffer: pt::parse_u32("cycle buffer", &cb)
                 .map_err(bad)?
                 .max(pt::CYCLE_BUFFER),
-            cache_line: pt::parse_u32("cache line", &cl).map_err(bad)?.max(pt::CACHE_LINE),
+            cache_line: pt::parse_u32("cache line", &cl)
+                .map_err(bad)?
+                .max(pt::CACHE_LINE),
             mtu: pt::parse_mtu(&m).map_err(bad)?.min(mtu),
         })
     }
@@ -306,7 +311,9 @@ impl<S: Stream> PerfConn<S> {
                 Err(e)
                     if matches!(
                         e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
                     ) => {}
                 Err(_) => return Ok(None),
             }

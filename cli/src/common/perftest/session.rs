@@ -7,9 +7,9 @@
 //! Latency of write-lat and send-lat is half the round trip (as perftest
 //! reports it); read-lat is the full READ round trip.
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -134,7 +134,9 @@ pub const RESPONDER_DEPTH: u8 = 16;
 /// stock perftest peer's cycling addresses stay inside it.
 pub fn landing_size(max: u64, cycle_buffer: u32, cache_line: u32) -> u64 {
     let cl = u64::from(cache_line.max(1));
-    max.div_ceil(cl).saturating_mul(cl).max(u64::from(cycle_buffer))
+    max.div_ceil(cl)
+        .saturating_mul(cl)
+        .max(u64::from(cycle_buffer))
 }
 
 /// What the peer's keys say about it.
@@ -322,13 +324,15 @@ impl Side {
 
     fn send_wr(&self, kind: Kind, size: u64, wr_id: u64) -> SendWr {
         let (opcode, local) = match kind {
-            Kind::WriteBw | Kind::WriteLat => {
-                (SendOp::Write, self.mr.sge(self.send_at as usize, size as u32))
-            }
+            Kind::WriteBw | Kind::WriteLat => (
+                SendOp::Write,
+                self.mr.sge(self.send_at as usize, size as u32),
+            ),
             Kind::ReadBw | Kind::ReadLat => (SendOp::Read, self.mr.sge(0, size as u32)),
-            Kind::SendBw | Kind::SendLat => {
-                (SendOp::Send, self.mr.sge(self.send_at as usize, size as u32))
-            }
+            Kind::SendBw | Kind::SendLat => (
+                SendOp::Send,
+                self.mr.sge(self.send_at as usize, size as u32),
+            ),
             // The old value lands in the first 8 bytes of our landing area.
             Kind::AtomicBw | Kind::AtomicLat => (SendOp::FetchAdd, self.mr.sge(0, 8)),
         };
