@@ -135,7 +135,7 @@ pub fn parse_version(b: &[u8]) -> Result<Version, ExchangeError> {
         }
     }
     let value: f64 = text[..end].parse().unwrap_or(0.0);
-    if !(value >= MIN_PEER_VERSION) {
+    if value.is_nan() || value < MIN_PEER_VERSION {
         return Err(ExchangeError::Version {
             ours: VERSION.into(),
             theirs: text,
