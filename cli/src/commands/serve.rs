@@ -1,9 +1,11 @@
 //! `roce-xdp serve`: attach to an interface's queues (one pinned engine
-//! per queue), register one memory region per queue, and answer the
-//! connection exchange on a TCP port: each client gets its own QPs on a
-//! queue (round robin) and the region's address and R_Key, and may then
-//! WRITE, READ, SEND and run atomics against it — in particular run the
-//! perftest-style tools (`roce-xdp write-bw SERVER`, ...) against it.
+//! per queue) and answer perftest's connection exchange on a TCP port
+//! (`docs/connection-setup.md`), for stock perftest clients (`ib_write_bw
+//! SERVER`, ...) and the perftest-named tools alike, many in a row or at
+//! once: each client gets its own QPs on a queue (round robin) and its
+//! own region with only the rights its test needs, all destroyed when its
+//! session ends, however it ends; `--max-qps-per-client`, `--max-clients`
+//! and `--timeout` bound what one client holds.
 //! SIGINT / SIGTERM: stop accepting, end the sessions, drain, print the
 //! final counters and detach.
 

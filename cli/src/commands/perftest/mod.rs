@@ -51,6 +51,13 @@ pub fn run(kind: Kind, args: PerftestArgs) -> anyhow::Result<()> {
             UserError::Usage(format!("-s: messages are at most {MAX_SIZE} bytes (8 MiB)")).into(),
         );
     }
+    if args.bidirectional && (kind.is_latency() || kind == Kind::SendBw) {
+        return Err(UserError::Usage(format!(
+            "-b: {} has no bidirectional mode here (write-bw, read-bw and atomic-bw have)",
+            kind.name()
+        ))
+        .into());
+    }
     match args.server.clone() {
         Some(addr) => client(kind, &args, &addr),
         None => server(kind, &args),
