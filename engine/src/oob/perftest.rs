@@ -489,6 +489,7 @@ pub fn step_len(step: Step) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::perftest_transcripts::{Transcript, TRANSCRIPTS};
     use super::*;
 
     fn key() -> Key {
@@ -583,32 +584,11 @@ mod tests {
         assert!(BwReport::parse(&refs[..4]).is_err());
     }
 
-    /// A recorded stock perftest session: `c HEX` (client to server) and
-    /// `s HEX` (server to client) lines, one per TCP read of the relay
-    /// that recorded it (`interop/perftest/record.sh`), `EOF` at a close.
-    fn streams(transcript: &str) -> (Vec<u8>, Vec<u8>) {
-        let (mut c, mut s) = (Vec::new(), Vec::new());
-        for l in transcript.lines() {
-            let (dir, hex) = l.split_once(' ').unwrap();
-            if hex == "EOF" {
-                continue;
-            }
-            let bytes: Vec<u8> = (0..hex.len())
-                .step_by(2)
-                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-                .collect();
-            match dir {
-                "c" => c.extend(bytes),
-                _ => s.extend(bytes),
-            }
-        }
-        (c, s)
-    }
-
     /// Walks `steps` over both directions of a transcript: every message
     /// parses, and both streams are consumed exactly.
-    fn check(name: &str, transcript: &str, test: Test, qps: usize, sizes: usize) {
-        let (c, s) = streams(transcript);
+    fn check(t: &Transcript) {
+        let (name, test, qps, sizes) = (t.name, t.test, t.qps, t.sizes);
+        let (c, s) = (t.stream("c"), t.stream("s"));
         let (mut ci, mut si) = (0, 0);
         let steps = schedule(test, qps, sizes);
         let mut setup = vec![None; qps];
@@ -627,8 +607,7 @@ mod tests {
                 *at += n;
                 match step {
                     Step::Version => {
-                        let v = parse_version(m).unwrap().text;
-                        assert!(v == "6.06" || v == "6.24", "{name}: {v}");
+                        assert_eq!(parse_version(m).unwrap().text, t.version, "{name}");
                     }
                     Step::CycleBuffer => assert_eq!(parse_u32("cycle", m), Ok(CYCLE_BUFFER)),
                     Step::CacheLine => assert_eq!(parse_u32("cache line", m), Ok(CACHE_LINE)),
@@ -663,100 +642,24 @@ mod tests {
         assert_eq!((ci, si), (c.len(), s.len()), "{name}: bytes left over");
     }
 
-    macro_rules! transcript {
-        ($f:literal) => {
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../interop/perftest/transcripts/",
-                $f
-            ))
-        };
-    }
-
     #[test]
-    fn stock_perftest_4_5_transcripts_follow_the_schedules() {
-        for (name, t, test, qps, sizes) in [
-            ("write_bw", transcript!("write_bw.txt"), Test::WriteBw, 1, 1),
-            (
-                "write_bw -q 4",
-                transcript!("write_bw_q4.txt"),
-                Test::WriteBw,
-                4,
-                1,
-            ),
-            (
-                "write_bw -D 2",
-                transcript!("write_bw_D2.txt"),
-                Test::WriteBw,
-                1,
-                1,
-            ),
-            ("read_bw", transcript!("read_bw.txt"), Test::ReadBw, 1, 1),
-            (
-                "atomic_bw",
-                transcript!("atomic_bw.txt"),
-                Test::AtomicBw,
-                1,
-                1,
-            ),
-            ("send_bw", transcript!("send_bw.txt"), Test::SendBw, 1, 1),
-            (
-                "send_bw -a",
-                transcript!("send_bw_a.txt"),
-                Test::SendBw,
-                1,
-                23,
-            ),
-            (
-                "write_lat",
-                transcript!("write_lat.txt"),
-                Test::WriteLat,
-                1,
-                1,
-            ),
-            ("read_lat", transcript!("read_lat.txt"), Test::ReadLat, 1, 1),
-            ("send_lat", transcript!("send_lat.txt"), Test::SendLat, 1, 1),
-            (
-                "atomic_lat",
-                transcript!("atomic_lat.txt"),
-                Test::AtomicLat,
-                1,
-                1,
-            ),
-        ] {
-            check(name, t, test, qps, sizes);
-        }
-    }
-
-    /// perftest 25.01 (Debian trixie, protocol 6.24): the same exchange,
-    /// without `done`.
-    #[test]
-    fn stock_perftest_25_01_transcripts_follow_the_schedules() {
-        for (name, t, test) in [
-            (
-                "write_bw",
-                transcript!("write_bw_trixie.txt"),
-                Test::WriteBw,
-            ),
-            (
-                "read_lat",
-                transcript!("read_lat_trixie.txt"),
-                Test::ReadLat,
-            ),
-            (
-                "send_lat",
-                transcript!("send_lat_trixie.txt"),
-                Test::SendLat,
-            ),
-        ] {
-            assert!(!t.contains(" 646f6e6500"), "{name}: a done");
-            check(name, t, test, 1, 1);
+    fn stock_perftest_transcripts_follow_the_schedules() {
+        for t in &TRANSCRIPTS {
+            if t.version == "6.24" {
+                assert!(
+                    !t.text.contains(" 646f6e6500"),
+                    "{}: 25.01 sends no done",
+                    t.name
+                );
+            }
+            check(t);
         }
     }
 
     #[test]
     fn read_tests_announce_their_responder_depth() {
-        let (c, _) = streams(transcript!("read_bw.txt"));
+        let c = TRANSCRIPTS[3].stream("c");
+        assert_eq!(TRANSCRIPTS[3].name, "read_bw");
         let k = Key::parse(&c[28..28 + KEY_LEN]).unwrap();
         assert_eq!(k.out_reads, 0x80, "rxe's max_qp_rd_atom");
     }

@@ -75,6 +75,7 @@ mod tests {
     use std::time::Duration;
 
     use engine::oob::perftest::{schedule, step_len, Role, Test, DONE};
+    use engine::oob::perftest_transcripts::TRANSCRIPTS;
     use engine::oob::Gid;
 
     use super::*;
@@ -122,93 +123,13 @@ mod tests {
         }
     }
 
-    macro_rules! transcript {
-        ($f:literal) => {
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../interop/perftest/transcripts/",
-                $f
-            ))
-        };
-    }
-
-    const CASES: [(&str, &str, Test, usize, usize); 14] = [
-        (
-            "write_bw 25.01",
-            transcript!("write_bw_trixie.txt"),
-            Test::WriteBw,
-            1,
-            1,
-        ),
-        (
-            "read_lat 25.01",
-            transcript!("read_lat_trixie.txt"),
-            Test::ReadLat,
-            1,
-            1,
-        ),
-        (
-            "send_lat 25.01",
-            transcript!("send_lat_trixie.txt"),
-            Test::SendLat,
-            1,
-            1,
-        ),
-        ("write_bw", transcript!("write_bw.txt"), Test::WriteBw, 1, 1),
-        (
-            "write_bw -q 4",
-            transcript!("write_bw_q4.txt"),
-            Test::WriteBw,
-            4,
-            1,
-        ),
-        (
-            "write_bw -D 2",
-            transcript!("write_bw_D2.txt"),
-            Test::WriteBw,
-            1,
-            1,
-        ),
-        ("read_bw", transcript!("read_bw.txt"), Test::ReadBw, 1, 1),
-        (
-            "atomic_bw",
-            transcript!("atomic_bw.txt"),
-            Test::AtomicBw,
-            1,
-            1,
-        ),
-        ("send_bw", transcript!("send_bw.txt"), Test::SendBw, 1, 1),
-        (
-            "send_bw -a",
-            transcript!("send_bw_a.txt"),
-            Test::SendBw,
-            1,
-            23,
-        ),
-        (
-            "write_lat",
-            transcript!("write_lat.txt"),
-            Test::WriteLat,
-            1,
-            1,
-        ),
-        ("read_lat", transcript!("read_lat.txt"), Test::ReadLat, 1, 1),
-        ("send_lat", transcript!("send_lat.txt"), Test::SendLat, 1, 1),
-        (
-            "atomic_lat",
-            transcript!("atomic_lat.txt"),
-            Test::AtomicLat,
-            1,
-            1,
-        ),
-    ];
-
     /// Our side of each recorded session, in both roles, fed what the
     /// stock perftest peer sent: it consumes exactly the peer's bytes and
     /// writes exactly as many as stock perftest did in our place.
     #[test]
     fn our_side_speaks_stock_perftest_4_5_and_25_01_in_both_roles() {
-        for (name, t, test, qps, sizes) in CASES {
+        for tr in &TRANSCRIPTS {
+            let (name, t, test, qps, sizes) = (tr.name, tr.text, tr.test, tr.qps, tr.sizes);
             for (role, peer_dir, our_dir) in [(Role::Client, "s", "c"), (Role::Server, "c", "s")] {
                 let stock_ours = Replay::new(t, our_dir).input;
                 let mut conn = PerfConn::new(
@@ -285,7 +206,7 @@ mod tests {
 
     #[test]
     fn truncated_or_foreign_peers_are_errors_not_hangs() {
-        let t = transcript!("write_bw.txt");
+        let t = TRANSCRIPTS[0].text;
         // The peer closes after its version.
         let mut r = Replay::new(t, "s");
         r.input.truncate(16);
