@@ -218,7 +218,8 @@ pub struct ibv_qp_init_attr {
     pub sq_sig_all: c_int,
 }
 
-#[repr(C)]
+/// `union ibv_gid` has 64-bit members: 8-byte alignment.
+#[repr(C, align(8))]
 #[derive(Clone, Copy, Default)]
 pub struct ibv_global_route {
     pub dgid: [u8; 16],
@@ -349,7 +350,7 @@ pub struct ibv_async_event {
     pub event_type: c_int,
 }
 
-#[repr(C)]
+#[repr(C, align(8))]
 pub struct ibv_gid_entry {
     pub gid: [u8; 16],
     pub gid_index: u32,
