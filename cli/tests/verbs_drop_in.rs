@@ -279,3 +279,25 @@ fn ib_atomic_bw() {
 fn ib_atomic_lat() {
     perftest("ib_atomic_lat", &[]);
 }
+
+#[test]
+#[ignore = "needs root"]
+fn a_second_program_on_the_same_queue_gets_no_device_and_the_reason() {
+    prerequisites();
+    let pair = Pair::create();
+    // The first program holds the queue while it waits for a client.
+    let mut first = pair
+        .exec(0, &["ibv_rc_pingpong", "-g", "1"])
+        .spawn()
+        .expect("starting the first program");
+    pair.wait_listening(0, 18515, &mut first);
+    let second = finish(pair.exec(0, &["ibv_devices"]).spawn().unwrap(), LIMIT);
+    let _ = first.kill();
+    let _ = first.wait();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains("in use by another roce-xdp engine"),
+        "second program: {err}"
+    );
+    assert!(!String::from_utf8_lossy(&second.stdout).contains("roce-xdp0"));
+}

@@ -14,6 +14,10 @@ pub const ENV_MODE: &str = "ROCE_XDP_MODE";
 pub const ENV_ZERO_COPY: &str = "ROCE_XDP_ZERO_COPY";
 /// 1: remove an XDP program another tool attached first.
 pub const ENV_FORCE: &str = "ROCE_XDP_FORCE";
+/// 0: no progress thread; the engine moves only inside the program's
+/// verbs calls (`ibv_poll_cq`...): for measurements, see
+/// docs/verbs-drop-in.md ("Process model").
+pub const ENV_PROGRESS_THREAD: &str = "ROCE_XDP_PROGRESS_THREAD";
 
 /// What the environment asks for.
 #[derive(Debug, Clone)]
@@ -23,6 +27,7 @@ pub struct Config {
     pub attach: AttachMode,
     pub zero_copy: ZeroCopy,
     pub force: bool,
+    pub progress_thread: bool,
 }
 
 impl Config {
@@ -58,12 +63,14 @@ impl Config {
             get(ENV_FORCE).as_deref(),
             Some("1") | Some("yes") | Some("true")
         );
+        let progress_thread = !matches!(get(ENV_PROGRESS_THREAD).as_deref(), Some("0"));
         Ok(Config {
             iface,
             queue,
             attach,
             zero_copy,
             force,
+            progress_thread,
         })
     }
 }
@@ -101,6 +108,7 @@ mod tests {
         assert_eq!(c.attach, AttachMode::Generic);
         assert_eq!(c.zero_copy, ZeroCopy::Off);
         assert!(c.force);
+        assert!(c.progress_thread);
     }
 
     #[test]

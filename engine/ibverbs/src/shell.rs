@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::Endpoint;
+use engine::nic::LoaderError;
+use engine::verbs::DeviceError;
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory, SendWr,
     VerbsError, WcStatus, WorkCompletion,
@@ -122,6 +124,18 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Why the queue could not be opened, with what to do (the CLI's hints
+/// plus the one-program-per-queue rule of the drop-in).
+fn open_error(cfg: &Config, e: DeviceError) -> String {
+    let (iface, q) = (&cfg.iface, cfg.queue);
+    match e {
+        DeviceError::Loader(LoaderError::AlreadyAttached(_)) => format!(
+            "{iface} is in use by another roce-xdp engine (a program under `roce-xdp exec`, `roce-xdp serve` or a tool): one program per interface; stop it first (ROCE_XDP_FORCE=1 takes the interface over and breaks it)"
+        ),
+        e => format!("cannot open {iface} queue {q}: {e}"),
+    }
+}
+
 /// RoCE v2 headers in an IPv4 frame's MTU: IPv4 20 + UDP 8 + BTH 12 +
 /// RETH 16 + ICRC 4 (rxe subtracts the same before choosing the IB MTU).
 const ROCE_OVERHEAD: u32 = 60;
@@ -134,12 +148,7 @@ impl Shell {
         ic.attach = cfg.attach;
         ic.zero_copy = cfg.zero_copy;
         ic.force = cfg.force;
-        let rtc = RunToCompletion::open(ic).map_err(|e| {
-            format!(
-                "cannot open interface {} queue {}: {e} (the drop-in needs root or CAP_NET_ADMIN+CAP_BPF+CAP_NET_RAW, an interface with an IPv4 address, and a queue no other engine owns)",
-                cfg.iface, cfg.queue
-            )
-        })?;
+        let rtc = RunToCompletion::open(ic).map_err(|e| open_error(cfg, e))?;
         let ip = match rtc.ip() {
             IpAddr::V4(ip) => ip,
             IpAddr::V6(_) => return Err("the drop-in serves IPv4 RoCE v2 GIDs only".into()),
@@ -171,11 +180,13 @@ impl Shell {
             origin: Instant::now(),
             last_app_poll: AtomicU64::new(0),
         });
-        let s = shell.clone();
-        std::thread::Builder::new()
-            .name("roce-xdp-progress".into())
-            .spawn(move || s.progress_loop())
-            .map_err(|e| format!("cannot start the progress thread: {e}"))?;
+        if cfg.progress_thread {
+            let s = shell.clone();
+            std::thread::Builder::new()
+                .name("roce-xdp-progress".into())
+                .spawn(move || s.progress_loop())
+                .map_err(|e| format!("cannot start the progress thread: {e}"))?;
+        }
         Ok(shell)
     }
 
