@@ -266,7 +266,7 @@ fn port_attr(shell: &Shell) -> ibv_port_attr {
         gid_tbl_len: GID_TABLE_LEN as c_int,
         // IB_PORT_CM_SUP | IB_PORT_IP_BASED_GIDS, as rxe.
         port_cap_flags: (1 << 16) | (1 << 26),
-        max_msg_sz: engine::rc::MAX_MESSAGE_LEN as u32,
+        max_msg_sz: engine::rc::MAX_MESSAGE_LEN,
         pkey_tbl_len: 1,
         max_vl_num: 1,
         active_width: 1,

@@ -19,11 +19,11 @@ use std::time::{Duration, Instant};
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::Endpoint;
 use engine::nic::LoaderError;
-use engine::verbs::DeviceError;
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory, SendWr,
     VerbsError, WcStatus, WorkCompletion,
 };
+use engine::verbs::DeviceError;
 
 use crate::config::Config;
 use crate::os::EventFd;
