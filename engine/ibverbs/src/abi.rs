@@ -14,11 +14,11 @@ pub struct PthreadMutex(pub [u64; 5]);
 #[repr(C)]
 pub struct PthreadCond(pub [u64; 6]);
 
-pub type Fn = Option<unsafe extern "C" fn()>;
+pub type OpaqueFn = Option<unsafe extern "C" fn()>;
 
 #[repr(C)]
 pub struct ibv_device {
-    pub _ops: [Fn; 2],
+    pub _ops: [OpaqueFn; 2],
     pub node_type: c_int,
     pub transport_type: c_int,
     pub name: [c_char; 64],
@@ -32,22 +32,22 @@ pub struct ibv_device {
 /// `ibv_alloc_mw`...) call through it.
 #[repr(C)]
 pub struct ibv_context_ops {
-    pub _compat: [Fn; 7],
+    pub _compat: [OpaqueFn; 7],
     pub alloc_mw: Option<unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut c_void>,
     pub bind_mw: Option<unsafe extern "C" fn(*mut ibv_qp, *mut c_void, *mut c_void) -> c_int>,
     pub dealloc_mw: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
-    pub _compat_create_cq: Fn,
+    pub _compat_create_cq: OpaqueFn,
     pub poll_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int>,
     pub req_notify_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,
-    pub _compat2: [Fn; 7],
+    pub _compat2: [OpaqueFn; 7],
     pub post_srq_recv:
         Option<unsafe extern "C" fn(*mut c_void, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int>,
-    pub _compat3: [Fn; 4],
+    pub _compat3: [OpaqueFn; 4],
     pub post_send:
         Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int>,
     pub post_recv:
         Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int>,
-    pub _compat4: [Fn; 5],
+    pub _compat4: [OpaqueFn; 5],
 }
 
 #[repr(C)]
@@ -68,10 +68,10 @@ pub struct verbs_context {
     pub query_port:
         Option<unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, usize) -> c_int>,
     /// advise_mr .. create_cq_ex (25 ops), then `priv`.
-    pub _ops1: [Fn; 25],
+    pub _ops1: [OpaqueFn; 25],
     pub _priv: *mut c_void,
     /// query_device_ex .. close_xrcd (11 ops).
-    pub _ops2: [Fn; 11],
+    pub _ops2: [OpaqueFn; 11],
     pub _abi_placeholder3: u64,
     pub sz: usize,
     pub context: ibv_context,

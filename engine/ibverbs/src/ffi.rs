@@ -1092,6 +1092,29 @@ unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr, c_int> {
     Ok(wr)
 }
 
+/// Posts the linked list of work requests at `first` one by one with
+/// `post`; at the first refusal points `bad` at that request and returns
+/// its errno (the verbs contract of `ibv_post_send`/`ibv_post_recv`).
+unsafe fn post_list<W>(
+    first: *mut W,
+    bad: *mut *mut W,
+    next: impl Fn(&W) -> *mut W,
+    mut post: impl FnMut(&W) -> Result<(), c_int>,
+) -> c_int {
+    let mut cur = first;
+    while let Some(w) = NonNull::new(cur) {
+        let w = w.as_ptr();
+        if let Err(e) = post(&*w) {
+            if !bad.is_null() {
+                *bad = w;
+            }
+            return e;
+        }
+        cur = next(&*w);
+    }
+    0
+}
+
 unsafe extern "C" fn post_send(
     qp: *mut ibv_qp,
     wr: *mut ibv_send_wr,
@@ -1101,19 +1124,15 @@ unsafe extern "C" fn post_send(
         return libc::ENODEV;
     };
     let qpn = (*qp).qp_num;
-    let mut cur = wr;
-    while let Some(w) = NonNull::new(cur) {
-        let w = w.as_ptr();
-        let r = send_wr(&*w).and_then(|s| shell.post_send(qpn, s).map_err(|e| errno_of(&e)));
-        if let Err(e) = r {
-            if !bad.is_null() {
-                *bad = w;
-            }
-            return e;
-        }
-        cur = (*w).next;
-    }
-    0
+    post_list(
+        wr,
+        bad,
+        |w| w.next,
+        |w| {
+            let s = send_wr(w)?;
+            shell.post_send(qpn, s).map_err(|e| errno_of(&e))
+        },
+    )
 }
 
 unsafe extern "C" fn post_recv(
@@ -1125,29 +1144,19 @@ unsafe extern "C" fn post_recv(
         return libc::ENODEV;
     };
     let qpn = (*qp).qp_num;
-    let mut cur = wr;
-    while let Some(w) = NonNull::new(cur) {
-        let w = w.as_ptr();
-        let r = one_sge((*w).sg_list, (*w).num_sge).and_then(|sge| {
-            shell
-                .post_recv(
-                    qpn,
-                    RecvWr {
-                        wr_id: (*w).wr_id,
-                        sge,
-                    },
-                )
-                .map_err(|e| errno_of(&e))
-        });
-        if let Err(e) = r {
-            if !bad.is_null() {
-                *bad = w;
-            }
-            return e;
-        }
-        cur = (*w).next;
-    }
-    0
+    post_list(
+        wr,
+        bad,
+        |w| w.next,
+        |w| {
+            let sge = one_sge(w.sg_list, w.num_sge)?;
+            let wr = RecvWr {
+                wr_id: w.wr_id,
+                sge,
+            };
+            shell.post_recv(qpn, wr).map_err(|e| errno_of(&e))
+        },
+    )
 }
 
 unsafe extern "C" fn post_srq_recv(
