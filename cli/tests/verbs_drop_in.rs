@@ -301,3 +301,40 @@ fn a_second_program_on_the_same_queue_gets_no_device_and_the_reason() {
     );
     assert!(!String::from_utf8_lossy(&second.stdout).contains("roce-xdp0"));
 }
+
+#[test]
+#[ignore = "needs root"]
+fn unsupported_verbs_and_qp_errors_as_a_verbs_program_sees_them() {
+    prerequisites();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/verbs_drop_in_errors.c");
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("verbs_drop_in_errors");
+    let cc = Command::new("cc")
+        .arg("-Wall")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-libverbs")
+        .output()
+        .expect("running cc (install gcc)");
+    assert!(
+        cc.status.success(),
+        "compiling {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let pair = Pair::create();
+    // The peer has an address (ARP answers) but no engine: nothing acks.
+    let out = finish(
+        pair.exec(0, &[exe.to_str().unwrap(), &pair.ips[1]])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let text = assert_ok("verbs_drop_in_errors", &out);
+    assert!(text.contains("ok"), "{text}");
+    let lines = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("ibv_create_srq"))
+        .count();
+    assert_eq!(lines, 1, "the unsupported verb is named once:\n{text}");
+}
