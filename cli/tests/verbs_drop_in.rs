@@ -185,7 +185,7 @@ fn ibv_devices_and_ibv_devinfo_show_an_active_roce_v2_port() {
 
 #[test]
 #[ignore = "needs root"]
-fn no_device_with_the_reason_when_the_interface_is_missing() {
+fn no_device_with_the_reason_without_an_interface_or_privileges() {
     prerequisites();
     // The drop-in used without the wrapper, pointed at no interface.
     let so_dir = Path::new(env!("CARGO_BIN_EXE_roce-xdp")).with_file_name("roce-xdp-ibverbs");
@@ -201,6 +201,18 @@ fn no_device_with_the_reason_when_the_interface_is_missing() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("roce-xdp: no device: "), "{err}");
     assert!(err.contains("vb-missing"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("roce-xdp0"));
+    // Without privileges (nobody): no device, and what is missing.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &pair.ns[0], "setpriv", "--reuid", "65534"])
+        .args(["--regid", "65534", "--clear-groups", "ibv_devices"])
+        .env("LD_LIBRARY_PATH", &so_dir)
+        .env("ROCE_XDP_IFACE", &pair.ifs[0])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("roce-xdp: no device: "), "{err}");
+    assert!(err.contains("CAP_BPF and CAP_NET_ADMIN"), "{err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("roce-xdp0"));
 }
 
