@@ -159,6 +159,11 @@ pub struct Shared {
     cq_waiting: AtomicBool,
     cq_waiter: Mutex<Option<std::thread::Thread>>,
     pub(super) stats: Mutex<QueueStats>,
+    /// An application thread drives this queue's engine itself
+    /// (`Driver::drive`); the engine thread waits meanwhile.
+    pub(super) claimed: AtomicBool,
+    /// Which thread drives it.
+    pub(super) driven_by: Mutex<Option<std::thread::ThreadId>>,
 }
 
 impl Shared {
@@ -177,6 +182,8 @@ impl Shared {
             cq_waiting: AtomicBool::new(false),
             cq_waiter: Mutex::new(None),
             stats: Mutex::new(QueueStats::default()),
+            claimed: AtomicBool::new(false),
+            driven_by: Mutex::new(None),
         })
     }
 
@@ -243,6 +250,19 @@ impl Shared {
             }
         }
         false
+    }
+
+    /// Whether the calling thread drives this queue's engine itself (so
+    /// that waiting for the engine thread would wait for itself).
+    pub(crate) fn driven_here(&self) -> bool {
+        self.claimed.load(Ordering::SeqCst)
+            && *self.driven_by.lock().unwrap_or_else(|e| e.into_inner())
+                == Some(std::thread::current().id())
+    }
+
+    /// Whether an application thread drives this queue's engine.
+    pub fn is_driven(&self) -> bool {
+        self.claimed.load(Ordering::SeqCst)
     }
 
     /// Takes one refused post.

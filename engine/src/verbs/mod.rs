@@ -34,6 +34,7 @@ mod error;
 mod memory;
 mod qp;
 
+pub use crate::driver::{CqWait, DrivenQueue};
 pub use device::{Device, DeviceConfig};
 pub use error::DeviceError;
 pub use memory::MemoryRegion;
