@@ -26,6 +26,7 @@ use crate::common::datapath::{Datapath, DatapathOpts};
 use crate::common::lists::{parse_list, CpuList};
 use crate::common::perftest::conn::{listen, LineConn};
 use crate::common::perftest::kind::Kind;
+use crate::common::perftest::rtc;
 use crate::common::perftest::session::{initial_psn, Cq, Local, Side};
 use crate::common::perftest::sizes::parse_size;
 use crate::common::snapshot::queue_counters;
@@ -82,31 +83,48 @@ macro_rules! say {
 
 type Routes = Arc<Mutex<HashMap<u32, Sender<WorkCompletion>>>>;
 
-/// Moves each queue's completions to the session owning the QP.
+/// How long the dispatcher of an idle queue sleeps between looks at the
+/// stop flag (completions wake it at once).
+const DISPATCH_IDLE: Duration = Duration::from_millis(100);
+
+/// Moves each queue's completions to the session owning the QP. Idle, it
+/// parks until the engine thread pushes a completion (no spinning: an idle
+/// `serve` costs a wake-up per [`DISPATCH_IDLE`]). While a latency session
+/// drives the queue itself (run-to-completion, `perftest/rtc.rs`), that
+/// session routes the completions it takes, through the same routes, and
+/// the dispatcher stands aside.
 fn dispatcher(dev: Arc<Device>, q: u32, routes: Routes, stop: Arc<AtomicBool>) {
+    let route = {
+        let routes = routes.clone();
+        move |wc: &WorkCompletion| route_completion(&routes, wc)
+    };
+    rtc::set_router(q, Some(Arc::new(route)));
     let mut wcs = [WorkCompletion::default(); 64];
-    let mut idle = 0u32;
     while !stop.load(Ordering::Relaxed) {
-        let n = dev.poll_cq(q, &mut wcs);
-        if n == 0 {
-            idle += 1;
-            if idle > 256 {
-                std::thread::sleep(Duration::from_micros(50));
-            } else {
-                std::thread::yield_now();
-            }
+        if dev.is_driven(q) {
+            std::thread::sleep(Duration::from_millis(1));
             continue;
         }
-        idle = 0;
-        let r = routes.lock().unwrap_or_else(|e| e.into_inner());
-        for wc in &wcs[..n] {
-            match r.get(&wc.qpn) {
-                Some(tx) => {
-                    let _ = tx.send(*wc);
-                }
-                None => tracing::debug!(qpn = wc.qpn, "completion for a QP without a session"),
-            }
+        let n = dev.poll_cq(q, &mut wcs);
+        if n == 0 {
+            dev.wait_cq(q, DISPATCH_IDLE);
+            continue;
         }
+        for wc in &wcs[..n] {
+            route_completion(&routes, wc);
+        }
+    }
+    rtc::set_router(q, None);
+}
+
+/// Sends a completion to the session owning its QP.
+fn route_completion(routes: &Routes, wc: &WorkCompletion) {
+    let r = routes.lock().unwrap_or_else(|e| e.into_inner());
+    match r.get(&wc.qpn) {
+        Some(tx) => {
+            let _ = tx.send(*wc);
+        }
+        None => tracing::debug!(qpn = wc.qpn, "completion for a QP without a session"),
     }
 }
 

@@ -179,18 +179,28 @@ impl Driver {
     /// [`DrivenQueue`] is dropped; `None` if another thread drives it
     /// already. Blocks until the engine thread lets go of it (at the end
     /// of its current iteration, or at once if it sleeps).
-    pub fn drive(&self) -> Option<DrivenQueue<'_>> {
+    pub fn drive(&self) -> Option<DrivenQueue> {
         self.shared
             .claimed
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
             .ok()?;
-        *lock(&self.shared.driven_by) = Some(std::thread::current().id());
+        self.shared
+            .driven_by
+            .store(super::shared::thread_token(), Ordering::SeqCst);
         self.shared.waker.wake();
-        let guard = lock(&self.core);
+        // Wait for the engine thread to let go (it does not take the core
+        // back while the claim lasts).
+        drop(lock(&self.core));
         Some(DrivenQueue {
-            guard: Some(guard),
-            shared: &self.shared,
+            core: self.core.clone(),
+            shared: self.shared.clone(),
         })
+    }
+
+    /// One engine iteration on the calling thread, which drives the queue
+    /// ([`Driver::drive`]); nothing if the engine is gone.
+    pub(crate) fn iterate_driven(&self) {
+        iterate_driven(&self.core);
     }
 
     /// Stops the thread and returns its final statistics.
@@ -232,32 +242,49 @@ fn setup(cfg: &QueueConfig, program: &Mutex<SteerProgram>) -> Result<XskSocket, 
 }
 
 /// A queue's engine driven by an application thread (run-to-completion
-/// on a [`crate::verbs::Device`]; `Device::run_to_completion`): while it
-/// lives, the queue's engine thread waits, and every
-/// [`DrivenQueue::poll_cq`] runs one engine iteration on the calling
-/// thread: what the engine thread would do (hand-offs, posts, receive,
-/// timers, transmit, completions), with no thread hop and no wake-up
-/// between the post, the wire and the completion. Posts still go through
-/// the queue's [`QueuePair`](crate::verbs::QueuePair)s; control
-/// operations (`create_qp`, `connect`, ...) from the driving thread are
-/// refused while it drives (they would wait for itself). Dropping it sends
-/// what the last call left for the next one and hands the engine back to
-/// its thread.
-pub struct DrivenQueue<'a> {
-    guard: Option<MutexGuard<'a, Option<Core>>>,
-    shared: &'a Shared,
+/// on a [`crate::verbs::Device`]: `Device::run_to_completion`). While it
+/// lives, the queue's engine thread waits, and every `poll_cq` of the
+/// queue from the driving thread ([`DrivenQueue::poll_cq`], or
+/// `Device::poll_cq`) first runs one engine iteration on that thread:
+/// what the engine thread would do (hand-offs, posts, receive, timers,
+/// transmit, completions), with no thread hop and no wake-up between the
+/// post, the wire and the completion. Posts still go through the queue's
+/// [`QueuePair`](crate::verbs::QueuePair)s; control operations
+/// (`create_qp`, `connect`, ...) from the driving thread are refused while
+/// it drives (they would wait for itself). Nothing moves while the driving
+/// thread does not poll. Dropping it sends what the last poll left for the
+/// next one and hands the engine back to its thread.
+///
+/// As [`super::RunToCompletion::poll_cq`], a poll that received packets
+/// and returns completions leaves what those packets made due (their
+/// ACKs) for the next poll, so that they leave with the application's
+/// answer, in one TX kick.
+///
+/// It keeps the queue's engine alive: if the device closes first, the
+/// engine thread stops and its socket leaves the XDP program; polls then
+/// find nothing.
+pub struct DrivenQueue {
+    core: Arc<Mutex<Option<Core>>>,
+    shared: Arc<Shared>,
 }
 
-impl DrivenQueue<'_> {
+fn iterate_driven(core: &Mutex<Option<Core>>) {
+    if let Some(core) = lock(core).as_mut() {
+        core.iterate_inline();
+    }
+}
+
+impl std::fmt::Debug for DrivenQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DrivenQueue").finish_non_exhaustive()
+    }
+}
+
+impl DrivenQueue {
     /// Runs one engine iteration and takes up to `out.len()` completions
-    /// of the queue. Never blocks. As [`super::RunToCompletion::poll_cq`],
-    /// a call that received packets and returns completions leaves what
-    /// those packets made due (their ACKs) for the next call, so that they
-    /// leave with the application's answer, in one TX kick.
+    /// of the queue. Never blocks.
     pub fn poll_cq(&mut self, out: &mut [WorkCompletion]) -> usize {
-        if let Some(core) = self.guard.as_mut().and_then(|g| g.as_mut()) {
-            core.iterate_inline();
-        }
+        iterate_driven(&self.core);
         let mut n = 0;
         while n < out.len() {
             match self.shared.pop_completion() {
@@ -272,17 +299,16 @@ impl DrivenQueue<'_> {
     }
 }
 
-impl Drop for DrivenQueue<'_> {
+impl Drop for DrivenQueue {
     fn drop(&mut self) {
-        if let Some(mut guard) = self.guard.take() {
-            if let Some(core) = guard.as_mut() {
-                core.flush_deferred();
-                core.publish(false);
-            }
+        if let Some(core) = lock(&self.core).as_mut() {
+            core.flush_deferred();
+            core.publish(false);
         }
-        *lock(&self.shared.driven_by) = None;
-        self.shared.claimed.store(false, Ordering::SeqCst);
-        self.shared.waker.wake();
+        let shared = &self.shared;
+        shared.driven_by.store(0, Ordering::SeqCst);
+        shared.claimed.store(false, Ordering::SeqCst);
+        shared.waker.wake();
     }
 }
 

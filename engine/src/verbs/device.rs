@@ -285,9 +285,14 @@ impl Device {
         )?)
     }
 
-    /// Takes up to `out.len()` completions of queue `q`.
+    /// Takes up to `out.len()` completions of queue `q`. From the thread
+    /// that drives the queue ([`Device::run_to_completion`]) it first runs
+    /// one engine iteration.
     pub fn poll_cq(&self, q: u32, out: &mut [WorkCompletion]) -> usize {
         let Ok(sh) = self.shared(q) else { return 0 };
+        if sh.driven_here() {
+            self.drivers[q as usize].iterate_driven();
+        }
         let mut n = 0;
         while n < out.len() {
             match sh.pop_completion() {
@@ -308,7 +313,7 @@ impl Device {
     /// a round trip). Posts go through the queue's QPs as usual; create
     /// and connect QPs before, not while driving. Fails if another thread
     /// drives the queue already.
-    pub fn run_to_completion(&self, q: u32) -> Result<DrivenQueue<'_>, DeviceError> {
+    pub fn run_to_completion(&self, q: u32) -> Result<DrivenQueue, DeviceError> {
         let d = self
             .drivers
             .get(q as usize)

@@ -9,5 +9,6 @@ pub mod kind;
 pub mod latency;
 pub mod progress;
 pub mod report;
+pub mod rtc;
 pub mod session;
 pub mod sizes;

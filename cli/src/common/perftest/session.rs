@@ -38,6 +38,7 @@ impl Cq {
         match self {
             Cq::Direct(dev, q) => dev.poll_cq(*q, out),
             Cq::Routed(rx) => {
+                super::rtc::pump();
                 let mut n = 0;
                 while n < out.len() {
                     match rx.try_recv() {
@@ -373,6 +374,9 @@ impl Side {
     ) -> anyhow::Result<LatRow> {
         let qp = self.qps[0].clone();
         let total = if duration.is_some() { u64::MAX } else { iters };
+        // Run-to-completion unless --threaded: this thread's polls drive
+        // the queue's engine until the end of the size.
+        let _rtc = super::rtc::claim(kind, &self.dev, self.queue);
         let t0 = Instant::now();
         let end = duration.map(|d| t0 + d);
         let mut samples = Vec::with_capacity(iters.min(1 << 22) as usize);
@@ -491,6 +495,8 @@ impl Side {
                 self.post_recv(qp)?;
             }
         }
+        // Latency tests run-to-completion unless --threaded (rtc.rs).
+        let _rtc = super::rtc::claim(kind, &self.dev, self.queue);
         conn.send_control(&Control::Ready)?;
         let mut wcs = [WorkCompletion::default(); 64];
         let mut i = 0u64;
