@@ -11,6 +11,7 @@
 //!   ([`Report::target_ratios`]).
 //! - `tables.rs`: the [`Table`] type and the tables a report prints.
 //! - `render.rs`: plain text, Markdown and JSON.
+//! - `tool_rows.rs`: the latency tools' rows and the idle cost (issue 20).
 
 mod model;
 mod render;
@@ -18,12 +19,14 @@ mod render;
 mod sample;
 mod tables;
 mod targets;
+mod tool_rows;
 
 pub use model::{
     Cmp, GoodputRow, Latency, MessageRate, MultiQueue, MultiQueueRow, Pair, PairedTarget,
     Projection, ProjectionRow, Ratio, Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,
 };
 pub use tables::{paired_tables, size_label, Table};
+pub use tool_rows::{IdleCost, ToolLatency, ToolsReport};
 pub use targets::{
     Baseline, BaselinePayload, Metric, PairedSpec, PAIRED_INFO, PAIRED_LABEL, PAIRED_TARGETS,
     SWEEP_LABEL,
