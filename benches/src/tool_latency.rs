@@ -30,6 +30,10 @@ use crate::stats::Percentiles;
 pub const TOOLS: [&str; 4] = ["send-lat", "write-lat", "read-lat", "atomic-lat"];
 /// TCP port of the tools' connection exchange in these runs.
 const PORT: u16 = 18577;
+/// The test bed's veths have 2 RX queues and the tools serve queue 0:
+/// no steering (veth has no ntuple rules), start anyway (a veth's RX queue
+/// is its peer's TX queue, queue 0 here).
+const ENGINE_ARGS: [&str; 3] = ["--steer", "off", "--force"];
 /// How long a tool run may take before it is killed.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -81,7 +85,11 @@ fn run_tool(
     iterations: usize,
 ) -> EngineResult<ToolLatency> {
     let mode: &[&str] = if threaded { &["--threaded"] } else { &[] };
-    let common = ["--steer", "off", "-p", &PORT.to_string(), "--json"].map(String::from);
+    let common = ENGINE_ARGS
+        .iter()
+        .map(|a| a.to_string())
+        .chain(["-p".into(), PORT.to_string(), "--json".into()]);
+    let common: Vec<String> = common.collect();
     let mut server = in_netns(&pair.b.netns, exe)
         .arg(tool)
         .args(["--iface", &pair.b.ifname])
@@ -112,12 +120,17 @@ fn run_tool(
     let st = wait_or_kill(&mut server, TOOL_TIMEOUT)?;
     let out = out.ok_or("the client did not run")?;
     if !out.status.success() || !st.success() {
+        let mut server_err = String::new();
+        if let Some(mut e) = server.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut server_err);
+        }
         return Err(format!(
-            "{tool}{}: client {}, server {}: {}",
+            "{tool}{}: client {}: {}; server {}: {}",
             if threaded { " --threaded" } else { "" },
             out.status,
+            String::from_utf8_lossy(&out.stderr).trim(),
             st,
-            String::from_utf8_lossy(&out.stderr).trim()
+            server_err.trim()
         ));
     }
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
@@ -260,7 +273,8 @@ fn device_idle(
 fn serve_idle(pair: &VethPair, exe: &Path, window: Duration, cost: &mut IdleCost) -> EngineResult<()> {
     let port = (PORT + 1).to_string();
     let mut serve = in_netns(&pair.b.netns, exe)
-        .args(["serve", "--iface", &pair.b.ifname, "--steer", "off", "-p", &port])
+        .args(["serve", "--iface", &pair.b.ifname, "-p", &port])
+        .args(ENGINE_ARGS)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -269,11 +283,20 @@ fn serve_idle(pair: &VethPair, exe: &Path, window: Duration, cost: &mut IdleCost
     let r = (|| -> EngineResult<()> {
         // Let it attach and settle.
         std::thread::sleep(Duration::from_millis(1500));
+        let alive = |serve: &mut Child| -> EngineResult<()> {
+            match serve.try_wait() {
+                Ok(None) => Ok(()),
+                _ => Err("roce-xdp serve ended early".into()),
+            }
+        };
+        alive(&mut serve)?;
         cost.serve_cpu_per_queue = Some(cpu_share(&pid, "", window));
+        alive(&mut serve)?;
         // A client connects QPs and runs; they stay, connected and idle.
         let o = in_netns(&pair.a.netns, exe)
             .args(["send-lat", &pair.b.ipv4.to_string(), "-p", &port])
-            .args(["-s", "64", "-n", "1000", "--steer", "off", "--json"])
+            .args(["-s", "64", "-n", "1000", "--json"])
+            .args(ENGINE_ARGS)
             .output()
             .map_err(context("running send-lat against serve"))?;
         if !o.status.success() {
@@ -284,7 +307,7 @@ fn serve_idle(pair: &VethPair, exe: &Path, window: Duration, cost: &mut IdleCost
         }
         std::thread::sleep(Duration::from_millis(200));
         cost.serve_connected_cpu_per_queue = Some(cpu_share(&pid, "", window));
-        Ok(())
+        alive(&mut serve)
     })();
     let _ = Command::new("kill").args(["-INT", &pid]).status();
     let _ = wait_or_kill(&mut serve, Duration::from_secs(5));
