@@ -376,7 +376,7 @@ impl Side {
         let total = if duration.is_some() { u64::MAX } else { iters };
         // Run-to-completion unless --threaded: this thread's polls drive
         // the queue's engine until the end of the size.
-        let _rtc = super::rtc::claim(kind, &self.dev, self.queue);
+        let rtc = super::rtc::claim(kind, &self.dev, self.queue);
         let t0 = Instant::now();
         let end = duration.map(|d| t0 + d);
         let mut samples = Vec::with_capacity(iters.min(1 << 22) as usize);
@@ -436,6 +436,12 @@ impl Side {
                     done = byte[0] == marker(i);
                 }
                 if !done && n == 0 {
+                    if rtc.is_some() && spins < 64 {
+                        // Driving the engine: leave the core at every
+                        // empty poll (`idle` does from the 65th on), as
+                        // the library's run-to-completion ping-pong does.
+                        std::thread::yield_now();
+                    }
                     self.idle(&mut spins, start, kind.name())?;
                 }
             }
@@ -496,7 +502,7 @@ impl Side {
             }
         }
         // Latency tests run-to-completion unless --threaded (rtc.rs).
-        let _rtc = super::rtc::claim(kind, &self.dev, self.queue);
+        let rtc = super::rtc::claim(kind, &self.dev, self.queue);
         conn.send_control(&Control::Ready)?;
         let mut wcs = [WorkCompletion::default(); 64];
         let mut i = 0u64;
@@ -535,7 +541,9 @@ impl Side {
             }
             if n == 0 {
                 spins += 1;
-                if spins > 64 {
+                // Driving the engine: leave the core at every empty poll
+                // (the client's loop and the engine share it).
+                if spins > 64 || rtc.is_some() {
                     std::thread::yield_now();
                 }
                 if spins.is_multiple_of(256) {
