@@ -87,9 +87,13 @@ type Routes = Arc<Mutex<HashMap<u32, Sender<WorkCompletion>>>>;
 /// stop flag (completions wake it at once).
 const DISPATCH_IDLE: Duration = Duration::from_millis(100);
 
-/// Moves each queue's completions to the session owning the QP. Idle, it
-/// parks until the engine thread pushes a completion (no spinning: an idle
-/// `serve` costs a wake-up per [`DISPATCH_IDLE`]). While a latency session
+/// How long the dispatcher keeps polling (yielding) after a completion
+/// before it parks: a stream's next completion is usually that close.
+const DISPATCH_SPIN: Duration = Duration::from_micros(50);
+
+/// Moves each queue's completions to the session owning the QP. Idle (no
+/// completion for [`DISPATCH_SPIN`]), it parks until the engine thread
+/// pushes one (an idle `serve` costs a wake-up per [`DISPATCH_IDLE`]). While a latency session
 /// drives the queue itself (run-to-completion, `perftest/rtc.rs`), that
 /// session routes the completions it takes, through the same routes, and
 /// the dispatcher stands aside.
@@ -100,6 +104,7 @@ fn dispatcher(dev: Arc<Device>, q: u32, routes: Routes, stop: Arc<AtomicBool>) {
     };
     rtc::set_router(q, Some(Arc::new(route)));
     let mut wcs = [WorkCompletion::default(); 64];
+    let mut last = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
         if dev.is_driven(q) {
             std::thread::sleep(Duration::from_millis(1));
@@ -107,9 +112,14 @@ fn dispatcher(dev: Arc<Device>, q: u32, routes: Routes, stop: Arc<AtomicBool>) {
         }
         let n = dev.poll_cq(q, &mut wcs);
         if n == 0 {
-            dev.wait_cq(q, DISPATCH_IDLE);
+            if last.elapsed() < DISPATCH_SPIN {
+                std::thread::yield_now();
+            } else {
+                dev.wait_cq(q, DISPATCH_IDLE);
+            }
             continue;
         }
+        last = std::time::Instant::now();
         for wc in &wcs[..n] {
             route_completion(&routes, wc);
         }
