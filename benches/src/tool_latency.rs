@@ -85,10 +85,11 @@ fn run_tool(
     iterations: usize,
 ) -> EngineResult<ToolLatency> {
     let mode: &[&str] = if threaded { &["--threaded"] } else { &[] };
-    let common = ENGINE_ARGS
-        .iter()
-        .map(|a| a.to_string())
-        .chain(["-p".into(), PORT.to_string(), "--json".into()]);
+    let common = ENGINE_ARGS.iter().map(|a| a.to_string()).chain([
+        "-p".into(),
+        PORT.to_string(),
+        "--json".into(),
+    ]);
     let common: Vec<String> = common.collect();
     let mut server = in_netns(&pair.b.netns, exe)
         .arg(tool)
@@ -178,7 +179,11 @@ pub fn tools(pair: &VethPair, iterations: usize, missing: &mut Vec<String>) -> V
 
 /// The 64 B SEND ping-pong through the verbs `Device` with the polling
 /// option (`CqWait::Spin`), warm-up dropped.
-pub fn device_spin(pair: &VethPair, iterations: usize, poll: PollMode) -> EngineResult<Percentiles> {
+pub fn device_spin(
+    pair: &VethPair,
+    iterations: usize,
+    poll: PollMode,
+) -> EngineResult<Percentiles> {
     let warm = iterations / 10;
     let mut rtts =
         engine_path::pingpong_threaded_with(pair, SMALL, iterations + warm, poll, CqWait::Spin)?;
@@ -270,7 +275,12 @@ fn device_idle(
     Ok(())
 }
 
-fn serve_idle(pair: &VethPair, exe: &Path, window: Duration, cost: &mut IdleCost) -> EngineResult<()> {
+fn serve_idle(
+    pair: &VethPair,
+    exe: &Path,
+    window: Duration,
+    cost: &mut IdleCost,
+) -> EngineResult<()> {
     let port = (PORT + 1).to_string();
     let mut serve = in_netns(&pair.b.netns, exe)
         .args(["serve", "--iface", &pair.b.ifname, "-p", &port])
@@ -337,7 +347,13 @@ pub fn measure(
     } else {
         Duration::from_secs(10)
     };
-    let idle = idle(pair, window, Duration::from_secs(2), opts.engine_poll, missing);
+    let idle = idle(
+        pair,
+        window,
+        Duration::from_secs(2),
+        opts.engine_poll,
+        missing,
+    );
     notes.push(format!(
         "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included",
         TOOLS.join(", ")

@@ -26,8 +26,8 @@ pub use model::{
     Projection, ProjectionRow, Ratio, Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,
 };
 pub use tables::{paired_tables, size_label, Table};
-pub use tool_rows::{IdleCost, ToolLatency, ToolsReport};
 pub use targets::{
     Baseline, BaselinePayload, Metric, PairedSpec, PAIRED_INFO, PAIRED_LABEL, PAIRED_TARGETS,
     SWEEP_LABEL,
 };
+pub use tool_rows::{IdleCost, ToolLatency, ToolsReport};

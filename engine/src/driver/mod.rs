@@ -41,5 +41,5 @@ pub use poll_mode::{CqWait, PollMode};
 pub use run_to_completion::{InlineConfig, RunToCompletion};
 pub(crate) use shared::{Control, Shared, Work};
 pub use shared::{PostError, QpRates, QueueStats, MAX_REPORTED_QPS};
-pub use thread::{DriverError, DrivenQueue};
+pub use thread::{DrivenQueue, DriverError};
 pub(crate) use thread::{Driver, QueueConfig};

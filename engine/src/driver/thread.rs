@@ -314,7 +314,11 @@ impl Drop for DrivenQueue {
 
 /// The engine thread's loop over the queue's [`Core`], which it holds in
 /// `slot` except while an application thread drives the queue.
-fn run<'a>(mut slot: MutexGuard<'a, Option<Core>>, core: &'a Mutex<Option<Core>>, cfg: &QueueConfig) {
+fn run<'a>(
+    mut slot: MutexGuard<'a, Option<Core>>,
+    core: &'a Mutex<Option<Core>>,
+    cfg: &QueueConfig,
+) {
     let Some(shared) = slot.as_ref().map(|c| c.shared.clone()) else {
         return;
     };
@@ -462,11 +466,11 @@ impl Core {
         progress |= self.take_work();
         let now = self.now();
         let (dir, me, stats) = (&*self.dir, self.me, &mut self.stats);
-        let received = self
-            .step
-            .receive_routed(&mut self.sock, &mut self.ep, now, |ep, frame, r| {
-                eng_route(dir, me, stats, ep, frame, r)
-            });
+        let received =
+            self.step
+                .receive_routed(&mut self.sock, &mut self.ep, now, |ep, frame, r| {
+                    eng_route(dir, me, stats, ep, frame, r)
+                });
         let now = self.now();
         progress |= self.step.timers(&mut self.ep, now) || received > 0;
         (progress, received)

@@ -152,7 +152,9 @@ fn a_driving_thread_runs_its_queue_and_hands_it_back() {
     assert!(!r.a.is_driven(0));
     // The engine thread has the queue back.
     for i in 300..400 {
-        ping_pong(&r, i, &mut |w| r.a.poll_cq_wait(0, w, Duration::from_millis(50)));
+        ping_pong(&r, i, &mut |w| {
+            r.a.poll_cq_wait(0, w, Duration::from_millis(50))
+        });
     }
     let mut got = [0u8; 100];
     assert!(r.la.read(0, &mut got));
@@ -174,7 +176,9 @@ fn spinning_cq_wait_times_out_empty_and_returns_completions() {
     assert_eq!(r.a.poll_cq_wait(0, &mut wcs, Duration::from_millis(30)), 0);
     assert!(t.elapsed() >= Duration::from_millis(30));
     for i in 0..200 {
-        ping_pong(&r, i, &mut |w| r.a.poll_cq_wait(0, w, Duration::from_millis(50)));
+        ping_pong(&r, i, &mut |w| {
+            r.a.poll_cq_wait(0, w, Duration::from_millis(50))
+        });
     }
     // Spinning never parks, so the engine never had to wake a.
     assert_eq!(r.a.total_stats().app_wakes, 0);
