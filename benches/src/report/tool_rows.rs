@@ -125,34 +125,30 @@ impl ToolsReport {
                 },
             ]);
         }
-        if let Some(p) = self.device_spin {
-            let (r50, r99) = (fp50.map(|b| p.p50_us / b), fp99.map(|b| p.p99_us / b));
-            rows.push(vec![
-                "verbs Device, engine threads, CqWait::Spin (SEND ping-pong, round trip)".into(),
+        // Round-trip rows: the Device polling option, the floor itself.
+        let rtt_row = |name: &str, p: Percentiles| {
+            let r = |v: Option<f64>, of: f64| v.map_or("n/a".into(), |b| format!("{:.2}", of / b));
+            vec![
+                name.to_string(),
                 "-".into(),
                 format!("{:.2}", p.p50_us),
                 format!("{:.2}", p.p99_us),
                 format!("{:.2}", p.p999_us),
                 "-".into(),
                 format!("{:.1}", p.p50_us),
-                f(r50, 2),
-                f(r99, 2),
+                r(fp50, p.p50_us),
+                r(fp99, p.p99_us),
                 "-".into(),
-            ]);
+            ]
+        };
+        if let Some(p) = self.device_spin {
+            rows.push(rtt_row(
+                "verbs Device, engine threads, CqWait::Spin (SEND ping-pong, round trip)",
+                p,
+            ));
         }
         if let Some(p) = floor {
-            rows.push(vec![
-                "AF_XDP floor (echo loop, round trip)".into(),
-                "-".into(),
-                format!("{:.2}", p.p50_us),
-                format!("{:.2}", p.p99_us),
-                format!("{:.2}", p.p999_us),
-                "-".into(),
-                format!("{:.1}", p.p50_us),
-                "1.00".into(),
-                "1.00".into(),
-                "-".into(),
-            ]);
+            rows.push(rtt_row("AF_XDP floor (echo loop, round trip)", p));
         }
         let mut t = vec![Table {
             title: format!(

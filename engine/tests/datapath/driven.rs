@@ -8,96 +8,10 @@
 use std::time::{Duration, Instant};
 
 use engine::driver::CqWait;
-use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
-use engine::verbs::{Device, DeviceError, MemoryRegion, QpCaps, QueuePair};
+use engine::rc::{SendOp, SendWr, WcOpcode, WorkCompletion};
+use engine::verbs::{DeviceError, QpCaps};
 
-struct Rig {
-    a: Device,
-    b: Device,
-    qa: QueuePair,
-    qb: QueuePair,
-    la: MemoryRegion,
-    rb: MemoryRegion,
-}
-
-fn rig(pair: &engine::testbed::netns::VethPair, cq_wait: CqWait) -> Rig {
-    let mut ca = crate::support::device_config(&pair.a);
-    ca.cq_wait = cq_wait;
-    let mut cb = crate::support::device_config(&pair.b);
-    cb.cq_wait = cq_wait;
-    let a = Device::open(ca).unwrap();
-    let b = Device::open(cb).unwrap();
-    let mac_b = a.resolve_mac(b.ip()).unwrap();
-    let mac_a = b.resolve_mac(a.ip()).unwrap();
-    let qa = a.create_qp(0, QpCaps::default()).unwrap();
-    let qb = b.create_qp(0, QpCaps::default()).unwrap();
-    let la = a.register_memory(0, 8192, Access::ALL).unwrap();
-    let rb = b.register_memory(0, 8192, Access::ALL).unwrap();
-    let o = ConnectOptions {
-        path_mtu: Mtu::Mtu4096,
-        sq_psn: 0x100,
-        ..Default::default()
-    };
-    qa.connect(
-        RemoteQp {
-            qpn: qb.qpn(),
-            psn: 0x900,
-            mac: mac_b,
-            ip: b.ip(),
-        },
-        o,
-    )
-    .unwrap();
-    qb.connect(
-        RemoteQp {
-            qpn: qa.qpn(),
-            psn: 0x100,
-            mac: mac_a,
-            ip: a.ip(),
-        },
-        ConnectOptions { sq_psn: 0x900, ..o },
-    )
-    .unwrap();
-    Rig {
-        a,
-        b,
-        qa,
-        qb,
-        la,
-        rb,
-    }
-}
-
-fn recv(mr: &MemoryRegion, id: u64) -> RecvWr {
-    RecvWr {
-        wr_id: id,
-        sge: mr.sge(0, 256),
-    }
-}
-
-/// Polls with `poll` until a receive completion arrives; returns its
-/// byte count.
-fn until_recv(mut poll: impl FnMut(&mut [WorkCompletion]) -> usize) -> u32 {
-    let mut wcs = [WorkCompletion::default(); 16];
-    let start = Instant::now();
-    loop {
-        let n = poll(&mut wcs);
-        for wc in &wcs[..n] {
-            assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
-            if wc.opcode == WcOpcode::Recv {
-                return wc.byte_len;
-            }
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "no receive completion within 5 s"
-        );
-        if n == 0 {
-            std::thread::yield_now();
-        }
-    }
-}
+use crate::cq_wait::{recv, rig_waiting as rig, until_recv, Rig};
 
 /// One SEND ping (a -> b, 64 B) and pong (b -> a, 100 B); `poll_a`
 /// takes a's completions (and drives a's engine if a's thread does:
@@ -109,8 +23,9 @@ fn ping_pong(r: &Rig, i: u64, poll_a: &mut dyn FnMut(&mut [WorkCompletion]) -> u
     r.qa.post_send(SendWr::new(i, SendOp::Send, r.la.sge(4096, 64)))
         .unwrap();
     let mut spare = [WorkCompletion::default(); 16];
+    let mut wcs = [WorkCompletion::default(); 16];
     assert_eq!(
-        until_recv(|w| {
+        until_recv(&mut wcs, |w| {
             // Only a's SEND completions can arrive before b answers.
             let k = poll_a(&mut spare);
             assert!(spare[..k].iter().all(|wc| wc.opcode == WcOpcode::Send));
@@ -120,7 +35,7 @@ fn ping_pong(r: &Rig, i: u64, poll_a: &mut dyn FnMut(&mut [WorkCompletion]) -> u
     );
     r.qb.post_send(SendWr::new(i, SendOp::Send, r.rb.sge(4096, 100)))
         .unwrap();
-    assert_eq!(until_recv(|w| poll_a(w)), 100);
+    assert_eq!(until_recv(&mut wcs, |w| poll_a(w)), 100);
 }
 
 #[test]
