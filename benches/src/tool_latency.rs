@@ -355,7 +355,7 @@ pub fn measure(
         missing,
     );
     notes.push(format!(
-        "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included",
+        "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off --force: the test bed's veths have 2 RX queues and the tools serve queue 0), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included",
         TOOLS.join(", ")
     ));
     notes.push(format!(

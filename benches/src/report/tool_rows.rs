@@ -174,7 +174,7 @@ impl ToolsReport {
             let row = |name: &str, v: Option<f64>| {
                 vec![
                     name.to_string(),
-                    f(v, 4),
+                    f(v, 5),
                     format!("<= {IDLE_TARGET}"),
                     verdict(v, IDLE_TARGET),
                 ]

@@ -503,12 +503,15 @@ impl Core {
 
     /// One iteration on an application thread ([`DrivenQueue::poll_cq`]):
     /// as [`Core::iterate`], but completions are delivered before
-    /// transmitting, and when packets received now completed work, their
-    /// ACKs wait for the next iteration (with the application's answer).
+    /// transmitting, and what packets received now made due (their ACKs)
+    /// waits for the next iteration, to leave with the application's
+    /// answer: the application learns of them from the completions or, for
+    /// a WRITE without immediate, from the memory it placed, and its
+    /// answer is posted before its next poll.
     fn iterate_inline(&mut self) -> bool {
         let (mut progress, received) = self.take_in();
         let delivered = self.deliver_completions();
-        if delivered && received > 0 && !self.deferred {
+        if received > 0 && !self.deferred {
             self.deferred = true;
         } else {
             self.deferred = false;
