@@ -225,3 +225,59 @@ impl ToolsReport {
         t
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, threaded: bool, half: bool, typical: f64, p99: f64) -> ToolLatency {
+        ToolLatency {
+            tool: name.into(),
+            threaded,
+            iterations: 1000,
+            reports_half_round_trip: half,
+            t_min_us: 1.0,
+            t_max_us: 100.0,
+            t_typical_us: typical,
+            p99_us: p99,
+            p99_9_us: 50.0,
+        }
+    }
+
+    #[test]
+    fn tool_rows_compare_round_trips_with_the_floor() {
+        let floor = Percentiles {
+            samples: 1000,
+            p50_us: 4.0,
+            p99_us: 10.0,
+            p999_us: 20.0,
+        };
+        let r = ToolsReport {
+            tools: vec![
+                // Half round trip 2.2 us: 4.4 us round trip, 1.1x the floor.
+                tool("send-lat", false, true, 2.2, 9.0),
+                tool("read-lat", false, false, 6.0, 30.0),
+                tool("read-lat", true, false, 12.0, 30.0),
+            ],
+            device_spin: None,
+            idle: Some(IdleCost {
+                window_s: 10.0,
+                device_cpu_per_queue: Some(0.002),
+                serve_cpu_per_queue: Some(0.02),
+                ..IdleCost::default()
+            }),
+        };
+        let t = r.tables(Some(floor));
+        let rows = &t[0].rows;
+        assert_eq!(rows[0][6], "4.4");
+        assert_eq!((rows[0][7].as_str(), rows[0][8].as_str()), ("1.10", "1.80"));
+        assert_eq!(rows[0][9], "yes / yes");
+        assert_eq!(rows[1][9], "NO / NO");
+        assert_eq!(rows[2][9], "-", "--threaded has no target");
+        assert_eq!(rows.last().unwrap()[7], "1.00", "the floor row");
+        let idle = &t[1].rows;
+        assert_eq!(idle[0][3], "yes");
+        assert_eq!(idle[1][3], "NO");
+        assert_eq!(idle[2][1], "n/a");
+    }
+}
