@@ -31,6 +31,7 @@ use crate::common::datapath::{Datapath, DatapathOpts};
 use crate::common::lists::{parse_list, CpuList};
 use crate::common::perftest::conn::{listen, PerfConn};
 use crate::common::perftest::kind::Kind;
+use crate::common::perftest::rtc;
 use crate::common::perftest::session::{
     initial_psn, landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH,
 };
@@ -102,31 +103,58 @@ macro_rules! say {
 
 type Routes = Arc<Mutex<HashMap<u32, Sender<WorkCompletion>>>>;
 
-/// Moves each queue's completions to the session owning the QP.
+/// How long the dispatcher of an idle queue sleeps between looks at the
+/// stop flag (completions wake it at once).
+const DISPATCH_IDLE: Duration = Duration::from_millis(100);
+
+/// How long the dispatcher keeps polling (yielding) after a completion
+/// before it parks: a stream's next completion is usually that close.
+const DISPATCH_SPIN: Duration = Duration::from_micros(50);
+
+/// Moves each queue's completions to the session owning the QP. Idle (no
+/// completion for [`DISPATCH_SPIN`]), it parks until the engine thread
+/// pushes one (an idle `serve` costs a wake-up per [`DISPATCH_IDLE`]). While a latency session
+/// drives the queue itself (run-to-completion, `perftest/rtc.rs`), that
+/// session routes the completions it takes, through the same routes, and
+/// the dispatcher stands aside.
 fn dispatcher(dev: Arc<Device>, q: u32, routes: Routes, stop: Arc<AtomicBool>) {
+    let route = {
+        let routes = routes.clone();
+        move |wc: &WorkCompletion| route_completion(&routes, wc)
+    };
+    rtc::set_router(q, Some(Arc::new(route)));
     let mut wcs = [WorkCompletion::default(); 64];
-    let mut idle = 0u32;
+    let mut last = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if dev.is_driven(q) {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
         let n = dev.poll_cq(q, &mut wcs);
         if n == 0 {
-            idle += 1;
-            if idle > 256 {
-                std::thread::sleep(Duration::from_micros(50));
-            } else {
+            if last.elapsed() < DISPATCH_SPIN {
                 std::thread::yield_now();
+            } else {
+                dev.wait_cq(q, DISPATCH_IDLE);
             }
             continue;
         }
-        idle = 0;
-        let r = routes.lock().unwrap_or_else(|e| e.into_inner());
+        last = std::time::Instant::now();
         for wc in &wcs[..n] {
-            match r.get(&wc.qpn) {
-                Some(tx) => {
-                    let _ = tx.send(*wc);
-                }
-                None => tracing::debug!(qpn = wc.qpn, "completion for a QP without a session"),
-            }
+            route_completion(&routes, wc);
         }
+    }
+    rtc::set_router(q, None);
+}
+
+/// Sends a completion to the session owning its QP.
+fn route_completion(routes: &Routes, wc: &WorkCompletion) {
+    let r = routes.lock().unwrap_or_else(|e| e.into_inner());
+    match r.get(&wc.qpn) {
+        Some(tx) => {
+            let _ = tx.send(*wc);
+        }
+        None => tracing::debug!(qpn = wc.qpn, "completion for a QP without a session"),
     }
 }
 

@@ -21,6 +21,7 @@ use crate::common::perftest::exchange::{drive, Hooks};
 use crate::common::perftest::kind::Kind;
 use crate::common::perftest::progress::{Goal, Progress};
 use crate::common::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
+use crate::common::perftest::rtc;
 use crate::common::perftest::session::{
     initial_psn, landing_size, Cq, Local, Measured, Peer, Side,
 };
@@ -46,6 +47,7 @@ const MAX_SIZE: u64 = crate::common::perftest::sizes::ALL_SIZES_MAX;
 /// Runs one of the tools.
 pub fn run(kind: Kind, args: PerftestArgs) -> anyhow::Result<()> {
     args.validate().map_err(UserError::Usage)?;
+    rtc::configure(kind, args.threaded, args.queue_count()).map_err(UserError::Usage)?;
     if args.sizes().iter().any(|&s| s > MAX_SIZE) {
         return Err(
             UserError::Usage(format!("-s: messages are at most {MAX_SIZE} bytes (8 MiB)")).into(),

@@ -71,6 +71,12 @@ pub struct PerftestArgs {
     /// Print one JSON document instead of the table.
     #[arg(long = "json")]
     pub json: bool,
+    /// Latency tools: run the measurement loop through the engine threads
+    /// (the loop posts to them and polls what they complete) instead of
+    /// run-to-completion, the default (the loop's own thread drives its
+    /// queue's engine, as perftest busy-polls its CQ).
+    #[arg(long = "threaded")]
+    pub threaded: bool,
     /// Seconds to wait for the peer (connection exchange and transfers).
     #[arg(long = "timeout", default_value_t = 30.0)]
     pub timeout: f64,

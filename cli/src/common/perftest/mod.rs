@@ -10,5 +10,6 @@ pub mod kind;
 pub mod latency;
 pub mod progress;
 pub mod report;
+pub mod rtc;
 pub mod session;
 pub mod sizes;
