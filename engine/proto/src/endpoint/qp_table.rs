@@ -167,6 +167,25 @@ impl QpTable {
         }
     }
 
+    /// QPs whose heap entry is due at `now` join the ready list (a QP held
+    /// back by its rate limit may send once its retry time has come, with
+    /// or without a `handle_timeout` first); visiting them re-arms them.
+    fn promote_due(&mut self, now: Instant) {
+        while let Some(&Reverse((t, i))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let s = &mut self.slots[i as usize];
+            if s.deadline == Some(t) {
+                s.deadline = None;
+                if s.qp.is_some() {
+                    self.mark_ready(i as usize);
+                }
+            }
+        }
+    }
+
     /// Offer the ready QPs, in round-robin order, to `f` until one returns
     /// a frame length. Each ready QP is visited at most once per call.
     /// A QP that sent stays ready (at the back); one with nothing to send
@@ -177,6 +196,7 @@ impl QpTable {
         now: Instant,
         mut f: impl FnMut(&mut Qp) -> Option<usize>,
     ) -> Option<usize> {
+        self.promote_due(now);
         for _ in 0..self.ready.len() {
             let i = self.ready.pop_front()? as usize;
             let Some(qp) = self.slots[i].qp.as_mut() else {

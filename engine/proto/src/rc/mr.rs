@@ -171,9 +171,8 @@ impl Default for MrTable {
 const MAX_REGIONS: usize = 1 << 24;
 
 /// Any of these rights makes an access remote: it must name the R_Key.
-const REMOTE: Access = Access(
-    Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_ATOMIC.0,
-);
+const REMOTE: Access =
+    Access(Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_ATOMIC.0);
 
 impl MrTable {
     /// An empty table whose keys come from the fixed [`crate::endpoint::DEFAULT_SEED`].
@@ -619,7 +618,7 @@ mod tests {
             t.write(k.rkey, 500, &[1; 8], Access::REMOTE_WRITE),
             Err(AccessError::OutOfBounds)
         );
-        assert!(t.slice(k.rkey, 0, 10, Access::NONE).is_ok());
+        assert!(t.slice(k.lkey, 0, 10, Access::NONE).is_ok());
         assert_eq!(t.atomic(k.rkey, 16, None, 1), Err(AccessError::OutOfBounds));
     }
 }

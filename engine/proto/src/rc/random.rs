@@ -141,7 +141,11 @@ mod tests {
     #[allow(deprecated)]
     fn siphash_matches_the_reference() {
         use std::hash::{Hasher, SipHasher};
-        for (k, m) in [([0, 0], 0u64), ([1, 2], 0xdead_beef), ([u64::MAX, 7], 1 << 63)] {
+        for (k, m) in [
+            ([0, 0], 0u64),
+            ([1, 2], 0xdead_beef),
+            ([u64::MAX, 7], 1 << 63),
+        ] {
             let mut h = SipHasher::new_with_keys(k[0], k[1]);
             h.write_u64(m);
             assert_eq!(siphash(k, m), h.finish());
