@@ -111,6 +111,7 @@ impl Device {
         let endpoint = EndpointConfig {
             local_mac: mac,
             local_ip: ip,
+            seed: crate::driver::os_seed(),
             ..EndpointConfig::default()
         };
         let shared = (0..queues)
