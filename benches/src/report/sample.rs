@@ -81,6 +81,7 @@ pub(crate) fn sample() -> Report {
         scaling: None,
         multi_queue: None,
         projection: None,
+        qp_scale: vec![],
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],
     };
