@@ -303,7 +303,11 @@ pub fn sim_point(n: u32, messages: u64) -> Result<f64, String> {
 }
 
 /// Every row, for `counts` QP counts (the first is the baseline).
-pub fn measure(counts: &[u32], passes: usize, sim_messages: u64) -> Result<Vec<QpScaleRow>, String> {
+pub fn measure(
+    counts: &[u32],
+    passes: usize,
+    sim_messages: u64,
+) -> Result<Vec<QpScaleRow>, String> {
     let mut proto = Vec::new();
     let mut sim = Vec::new();
     for &n in counts {
