@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use engine::endpoint::MAX_QPS_PER_ENGINE;
 use engine::driver::{capture_channel, PcapWriter, PollMode};
+use engine::endpoint::MAX_QPS_PER_ENGINE;
 use engine::io::ZeroCopy;
 use engine::nic::AttachMode;
 use engine::rc::Mtu;

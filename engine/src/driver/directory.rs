@@ -309,8 +309,9 @@ impl Directory {
     pub(crate) fn note_direct(&self, qpn: u32, queue: u32) {
         let v = self.index.entry(qpn);
         if v & HOMED == 0 && v & IN_USE != 0 && v & QUEUE_MASK == queue {
-            self.index
-                .update(qpn, |v| (v & IN_USE != 0 && v & HOMED == 0).then_some(v | HOMED));
+            self.index.update(qpn, |v| {
+                (v & IN_USE != 0 && v & HOMED == 0).then_some(v | HOMED)
+            });
         }
     }
 

@@ -226,4 +226,3 @@ impl QpTable {
             .any(|&i| self.slots[i as usize].qp.as_ref().is_some_and(&mut pred))
     }
 }
-
