@@ -105,20 +105,25 @@ fn wr(k: usize, src: MrKeys, dst: MrKeys) -> SendWr {
 }
 
 /// RESET, then connected again at the first PSNs (both directions use [`PSN`]).
-fn reconnect(ep: &mut Endpoint, qpn: u32, peer: u32, mac: [u8; 6], ip: IpAddr) {
+fn reconnect(ep: &mut Endpoint, qpn: u32, peer_qpn: u32, mac: [u8; 6], ip: IpAddr) {
     let reset = QpAttr {
         state: QpState::Reset,
         ..QpAttr::default()
     };
     ep.modify_qp(qpn, &reset, QpAttrMask::STATE)
         .expect("reset QP");
-    let remote = RemoteQp {
-        qpn: peer,
+    ep.connect(qpn, &peer(peer_qpn, mac, ip), &opts())
+        .expect("reconnect QP");
+}
+
+/// The other side's QP `qpn`, which starts at [`PSN`].
+fn peer(qpn: u32, mac: [u8; 6], ip: IpAddr) -> RemoteQp {
+    RemoteQp {
+        qpn,
         psn: PSN,
         mac,
         ip,
-    };
-    ep.connect(qpn, &remote, &opts()).expect("reconnect QP");
+    }
 }
 
 impl Rig {
@@ -147,21 +152,10 @@ impl Rig {
         for _ in 0..n {
             let qa = a.create_qp(init(ca)).expect("create QP on A");
             let qb = b.create_qp(init(cb)).expect("create QP on B");
-            let o = opts();
-            let to_b = RemoteQp {
-                qpn: qb,
-                psn: PSN,
-                mac: MAC_B,
-                ip: ip_b,
-            };
-            a.connect(qa, &to_b, &o).expect("connect A");
-            let to_a = RemoteQp {
-                qpn: qa,
-                psn: PSN,
-                mac: MAC_A,
-                ip: ip_a,
-            };
-            b.connect(qb, &to_a, &o).expect("connect B");
+            a.connect(qa, &peer(qb, MAC_B, ip_b), &opts())
+                .expect("connect A");
+            b.connect(qb, &peer(qa, MAC_A, ip_a), &opts())
+                .expect("connect B");
             qps.push((qa, qb));
         }
         let src = a
