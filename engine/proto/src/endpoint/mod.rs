@@ -515,9 +515,7 @@ impl Endpoint {
     /// Sum of every QP's counters plus the endpoint's own drops.
     pub fn counters(&self) -> Counters {
         let mut c = self.counters;
-        for qp in self.qps.iter() {
-            c.accumulate(&qp.counters);
-        }
+        c.accumulate(&self.qps.counters());
         for cq in &self.cqs {
             c.cq_overflow += cq.overflows;
         }

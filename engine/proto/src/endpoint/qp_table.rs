@@ -17,10 +17,11 @@
 //!   pushes a new entry. A packet then costs one `Qp::poll_timeout` and a
 //!   comparison, and a heap operation only when a timer is first armed.
 
+use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::rc::{NumberMap, Qp};
+use crate::rc::{Counters, NumberMap, Qp};
 use crate::time::Instant;
 
 pub(super) struct Slot {
@@ -29,6 +30,20 @@ pub(super) struct Slot {
     ready: bool,
     /// The deadline of this slot's live entry in the timer heap.
     deadline: Option<Instant>,
+    /// Listed in [`CounterSum::dirty`]: its counters may have changed.
+    dirty: Cell<bool>,
+}
+
+/// The sum of every QP's counters, kept up to date only for the QPs
+/// something happened to since the last look, so that reading the
+/// endpoint's counters (the driver does every few milliseconds) costs the
+/// active QPs, not all of them.
+#[derive(Default)]
+struct CounterSum {
+    sum: Counters,
+    /// Each slot's counters as last added into `sum`.
+    seen: Vec<Counters>,
+    dirty: Vec<u32>,
 }
 
 /// QPs by slot, their index by number, the ready list and the timer heap.
@@ -39,6 +54,7 @@ pub(super) struct QpTable {
     by_qpn: NumberMap<u32>,
     ready: VecDeque<u32>,
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
+    counters: RefCell<CounterSum>,
 }
 
 impl QpTable {
@@ -63,6 +79,7 @@ impl QpTable {
     pub fn touch(&mut self, qpn: u32) -> Option<(usize, &mut Qp)> {
         let i = self.slot(qpn)?;
         self.mark_ready(i);
+        self.mark_dirty(i);
         Some((i, self.slots[i].qp.as_mut()?))
     }
 
@@ -73,6 +90,7 @@ impl QpTable {
             qp: Some(qp),
             ready: false,
             deadline: None,
+            dirty: Cell::new(false),
         };
         let i = match self.free.pop() {
             Some(i) => {
@@ -81,15 +99,18 @@ impl QpTable {
                 let old = &mut self.slots[i as usize];
                 *old = Slot {
                     ready: old.ready,
+                    dirty: Cell::new(old.dirty.get()),
                     ..slot
                 };
                 i
             }
             None => {
                 self.slots.push(slot);
+                self.counters.get_mut().seen.push(Counters::default());
                 (self.slots.len() - 1) as u32
             }
         };
+        self.mark_dirty(i as usize);
         self.by_qpn.insert(qpn, i);
         self.mark_ready(i as usize);
         self.schedule(i as usize);
@@ -100,8 +121,36 @@ impl QpTable {
         let i = self.by_qpn.remove(&qpn)? as usize;
         let s = &mut self.slots[i];
         s.deadline = None;
+        let qp = s.qp.take();
         self.free.push(i as u32);
-        s.qp.take()
+        self.mark_dirty(i);
+        qp
+    }
+
+    /// Slot `i`'s counters may have changed.
+    #[inline]
+    fn mark_dirty(&mut self, i: usize) {
+        let s = &self.slots[i];
+        if !s.dirty.get() {
+            s.dirty.set(true);
+            self.counters.get_mut().dirty.push(i as u32);
+        }
+    }
+
+    /// The sum of every QP's counters: brought up to date for the QPs
+    /// marked since the last call.
+    pub fn counters(&self) -> Counters {
+        let mut c = self.counters.borrow_mut();
+        let CounterSum { sum, seen, dirty } = &mut *c;
+        for i in dirty.drain(..) {
+            let i = i as usize;
+            let s = &self.slots[i];
+            s.dirty.set(false);
+            sum.deduct(&seen[i]);
+            seen[i] = s.qp.as_ref().map(|q| q.counters).unwrap_or_default();
+            sum.accumulate(&seen[i]);
+        }
+        *sum
     }
 
     #[inline]
@@ -156,6 +205,7 @@ impl QpTable {
             let Some(qp) = s.qp.as_mut() else { continue };
             if f(qp) {
                 self.mark_ready(i);
+                self.mark_dirty(i);
             }
             // A deadline still due means the QP can send now: the ready
             // list has it, and `poll_transmit` re-arms it.
@@ -203,12 +253,14 @@ impl QpTable {
                 self.slots[i].ready = false;
                 continue;
             };
-            if let Some(len) = f(qp) {
+            let sent = f(qp);
+            let may = qp.may_transmit();
+            self.mark_dirty(i);
+            if let Some(len) = sent {
                 self.ready.push_back(i as u32);
                 self.schedule(i);
                 return Some(len);
             }
-            let may = qp.may_transmit();
             let d = self.schedule(i);
             if may && d.is_none_or(|d| d <= now) {
                 self.ready.push_back(i as u32);
@@ -224,5 +276,42 @@ impl QpTable {
         self.ready
             .iter()
             .any(|&i| self.slots[i as usize].qp.as_ref().is_some_and(&mut pred))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rc::QpInitAttr;
+
+    fn brute_force(t: &QpTable) -> Counters {
+        let mut c = Counters::default();
+        for q in t.iter() {
+            c.accumulate(&q.counters);
+        }
+        c
+    }
+
+    #[test]
+    fn the_counter_sum_follows_touched_inserted_and_removed_qps() {
+        let mut t = QpTable::default();
+        for qpn in [0x100, 0x200, 0x300] {
+            t.insert(Qp::new(qpn, QpInitAttr::default()));
+        }
+        assert_eq!(t.counters(), Counters::default());
+        t.touch(0x200).unwrap().1.counters.sent_pkts += 5;
+        t.touch(0x300).unwrap().1.counters.rcvd_pkts += 2;
+        assert_eq!(t.counters(), brute_force(&t));
+        assert_eq!(t.counters().sent_pkts, 5);
+        // Untouched since: the same sum, from the cache.
+        assert_eq!(t.counters(), brute_force(&t));
+        t.touch(0x200).unwrap().1.counters.sent_pkts += 1;
+        let moved = t.remove(0x300).unwrap();
+        assert_eq!(t.counters(), brute_force(&t));
+        assert_eq!((t.counters().sent_pkts, t.counters().rcvd_pkts), (6, 0));
+        // A QP moved in brings its counters along, into a reused slot.
+        t.insert(moved);
+        assert_eq!(t.counters().rcvd_pkts, 2);
+        assert_eq!(t.counters(), brute_force(&t));
     }
 }
