@@ -265,6 +265,12 @@ impl Directory {
         Ok(qpn)
     }
 
+    /// QP numbers in use (allocated and not freed), across the device.
+    #[allow(dead_code)] // for the device's callers (e.g. `serve`'s in-use count)
+    pub(crate) fn live_qps(&self) -> usize {
+        self.qpns.lock().unwrap_or_else(|e| e.into_inner()).live
+    }
+
     /// A first send PSN for a new QP, from the device's secret.
     pub(crate) fn draw_psn(&self) -> u32 {
         let mut a = self.qpns.lock().unwrap_or_else(|e| e.into_inner());

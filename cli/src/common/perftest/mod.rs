@@ -5,6 +5,7 @@
 
 pub mod bandwidth;
 pub mod conn;
+pub mod exchange;
 pub mod kind;
 pub mod latency;
 pub mod progress;

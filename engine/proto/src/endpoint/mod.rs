@@ -296,7 +296,10 @@ impl Endpoint {
 
     /// Destroy a QP (its outstanding work is dropped without completions).
     pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
-        self.qps.remove(qpn).map(drop).ok_or(VerbsError::UnknownQp)
+        let qp = self.qps.remove(qpn).ok_or(VerbsError::UnknownQp)?;
+        // The device's counters keep what the QP counted (as rxe's).
+        self.counters.accumulate(&qp.counters);
+        Ok(())
     }
 
     /// Run `f` on QP `qpn` (which then may have work: it joins the ready
