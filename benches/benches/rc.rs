@@ -25,6 +25,12 @@
 //! them: `crc32::copy_and_update_after`), interleaved;
 //! `-- --best-of --requester` runs only that row.
 //!
+//! `rc_qp_scale/{responder,requester}_write_64B_{1,1024,16384,65536}_active_qps`:
+//! the per-packet cost with 1 / 1K / 16K / 64K active QPs (message k on
+//! QP k % N, so every packet finds a different QP when N is large;
+//! `roce_xdp_benches::qp_scale`). Target: each within 1.2x of its 1-QP
+//! row. `-- --qp-scale` prints them as best-of-3 passes with the ratios.
+//!
 //! Frames come from a real requester (an `Endpoint` posting WRITEs), so
 //! they carry the headers, AckReq bits and ICRCs the engine would send. A
 //! window of frames with consecutive PSNs is replayed; when it runs out the
@@ -614,9 +620,62 @@ fn best_of_requester() {
     );
 }
 
-criterion_group!(benches, bench_responder);
+criterion_group!(benches, bench_responder, bench_qp_scale);
+
+/// "per-packet cost with 1 / 1K / 16K / 64K active QPs": 64 B WRITEs,
+/// message k on QP k % N (`roce_xdp_benches::qp_scale`), responder and
+/// requester, each against its 1-QP row.
+fn bench_qp_scale(c: &mut Criterion) {
+    use roce_xdp_benches::qp_scale::{Rig as ScaleRig, PACKETS, QP_COUNTS};
+    let mut g = c.benchmark_group("rc_qp_scale");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(1));
+    for n in QP_COUNTS {
+        let mut rig = ScaleRig::new(n);
+        // One iteration = one packet; whole passes are run and their mean
+        // per-packet time scaled (the QP resets between passes untimed).
+        let mut timed = |iters: u64, responder: bool| {
+            let passes = iters.div_ceil(PACKETS as u64);
+            let mut ns = 0.0;
+            for _ in 0..passes {
+                ns += if responder {
+                    rig.responder_pass().1
+                } else {
+                    rig.requester_pass().1
+                };
+            }
+            std::time::Duration::from_nanos((ns / passes as f64 * iters as f64) as u64)
+        };
+        g.bench_function(format!("responder_write_64B_{n}_active_qps"), |b| {
+            b.iter_custom(|iters| timed(iters, true))
+        });
+        g.bench_function(format!("requester_write_64B_{n}_active_qps"), |b| {
+            b.iter_custom(|iters| timed(iters, false))
+        });
+    }
+    g.finish();
+}
+
+/// `-- --qp-scale`: the same rows as best-of-3 passes, with ratios.
+fn qp_scale_rows() {
+    use roce_xdp_benches::qp_scale::{protocol_point, QP_COUNTS};
+    let mut base = None;
+    for n in QP_COUNTS {
+        let (resp, req) = protocol_point(n, 3);
+        let (b_resp, b_req) = *base.get_or_insert((resp, req));
+        println!(
+            "per-packet cost with {n} active QPs (64 B WRITE, in memory): responder {resp:.1} ns ({:.2}x the 1-QP row), requester {req:.1} ns ({:.2}x)",
+            resp / b_resp,
+            req / b_req
+        );
+    }
+}
 
 fn main() {
+    if std::env::args().any(|a| a == "--qp-scale") {
+        qp_scale_rows();
+        return;
+    }
     if std::env::args().any(|a| a == "--best-of") {
         best_of();
         return;

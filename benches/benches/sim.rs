@@ -13,6 +13,10 @@
 //! seed, so they are counted once before timing. No payload verification
 //! runs inside the timed loop (the `sim_*` tests verify every byte); what
 //! is timed is the sans-IO path of both endpoints plus the event queue.
+//!
+//! `sim_qp_scale/write_64B_{1,1024,16384,65536}_qps`: the whole verified
+//! `run_workload` of 65,536 64 B WRITEs spread over N QPs, as `roce-xdp
+//! sim --qps N` runs it (throughput in messages).
 
 use core::net::{IpAddr, Ipv4Addr};
 use std::hint::black_box;
@@ -140,5 +144,23 @@ fn simulator(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, simulator);
+/// `roce-xdp sim --messages 65536 --size 64 --qps N` (every byte
+/// verified, setup included), N = 1 / 1K / 16K / 64K: wall time per
+/// message against the 1-QP row (target: <= 2x at 64K;
+/// `roce_xdp_benches::qp_scale`).
+fn sim_qp_scale(c: &mut Criterion) {
+    use roce_xdp_benches::qp_scale::{sim_point, QP_COUNTS};
+    const MSGS: u64 = 65_536;
+    let mut g = c.benchmark_group("sim_qp_scale");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(MSGS));
+    for n in QP_COUNTS {
+        g.bench_function(format!("write_64B_{n}_qps"), |b| {
+            b.iter(|| black_box(sim_point(n, MSGS).expect("verified run")))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, simulator, sim_qp_scale);
 criterion_main!(benches);

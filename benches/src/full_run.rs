@@ -211,6 +211,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             engine.write_cpu_ns_per_full_packet(),
             &mut missing_late,
         )),
+        qp_scale: qp_scale_rows(opts, &mut missing_late),
         notes,
         missing,
     };
@@ -343,6 +344,17 @@ fn measure_round(
         engine,
         xdp_mode,
         zero_copy,
+    })
+}
+
+/// The `qp_scale` rows (`crate::qp_scale`), in memory, no I/O.
+fn qp_scale_rows(opts: &Options, missing: &mut Vec<String>) -> Vec<crate::qp_scale::QpScaleRow> {
+    use crate::qp_scale::{measure, QP_COUNTS, SIM_MESSAGES};
+    progress(opts, "per-packet cost with 1 / 1K / 16K / 64K active QPs");
+    let passes = if opts.quick { 1 } else { 3 };
+    measure(&QP_COUNTS, passes, SIM_MESSAGES).unwrap_or_else(|e| {
+        missing.push(format!("qp_scale rows: {e}"));
+        Vec::new()
     })
 }
 

@@ -26,6 +26,7 @@ pub mod output;
 pub mod paired;
 pub mod placement;
 pub mod protocol_path;
+pub mod qp_scale;
 pub mod report;
 pub mod sources;
 pub mod stats;

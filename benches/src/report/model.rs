@@ -38,6 +38,10 @@ pub struct Report {
     #[serde(default)]
     pub tools: super::ToolsReport,
     pub projection: Option<Projection>,
+    /// Per-packet cost against the number of active QPs (`crate::qp_scale`);
+    /// absent from older reports.
+    #[serde(default)]
+    pub qp_scale: Vec<crate::qp_scale::QpScaleRow>,
     /// How the figures were obtained (chunking, modes, ...).
     pub notes: Vec<String>,
     /// What was not measured, and why.

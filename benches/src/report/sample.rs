@@ -82,6 +82,7 @@ pub(crate) fn sample() -> Report {
         multi_queue: None,
         tools: ToolsReport::default(),
         projection: None,
+        qp_scale: vec![],
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],
     };

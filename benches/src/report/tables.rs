@@ -321,6 +321,26 @@ impl Report {
                     .collect(),
             });
         }
+        if !self.qp_scale.is_empty() {
+            t.push(Table {
+                title: "Per-packet cost with 1 / 1K / 16K / 64K active QPs (64 B WRITE; sim: wall time per message)".into(),
+                header: ["path", "active QPs", "ns per packet", "ratio to 1 QP"]
+                    .map(String::from)
+                    .to_vec(),
+                rows: self
+                    .qp_scale
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.path.clone(),
+                            r.qps.to_string(),
+                            num(Some(r.ns_per_packet), 1),
+                            num(Some(r.ratio), 2),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
         t
     }
 }

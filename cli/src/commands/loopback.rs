@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use engine::driver::{capture_channel, PcapWriter, PollMode};
+use engine::endpoint::MAX_QPS_PER_ENGINE;
 use engine::io::ZeroCopy;
 use engine::nic::AttachMode;
 use engine::rc::Mtu;
@@ -98,6 +99,14 @@ pub fn run(a: LoopbackArgs) -> anyhow::Result<()> {
     }
     if a.messages == 0 || a.qps == 0 || a.queues == 0 {
         bail!("--messages, --qps and --queues must be at least 1");
+    }
+    let most = u64::from(a.queues) * u64::from(MAX_QPS_PER_ENGINE);
+    if u64::from(a.qps) > most {
+        bail!(
+            "--qps {} is more than {} queue(s) hold ({MAX_QPS_PER_ENGINE} QPs per engine): lower --qps or raise --queues",
+            a.qps,
+            a.queues
+        );
     }
     if !is_root() {
         bail!(

@@ -33,7 +33,7 @@ use crate::common::perftest::conn::{listen, PerfConn};
 use crate::common::perftest::kind::Kind;
 use crate::common::perftest::rtc;
 use crate::common::perftest::session::{
-    initial_psn, landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH,
+    landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH,
 };
 use crate::common::perftest::sizes::parse_size;
 use crate::common::snapshot::queue_counters;
@@ -246,7 +246,6 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
     let mut mine: Vec<Key> = Vec::new();
     let mut theirs: Vec<Key> = Vec::new();
     let mut kind = None;
-    let mut psn_salt = 7;
     let mut reports = 0;
     let mut access = Access::NONE;
     loop {
@@ -301,12 +300,11 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(qp.qpn(), tx.clone());
                     let mr = res.mr.as_ref().expect("registered");
-                    psn_salt += 1;
                     mine.push(Key {
                         lid: 0,
                         out_reads: u32::from(RESPONDER_DEPTH),
                         qpn: qp.qpn(),
-                        psn: initial_psn(psn_salt),
+                        psn: qp.psn(),
                         rkey: mr.rkey,
                         vaddr: mr.addr(),
                         gid: Gid::from_ip(sh.dev.ip()),
@@ -404,12 +402,11 @@ fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
 /// What the server holds for its sessions: QPs (the engine's QP numbers
 /// in use) and regions.
 fn in_use(sh: &Shared) -> String {
-    let max = engine::endpoint::EndpointConfig::default().max_qps;
-    let first = engine::endpoint::FIRST_QPN;
-    let qps = (first..first + max)
-        .filter(|&n| sh.dev.qp_queue(n).is_some())
-        .count();
-    format!("{qps} QPs, {} regions", sh.regions.load(Ordering::Relaxed))
+    format!(
+        "{} QPs, {} regions",
+        sh.dev.live_qps(),
+        sh.regions.load(Ordering::Relaxed)
+    )
 }
 
 /// An IPv4-mapped IPv6 address as IPv4.

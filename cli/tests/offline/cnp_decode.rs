@@ -6,7 +6,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
-use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp, FIRST_QPN};
 use engine::rc::{Access, QpInitAttr, RecvWr, SendOp, SendWr, Sge};
 use engine::time::Instant;
 use serde_json::Value;
@@ -53,8 +53,9 @@ fn engine_cnp() -> Vec<u8> {
         recv_cq: cq,
         ..Default::default()
     };
-    let qa = a.create_qp(init(cqa)).unwrap();
-    let qb = b.create_qp(init(cqb)).unwrap();
+    // QPN 0x11 on both sides, as the Scapy vectors have it.
+    let qa = a.create_qp_numbered(FIRST_QPN, init(cqa)).unwrap();
+    let qb = b.create_qp_numbered(FIRST_QPN, init(cqb)).unwrap();
     let remote = |qpn, mac, ip| RemoteQp {
         qpn,
         psn: 0,

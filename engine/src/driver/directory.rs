@@ -1,7 +1,10 @@
 //! What the engine threads of one device share so that every QP works
 //! whichever queue RSS delivers its packets to (`docs/multi-queue.md`):
 //!
-//! - QP numbers, allocated across the whole device (never per queue);
+//! - QP numbers, allocated across the whole device (never per queue),
+//!   drawn at random from the 24-bit space under a secret from the OS
+//!   CSPRNG, a freed number held back until [`QUARANTINE`] more have been
+//!   freed;
 //! - the directory: which queue's endpoint holds each QP number now, and
 //!   whether the QP is *homed* (it lives on the queue its packets arrive
 //!   on, learned from its first packet);
@@ -14,46 +17,198 @@
 //! The rules (what each engine thread does with them) are in `thread.rs`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::endpoint::FIRST_QPN;
+use crate::endpoint::{FIRST_QPN, MAX_QPN};
 use crate::io::MAX_PACKET;
-use crate::rc::VerbsError;
+use crate::rc::{Rng, Seed, VerbsError};
 
 use super::shared::{FrameBuf, Handoff, Shared};
 
-/// One directory entry per QP number: 0 = free; otherwise `IN_USE`, maybe
-/// `HOMED`, and the holding queue in the low 16 bits.
+/// One directory entry per QP number: `IN_USE`, maybe `HOMED`, and the
+/// holding queue in the low 16 bits; a quarantined number (freed, not yet
+/// reissued) has neither bit.
 const IN_USE: u32 = 1 << 31;
 const HOMED: u32 = 1 << 30;
+const QUARANTINED: u32 = 1 << 29;
 const QUEUE_MASK: u32 = 0xFFFF;
+
+/// Freed QP numbers held back from reuse: a number comes back only after
+/// this many others have been freed (and then only if drawn again).
+pub(crate) const QUARANTINE: usize = 4096;
 
 /// Frame buffers per queue in the hand-off pool.
 const BUFFERS_PER_QUEUE: usize = 128;
 
-/// Free QP numbers: never-used ones first, then the longest-freed, so that
-/// a destroyed QP's number is not reused at once.
+/// A secret from the OS CSPRNG. Without one the device could not promise
+/// unpredictable numbers, so failing to get one is fatal.
+pub(crate) fn os_seed() -> Seed {
+    let k0 = getrandom::u64().expect("the OS random number generator (getrandom) failed");
+    let k1 = getrandom::u64().expect("the OS random number generator (getrandom) failed");
+    [k0, k1]
+}
+
+/// The numbers' allocator: draws, and the quarantine of freed numbers.
 struct QpnAllocator {
-    next: u32,
-    limit: u32,
+    rng: Rng,
+    live: usize,
+    limit: usize,
     freed: VecDeque<u32>,
+}
+
+/// QP number -> entry, for any number of the 24-bit space: open
+/// addressing with linear probing in a fixed table of `(qpn << 32) |
+/// entry` words (0 = empty). Lookups (one per packet) take no lock: the
+/// writers, serialized by the allocator's mutex, make the version odd
+/// while they move words (insert, backward-shift delete), and a reader
+/// that saw it change retries. Entry updates in place are compare-and-swap
+/// of the whole word, so one cannot land on a word that moved.
+struct QpnIndex {
+    words: Box<[AtomicU64]>,
+    mask: usize,
+    version: AtomicU64,
+}
+
+impl QpnIndex {
+    fn new(capacity: usize) -> QpnIndex {
+        let size = (capacity * 2).next_power_of_two().max(64);
+        QpnIndex {
+            words: (0..size).map(|_| AtomicU64::new(0)).collect(),
+            mask: size - 1,
+            version: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    fn home(&self, qpn: u32) -> usize {
+        (u64::from(qpn).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize & self.mask
+    }
+
+    /// The word of `qpn` and where it is.
+    #[inline]
+    fn find(&self, qpn: u32) -> Option<(usize, u64)> {
+        loop {
+            let v0 = self.version.load(Ordering::Acquire);
+            if v0 & 1 == 0 {
+                let found = self.probe(qpn);
+                fence(Ordering::Acquire);
+                if self.version.load(Ordering::Relaxed) == v0 {
+                    return found;
+                }
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    #[inline]
+    fn probe(&self, qpn: u32) -> Option<(usize, u64)> {
+        let mut i = self.home(qpn);
+        loop {
+            let w = self.words[i].load(Ordering::Acquire);
+            if w == 0 {
+                return None;
+            }
+            if (w >> 32) as u32 == qpn {
+                return Some((i, w));
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    #[inline]
+    fn entry(&self, qpn: u32) -> u32 {
+        self.find(qpn).map_or(0, |(_, w)| w as u32)
+    }
+
+    /// Writers only (under the allocator's lock): run `f` with readers
+    /// told to retry.
+    fn write<R>(&self, f: impl FnOnce(&Self) -> R) -> R {
+        self.version.fetch_add(1, Ordering::AcqRel);
+        fence(Ordering::Release);
+        let r = f(self);
+        self.version.fetch_add(1, Ordering::Release);
+        r
+    }
+
+    /// Insert or replace `qpn`'s entry (writers only).
+    fn set(&self, qpn: u32, entry: u32) {
+        let word = (u64::from(qpn) << 32) | u64::from(entry);
+        self.write(|t| {
+            let mut i = t.home(qpn);
+            loop {
+                let w = t.words[i].load(Ordering::Relaxed);
+                if w == 0 || (w >> 32) as u32 == qpn {
+                    t.words[i].store(word, Ordering::Release);
+                    return;
+                }
+                i = (i + 1) & t.mask;
+            }
+        });
+    }
+
+    /// Remove `qpn` (writers only): backward-shift deletion, no tombstones.
+    fn remove(&self, qpn: u32) {
+        let Some((mut hole, _)) = self.probe(qpn) else {
+            return;
+        };
+        self.write(|t| {
+            t.words[hole].store(0, Ordering::Release);
+            let mut i = (hole + 1) & t.mask;
+            loop {
+                let w = t.words[i].load(Ordering::Relaxed);
+                if w == 0 {
+                    return;
+                }
+                let home = t.home((w >> 32) as u32);
+                // Move `w` into the hole if its probe path passes the hole.
+                let dist_hole = hole.wrapping_sub(home) & t.mask;
+                let dist_i = i.wrapping_sub(home) & t.mask;
+                if dist_hole < dist_i {
+                    t.words[hole].store(w, Ordering::Release);
+                    t.words[i].store(0, Ordering::Release);
+                    hole = i;
+                }
+                i = (i + 1) & t.mask;
+            }
+        });
+    }
+
+    /// Compare-and-swap `qpn`'s entry from what `f` is given to what it
+    /// returns (lock-free: fails harmlessly if the word moved meanwhile).
+    fn update(&self, qpn: u32, f: impl Fn(u32) -> Option<u32>) {
+        for _ in 0..4 {
+            let Some((i, w)) = self.find(qpn) else { return };
+            let Some(new) = f(w as u32) else { return };
+            let nw = (w & !0xFFFF_FFFF) | u64::from(new);
+            if self.words[i]
+                .compare_exchange(w, nw, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
 }
 
 /// The device-wide state the engine threads of one device share.
 pub(crate) struct Directory {
     queues: Vec<Arc<Shared>>,
-    entries: Box<[AtomicU32]>,
+    index: QpnIndex,
     qpns: Mutex<QpnAllocator>,
     pool: ArrayQueue<Box<[u8]>>,
 }
 
 impl Directory {
     /// The directory of a device whose queues share `queues` (queue i at
-    /// index i), for at most `max_qps` QPs.
-    pub(crate) fn new(queues: Vec<Arc<Shared>>, max_qps: u32) -> Directory {
+    /// index i), each holding at most `max_qps_per_queue` QPs.
+    pub(crate) fn new(queues: Vec<Arc<Shared>>, max_qps_per_queue: u32) -> Directory {
+        Directory::with_seed(queues, max_qps_per_queue, os_seed())
+    }
+
+    fn with_seed(queues: Vec<Arc<Shared>>, max_qps_per_queue: u32, seed: Seed) -> Directory {
         // One queue never hands anything off: no pool.
         let buffers = if queues.len() > 1 {
             queues.len() * BUFFERS_PER_QUEUE
@@ -64,12 +219,15 @@ impl Directory {
         for _ in 0..buffers {
             let _ = pool.push(vec![0u8; MAX_PACKET].into_boxed_slice());
         }
+        let space = (MAX_QPN - FIRST_QPN + 1) as usize;
+        let limit = (queues.len().max(1) * max_qps_per_queue as usize).min(space - QUARANTINE);
         Directory {
             queues,
-            entries: (0..max_qps).map(|_| AtomicU32::new(0)).collect(),
+            index: QpnIndex::new(limit + QUARANTINE),
             qpns: Mutex::new(QpnAllocator {
-                next: 0,
-                limit: max_qps,
+                rng: Rng::new(seed),
+                live: 0,
+                limit,
                 freed: VecDeque::new(),
             }),
             pool,
@@ -86,31 +244,52 @@ impl Directory {
         self.queues.get(q as usize)
     }
 
-    fn entry(&self, qpn: u32) -> Option<&AtomicU32> {
-        self.entries.get(qpn.checked_sub(FIRST_QPN)? as usize)
-    }
-
-    /// A fresh QP number, held by queue `queue` (not yet homed).
+    /// A fresh QP number, held by queue `queue` (not yet homed): drawn at
+    /// random among the numbers neither in use nor quarantined.
     pub(crate) fn allocate_qpn(&self, queue: u32) -> Result<u32, VerbsError> {
         let mut a = self.qpns.lock().unwrap_or_else(|e| e.into_inner());
-        // Never-used numbers first, then the longest-freed one.
-        let index = if a.next < a.limit {
-            a.next += 1;
-            a.next - 1
-        } else {
-            a.freed.pop_front().ok_or(VerbsError::ResourceExhausted)?
+        if a.live >= a.limit {
+            return Err(VerbsError::ResourceExhausted);
+        }
+        // At most `limit + QUARANTINE` of the 2^24 numbers are taken, so a
+        // draw hits a free one with probability near 1 (and ends).
+        let span = MAX_QPN - FIRST_QPN + 1;
+        let qpn = loop {
+            let q = FIRST_QPN + a.rng.next_u24() % span;
+            if self.index.entry(q) == 0 {
+                break q;
+            }
         };
-        self.entries[index as usize].store(IN_USE | queue, Ordering::SeqCst);
-        Ok(FIRST_QPN + index)
+        self.index.set(qpn, IN_USE | queue);
+        a.live += 1;
+        Ok(qpn)
+    }
+
+    /// QP numbers in use (allocated and not freed), across the device.
+    pub(crate) fn live_qps(&self) -> usize {
+        self.qpns.lock().unwrap_or_else(|e| e.into_inner()).live
+    }
+
+    /// A first send PSN for a new QP, from the device's secret.
+    pub(crate) fn draw_psn(&self) -> u32 {
+        let mut a = self.qpns.lock().unwrap_or_else(|e| e.into_inner());
+        a.rng.next_u24()
     }
 
     /// Gives `qpn` back (its QP was destroyed or never created): from now
-    /// on its packets are unknown-QP drops.
+    /// on its packets are unknown-QP drops, and the number is quarantined.
     pub(crate) fn free_qpn(&self, qpn: u32) {
-        let Some(e) = self.entry(qpn) else { return };
-        if e.swap(0, Ordering::SeqCst) & IN_USE != 0 {
-            let mut a = self.qpns.lock().unwrap_or_else(|e| e.into_inner());
-            a.freed.push_back(qpn - FIRST_QPN);
+        let mut a = self.qpns.lock().unwrap_or_else(|e| e.into_inner());
+        if self.index.entry(qpn) & IN_USE == 0 {
+            return;
+        }
+        self.index.set(qpn, QUARANTINED);
+        a.live -= 1;
+        a.freed.push_back(qpn);
+        if a.freed.len() > QUARANTINE {
+            if let Some(old) = a.freed.pop_front() {
+                self.index.remove(old);
+            }
         }
     }
 
@@ -118,35 +297,34 @@ impl Directory {
     /// transit is already listed under the queue it moves to), if any.
     #[inline]
     pub(crate) fn owner(&self, qpn: u32) -> Option<u32> {
-        let v = self.entry(qpn)?.load(Ordering::Acquire);
+        let v = self.index.entry(qpn);
         (v & IN_USE != 0).then_some(v & QUEUE_MASK)
     }
 
     /// Whether `qpn` is homed: it has received a packet on the queue that
     /// holds it, or moved to the queue its packets arrive on.
     pub(crate) fn is_homed(&self, qpn: u32) -> bool {
-        self.entry(qpn)
-            .is_some_and(|e| e.load(Ordering::Acquire) & HOMED != 0)
+        self.index.entry(qpn) & HOMED != 0
     }
 
     /// Queue `queue` received a packet for `qpn` itself, on its own RX ring:
     /// if it holds the QP and the QP is not homed yet, it is homed here.
-    /// One relaxed load per packet once homed.
+    /// One lock-free lookup per packet.
     #[inline]
     pub(crate) fn note_direct(&self, qpn: u32, queue: u32) {
-        let Some(e) = self.entry(qpn) else { return };
-        let v = e.load(Ordering::Relaxed);
+        let v = self.index.entry(qpn);
         if v & HOMED == 0 && v & IN_USE != 0 && v & QUEUE_MASK == queue {
-            let _ = e.compare_exchange(v, v | HOMED, Ordering::AcqRel, Ordering::Relaxed);
+            self.index.update(qpn, |v| {
+                (v & IN_USE != 0 && v & HOMED == 0).then_some(v | HOMED)
+            });
         }
     }
 
     /// Lists `qpn` under queue `to`, homed (the QP moves there).
     pub(crate) fn set_home(&self, qpn: u32, to: u32) {
-        if let Some(e) = self.entry(qpn) {
-            let _ = e.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
-                (v & IN_USE != 0).then_some(IN_USE | HOMED | to)
-            });
+        let _a = self.qpns.lock().unwrap_or_else(|e| e.into_inner());
+        if self.index.entry(qpn) & IN_USE != 0 {
+            self.index.set(qpn, IN_USE | HOMED | to);
         }
     }
 
@@ -193,24 +371,38 @@ mod tests {
         let shared = (0..queues)
             .map(|_| Arc::new(Shared::new(16).unwrap()))
             .collect();
-        Directory::new(shared, max_qps)
+        Directory::with_seed(shared, max_qps, [1, 2])
     }
 
     #[test]
-    fn qp_numbers_are_unique_across_queues_and_not_reused_at_once() {
-        let d = directory(4, 8);
+    fn qp_numbers_are_random_unique_and_not_reused_at_once() {
+        let d = directory(4, 2);
         let a = d.allocate_qpn(0).unwrap();
         let b = d.allocate_qpn(3).unwrap();
         assert_ne!(a, b);
+        assert!((FIRST_QPN..=MAX_QPN).contains(&a));
         assert_eq!((d.owner(a), d.owner(b)), (Some(0), Some(3)));
         d.free_qpn(a);
         assert_eq!(d.owner(a), None);
-        // The freed number comes back only after the never-used ones.
-        let fresh: Vec<u32> = (0..6).map(|q| d.allocate_qpn(q % 4).unwrap()).collect();
-        assert!(!fresh.contains(&a), "{fresh:?}");
-        assert_eq!(d.allocate_qpn(1), Ok(a));
-        assert_eq!(d.owner(a), Some(1));
+        // 4 queues x 2: seven more fit (one was freed), then the device is full.
+        let more: Vec<u32> = (0..7).map(|q| d.allocate_qpn(q % 4).unwrap()).collect();
+        assert!(!more.contains(&a), "{more:?}");
         assert_eq!(d.allocate_qpn(0), Err(VerbsError::ResourceExhausted));
+    }
+
+    #[test]
+    fn a_freed_number_stays_quarantined_while_many_others_come_and_go() {
+        let d = directory(1, 4);
+        let first = d.allocate_qpn(0).unwrap();
+        d.free_qpn(first);
+        for _ in 0..QUARANTINE {
+            let q = d.allocate_qpn(0).unwrap();
+            assert_ne!(q, first);
+            d.free_qpn(q);
+        }
+        // The index still finds every live number after the deletions.
+        let live: Vec<u32> = (0..4).map(|_| d.allocate_qpn(0).unwrap()).collect();
+        assert!(live.iter().all(|&q| d.owner(q) == Some(0)));
     }
 
     #[test]
@@ -230,9 +422,9 @@ mod tests {
         d.set_home(b, 0);
         assert_eq!(d.owner(b), None);
         assert!(!d.is_homed(b));
-        // Numbers outside the table are nobody's.
+        // Numbers nobody was given are nobody's.
         assert_eq!(d.owner(0), None);
-        assert_eq!(d.owner(FIRST_QPN + 4), None);
+        assert_eq!(d.owner(MAX_QPN + 1), None);
     }
 
     #[test]

@@ -36,7 +36,7 @@ mod step;
 mod thread;
 
 pub use capture::{capture_channel, CaptureSink, CapturedFrame, PcapWriter, SNAPLEN};
-pub(crate) use directory::Directory;
+pub(crate) use directory::{os_seed, Directory};
 pub use poll_mode::{CqWait, PollMode};
 pub use run_to_completion::{InlineConfig, RunToCompletion};
 pub(crate) use shared::{Control, Shared, Work};

@@ -115,6 +115,7 @@ impl Device {
         let endpoint = EndpointConfig {
             local_mac: mac,
             local_ip: ip,
+            seed: crate::driver::os_seed(),
             ..EndpointConfig::default()
         };
         let shared = (0..queues)
@@ -272,6 +273,12 @@ impl Device {
     /// handled), if the QP exists.
     pub fn qp_queue(&self, qpn: u32) -> Option<u32> {
         self.directory.owner(qpn)
+    }
+
+    /// QPs that exist on this device now, across its queues (numbers
+    /// allocated and not yet freed).
+    pub fn live_qps(&self) -> usize {
+        self.directory.live_qps()
     }
 
     /// The MAC of `ip` from the kernel's neighbour table (resolving it with

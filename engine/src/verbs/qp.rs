@@ -31,10 +31,14 @@ impl QpCaps {
 }
 
 impl Default for QpCaps {
+    /// 64 send and 64 receive work requests: room for a perftest-style
+    /// window, and small enough that a queue's limit of QPs
+    /// ([`crate::endpoint::MAX_QPS_PER_ENGINE`]) fits in a few hundred MiB
+    /// (`docs/architecture.md`, "QP limits").
     fn default() -> Self {
         QpCaps {
-            max_send_wr: 256,
-            max_recv_wr: 256,
+            max_send_wr: 64,
+            max_recv_wr: 64,
         }
     }
 }
@@ -45,6 +49,7 @@ impl Default for QpCaps {
 #[derive(Clone)]
 pub struct QueuePair {
     qpn: u32,
+    psn: u32,
     queue: u32,
     shared: Arc<Shared>,
     directory: Arc<Directory>,
@@ -70,15 +75,24 @@ impl QueuePair {
     ) -> Self {
         QueuePair {
             qpn,
+            psn: directory.draw_psn(),
             queue,
             shared,
             directory,
         }
     }
 
-    /// QP number (give it to the peer).
+    /// QP number (give it to the peer): drawn at random from the 24-bit
+    /// space, unique across the device.
     pub fn qpn(&self) -> u32 {
         self.qpn
+    }
+
+    /// A first send PSN for this QP, drawn at random when it was created
+    /// (from a secret the device took from the OS CSPRNG): give it to the
+    /// peer and pass it as [`ConnectOptions::sq_psn`].
+    pub fn psn(&self) -> u32 {
+        self.psn
     }
 
     /// The queue of the application this QP belongs to: its posts go

@@ -23,7 +23,7 @@ use crate::common::perftest::progress::{Goal, Progress};
 use crate::common::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
 use crate::common::perftest::rtc;
 use crate::common::perftest::session::{
-    initial_psn, landing_size, Cq, Local, Measured, Peer, Side,
+    landing_size, Cq, Local, Measured, Peer, Side,
 };
 use crate::common::{preflight, verbs_peer};
 use crate::errors::UserError;
@@ -389,15 +389,16 @@ fn setup<'a>(
     } else {
         args.qps as usize
     };
-    let salt = if role == Role::Client { 0 } else { 100 };
+    let qps = Side::create_qps(&dp.dev, q, nqps, args.tx_depth)?;
     let local = Local {
         dev: dp.dev.clone(),
         queue: q,
         mr,
         half,
         send_at: half,
-        qps: Side::create_qps(&dp.dev, q, nqps, args.tx_depth)?,
-        psns: (0..nqps as u32).map(|i| initial_psn(i + salt)).collect(),
+        // The device's random first PSNs (from the OS CSPRNG).
+        psns: qps.iter().map(|qp| qp.psn()).collect(),
+        qps,
         tag: kind.tag(),
     };
     Ok(Tool {

@@ -84,7 +84,7 @@ pub struct PerftestArgs {
 
 /// The engine's QP limit (its default endpoint configuration).
 pub fn max_qps() -> u32 {
-    engine::endpoint::EndpointConfig::default().max_qps
+    engine::endpoint::MAX_QPS_PER_ENGINE
 }
 
 impl PerftestArgs {

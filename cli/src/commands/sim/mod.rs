@@ -9,6 +9,7 @@ use core::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
+use engine::endpoint::MAX_QPS_PER_ENGINE;
 use engine::rc::Mtu;
 use engine::sim::{run_workload, Impairments, LinkConfig, Op, WorkloadConfig, WorkloadReport};
 use serde::Serialize;
@@ -121,8 +122,11 @@ fn config(a: &SimArgs) -> Result<WorkloadConfig> {
             a.mtu
         ))
     })?;
-    if a.qps == 0 || a.qps > 4096 {
-        return Err(UserError::Usage("--qps must be 1..=4096".into()).into());
+    if a.qps == 0 || a.qps > MAX_QPS_PER_ENGINE {
+        return Err(UserError::Usage(format!(
+            "--qps must be 1..={MAX_QPS_PER_ENGINE} (the QPs one engine holds)"
+        ))
+        .into());
     }
     if a.window == 0 || a.window > 1024 {
         return Err(UserError::Usage("--window must be 1..=1024".into()).into());

@@ -5,8 +5,19 @@
 use core::net::{IpAddr, Ipv4Addr};
 
 use crate::cc::CcConfig;
-use crate::rc::{Mtu, QpAttr};
+use crate::rc::{Mtu, QpAttr, Seed};
 use crate::wire::{Ecn, VlanTag};
+
+/// Most QPs one endpoint (one engine, one queue) holds by default, and the
+/// limit the CLI tools check `-q` against: its memory is what
+/// `docs/architecture.md` ("QP limits") states. [`EndpointConfig::max_qps`]
+/// may be set higher, up to the whole QP number space.
+pub const MAX_QPS_PER_ENGINE: u32 = 1 << 16;
+
+/// The seed of [`EndpointConfig::default`]: fixed, so that runs of the
+/// simulator and the tests are reproducible. An endpoint facing a network
+/// needs a secret one (the engine's devices draw theirs from the OS).
+pub const DEFAULT_SEED: Seed = [0x726f_6365_2d78_6470, 0x7365_6564_0000_0001];
 
 /// Endpoint configuration.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -15,8 +26,12 @@ pub struct EndpointConfig {
     pub local_mac: [u8; 6],
     /// Source IP (the GID); IPv4 or IPv6.
     pub local_ip: IpAddr,
-    /// Most QPs this endpoint will create.
+    /// Most QPs this endpoint will hold (default [`MAX_QPS_PER_ENGINE`]).
     pub max_qps: u32,
+    /// Secret seed of the QP numbers, initial PSNs and memory keys this
+    /// endpoint draws (`rc::random`). Unpredictable numbers need an
+    /// unpredictable seed: the engine's devices use the OS CSPRNG.
+    pub seed: Seed,
     /// Congestion control: CNP pacing, CNP DSCP, DCQCN on/off and
     /// parameters, line rate (see [`crate::cc::CcConfig`]).
     pub cc: CcConfig,
@@ -27,7 +42,8 @@ impl Default for EndpointConfig {
         EndpointConfig {
             local_mac: [0x02, 0, 0, 0, 0, 1],
             local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
-            max_qps: 4096,
+            max_qps: MAX_QPS_PER_ENGINE,
+            seed: DEFAULT_SEED,
             cc: CcConfig::default(),
         }
     }

@@ -36,15 +36,17 @@
 //! `unsafe`; no heap allocation per packet.
 
 mod config;
-mod slot_bits;
+mod qp_table;
 
-pub use self::config::{ConnectOptions, EndpointConfig, RemoteQp};
+pub use self::config::{
+    ConnectOptions, EndpointConfig, RemoteQp, DEFAULT_SEED, MAX_QPS_PER_ENGINE,
+};
 
-use self::slot_bits::SlotBits;
+use self::qp_table::QpTable;
 use crate::cc::{CnpOutcome, QpCongestion};
 use crate::rc::{
     Access, Counters, Cq, MrKeys, MrTable, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr,
-    RegionMemory, RemoteAddress, SendWr, VerbsError, WorkCompletion,
+    RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
 };
 use crate::time::Instant;
 use crate::wire::{parse_frame_view, Opcode, ParseError};
@@ -63,28 +65,28 @@ pub enum Received {
     NotHere { qpn: u32 },
 }
 
-/// First QP number handed out (QPN 0 and 1 are special in InfiniBand).
+/// Lowest QP number handed out (QPN 0 and 1 are special in InfiniBand;
+/// 2..=0x10 are left free as rxe does). Numbers are drawn at random from
+/// `FIRST_QPN..=MAX_QPN`.
 pub const FIRST_QPN: u32 = 0x11;
+
+/// Highest QP number (24 bits).
+pub const MAX_QPN: u32 = 0xFF_FFFF;
+
+/// Draws before [`Endpoint::create_qp`] stops drawing random numbers and
+/// takes the next free number after the last draw (only a nearly full
+/// number space gets there).
+const QPN_DRAWS: u32 = 64;
 
 /// A RoCE v2 endpoint: memory regions, CQs, QPs, and the sans-IO loop.
 pub struct Endpoint {
     config: EndpointConfig,
     mrs: MrTable,
     cqs: Vec<Cq>,
-    qps: Vec<Option<Qp>>,
-    /// QP index where the next `poll_transmit` starts (round robin).
-    next_tx: usize,
-    /// Bit i set: QP slot i may have a frame to send. Cleared when the QP
-    /// answers `poll_transmit` with nothing and has no work
-    /// ([`Qp::may_transmit`]); set again by every call that can give it work
-    /// (packet, post, modify, timeout). `poll_transmit` visits only set bits,
-    /// in the same round-robin order, so idle QPs cost nothing.
-    tx_ready: SlotBits,
-    /// Bit i set: QP slot i may have a deadline ([`Qp::poll_timeout`]).
-    /// Set with `tx_ready` and when the QP sends (sending arms timers);
-    /// cleared when `poll_transmit` finds the QP idle with no deadline.
-    /// `poll_timeout` and `handle_timeout` visit only set bits.
-    timed: SlotBits,
+    /// QPs by number, the ready list and the timer heap (`qp_table.rs`).
+    qps: QpTable,
+    /// QP numbers and initial PSNs, from `config.seed`.
+    rng: Rng,
     /// Endpoint-level drops (frames that reached no QP).
     counters: Counters,
 }
@@ -92,14 +94,15 @@ pub struct Endpoint {
 impl Endpoint {
     /// A new endpoint with no QPs.
     pub fn new(config: EndpointConfig) -> Endpoint {
+        let [k0, k1] = config.seed;
         Endpoint {
             config,
-            mrs: MrTable::new(),
+            // The key permutation and the number generator get different
+            // keys derived from the one seed.
+            mrs: MrTable::with_seed([k0 ^ 0x6b65_7973, k1]),
             cqs: Vec::new(),
-            qps: Vec::new(),
-            next_tx: 0,
-            tx_ready: SlotBits::default(),
-            timed: SlotBits::default(),
+            qps: QpTable::default(),
+            rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
         }
     }
@@ -135,7 +138,7 @@ impl Endpoint {
         keys: MrKeys,
     ) -> Result<MrKeys, VerbsError> {
         self.mrs
-            .register_at(memory, iova, access, keys.lkey)
+            .register_at(memory, iova, access, keys)
             .ok_or(VerbsError::ResourceExhausted)
     }
 
@@ -173,29 +176,38 @@ impl Endpoint {
         (self.cqs.len() - 1) as u32
     }
 
-    /// Create an RC QP in RESET; returns its QP number (the lowest free).
+    /// Create an RC QP in RESET; returns its QP number, drawn at random
+    /// (from the endpoint's seed) among the free numbers of
+    /// `FIRST_QPN..=MAX_QPN`.
     pub fn create_qp(&mut self, init: QpInitAttr) -> Result<u32, VerbsError> {
         self.check_init(&init)?;
-        let index = match self.qps.iter().position(Option::is_none) {
-            Some(i) => i,
-            None => {
-                if self.qps.len() >= self.config.max_qps as usize {
-                    return Err(VerbsError::ResourceExhausted);
-                }
-                self.qps.len()
+        self.check_room()?;
+        let span = MAX_QPN - FIRST_QPN + 1;
+        let mut qpn = FIRST_QPN;
+        for _ in 0..QPN_DRAWS {
+            qpn = FIRST_QPN + self.rng.next_u24() % span;
+            if self.qps.slot(qpn).is_none() {
+                return self.place_new_qp(qpn, init);
             }
-        };
-        self.place_new_qp(index, init)
+        }
+        // Nearly full: the next free number after the last draw.
+        for k in 1..span {
+            let q = FIRST_QPN + (qpn - FIRST_QPN + k) % span;
+            if self.qps.slot(q).is_none() {
+                return self.place_new_qp(q, init);
+            }
+        }
+        Err(VerbsError::ResourceExhausted)
     }
 
     /// Create an RC QP in RESET under a number chosen by the caller (a
     /// device that numbers QPs across all its queues' endpoints). The
-    /// number must be at least [`FIRST_QPN`], below `FIRST_QPN + max_qps`,
-    /// and not in use here.
+    /// number must be in `FIRST_QPN..=MAX_QPN` and not in use here.
     pub fn create_qp_numbered(&mut self, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
         self.check_init(&init)?;
-        let index = self.free_slot_for(qpn)?;
-        self.place_new_qp(index, init)
+        self.check_free(qpn)?;
+        self.check_room()?;
+        self.place_new_qp(qpn, init)
     }
 
     fn check_init(&self, init: &QpInitAttr) -> Result<(), VerbsError> {
@@ -214,38 +226,41 @@ impl Endpoint {
         Ok(())
     }
 
-    /// The slot of `qpn` if it is a valid number and free here.
-    fn free_slot_for(&self, qpn: u32) -> Result<usize, VerbsError> {
-        let index =
-            qpn.checked_sub(FIRST_QPN)
-                .filter(|&i| i < self.config.max_qps)
-                .ok_or(VerbsError::InvalidArgument("QP number out of range"))? as usize;
-        if matches!(self.qps.get(index), Some(Some(_))) {
-            return Err(VerbsError::InvalidArgument("QP number in use"));
+    /// Room for one more QP (`config.max_qps`).
+    fn check_room(&self) -> Result<(), VerbsError> {
+        if self.qps.len() >= self.config.max_qps as usize {
+            return Err(VerbsError::ResourceExhausted);
         }
-        Ok(index)
+        Ok(())
     }
 
-    fn place_new_qp(&mut self, index: usize, init: QpInitAttr) -> Result<u32, VerbsError> {
-        let qpn = FIRST_QPN + index as u32;
+    /// `qpn` is a valid number and free here.
+    fn check_free(&self, qpn: u32) -> Result<(), VerbsError> {
+        if !(FIRST_QPN..=MAX_QPN).contains(&qpn) {
+            return Err(VerbsError::InvalidArgument("QP number out of range"));
+        }
+        if self.qps.slot(qpn).is_some() {
+            return Err(VerbsError::InvalidArgument("QP number in use"));
+        }
+        Ok(())
+    }
+
+    fn place_new_qp(&mut self, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
         let mut qp = Qp::new(qpn, init);
+        qp.initial_psn = self.rng.next_u24();
         qp.cc = QpCongestion::with_config(&self.config.cc);
         // Data packets are marked as the endpoint says unless a
         // modify_qp with TRAFFIC_CLASS (or connect) sets otherwise.
         qp.attr.dscp = self.config.cc.marking.data_dscp;
         qp.attr.ecn = self.config.cc.marking.data_ecn;
-        self.place(index, qp);
+        self.qps.insert(qp);
         Ok(qpn)
     }
 
-    fn place(&mut self, index: usize, qp: Qp) {
-        if self.qps.len() <= index {
-            self.qps.resize_with(index + 1, || None);
-        }
-        self.qps[index] = Some(qp);
-        self.tx_ready.grow(self.qps.len());
-        self.timed.grow(self.qps.len());
-        self.mark_tx(index);
+    /// A first send PSN for QP `qpn`, drawn at random when it was created
+    /// (give it to the peer and pass it as [`ConnectOptions::sq_psn`]).
+    pub fn initial_psn(&self, qpn: u32) -> Option<u32> {
+        self.qps.get(qpn).map(|q| q.initial_psn)
     }
 
     /// Take a QP out of this endpoint, whole (its work queues, PSNs,
@@ -254,71 +269,56 @@ impl Endpoint {
     /// the queue its packets arrive on. Its completion queue ids stay as
     /// they were, so the endpoint it moves to must have the same CQs.
     pub fn take_qp(&mut self, qpn: u32) -> Option<Box<Qp>> {
-        let i = self.slot(qpn)?;
-        self.tx_ready.clear(i);
-        self.timed.clear(i);
-        self.qps[i].take().map(Box::new)
+        self.qps.remove(qpn).map(Box::new)
     }
 
     /// Put a QP taken from another endpoint ([`Endpoint::take_qp`]) here,
     /// under its number; gives it back if the number is taken or out of
-    /// range here. Its timers and pending transmissions resume at the next
-    /// `poll_timeout` / `poll_transmit`.
+    /// range here, or the endpoint is full. Its timers and pending
+    /// transmissions resume at the next `poll_timeout` / `poll_transmit`.
     pub fn insert_qp(&mut self, qp: Box<Qp>) -> Result<(), Box<Qp>> {
-        match self.free_slot_for(qp.qpn) {
-            Ok(index) => {
-                self.place(index, *qp);
-                Ok(())
-            }
-            Err(_) => Err(qp),
+        if self.check_free(qp.qpn).is_err() || self.check_room().is_err() {
+            return Err(qp);
         }
+        self.qps.insert(*qp);
+        Ok(())
     }
 
     /// Whether QP `qpn` lives in this endpoint.
     pub fn has_qp(&self, qpn: u32) -> bool {
-        self.slot(qpn).is_some()
+        self.qps.slot(qpn).is_some()
+    }
+
+    /// Number of QPs in this endpoint.
+    pub fn qp_count(&self) -> usize {
+        self.qps.len()
     }
 
     /// Destroy a QP (its outstanding work is dropped without completions).
     pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
-        let slot = self.slot(qpn).ok_or(VerbsError::UnknownQp)?;
+        let qp = self.qps.remove(qpn).ok_or(VerbsError::UnknownQp)?;
         // The device's counters keep what the QP counted (as rxe's).
-        if let Some(qp) = self.qps[slot].take() {
-            self.counters.accumulate(&qp.counters);
-        }
+        self.counters.accumulate(&qp.counters);
         Ok(())
     }
 
+    /// Run `f` on QP `qpn` (which then may have work: it joins the ready
+    /// list) and bring its timer up to date.
     #[inline]
-    fn slot(&self, qpn: u32) -> Option<usize> {
-        let i = qpn.checked_sub(FIRST_QPN)? as usize;
-        match self.qps.get(i) {
-            Some(Some(_)) => Some(i),
-            _ => None,
-        }
-    }
-
-    /// Note that QP slot `i` may have a frame to send.
-    #[inline]
-    fn mark_tx(&mut self, i: usize) {
-        self.tx_ready.set(i);
-        self.timed.set(i);
-    }
-
-    #[inline]
-    fn qp_mut(&mut self, qpn: u32) -> Result<&mut Qp, VerbsError> {
-        let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
-        self.mark_tx(i);
-        self.qps
-            .get_mut(i)
-            .and_then(Option::as_mut)
-            .ok_or(VerbsError::UnknownQp)
+    fn with_qp<R>(
+        &mut self,
+        qpn: u32,
+        f: impl FnOnce(&mut Qp, &MrTable, &mut Vec<Cq>) -> Result<R, VerbsError>,
+    ) -> Result<R, VerbsError> {
+        let (i, qp) = self.qps.touch(qpn).ok_or(VerbsError::UnknownQp)?;
+        let r = f(qp, &self.mrs, &mut self.cqs);
+        self.qps.schedule(i);
+        r
     }
 
     /// A QP, for inspection.
     pub fn qp(&self, qpn: u32) -> Option<&Qp> {
-        let i = qpn.checked_sub(FIRST_QPN)? as usize;
-        self.qps.get(i)?.as_ref()
+        self.qps.get(qpn)
     }
 
     /// Modify a QP: attributes selected by `mask`, state transitions as in verbs.
@@ -329,14 +329,7 @@ impl Endpoint {
         mask: QpAttrMask,
     ) -> Result<(), VerbsError> {
         let (mac, ip) = (self.config.local_mac, self.config.local_ip);
-        let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
-        self.mark_tx(i);
-        let qp = self
-            .qps
-            .get_mut(i)
-            .and_then(Option::as_mut)
-            .ok_or(VerbsError::UnknownQp)?;
-        qp.modify(attr, mask, mac, ip, &mut self.cqs)
+        self.with_qp(qpn, |qp, _, cqs| qp.modify(attr, mask, mac, ip, cqs))
     }
 
     /// RESET -> INIT -> RTR -> RTS in one call, with `remote` learned out of band.
@@ -409,26 +402,12 @@ impl Endpoint {
 
     /// Post a send work request.
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
-        let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
-        self.mark_tx(i);
-        let qp = self
-            .qps
-            .get_mut(i)
-            .and_then(Option::as_mut)
-            .ok_or(VerbsError::UnknownQp)?;
-        qp.post_send(wr, &self.mrs, &mut self.cqs)
+        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send(wr, mrs, cqs))
     }
 
     /// Post a receive work request.
     pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
-        let i = qpn.checked_sub(FIRST_QPN).ok_or(VerbsError::UnknownQp)? as usize;
-        self.mark_tx(i);
-        let qp = self
-            .qps
-            .get_mut(i)
-            .and_then(Option::as_mut)
-            .ok_or(VerbsError::UnknownQp)?;
-        qp.post_recv(wr, &self.mrs, &mut self.cqs)
+        self.with_qp(qpn, |qp, mrs, cqs| qp.post_recv(wr, mrs, cqs))
     }
 
     /// Move up to `out.len()` completions of `cq` into `out`; returns how many.
@@ -475,24 +454,19 @@ impl Endpoint {
             }
         };
         let qpn = f.dest_qp();
-        let Some(i) = qpn.checked_sub(FIRST_QPN) else {
+        let Some((i, qp)) = self.qps.touch(qpn) else {
             return Received::NotHere { qpn };
         };
-        let i = i as usize;
-        let Some(Some(qp)) = self.qps.get_mut(i) else {
-            return Received::NotHere { qpn };
-        };
-        self.tx_ready.set(i);
-        self.timed.set(i);
         if f.opcode() == Opcode::Cnp {
             qp.counters.cnp_received += 1;
             match qp.cc.on_cnp(now) {
                 CnpOutcome::Handled => qp.counters.rp_cnp_handled += 1,
                 CnpOutcome::Ignored => qp.counters.rp_cnp_ignored += 1,
             }
-            return Received::Delivered { qpn };
+        } else {
+            qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs);
         }
-        qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs);
+        self.qps.schedule(i);
         Received::Delivered { qpn }
     }
 
@@ -503,76 +477,40 @@ impl Endpoint {
     }
 
     /// Write the next frame to send into `buf` (a whole Ethernet frame) and
-    /// return its length, or `None` when nothing is due now.
+    /// return its length, or `None` when nothing is due now. QPs take turns
+    /// (round robin over the ready list: only QPs that may have work are
+    /// visited).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let n = self.qps.len();
-        let start = self.next_tx.min(n);
-        // Round robin from `next_tx`, visiting only QPs that may have work
-        // (the others would answer `None` without changing state).
-        for (from, to) in [(start, n), (0, start)] {
-            let mut i = from;
-            while let Some(j) = self.tx_ready.next(i, to) {
-                i = j + 1;
-                let Some(qp) = self.qps[j].as_mut() else {
-                    self.tx_ready.clear(j);
-                    self.timed.clear(j);
-                    continue;
-                };
-                if let Some(len) = qp.poll_transmit(now, &self.mrs, &mut self.cqs, buf) {
-                    self.timed.set(j);
-                    self.next_tx = (j + 1) % n;
-                    return Some(len);
-                }
-                if !qp.may_transmit() {
-                    self.tx_ready.clear(j);
-                    if qp.poll_timeout().is_none() {
-                        self.timed.clear(j);
-                    }
-                }
-            }
-        }
-        None
+        let (mrs, cqs) = (&self.mrs, &mut self.cqs);
+        self.qps
+            .transmit(now, |qp| qp.poll_transmit(now, mrs, cqs, buf))
     }
 
     /// Whether some QP has a frame ready (ignoring rate limits).
     pub fn has_pending_transmit(&self) -> bool {
-        let mut i = 0;
-        while let Some(j) = self.tx_ready.next(i, self.qps.len()) {
-            if self.qps[j].as_ref().is_some_and(Qp::wants_to_send) {
-                return true;
-            }
-            i = j + 1;
-        }
-        false
+        self.qps.any_ready(Qp::wants_to_send)
     }
 
     /// The earliest time `handle_timeout` (or a rate-limited `poll_transmit`)
-    /// has work; `None` when nothing is scheduled.
+    /// has work; `None` when nothing is scheduled. One look at the timer
+    /// heap, whatever the number of QPs. It may be earlier than needed (a
+    /// deadline that moved later): `handle_timeout` then does nothing.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut earliest: Option<Instant> = None;
-        let mut i = 0;
-        while let Some(j) = self.timed.next(i, self.qps.len()) {
-            i = j + 1;
-            if let Some(t) = self.qps[j].as_ref().and_then(Qp::poll_timeout) {
-                earliest = Some(earliest.map_or(t, |e| e.min(t)));
-            }
-        }
-        earliest
+        self.qps.next_deadline()
     }
 
-    /// Run every timer due at `now` (ACK timeouts, RNR waits, congestion control).
+    /// Run every timer due at `now` (ACK timeouts, RNR waits, congestion
+    /// control): only QPs whose deadline has come are visited.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let mut i = 0;
-        while let Some(j) = self.timed.next(i, self.qps.len()) {
-            i = j + 1;
-            let Some(qp) = self.qps[j].as_mut() else {
-                continue;
-            };
+        let cqs = &mut self.cqs;
+        self.qps.expire(now, |qp| {
             if qp.poll_timeout().is_some_and(|t| t <= now) {
-                qp.handle_timeout(now, &mut self.cqs);
-                self.tx_ready.set(j);
+                qp.handle_timeout(now, cqs);
+                true
+            } else {
+                false
             }
-        }
+        });
     }
 
     // ---- counters and hooks ----
@@ -580,9 +518,7 @@ impl Endpoint {
     /// Sum of every QP's counters plus the endpoint's own drops.
     pub fn counters(&self) -> Counters {
         let mut c = self.counters;
-        for qp in self.qps.iter().flatten() {
-            c.accumulate(&qp.counters);
-        }
+        c.accumulate(&self.qps.counters());
         for cq in &self.cqs {
             c.cq_overflow += cq.overflows;
         }
@@ -595,18 +531,19 @@ impl Endpoint {
     }
 
     /// The congestion-control state of one QP.
+    /// (The QP joins the ready list, whose visit re-arms its timer.)
     pub fn qp_congestion(&mut self, qpn: u32) -> Option<&mut QpCongestion> {
-        self.qp_mut(qpn).ok().map(|q| &mut q.cc)
+        self.qps.touch(qpn).map(|(_, q)| &mut q.cc)
     }
 
     /// Current DCQCN rate of every QP, `(qpn, bit/s)` (the line rate while
     /// a QP is not limited, or with DCQCN off).
     pub fn qp_rates(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
-        self.qps.iter().flatten().map(|q| (q.qpn, q.cc.rate_bps()))
+        self.qps.iter().map(|q| (q.qpn, q.cc.rate_bps()))
     }
 
     /// QP numbers of every QP.
     pub fn qpns(&self) -> impl Iterator<Item = u32> + '_ {
-        self.qps.iter().flatten().map(|q| q.qpn)
+        self.qps.iter().map(|q| q.qpn)
     }
 }

@@ -22,6 +22,11 @@ macro_rules! counters {
             pub fn accumulate(&mut self, other: &$name) {
                 $(self.$field += other.$field;)*
             }
+
+            /// Take every counter of `other` (a part of `self`) back out.
+            pub fn deduct(&mut self, other: &$name) {
+                $(self.$field = self.$field.wrapping_sub(other.$field);)*
+            }
         }
     };
 }

@@ -20,6 +20,7 @@
 //! - `responder.rs`: incoming requests in PSN order (rxe's stages), ACK
 //!   coalescing, READ responses, atomic replay;
 //! - `context.rs`: what a QP lends its roles for one call;
+//! - `random.rs`: QP numbers, PSNs and keys from a caller's secret seed;
 //! - `cq.rs`, `wqe.rs`, `timer.rs`, `counters.rs`, `error.rs`;
 //! - `congestion.rs`: the hook into [`crate::cc`];
 //! - `frame.rs`: a QP's header template.
@@ -35,6 +36,7 @@ mod frame;
 mod mr;
 mod psn;
 mod qp;
+mod random;
 mod requester;
 mod responder;
 mod timer;
@@ -47,5 +49,7 @@ pub use error::VerbsError;
 pub use mr::{Access, AccessError, MrKeys, MrTable, RegionMemory};
 pub use psn::Psn;
 pub use qp::{Qp, QpInitAttr};
+pub(crate) use random::NumberMap;
+pub use random::{KeyPermutation, Rng, Seed};
 pub use requester::MAX_MESSAGE_LEN;
 pub use wqe::{RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};

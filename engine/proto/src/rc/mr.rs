@@ -10,6 +10,8 @@
 use core::fmt;
 use core::ops::BitOr;
 
+use super::random::{KeyPermutation, NumberMap, Seed};
+
 /// Backing memory of a region. The core implements it for `Vec<u8>` and
 /// `Box<[u8]>`; the datapath implements it over shared memory so that
 /// application threads can see the bytes.
@@ -110,9 +112,12 @@ impl fmt::Debug for Access {
     }
 }
 
-/// Keys returned by registration. This engine uses one key value for both
-/// (as rxe does): index in the table in the high 24 bits, a generation byte
-/// in the low 8 bits so a stale key of a deregistered region is refused.
+/// Keys returned by registration: two different values (`docs/reliable-connection.md`,
+/// "Memory keys"). Each is the image of a counter under the table's secret
+/// 32-bit permutation ([`super::KeyPermutation`], keyed from the
+/// endpoint's seed): unpredictable to whoever does not know the seed, and
+/// never handed out twice until the counter wraps (2^31 registrations of
+/// the table, far more than 2^24 registrations of any one slot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct MrKeys {
     /// Local key, used in scatter/gather entries.
@@ -142,32 +147,67 @@ struct Region {
     len: u64,
     iova: u64,
     access: Access,
-    generation: u8,
-}
-
-struct Slot {
-    region: Option<Region>,
-    generation: u8,
+    keys: MrKeys,
 }
 
 /// The memory regions of one endpoint.
-#[derive(Default)]
 pub struct MrTable {
-    slots: Vec<Slot>,
+    slots: Vec<Option<Region>>,
     free: Vec<u32>,
+    /// Both keys of every region -> its slot: O(1) on the hot path.
+    by_key: NumberMap<u32>,
+    /// Keys are `permutation(counter)`, `counter` counting up.
+    permutation: KeyPermutation,
+    counter: u32,
 }
 
-/// Largest number of regions per endpoint (24-bit index in the key).
+impl Default for MrTable {
+    fn default() -> MrTable {
+        MrTable::with_seed(crate::endpoint::DEFAULT_SEED)
+    }
+}
+
+/// Largest number of regions per endpoint.
 const MAX_REGIONS: usize = 1 << 24;
 
+/// Any of these rights makes an access remote: it must name the R_Key.
+const REMOTE: Access =
+    Access(Access::REMOTE_WRITE.0 | Access::REMOTE_READ.0 | Access::REMOTE_ATOMIC.0);
+
 impl MrTable {
-    /// An empty table.
+    /// An empty table whose keys come from the fixed [`crate::endpoint::DEFAULT_SEED`].
     pub fn new() -> MrTable {
         MrTable::default()
     }
 
-    /// Register `memory` at I/O virtual address `iova` with `access` rights.
-    /// Returns `None` when the table is full or `iova + len` overflows.
+    /// An empty table whose keys are derived from the secret `seed`.
+    pub fn with_seed(seed: Seed) -> MrTable {
+        MrTable {
+            slots: Vec::new(),
+            free: Vec::new(),
+            by_key: NumberMap::default(),
+            permutation: KeyPermutation::new(seed),
+            counter: 0,
+        }
+    }
+
+    /// The next key no region of this table holds (nor ever held, until
+    /// the counter wraps); never 0.
+    fn draw_key(&mut self) -> u32 {
+        loop {
+            let k = self.permutation.apply(self.counter);
+            self.counter = self.counter.wrapping_add(1);
+            // Only keys registered under another table's choice
+            // (`register_at`) can be in use already.
+            if k != 0 && !self.by_key.contains_key(&k) {
+                return k;
+            }
+        }
+    }
+
+    /// Register `memory` at I/O virtual address `iova` with `access` rights
+    /// under two fresh keys. Returns `None` when the table is full or
+    /// `iova + len` overflows.
     pub fn register(
         &mut self,
         memory: Box<dyn RegionMemory>,
@@ -175,114 +215,109 @@ impl MrTable {
         access: Access,
     ) -> Option<MrKeys> {
         iova.checked_add(memory.len() as u64)?;
-        let index = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                if self.slots.len() >= MAX_REGIONS {
-                    return None;
-                }
-                self.slots.push(Slot {
-                    region: None,
-                    generation: 0,
-                });
-                (self.slots.len() - 1) as u32
-            }
-        };
-        let generation = self.slots[index as usize].generation.wrapping_add(1);
-        Some(self.occupy(index as usize, generation, memory, iova, access))
+        if self.by_key.len() / 2 >= MAX_REGIONS {
+            return None;
+        }
+        let lkey = self.draw_key();
+        let mut rkey = self.draw_key();
+        while rkey == lkey {
+            rkey = self.draw_key();
+        }
+        let keys = MrKeys { lkey, rkey };
+        self.occupy(memory, iova, access, keys);
+        Some(keys)
     }
 
-    /// Puts a region into free slot `index` under `generation`; its keys.
-    fn occupy(
-        &mut self,
-        index: usize,
-        generation: u8,
-        memory: Box<dyn RegionMemory>,
-        iova: u64,
-        access: Access,
-    ) -> MrKeys {
-        let slot = &mut self.slots[index];
-        slot.generation = generation;
-        slot.region = Some(Region {
+    /// Puts a region with `keys` (both free) into a free slot.
+    fn occupy(&mut self, memory: Box<dyn RegionMemory>, iova: u64, access: Access, keys: MrKeys) {
+        let region = Region {
             len: memory.len() as u64,
             memory,
             iova,
             access,
-            generation,
-        });
-        let key = ((index as u32) << 8) | u32::from(generation);
-        MrKeys {
-            lkey: key,
-            rkey: key,
-        }
+            keys,
+        };
+        let index = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(region);
+                i
+            }
+            None => {
+                self.slots.push(Some(region));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.by_key.insert(keys.lkey, index);
+        self.by_key.insert(keys.rkey, index);
     }
 
-    /// Register `memory` under keys chosen elsewhere: `key` (as returned by
-    /// [`MrTable::register`] of another table) names the slot (high 24
-    /// bits) and the generation (low 8 bits). Several tables that each
-    /// register the same memory with the same key then accept the same
-    /// key, which is how the queues of one device share its regions.
-    /// Returns `None` when the slot is taken or `iova + len` overflows.
+    /// Register `memory` under keys chosen elsewhere (as returned by
+    /// [`MrTable::register`] of another table). Several tables that each
+    /// register the same memory with the same keys then accept the same
+    /// keys, which is how the queues of one device share its regions.
+    /// Returns `None` when a key is taken, the two keys are equal, or
+    /// `iova + len` overflows.
     pub fn register_at(
         &mut self,
         memory: Box<dyn RegionMemory>,
         iova: u64,
         access: Access,
-        key: u32,
+        keys: MrKeys,
     ) -> Option<MrKeys> {
         iova.checked_add(memory.len() as u64)?;
-        let index = (key >> 8) as usize;
-        if index >= MAX_REGIONS {
+        if keys.lkey == keys.rkey
+            || self.by_key.contains_key(&keys.lkey)
+            || self.by_key.contains_key(&keys.rkey)
+            || self.by_key.len() / 2 >= MAX_REGIONS
+        {
             return None;
         }
-        while self.slots.len() <= index {
-            self.free.push(self.slots.len() as u32);
-            self.slots.push(Slot {
-                region: None,
-                generation: 0,
-            });
-        }
-        if self.slots[index].region.is_some() {
-            return None;
-        }
-        self.free.retain(|&i| i as usize != index);
-        Some(self.occupy(index, (key & 0xFF) as u8, memory, iova, access))
+        self.occupy(memory, iova, access, keys);
+        Some(keys)
     }
 
-    /// Deregister the region with this key and hand its memory back.
-    pub fn deregister(&mut self, key: u32) -> Option<Box<dyn RegionMemory>> {
-        let index = key >> 8;
+    /// Deregister the region whose L_Key is `lkey` and hand its memory
+    /// back. Both its keys are unknown from then on, and never come back
+    /// (see [`MrKeys`]).
+    pub fn deregister(&mut self, lkey: u32) -> Option<Box<dyn RegionMemory>> {
+        let index = *self.by_key.get(&lkey)?;
         let slot = self.slots.get_mut(index as usize)?;
-        match &slot.region {
-            Some(r) if r.generation == (key & 0xFF) as u8 => {}
-            _ => return None,
+        if slot.as_ref().is_none_or(|r| r.keys.lkey != lkey) {
+            return None;
         }
-        let region = slot.region.take()?;
+        let region = slot.take()?;
+        self.by_key.remove(&region.keys.lkey);
+        self.by_key.remove(&region.keys.rkey);
         self.free.push(index);
         Some(region.memory)
     }
 
+    /// The region of `key`: its R_Key for a remote access (`need` has a
+    /// remote right), its L_Key otherwise.
     #[inline]
-    fn region(&self, key: u32) -> Result<&Region, AccessError> {
-        match self
-            .slots
-            .get((key >> 8) as usize)
-            .and_then(|s| s.region.as_ref())
-        {
-            Some(r) if r.generation == (key & 0xFF) as u8 => Ok(r),
-            _ => Err(AccessError::UnknownKey),
-        }
+    fn lookup(&self, key: u32, need: Access) -> Option<usize> {
+        let i = *self.by_key.get(&key)? as usize;
+        let r = self.slots.get(i)?.as_ref()?;
+        let expected = if need.0 & REMOTE.0 != 0 {
+            r.keys.rkey
+        } else {
+            r.keys.lkey
+        };
+        (expected == key).then_some(i)
     }
 
     #[inline]
-    fn region_mut(&mut self, key: u32) -> Result<&mut Region, AccessError> {
-        match self
-            .slots
-            .get_mut((key >> 8) as usize)
-            .and_then(|s| s.region.as_mut())
-        {
-            Some(r) if r.generation == (key & 0xFF) as u8 => Ok(r),
-            _ => Err(AccessError::UnknownKey),
+    fn region(&self, key: u32, need: Access) -> Result<&Region, AccessError> {
+        self.lookup(key, need)
+            .and_then(|i| self.slots[i].as_ref())
+            .ok_or(AccessError::UnknownKey)
+    }
+
+    #[inline]
+    fn region_mut(&mut self, key: u32, need: Access) -> Result<&mut Region, AccessError> {
+        match self.lookup(key, need) {
+            Some(i) => self.slots[i].as_mut().ok_or(AccessError::UnknownKey),
+            None => Err(AccessError::UnknownKey),
         }
     }
 
@@ -290,7 +325,7 @@ impl MrTable {
     /// that the region grants `need`; return the byte offset of `addr`.
     #[inline]
     pub fn check(&self, key: u32, addr: u64, len: u64, need: Access) -> Result<usize, AccessError> {
-        let r = self.region(key)?;
+        let r = self.region(key, need)?;
         Self::check_region(r, addr, len, need)
     }
 
@@ -316,7 +351,7 @@ impl MrTable {
         len: usize,
         need: Access,
     ) -> Result<&[u8], AccessError> {
-        let r = self.region(key)?;
+        let r = self.region(key, need)?;
         let off = Self::check_region(r, addr, len as u64, need)?;
         r.memory
             .as_slice()
@@ -333,7 +368,7 @@ impl MrTable {
         len: usize,
         need: Access,
     ) -> Result<&mut [u8], AccessError> {
-        let r = self.region_mut(key)?;
+        let r = self.region_mut(key, need)?;
         let off = Self::check_region(r, addr, len as u64, need)?;
         r.memory
             .as_mut_slice()
@@ -376,7 +411,7 @@ impl MrTable {
     ) -> Result<u64, AccessError> {
         if !addr.is_multiple_of(8) {
             // Checked after the key so an unknown key reports UnknownKey.
-            self.region(key)?;
+            self.region(key, Access::REMOTE_ATOMIC)?;
             return Err(AccessError::Misaligned);
         }
         let bytes = self.slice_mut(key, addr, 8, Access::REMOTE_ATOMIC)?;
@@ -403,7 +438,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_key_chosen_by_one_table_registers_in_another() {
+    fn keys_chosen_by_one_table_register_in_another() {
         let mut a = MrTable::new();
         let _first = a.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
         let k = a
@@ -411,22 +446,74 @@ mod tests {
             .unwrap();
         let mut b = MrTable::new();
         assert_eq!(
-            b.register_at(Box::new(vec![0u8; 64]), 0x2000, Access::ALL, k.lkey),
+            b.register_at(Box::new(vec![0u8; 64]), 0x2000, Access::ALL, k),
             Some(k)
         );
         assert_eq!(b.check(k.rkey, 0x2000, 64, Access::REMOTE_WRITE), Ok(0));
-        // The slot is taken: a second registration under the same key fails.
+        // The keys are taken: a second registration under them fails.
         assert!(b
-            .register_at(Box::new(vec![0u8; 8]), 0, Access::ALL, k.lkey)
+            .register_at(Box::new(vec![0u8; 8]), 0, Access::ALL, k)
             .is_none());
-        // Slots skipped over stay usable by `register`, never the taken one.
-        let other = b.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
-        assert_ne!(other.lkey >> 8, k.lkey >> 8);
+        // b's own draws avoid the keys registered under a's choice.
+        for _ in 0..4 {
+            let other = b.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
+            assert!(![k.lkey, k.rkey].contains(&other.lkey));
+            assert!(![k.lkey, k.rkey].contains(&other.rkey));
+        }
         assert!(b.deregister(k.lkey).is_some());
         assert_eq!(
             b.check(k.rkey, 0x2000, 1, Access::REMOTE_WRITE),
             Err(AccessError::UnknownKey)
         );
+    }
+
+    #[test]
+    fn lkey_and_rkey_differ_and_each_works_only_on_its_side() {
+        let mut t = MrTable::new();
+        let k = t
+            .register(Box::new(vec![0u8; 64]), 0x40, Access::ALL)
+            .unwrap();
+        assert_ne!(k.lkey, k.rkey);
+        assert_eq!(t.check(k.rkey, 0x40, 8, Access::REMOTE_WRITE), Ok(0));
+        assert_eq!(t.check(k.lkey, 0x40, 8, Access::LOCAL_WRITE), Ok(0));
+        // The L_Key is not a remote key, nor the R_Key a local one.
+        assert_eq!(
+            t.check(k.lkey, 0x40, 8, Access::REMOTE_WRITE),
+            Err(AccessError::UnknownKey)
+        );
+        assert_eq!(
+            t.check(k.rkey, 0x40, 8, Access::LOCAL_WRITE),
+            Err(AccessError::UnknownKey)
+        );
+        // Deregistration names the L_Key.
+        assert!(t.deregister(k.rkey).is_none());
+        assert!(t.deregister(k.lkey).is_some());
+    }
+
+    #[test]
+    fn a_deregistered_key_is_not_reissued_to_the_same_slot() {
+        // One slot registered and deregistered over and over: no key comes
+        // back (they are a permutation of a counter), and none is the
+        // old `index << 8 | generation` shape.
+        let mut t = MrTable::with_seed([9, 9]);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..100_000 {
+            let k = t.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
+            assert!(seen.insert(k.lkey) && seen.insert(k.rkey));
+            t.deregister(k.lkey).unwrap();
+        }
+        assert_eq!(t.slots.len(), 1);
+    }
+
+    #[test]
+    fn keys_depend_on_the_seed() {
+        let k = |seed| {
+            MrTable::with_seed(seed)
+                .register(Box::new(vec![0u8; 8]), 0, Access::ALL)
+                .unwrap()
+        };
+        assert_ne!(k([1, 2]), k([1, 3]));
+        assert_eq!(k([1, 2]), k([1, 2]));
     }
 
     #[test]
@@ -531,7 +618,7 @@ mod tests {
             t.write(k.rkey, 500, &[1; 8], Access::REMOTE_WRITE),
             Err(AccessError::OutOfBounds)
         );
-        assert!(t.slice(k.rkey, 0, 10, Access::NONE).is_ok());
+        assert!(t.slice(k.lkey, 0, 10, Access::NONE).is_ok());
         assert_eq!(t.atomic(k.rkey, 16, None, 1), Err(AccessError::OutOfBounds));
     }
 }

@@ -60,6 +60,9 @@ pub struct Qp {
     /// A lone pending ACK let one request packet go first (see
     /// `poll_transmit`); cleared when the responder sends.
     ack_yielded: bool,
+    /// A first send PSN drawn when the QP was created (the endpoint's
+    /// `initial_psn`).
+    pub(crate) initial_psn: u32,
 }
 
 impl Qp {
@@ -94,7 +97,13 @@ impl Qp {
             tpl: None,
             responder_turn: true,
             ack_yielded: false,
+            initial_psn: 0,
         }
+    }
+
+    /// The first send PSN drawn for this QP when it was created.
+    pub fn initial_psn(&self) -> u32 {
+        self.initial_psn
     }
 
     /// The QP number.

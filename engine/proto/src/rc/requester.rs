@@ -124,10 +124,13 @@ pub struct Requester {
 }
 
 impl Requester {
-    /// An empty send queue for `max_wr` requests.
+    /// An empty send queue for `max_wr` requests. Its memory grows as
+    /// requests are posted (doubling, up to `max_wr`; posts, not packets,
+    /// allocate, and only until the queue has once been that deep), so an
+    /// idle QP holds no send queue (`docs/architecture.md`, "QP limits").
     pub fn new(max_wr: usize) -> Requester {
         Requester {
-            wqes: VecDeque::with_capacity(max_wr),
+            wqes: VecDeque::new(),
             max_wr,
             tail_psn: Psn::new(0),
             cur: 0,

@@ -202,6 +202,7 @@ pub fn run(cfg: &IncastConfig) -> IncastReport {
             local_ip: rx_ip,
             max_qps: n,
             cc: cfg.cc,
+            seed: [cfg.seed, u64::MAX],
         }),
         cfg.link,
     );
@@ -241,6 +242,7 @@ pub fn run(cfg: &IncastConfig) -> IncastReport {
                 local_ip: ip,
                 max_qps: 1,
                 cc: cfg.cc,
+                seed: [cfg.seed, u64::from(i)],
             }),
             cfg.link,
         );

@@ -9,7 +9,9 @@ use core::time::Duration;
 use super::link::{LinkConfig, LinkStats};
 use super::rng::mix;
 use super::simulator::{Simulator, MAX_FRAME};
-use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp, FIRST_QPN};
+use std::collections::{HashMap, VecDeque};
+
+use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::rc::{
     Access, Counters, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcStatus,
     WorkCompletion,
@@ -169,6 +171,11 @@ impl fmt::Display for WorkloadReport {
 }
 
 struct QpRun {
+    qa: u32,
+    qb: u32,
+    /// In the queue of QPs to post on.
+    queued: bool,
+    done: bool,
     count: u64,
     posted: u64,
     completed: u64,
@@ -222,6 +229,7 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
             local_mac: MAC_A,
             local_ip: ip_a,
             max_qps: qps,
+            seed: [cfg.seed, 0xA],
             ..Default::default()
         }),
         cfg.link,
@@ -231,6 +239,7 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
             local_mac: MAC_B,
             local_ip: ip_b,
             max_qps: qps,
+            seed: [cfg.seed, 0xB],
             ..Default::default()
         }),
         cfg.link,
@@ -248,6 +257,8 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
         ..ConnectOptions::default()
     };
     let mut runs = Vec::new();
+    // QP number -> run, on each side (numbers are drawn at random).
+    let mut run_of: [HashMap<u32, u32>; 2] = [HashMap::new(), HashMap::new()];
     for q in 0..qps {
         let count =
             cfg.messages / u64::from(qps) + u64::from(u64::from(q) < cfg.messages % u64::from(qps));
@@ -311,7 +322,13 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
             .endpoint(B)
             .reg_mr(Box::new(vec![0u8; len]), b_iova, Access::ALL)
             .expect("reg B");
+        run_of[A].insert(qa, q);
+        run_of[B].insert(qb, q);
         runs.push(QpRun {
+            qa,
+            qb,
+            queued: true,
+            done: count == 0,
             count,
             posted: 0,
             completed: 0,
@@ -324,6 +341,11 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
         });
     }
     rep.messages_posted = cfg.messages;
+    // Only QPs whose window may have opened are visited: all at first,
+    // then those with new completions, so a pass costs what it posts, not
+    // the number of QPs.
+    let mut to_post: VecDeque<u32> = (0..qps).collect();
+    let mut done = runs.iter().filter(|r| r.done).count();
     let mut scratch = vec![0u8; size as usize];
     let mut wcs = [WorkCompletion::default(); 64];
     let deadline = Instant::ZERO + cfg.max_sim_time;
@@ -334,9 +356,10 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
         // simulator may have new events even if it was idle before.
         let mut busy = false;
         // Post what the windows allow.
-        for (q, r) in runs.iter_mut().enumerate() {
-            let q = q as u32;
-            let (qa, qb) = (FIRST_QPN + q, FIRST_QPN + q);
+        while let Some(q) = to_post.pop_front() {
+            let r = &mut runs[q as usize];
+            r.queued = false;
+            let (qa, qb) = (r.qa, r.qb);
             if cfg.op == Op::Send {
                 while r.recv_posted < r.count
                     && r.recv_posted - r.recv_completed < u64::from(window)
@@ -420,7 +443,12 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                 }
                 busy = true;
                 for wc in &wcs[..n] {
-                    let q = wc.qpn - FIRST_QPN;
+                    let Some(&q) = run_of[node].get(&wc.qpn) else {
+                        rep.error_completions += 1;
+                        rep.first_error
+                            .get_or_insert(format!("completion for unknown QP {:#x}", wc.qpn));
+                        continue;
+                    };
                     let r = &mut runs[q as usize];
                     check_completion(
                         cfg,
@@ -435,24 +463,33 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                         &mut scratch,
                         &mut rep,
                     );
+                    if !r.queued {
+                        r.queued = true;
+                        to_post.push_back(q);
+                    }
+                    if !r.done
+                        && r.completed == r.count
+                        && (cfg.op != Op::Send || r.recv_completed == r.count)
+                    {
+                        r.done = true;
+                        done += 1;
+                    }
                 }
             }
         }
         if rep.error_completions > 0 || rep.data_errors > 0 {
             failed = true;
         }
-        let all_done = runs
-            .iter()
-            .all(|r| r.completed == r.count && (cfg.op != Op::Send || r.recv_completed == r.count));
-        if all_done {
+        if done == runs.len() {
             rep.finished = true;
             break;
         }
         if failed || sim.now() > deadline || (!sim.step() && !busy) {
             if std::env::var_os("ROCE_SIM_DEBUG").is_some() {
                 for i in [A, B] {
-                    for q in 0..qps {
-                        eprintln!("node {i} {:#?}", sim.endpoint(i).qp(FIRST_QPN + q));
+                    for r in &runs {
+                        let qpn = if i == A { r.qa } else { r.qb };
+                        eprintln!("node {i} {:#?}", sim.endpoint(i).qp(qpn));
                     }
                 }
             }

@@ -4,7 +4,7 @@
 
 use crate::support::*;
 
-use proto::rc::{Access, Mtu, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
+use proto::rc::{Access, MrKeys, Mtu, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use proto::sim::SplitMix64;
 use proto::wire::{Opcode, RethRepr};
 
@@ -223,9 +223,15 @@ fn write_with_immediate_consumes_a_receive() {
 /// A responder region of 64 bytes between two guard regions; returns the
 /// pair and the region's rkey, iova.
 fn guarded_pair(access: Access) -> (Pair, u32, u64) {
+    let (p, k, va) = guarded_pair_keys(access);
+    (p, k.rkey, va)
+}
+
+/// [`guarded_pair`] with both keys (the test reads the region back with its L_Key).
+fn guarded_pair_keys(access: Access) -> (Pair, MrKeys, u64) {
     let mut p = Pair::default_pair();
     let k = p.b.reg_mr(Box::new(vec![0u8; 64]), 0x9000, access).unwrap();
-    (p, k.rkey, 0x9000)
+    (p, k, 0x9000)
 }
 
 fn assert_access_nak(p: &mut Pair, frames: Vec<Vec<u8>>) {
@@ -255,7 +261,8 @@ fn write_with_unknown_rkey_is_naked_and_touches_nothing() {
 
 #[test]
 fn write_one_byte_past_the_region_is_naked_and_touches_nothing() {
-    let (mut p, rkey, va) = guarded_pair(Access::ALL);
+    let (mut p, keys, va) = guarded_pair_keys(Access::ALL);
+    let rkey = keys.rkey;
     p.a.mr_write(p.mr_a.lkey, IOVA_A, &[0xAA; 32]).unwrap();
     let mut wr = write_wr(&p, 1, 32, 0);
     wr.rkey = rkey;
@@ -264,7 +271,7 @@ fn write_one_byte_past_the_region_is_naked_and_touches_nothing() {
     let f = p.tx_a();
     assert_access_nak(&mut p, f);
     let mut region = [0u8; 64];
-    p.b.mr_read(rkey, va, &mut region).unwrap();
+    p.b.mr_read(keys.lkey, va, &mut region).unwrap();
     assert_eq!(region, [0u8; 64]);
 }
 
@@ -302,7 +309,8 @@ fn read_without_remote_read_right_is_naked() {
 
 #[test]
 fn atomic_without_remote_atomic_right_is_naked_and_memory_unchanged() {
-    let (mut p, rkey, va) = guarded_pair(Access::REMOTE_WRITE | Access::REMOTE_READ);
+    let (mut p, keys, va) = guarded_pair_keys(Access::REMOTE_WRITE | Access::REMOTE_READ);
+    let rkey = keys.rkey;
     let mut wr = send_wr_a(&p, 1, SendOp::FetchAdd, 8);
     wr.remote_addr = va;
     wr.rkey = rkey;
@@ -311,7 +319,7 @@ fn atomic_without_remote_atomic_right_is_naked_and_memory_unchanged() {
     let f = p.tx_a();
     assert_access_nak(&mut p, f);
     let mut v = [0u8; 8];
-    p.b.mr_read(rkey, va, &mut v).unwrap();
+    p.b.mr_read(keys.lkey, va, &mut v).unwrap();
     assert_eq!(v, [0u8; 8]);
 }
 

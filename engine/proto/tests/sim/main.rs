@@ -1,5 +1,6 @@
 //! The simulator's tests, one binary: the simulation matrix (every op
 //! under loss, reordering, duplication and corruption; every byte
-//! checked).
+//! checked), and many QPs (`scale.rs`).
 
 mod matrix;
+mod scale;

@@ -1,7 +1,7 @@
 //! Two endpoints with one QP each, connected to each other: shared by the
 //! `rc` tests (through `support`) and `cc_cnp_vectors.rs`.
 
-use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp, FIRST_QPN};
 use proto::rc::QpInitAttr;
 
 /// One side of a connection made by [`connect_endpoints`]: the endpoint,
@@ -29,19 +29,26 @@ pub fn connect_endpoints(
     let mut b = Endpoint::new(cfg_b);
     let cq_a = a.create_cq(cq_depth);
     let cq_b = b.create_cq(cq_depth);
+    // QPN 0x11 on both sides, whatever the seed: the test vectors name it.
     let qa = a
-        .create_qp(QpInitAttr {
-            send_cq: cq_a,
-            recv_cq: cq_a,
-            ..init
-        })
+        .create_qp_numbered(
+            FIRST_QPN,
+            QpInitAttr {
+                send_cq: cq_a,
+                recv_cq: cq_a,
+                ..init
+            },
+        )
         .unwrap();
     let qb = b
-        .create_qp(QpInitAttr {
-            send_cq: cq_b,
-            recv_cq: cq_b,
-            ..init
-        })
+        .create_qp_numbered(
+            FIRST_QPN,
+            QpInitAttr {
+                send_cq: cq_b,
+                recv_cq: cq_b,
+                ..init
+            },
+        )
         .unwrap();
     a.connect(
         qa,

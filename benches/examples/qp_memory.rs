@@ -1,0 +1,70 @@
+//! Memory per QP: RSS growth of one endpoint holding 65,536 connected QPs.
+use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use engine::rc::{QpInitAttr, RecvWr, SendOp, SendWr, Sge};
+use std::net::{IpAddr, Ipv4Addr};
+
+fn rss() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap();
+    s.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
+}
+
+fn main() {
+    let wr: u32 = std::env::args().nth(1).unwrap().parse().unwrap();
+    let connect = std::env::args().nth(2).as_deref() == Some("rts");
+    let full = std::env::args().nth(2).as_deref() == Some("full");
+    let n = 65_536u32;
+    let before = rss();
+    let mut ep = Endpoint::new(EndpointConfig {
+        max_qps: n,
+        ..Default::default()
+    });
+    let cq = ep.create_cq(16);
+    for k in 0..n {
+        let q = ep
+            .create_qp(QpInitAttr {
+                send_cq: cq,
+                recv_cq: cq,
+                max_send_wr: wr,
+                max_recv_wr: wr,
+                sq_sig_all: false,
+            })
+            .unwrap();
+        if connect || full {
+            let remote = RemoteQp {
+                qpn: 0x100 + k,
+                psn: 0,
+                mac: [2, 0, 0, 0, 0, 2],
+                ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            };
+            ep.connect(q, &remote, &ConnectOptions::default()).unwrap();
+        }
+        if full {
+            for i in 0..wr {
+                let mut w = SendWr::new(u64::from(i), SendOp::Write, Sge::default());
+                w.signaled = false;
+                ep.post_send(q, w).unwrap();
+                ep.post_recv(
+                    q,
+                    RecvWr {
+                        wr_id: 0,
+                        sge: Sge::default(),
+                    },
+                )
+                .unwrap();
+            }
+        }
+    }
+    let after = rss();
+    println!(
+        "{n} QPs, {wr}/{wr} WRs, {}: {} bytes per QP ({} MiB total)",
+        if full {
+            "connected, both queues full"
+        } else if connect {
+            "connected (RTS), idle"
+        } else {
+            "created (RESET)"
+        },
+        (after - before) / u64::from(n),
+        (after - before) >> 20
+    );
+}

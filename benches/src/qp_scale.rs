@@ -1,0 +1,345 @@
+//! Per-packet cost against the number of active QPs (issue "Thousands of
+//! QPs per engine at a flat per-packet cost"): the in-memory protocol path
+//! for 64 B RDMA WRITEs with 1, 1K, 16K and 64K connected QP pairs, every
+//! QP active, and `roce-xdp sim`'s wall time per message for the same QP
+//! counts. Each row's ratio is against the 1-QP row of the same run.
+//!
+//! How the protocol rows are measured: a generation pass drives both
+//! endpoints for [`PACKETS`] messages, message `k` on QP `k % N` (so with N
+//! QPs every QP is touched once every N packets, and with 64K QPs every
+//! packet finds a QP whose state is out of the caches), and keeps every
+//! data frame and every ACK. Each message is one WRITE_ONLY with AckReq
+//! answered by one ACK, whatever N, so every row does the same protocol
+//! work per packet. Then, with both sides reset to the same PSNs:
+//! - responder: `handle_packet` of each data frame and the `poll_transmit`
+//!   of its ACK;
+//! - requester: `post_send` + `poll_transmit` of each message and the
+//!   `handle_packet` of its ACK (unsignaled: no completion).
+//!
+//! Timed in batches of [`BATCH`] packets, best of several passes; the QP
+//! resets between passes are not timed.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Instant as WallInstant;
+
+use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use engine::rc::{
+    Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge,
+};
+use engine::sim::{run_workload, WorkloadConfig};
+use engine::time::Instant;
+use serde::{Deserialize, Serialize};
+
+/// The QP counts of the rows.
+pub const QP_COUNTS: [u32; 4] = [1, 1024, 16_384, 65_536];
+/// Messages (= data packets) per pass.
+pub const PACKETS: usize = 65_536;
+/// Packets per timed batch.
+pub const BATCH: usize = 32;
+/// Message size.
+pub const SIZE: u32 = 64;
+/// Messages of each `roce-xdp sim` row.
+pub const SIM_MESSAGES: u64 = 262_144;
+
+/// One row of the JSON key `qp_scale`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct QpScaleRow {
+    /// `responder`, `requester` (in-memory protocol path, per packet) or
+    /// `sim` (`roce-xdp sim` wall time per message, setup included).
+    pub path: String,
+    pub qps: u32,
+    pub ns_per_packet: f64,
+    /// `ns_per_packet` / the same path's 1-QP row.
+    pub ratio: f64,
+}
+
+const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 0xA];
+const MAC_B: [u8; 6] = [2, 0, 0, 0, 0, 0xB];
+const IOVA: u64 = 0x10_0000;
+const REGION: usize = 1 << 20;
+const PSN: u32 = 0xFF_F000;
+
+/// N connected QP pairs and the frames of one pass ([`Rig::new`]).
+pub struct Rig {
+    a: Endpoint,
+    b: Endpoint,
+    qps: Vec<(u32, u32)>,
+    src: MrKeys,
+    dst: MrKeys,
+    frames: Vec<Vec<u8>>,
+    acks: Vec<Vec<u8>>,
+}
+
+fn ips() -> (IpAddr, IpAddr) {
+    (
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+    )
+}
+
+fn opts() -> ConnectOptions {
+    ConnectOptions {
+        path_mtu: Mtu::Mtu1024,
+        sq_psn: PSN,
+        ..ConnectOptions::default()
+    }
+}
+
+/// Message `k`: an unsignaled 64 B WRITE on QP `k % n`, at an offset of
+/// the shared regions that cycles through them.
+fn wr(k: usize, src: MrKeys, dst: MrKeys) -> SendWr {
+    let off = (k as u64 * u64::from(SIZE)) % REGION as u64;
+    let mut w = SendWr::new(
+        k as u64,
+        SendOp::Write,
+        Sge {
+            lkey: src.lkey,
+            addr: IOVA + off,
+            length: SIZE,
+        },
+    );
+    w.remote_addr = IOVA + off;
+    w.rkey = dst.rkey;
+    w.signaled = false;
+    w
+}
+
+/// RESET, then connected again at the first PSNs (both directions use [`PSN`]).
+fn reconnect(ep: &mut Endpoint, qpn: u32, peer_qpn: u32, mac: [u8; 6], ip: IpAddr) {
+    let reset = QpAttr {
+        state: QpState::Reset,
+        ..QpAttr::default()
+    };
+    ep.modify_qp(qpn, &reset, QpAttrMask::STATE)
+        .expect("reset QP");
+    ep.connect(qpn, &peer(peer_qpn, mac, ip), &opts())
+        .expect("reconnect QP");
+}
+
+/// The other side's QP `qpn`, which starts at [`PSN`].
+fn peer(qpn: u32, mac: [u8; 6], ip: IpAddr) -> RemoteQp {
+    RemoteQp {
+        qpn,
+        psn: PSN,
+        mac,
+        ip,
+    }
+}
+
+impl Rig {
+    /// `n` connected QP pairs and the generation pass.
+    pub fn new(n: u32) -> Rig {
+        let (ip_a, ip_b) = ips();
+        let cfg = |mac, ip, seed| EndpointConfig {
+            local_mac: mac,
+            local_ip: ip,
+            max_qps: n,
+            seed: [seed, 0x5ca1e],
+            ..Default::default()
+        };
+        let mut a = Endpoint::new(cfg(MAC_A, ip_a, 1));
+        let mut b = Endpoint::new(cfg(MAC_B, ip_b, 2));
+        let ca = a.create_cq(16);
+        let cb = b.create_cq(16);
+        let init = |cq| QpInitAttr {
+            send_cq: cq,
+            recv_cq: cq,
+            max_send_wr: 4,
+            max_recv_wr: 4,
+            sq_sig_all: false,
+        };
+        let mut qps = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            let qa = a.create_qp(init(ca)).expect("create QP on A");
+            let qb = b.create_qp(init(cb)).expect("create QP on B");
+            a.connect(qa, &peer(qb, MAC_B, ip_b), &opts())
+                .expect("connect A");
+            b.connect(qb, &peer(qa, MAC_A, ip_a), &opts())
+                .expect("connect B");
+            qps.push((qa, qb));
+        }
+        let src = a
+            .reg_mr(Box::new(vec![0x5Au8; REGION]), IOVA, Access::LOCAL_WRITE)
+            .expect("register A");
+        let dst = b
+            .reg_mr(
+                Box::new(vec![0u8; REGION]),
+                IOVA,
+                Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+            )
+            .expect("register B");
+        let mut rig = Rig {
+            a,
+            b,
+            qps,
+            src,
+            dst,
+            frames: Vec::with_capacity(PACKETS),
+            acks: Vec::with_capacity(PACKETS),
+        };
+        rig.generate();
+        rig
+    }
+
+    /// The generation pass: every data frame and every ACK, kept.
+    fn generate(&mut self) {
+        let mut buf = vec![0u8; 2048];
+        let now = Instant::ZERO;
+        for k in 0..PACKETS {
+            let (qa, _) = self.qps[k % self.qps.len()];
+            self.a
+                .post_send(qa, wr(k, self.src, self.dst))
+                .expect("post");
+            let n = self.a.poll_transmit(now, &mut buf).expect("a data frame");
+            self.frames.push(buf[..n].to_vec());
+            self.b.handle_packet(now, &buf[..n]);
+            let n = self.b.poll_transmit(now, &mut buf).expect("an ACK");
+            self.acks.push(buf[..n].to_vec());
+            self.a.handle_packet(now, &buf[..n]);
+            assert!(self.a.poll_transmit(now, &mut buf).is_none());
+            assert!(self.b.poll_transmit(now, &mut buf).is_none());
+        }
+    }
+
+    fn reset_b(&mut self) {
+        let (ip_a, _) = ips();
+        for &(qa, qb) in &self.qps {
+            reconnect(&mut self.b, qb, qa, MAC_A, ip_a);
+        }
+    }
+
+    fn reset_a(&mut self) {
+        let (_, ip_b) = ips();
+        for &(qa, qb) in &self.qps {
+            reconnect(&mut self.a, qa, qb, MAC_B, ip_b);
+        }
+    }
+
+    /// One timed responder pass over [`PACKETS`] packets: the fastest
+    /// batch's ns per packet, and the mean.
+    pub fn responder_pass(&mut self) -> (f64, f64) {
+        self.reset_b();
+        let mut tx = vec![0u8; 2048];
+        let now = Instant::ZERO;
+        let (mut best, mut total) = (f64::MAX, 0u128);
+        for batch in self.frames.chunks(BATCH) {
+            let start = WallInstant::now();
+            for f in batch {
+                self.b.handle_packet(now, f);
+                std::hint::black_box(self.b.poll_transmit(now, &mut tx));
+            }
+            let ns = start.elapsed().as_nanos();
+            total += ns;
+            best = best.min(ns as f64 / batch.len() as f64);
+        }
+        (best, total as f64 / self.frames.len() as f64)
+    }
+
+    /// One timed requester pass (as [`Rig::responder_pass`]).
+    pub fn requester_pass(&mut self) -> (f64, f64) {
+        self.reset_a();
+        let mut tx = vec![0u8; 2048];
+        let now = Instant::ZERO;
+        let n = self.qps.len();
+        let (mut best, mut total) = (f64::MAX, 0u128);
+        let mut k = 0;
+        while k < PACKETS {
+            let end = (k + BATCH).min(PACKETS);
+            let start = WallInstant::now();
+            for j in k..end {
+                let (qa, _) = self.qps[j % n];
+                let _ = self.a.post_send(qa, wr(j, self.src, self.dst));
+                std::hint::black_box(self.a.poll_transmit(now, &mut tx));
+                self.a.handle_packet(now, &self.acks[j]);
+            }
+            let ns = start.elapsed().as_nanos();
+            total += ns;
+            best = best.min(ns as f64 / (end - k) as f64);
+            k = end;
+        }
+        (best, total as f64 / PACKETS as f64)
+    }
+}
+
+/// Per-packet cost of one QP count: (responder, requester) ns per packet,
+/// the mean over each pass, best pass of `passes`.
+pub fn protocol_point(n: u32, passes: usize) -> (f64, f64) {
+    let mut rig = Rig::new(n);
+    let (mut resp, mut req) = (f64::MAX, f64::MAX);
+    for _ in 0..passes.max(1) {
+        resp = resp.min(rig.responder_pass().1);
+        req = req.min(rig.requester_pass().1);
+    }
+    let c = rig.b.counters();
+    assert_eq!(c.dropped_malformed + c.dropped_unknown_qp, 0, "{c:?}");
+    (resp, req)
+}
+
+/// `roce-xdp sim --messages SIM_MESSAGES --size 64 --qps n`: wall time per
+/// message, setup included (the whole run as the command runs it).
+pub fn sim_point(n: u32, messages: u64) -> Result<f64, String> {
+    let cfg = WorkloadConfig {
+        messages,
+        size: SIZE,
+        qps: n,
+        ..WorkloadConfig::default()
+    };
+    let start = WallInstant::now();
+    let r = run_workload(&cfg);
+    let ns = start.elapsed().as_nanos() as f64;
+    if !r.ok() {
+        return Err(format!(
+            "sim with {n} QPs failed verification: {}",
+            r.first_error.unwrap_or_default()
+        ));
+    }
+    Ok(ns / messages as f64)
+}
+
+/// Every row, for `counts` QP counts (the first is the baseline).
+pub fn measure(
+    counts: &[u32],
+    passes: usize,
+    sim_messages: u64,
+) -> Result<Vec<QpScaleRow>, String> {
+    let mut proto = Vec::new();
+    let mut sim = Vec::new();
+    for &n in counts {
+        proto.push((n, protocol_point(n, passes)));
+        sim.push((n, sim_point(n, sim_messages)?));
+    }
+    let mut rows = Vec::new();
+    let row = |path: &str, n, ns: f64, base: f64| QpScaleRow {
+        path: path.to_string(),
+        qps: n,
+        ns_per_packet: ns,
+        ratio: ns / base,
+    };
+    let (base_resp, base_req) = proto[0].1;
+    for &(n, (resp, _)) in &proto {
+        rows.push(row("responder", n, resp, base_resp));
+    }
+    for &(n, (_, req)) in &proto {
+        rows.push(row("requester", n, req, base_req));
+    }
+    let base_sim = sim[0].1;
+    for &(n, ns) in &sim {
+        rows.push(row("sim", n, ns, base_sim));
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_row_moves_its_packets_and_has_a_ratio() {
+        let rows = measure(&[1, 64], 1, 512).unwrap();
+        assert_eq!(rows.len(), 6);
+        for r in &rows {
+            assert!(r.ns_per_packet > 0.0 && r.ratio > 0.0, "{r:?}");
+        }
+        assert!(rows.iter().filter(|r| r.qps == 1).all(|r| r.ratio == 1.0));
+    }
+}

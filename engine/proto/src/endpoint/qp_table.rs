@@ -1,0 +1,317 @@
+//! The QPs of one endpoint, and the two schedules that keep the cost of a
+//! packet independent of how many QPs there are (`docs/architecture.md`,
+//! "QP limits"):
+//!
+//! - a slab of QPs with a hash index by QP number: O(1) lookup for any
+//!   number of the 24-bit space, no scan;
+//! - the *ready list*: the QPs that may have a frame to send, in
+//!   round-robin order. A QP joins it on every call that can give it work
+//!   (packet, post, modify, timer) and leaves it when `poll_transmit` finds
+//!   it with nothing to send, so `poll_transmit` visits only QPs with work;
+//! - the *timer heap*: one entry per QP deadline, earliest first, so
+//!   `poll_timeout` is one peek and `handle_timeout` visits only the QPs
+//!   whose deadline has come. Entries are lazy (as Linux's `mod_timer` on a
+//!   retransmit timer that only moves later): a deadline that moves later
+//!   keeps its entry, which then fires early, finds nothing due and
+//!   re-arms at the QP's real deadline; only a deadline that moves earlier
+//!   pushes a new entry. A packet then costs one `Qp::poll_timeout` and a
+//!   comparison, and a heap operation only when a timer is first armed.
+
+use std::cell::{Cell, RefCell};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use crate::rc::{Counters, NumberMap, Qp};
+use crate::time::Instant;
+
+pub(super) struct Slot {
+    pub qp: Option<Qp>,
+    /// In the ready list.
+    ready: bool,
+    /// The deadline of this slot's live entry in the timer heap.
+    deadline: Option<Instant>,
+    /// Listed in [`CounterSum::dirty`]: its counters may have changed.
+    dirty: Cell<bool>,
+}
+
+/// The sum of every QP's counters, kept up to date only for the QPs
+/// something happened to since the last look, so that reading the
+/// endpoint's counters (the driver does every few milliseconds) costs the
+/// active QPs, not all of them.
+#[derive(Default)]
+struct CounterSum {
+    sum: Counters,
+    /// Each slot's counters as last added into `sum`.
+    seen: Vec<Counters>,
+    dirty: Vec<u32>,
+}
+
+/// QPs by slot, their index by number, the ready list and the timer heap.
+#[derive(Default)]
+pub(super) struct QpTable {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    by_qpn: NumberMap<u32>,
+    ready: VecDeque<u32>,
+    timers: BinaryHeap<Reverse<(Instant, u32)>>,
+    counters: RefCell<CounterSum>,
+}
+
+impl QpTable {
+    /// QPs held.
+    pub fn len(&self) -> usize {
+        self.by_qpn.len()
+    }
+
+    /// The slot of QP `qpn`.
+    #[inline]
+    pub fn slot(&self, qpn: u32) -> Option<usize> {
+        self.by_qpn.get(&qpn).map(|&i| i as usize)
+    }
+
+    #[inline]
+    pub fn get(&self, qpn: u32) -> Option<&Qp> {
+        self.slots[self.slot(qpn)?].qp.as_ref()
+    }
+
+    /// QP `qpn`, noted as possibly having work (it joins the ready list).
+    #[inline]
+    pub fn touch(&mut self, qpn: u32) -> Option<(usize, &mut Qp)> {
+        let i = self.slot(qpn)?;
+        self.mark_ready(i);
+        self.mark_dirty(i);
+        Some((i, self.slots[i].qp.as_mut()?))
+    }
+
+    /// Put `qp` in a free slot (the caller checked that its number is free).
+    pub fn insert(&mut self, qp: Qp) {
+        let qpn = qp.qpn();
+        let slot = Slot {
+            qp: Some(qp),
+            ready: false,
+            deadline: None,
+            dirty: Cell::new(false),
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                // A stale ready-list entry of the slot's previous QP may
+                // remain: it serves the new one.
+                let old = &mut self.slots[i as usize];
+                *old = Slot {
+                    ready: old.ready,
+                    dirty: Cell::new(old.dirty.get()),
+                    ..slot
+                };
+                i
+            }
+            None => {
+                self.slots.push(slot);
+                self.counters.get_mut().seen.push(Counters::default());
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.mark_dirty(i as usize);
+        self.by_qpn.insert(qpn, i);
+        self.mark_ready(i as usize);
+        self.schedule(i as usize);
+    }
+
+    /// Take QP `qpn` out; its ready-list and heap entries go stale.
+    pub fn remove(&mut self, qpn: u32) -> Option<Qp> {
+        let i = self.by_qpn.remove(&qpn)? as usize;
+        let s = &mut self.slots[i];
+        s.deadline = None;
+        let qp = s.qp.take();
+        self.free.push(i as u32);
+        self.mark_dirty(i);
+        qp
+    }
+
+    /// Slot `i`'s counters may have changed.
+    #[inline]
+    fn mark_dirty(&mut self, i: usize) {
+        let s = &self.slots[i];
+        if !s.dirty.get() {
+            s.dirty.set(true);
+            self.counters.get_mut().dirty.push(i as u32);
+        }
+    }
+
+    /// The sum of every QP's counters: brought up to date for the QPs
+    /// marked since the last call.
+    pub fn counters(&self) -> Counters {
+        let mut c = self.counters.borrow_mut();
+        let CounterSum { sum, seen, dirty } = &mut *c;
+        for i in dirty.drain(..) {
+            let i = i as usize;
+            let s = &self.slots[i];
+            s.dirty.set(false);
+            sum.deduct(&seen[i]);
+            seen[i] = s.qp.as_ref().map(|q| q.counters).unwrap_or_default();
+            sum.accumulate(&seen[i]);
+        }
+        *sum
+    }
+
+    #[inline]
+    fn mark_ready(&mut self, i: usize) {
+        let s = &mut self.slots[i];
+        if !s.ready {
+            s.ready = true;
+            self.ready.push_back(i as u32);
+        }
+    }
+
+    /// Bring slot `i`'s heap entry up to date with its QP's deadline;
+    /// returns that deadline.
+    #[inline]
+    pub fn schedule(&mut self, i: usize) -> Option<Instant> {
+        let s = &mut self.slots[i];
+        let d = s.qp.as_ref()?.poll_timeout()?;
+        if s.deadline.is_none_or(|t| d < t) {
+            s.deadline = Some(d);
+            self.timers.push(Reverse((d, i as u32)));
+        }
+        Some(d)
+    }
+
+    /// Every QP, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = &Qp> + '_ {
+        self.slots.iter().filter_map(|s| s.qp.as_ref())
+    }
+
+    /// The earliest deadline in the heap (maybe one that has moved later:
+    /// `handle_timeout` then finds nothing due and re-arms).
+    #[inline]
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((t, _))| *t)
+    }
+
+    /// Visit every QP whose heap entry is due at `now` with `f`, which
+    /// returns whether it ran the QP's timers (the QP then joins the ready
+    /// list); each is re-armed at its next deadline.
+    pub fn expire(&mut self, now: Instant, mut f: impl FnMut(&mut Qp) -> bool) {
+        while let Some(&Reverse((t, i))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let i = i as usize;
+            let s = &mut self.slots[i];
+            if s.deadline != Some(t) {
+                continue; // superseded by an earlier entry, or the QP is gone
+            }
+            s.deadline = None;
+            let Some(qp) = s.qp.as_mut() else { continue };
+            if f(qp) {
+                self.mark_ready(i);
+                self.mark_dirty(i);
+            }
+            // A deadline still due means the QP can send now: the ready
+            // list has it, and `poll_transmit` re-arms it.
+            if let Some(d) = self.slots[i].qp.as_ref().and_then(Qp::poll_timeout) {
+                if d > now {
+                    self.schedule(i);
+                }
+            }
+        }
+    }
+
+    /// QPs whose heap entry is due at `now` join the ready list (a QP held
+    /// back by its rate limit may send once its retry time has come, with
+    /// or without a `handle_timeout` first); visiting them re-arms them.
+    fn promote_due(&mut self, now: Instant) {
+        while let Some(&Reverse((t, i))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let s = &mut self.slots[i as usize];
+            if s.deadline == Some(t) {
+                s.deadline = None;
+                if s.qp.is_some() {
+                    self.mark_ready(i as usize);
+                }
+            }
+        }
+    }
+
+    /// Offer the ready QPs, in round-robin order, to `f` until one returns
+    /// a frame length. Each ready QP is visited at most once per call.
+    /// A QP that sent stays ready (at the back); one with nothing to send
+    /// leaves the list: for good when `may_transmit` is false, and until
+    /// its deadline when it is held back (rate limit) with one set.
+    pub fn transmit(
+        &mut self,
+        now: Instant,
+        mut f: impl FnMut(&mut Qp) -> Option<usize>,
+    ) -> Option<usize> {
+        self.promote_due(now);
+        for _ in 0..self.ready.len() {
+            let i = self.ready.pop_front()? as usize;
+            let Some(qp) = self.slots[i].qp.as_mut() else {
+                self.slots[i].ready = false;
+                continue;
+            };
+            let sent = f(qp);
+            let may = qp.may_transmit();
+            self.mark_dirty(i);
+            if let Some(len) = sent {
+                self.ready.push_back(i as u32);
+                self.schedule(i);
+                return Some(len);
+            }
+            let d = self.schedule(i);
+            if may && d.is_none_or(|d| d <= now) {
+                self.ready.push_back(i as u32);
+            } else {
+                self.slots[i].ready = false;
+            }
+        }
+        None
+    }
+
+    /// Whether some ready QP has a frame to send (ignoring rate limits).
+    pub fn any_ready(&self, mut pred: impl FnMut(&Qp) -> bool) -> bool {
+        self.ready
+            .iter()
+            .any(|&i| self.slots[i as usize].qp.as_ref().is_some_and(&mut pred))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rc::QpInitAttr;
+
+    fn brute_force(t: &QpTable) -> Counters {
+        let mut c = Counters::default();
+        for q in t.iter() {
+            c.accumulate(&q.counters);
+        }
+        c
+    }
+
+    #[test]
+    fn the_counter_sum_follows_touched_inserted_and_removed_qps() {
+        let mut t = QpTable::default();
+        for qpn in [0x100, 0x200, 0x300] {
+            t.insert(Qp::new(qpn, QpInitAttr::default()));
+        }
+        assert_eq!(t.counters(), Counters::default());
+        t.touch(0x200).unwrap().1.counters.sent_pkts += 5;
+        t.touch(0x300).unwrap().1.counters.rcvd_pkts += 2;
+        assert_eq!(t.counters(), brute_force(&t));
+        assert_eq!(t.counters().sent_pkts, 5);
+        // Untouched since: the same sum, from the cache.
+        assert_eq!(t.counters(), brute_force(&t));
+        t.touch(0x200).unwrap().1.counters.sent_pkts += 1;
+        let moved = t.remove(0x300).unwrap();
+        assert_eq!(t.counters(), brute_force(&t));
+        assert_eq!((t.counters().sent_pkts, t.counters().rcvd_pkts), (6, 0));
+        // A QP moved in brings its counters along, into a reused slot.
+        t.insert(moved);
+        assert_eq!(t.counters().rcvd_pkts, 2);
+        assert_eq!(t.counters(), brute_force(&t));
+    }
+}
