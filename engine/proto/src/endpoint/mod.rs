@@ -41,7 +41,7 @@ mod slot_bits;
 pub use self::config::{ConnectOptions, EndpointConfig, RemoteQp};
 
 use self::slot_bits::SlotBits;
-use crate::cc::{CnpOutcome, QpCongestion};
+use crate::cc::QpCongestion;
 use crate::rc::{
     Access, Counters, Cq, MrKeys, MrTable, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr,
     RegionMemory, RemoteAddress, SendWr, VerbsError, WorkCompletion,
@@ -359,6 +359,7 @@ impl Endpoint {
                 mac: remote.mac,
                 ip: remote.ip,
                 vlan: opts.vlan,
+                ..RemoteAddress::default()
             },
             udp_src_port: opts.udp_src_port,
             dscp: opts.dscp.unwrap_or(self.config.cc.marking.data_dscp),
@@ -482,11 +483,8 @@ impl Endpoint {
         self.tx_ready.set(i);
         self.timed.set(i);
         if f.opcode() == Opcode::Cnp {
-            qp.counters.cnp_received += 1;
-            match qp.cc.on_cnp(now) {
-                CnpOutcome::Handled => qp.counters.rp_cnp_handled += 1,
-                CnpOutcome::Ignored => qp.counters.rp_cnp_ignored += 1,
-            }
+            // Checked as any packet of the QP (rc/congestion.rs).
+            qp.handle_cnp(now, &f);
             return Received::Delivered { qpn };
         }
         qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs);
