@@ -7,6 +7,7 @@
 
 mod cq_wait;
 mod echo;
+mod forged_frames;
 mod loopback;
 mod malformed;
 mod multi_queue;
