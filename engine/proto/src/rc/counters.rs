@@ -131,4 +131,22 @@ mod tests {
         assert!(pairs.contains(&("naks_sent", 1)));
         assert_eq!(Counters::NAMES.len(), pairs.len());
     }
+
+    #[test]
+    fn every_receive_side_drop_has_a_named_counter() {
+        // The names `roce-xdp stats` shows (docs/security.md).
+        for name in [
+            "dropped_wrong_peer",
+            "dropped_bad_pkey",
+            "dropped_unsent_psn",
+            "dropped_bad_response",
+            "dropped_duplicate_rd_atomic",
+            "dropped_busy",
+            "dropped_unknown_qp",
+            "dropped_malformed",
+            "dropped_bad_icrc",
+        ] {
+            assert!(Counters::NAMES.contains(&name), "{name}");
+        }
+    }
 }

@@ -96,7 +96,7 @@ fn an_old_read_replayed_outside_the_responder_resources_is_dropped() {
     let sent = p.b.counters().sent_pkts;
 
     // READ 1 is no longer among B's two resources: dropped, nothing sent.
-    p.deliver_b(&[first.clone()]);
+    p.deliver_b(std::slice::from_ref(&first));
     assert!(p.tx_b().is_empty());
     assert_eq!(p.b.counters().dropped_duplicate_rd_atomic, 1);
     // An old PSN with a READ it never was (same key, 64 KiB), and READ 3's

@@ -23,7 +23,7 @@ fn held_writes(p: &mut Pair) -> (Vec<u8>, Vec<Vec<u8>>) {
     let f = p.tx_a();
     p.deliver_b(&f);
     let ack = p.tx_b().remove(0);
-    p.deliver_a(&[ack.clone()]);
+    p.deliver_a(std::slice::from_ref(&ack));
     assert_eq!(p.wcs_a().len(), 1);
     for (id, off) in [(1, 0), (2, 64)] {
         p.a.mr_write(p.mr_a.lkey, IOVA_A + off, &[id as u8; 16])
