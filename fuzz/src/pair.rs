@@ -387,34 +387,6 @@ impl World {
     }
 }
 
-/// Request and response opcodes of RC, and the CNP.
-const OPCODES: [Opcode; 24] = [
-    Opcode::SendFirst,
-    Opcode::SendMiddle,
-    Opcode::SendLast,
-    Opcode::SendLastImm,
-    Opcode::SendOnly,
-    Opcode::SendOnlyImm,
-    Opcode::WriteFirst,
-    Opcode::WriteMiddle,
-    Opcode::WriteLast,
-    Opcode::WriteLastImm,
-    Opcode::WriteOnly,
-    Opcode::WriteOnlyImm,
-    Opcode::ReadRequest,
-    Opcode::ReadRespFirst,
-    Opcode::ReadRespMiddle,
-    Opcode::ReadRespLast,
-    Opcode::ReadRespOnly,
-    Opcode::Acknowledge,
-    Opcode::AtomicAcknowledge,
-    Opcode::CompareSwap,
-    Opcode::FetchAdd,
-    Opcode::SendLastInv,
-    Opcode::SendOnlyInv,
-    Opcode::Cnp,
-];
-
 /// Give `h` exactly the extension headers its opcode has (new ones from
 /// the input), so that it can be emitted.
 fn conform(h: &mut RoceHeaders, input: &mut Input<'_>) {
@@ -461,7 +433,7 @@ fn mutate(frame: Vec<u8>, input: &mut Input<'_>) -> Option<Vec<u8>> {
     let mut payload = parsed.payload.to_vec();
     for _ in 0..1 + input.below(4) {
         match input.below(16) {
-            0 => h.bth.opcode = OPCODES[input.below(OPCODES.len() as u8) as usize],
+            0 => h.bth.opcode = Opcode::ALL[input.below(Opcode::ALL.len() as u8) as usize],
             1 => h.bth.psn = h.bth.psn.wrapping_add(i32::from(input.u8() as i8) as u32) & 0xFF_FFFF,
             2 => h.bth.psn = input.u32() & 0xFF_FFFF,
             3 => h.bth.dest_qp ^= u32::from(input.below(4)),

@@ -5,10 +5,9 @@
 //! at the requester. Every byte of the transfer arrives, nothing lands
 //! where the forged WRITEs aimed, and every forged frame is counted.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::io::{XskConfig, XskSocket};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::testbed::netns::{PairConfig, Side, VethPair};
@@ -18,7 +17,7 @@ use engine::wire::{
     RoceHeaders, UdpRepr, CNP_RESERVED, DEFAULT_PKEY,
 };
 
-use crate::support::require_root;
+use crate::support::{connect_qps, require_root};
 
 /// Forged frames of each kind.
 const EACH: usize = 100;
@@ -182,33 +181,7 @@ fn a_transfer_survives_forged_frames_from_a_third_host_and_counts_them() {
         .register_memory(0, CHUNK * CHUNKS, Access::ALL)
         .unwrap();
     let rb = dev_b.register_memory(0, 1 << 20, Access::ALL).unwrap();
-    let (ip_a, ip_b): (IpAddr, IpAddr) = (dev_a.ip(), dev_b.ip());
-    qa.connect(
-        RemoteQp {
-            qpn: qb.qpn(),
-            psn: 200,
-            mac: dev_a.resolve_mac(ip_b).unwrap(),
-            ip: ip_b,
-        },
-        ConnectOptions {
-            sq_psn: 100,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    qb.connect(
-        RemoteQp {
-            qpn: qa.qpn(),
-            psn: 100,
-            mac: dev_b.resolve_mac(ip_a).unwrap(),
-            ip: ip_a,
-        },
-        ConnectOptions {
-            sq_psn: 200,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    connect_qps((&dev_a, &qa, 100), (&dev_b, &qb, 200), Default::default());
     let data: Vec<u8> = (0..CHUNK * CHUNKS)
         .map(|i| (i * 31 + i / 4096) as u8)
         .collect();
