@@ -378,6 +378,7 @@ impl Requester {
                 // check_response saw the atomic at this PSN, and everything
                 // before it is acknowledged: it is the front request.
                 let Some(front) = self.wqes.front().copied() else {
+                    counters.dropped_bad_response += 1;
                     return Ok(());
                 };
                 // Atomic results land little-endian, as MrTable::atomic stores them.
@@ -412,6 +413,7 @@ impl Requester {
         let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         // Everything before the READ is acknowledged: it is the front.
         let Some(front) = self.wqes.front().copied() else {
+            counters.dropped_bad_response += 1;
             return Ok(());
         };
         let expected = front.first_psn.add(front.resp_pkts);
