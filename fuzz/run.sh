@@ -31,7 +31,9 @@ fi
 # Builds AFL++'s runtime for this toolchain once; says so when it is there.
 cargo afl config --build >/dev/null 2>&1 || true
 
-echo "fuzz: replaying corpora and regressions"
+echo "fuzz: formatting, lints, replaying corpora and regressions"
+cargo fmt -- --check
+cargo clippy --all-targets --release --quiet -- -D warnings
 cargo test --release --quiet
 
 echo "fuzz: building the instrumented targets"
@@ -48,7 +50,9 @@ mkdir -p out
 failed=0
 for t in "${TARGETS[@]}"; do
     rm -rf "out/$t"
-    cargo afl fuzz -i "corpus/$t" -o "out/$t" -V "$SECONDS_PER_TARGET" \
+    # -t: a generous per-input time limit, so that a loaded machine does
+    # not report slow inputs as hangs.
+    cargo afl fuzz -i "corpus/$t" -o "out/$t" -V "$SECONDS_PER_TARGET" -t 500 \
         "$AFL_TARGET/release/$t" >"out/$t.log" 2>&1 || {
         echo "fuzz: afl-fuzz failed on $t:"
         tail -20 "out/$t.log"
