@@ -240,6 +240,8 @@ pub struct Responder {
     resources: Vec<Resource>,
     /// Next entry of `resources` to reuse once the ring is full.
     res_next: usize,
+    /// Entries of the ring: `max_dest_rd_atomic` (at least 1).
+    res_cap: usize,
 }
 
 impl Responder {
@@ -257,6 +259,7 @@ impl Responder {
             out_cap: 0,
             resources: Vec::new(),
             res_next: 0,
+            res_cap: 1,
         }
     }
 
@@ -273,6 +276,7 @@ impl Responder {
         self.ack_pending = None;
         self.resources = Vec::with_capacity(rd);
         self.res_next = 0;
+        self.res_cap = rd;
     }
 
     /// Queue a receive. `false` when full.
@@ -841,7 +845,7 @@ impl Responder {
     /// Keep `res` as a responder resource, in place of the oldest once
     /// `max_dest_rd_atomic` are kept (rxe `prepare_next_resource`).
     fn save_resource(&mut self, res: Resource) {
-        let cap = self.resources.capacity().max(1);
+        let cap = self.res_cap;
         if self.resources.len() < cap {
             self.resources.push(res);
         } else {
