@@ -15,4 +15,8 @@ if ! { [ -e /usr/include/infiniband/verbs.h ] && command -v gcc >/dev/null; }; t
     apt-get install -y -qq gcc libibverbs-dev >/dev/null
 fi
 cargo build --release -p roce-xdp
-ROCE_XDP="${CARGO_TARGET_DIR:-$PWD/target}/release/roce-xdp" exec interop/run.sh
+export ROCE_XDP="${CARGO_TARGET_DIR:-$PWD/target}/release/roce-xdp"
+interop/run.sh
+# The perftest-named tools and serve against Debian's stock perftest
+# (same VM image, one more boot).
+interop/perftest/run.sh

@@ -8,7 +8,7 @@
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use engine::driver::PollMode;
+use engine::driver::{CqWait, PollMode};
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::io::process_cpu_time;
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
@@ -153,7 +153,7 @@ pub(crate) struct Rig {
 }
 
 /// A connected RC QP pair on one queue, with that queue's regions.
-struct QpPair {
+pub(crate) struct QpPair {
     a: QueuePair,
     b: QueuePair,
     la: MemoryRegion,
@@ -171,8 +171,15 @@ impl QpPair {
 
 /// A device on `side` with `queues` queues, queue i's engine thread
 /// pinned to `cores[i % len]` (unpinned when `cores` is empty).
-fn device_config(side: &Side, queues: u32, poll: PollMode, cores: Vec<usize>) -> DeviceConfig {
+fn device_config(
+    side: &Side,
+    queues: u32,
+    poll: PollMode,
+    cq_wait: CqWait,
+    cores: Vec<usize>,
+) -> DeviceConfig {
     let mut c = DeviceConfig::new(&side.ifname);
+    c.cq_wait = cq_wait;
     c.netns = Some(side.netns.clone());
     c.queues = queues;
     c.poll = poll;
@@ -199,14 +206,26 @@ impl Rig {
         poll: PollMode,
         qps: u32,
     ) -> EngineResult<Rig> {
+        Rig::open_waiting(pair, queues, poll, qps, CqWait::Park)
+    }
+
+    /// As [`Rig::open_with_qps`], the devices' `poll_cq_wait` waiting as
+    /// `cq_wait` says.
+    fn open_waiting(
+        pair: &VethPair,
+        queues: u32,
+        poll: PollMode,
+        qps: u32,
+        cq_wait: CqWait,
+    ) -> EngineResult<Rig> {
         let cores = placement::side_cores().filter(|_| queues == 1);
         let (cores_a, cores_b) = match cores {
             Some([x, y]) => (vec![x], vec![y]),
             None => (Vec::new(), Vec::new()),
         };
-        let a = Device::open(device_config(&pair.a, queues, poll, cores_a))
+        let a = Device::open(device_config(&pair.a, queues, poll, cq_wait, cores_a))
             .map_err(context("opening device a"))?;
-        let b = Device::open(device_config(&pair.b, queues, poll, cores_b))
+        let b = Device::open(device_config(&pair.b, queues, poll, cq_wait, cores_b))
             .map_err(context("opening device b"))?;
         let mac_b = a
             .resolve_mac(b.ip())
@@ -241,7 +260,7 @@ impl Rig {
 
     /// Creates and connects a fresh QP pair on queue `q` (a fresh pair per
     /// test, so one test's outcome cannot leak into the next).
-    fn connect(&self, q: u32) -> EngineResult<QpPair> {
+    pub(crate) fn connect(&self, q: u32) -> EngineResult<QpPair> {
         let k = self.created.get();
         self.created.set(k + 1);
         let caps = QpCaps {
@@ -555,7 +574,16 @@ fn packets_per_message(size: u64) -> u64 {
 
 /// 64 B SEND ping-pong between a and b on QP 0; returns the round trips.
 fn pingpong(rig: &Rig, size: u64, iterations: usize) -> EngineResult<Vec<Duration>> {
-    let qp = &rig.connect(0)?;
+    pingpong_on(rig, &rig.connect(0)?, size, iterations)
+}
+
+/// [`pingpong`] on the connected pair `qp` of queue 0.
+pub(crate) fn pingpong_on(
+    rig: &Rig,
+    qp: &QpPair,
+    size: u64,
+    iterations: usize,
+) -> EngineResult<Vec<Duration>> {
     let mut wcs = vec![WorkCompletion::default(); 16];
     let post_recvs = |side_b: bool| -> EngineResult<()> {
         for i in 0..8u64 {
@@ -632,7 +660,19 @@ pub fn pingpong_threaded(
     iterations: usize,
     poll: PollMode,
 ) -> EngineResult<Vec<Duration>> {
-    let rig = Rig::open(pair, 1, poll)?;
+    pingpong_threaded_with(pair, size, iterations, poll, CqWait::Park)
+}
+
+/// [`pingpong_threaded`] with the devices' application threads waiting
+/// for completions as `cq_wait` says (the polling option: `CqWait::Spin`).
+pub fn pingpong_threaded_with(
+    pair: &VethPair,
+    size: u64,
+    iterations: usize,
+    poll: PollMode,
+    cq_wait: CqWait,
+) -> EngineResult<Vec<Duration>> {
+    let rig = Rig::open_waiting(pair, 1, poll, 1, cq_wait)?;
     let r = pingpong(&rig, size, iterations);
     rig.close();
     r

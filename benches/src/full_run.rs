@@ -130,6 +130,9 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         paired_opts.pairs,
         paired_opts.point.as_secs_f64()
     ));
+    // The latency tools' own loops, the Device polling option, idle cost.
+    progress(opts, "latency tools, Device polling option, idle cost");
+    let tools = crate::tool_latency::measure(&pair, opts, &mut notes, &mut missing);
     let mut seen = std::collections::HashSet::new();
     notes.retain(|n| seen.insert(n.clone()));
     if rounds > 1 {
@@ -200,6 +203,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         paired,
         scaling: engine.scaling,
         multi_queue,
+        tools,
         projection: Some(projection(
             opts,
             &machine_mhz,

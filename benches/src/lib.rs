@@ -6,7 +6,8 @@
 //! From the top: [`frontend`] (the command line) calls [`full_run`] (the
 //! orchestrator, which nothing else imports); it runs the baselines
 //! ([`baselines::kernel_udp`], [`baselines::floor`]), the engine
-//! ([`engine_path`], [`engine_rtc`]), the [`paired`] step and the in-memory
+//! ([`engine_path`], [`engine_rtc`]), the latency tools and the idle cost
+//! ([`tool_latency`]), the [`paired`] step and the in-memory
 //! [`protocol_path`], and fills the [`report`], which [`output`] writes
 //! (with the [`svg`] chart). Below them: [`options`] (what to run, shared
 //! constants), [`error`], [`threads`] (threads inside a namespace),
@@ -33,3 +34,4 @@ pub mod sysinfo;
 #[cfg(test)]
 mod test_support;
 pub mod threads;
+pub mod tool_latency;

@@ -11,6 +11,7 @@
 //!   ([`Report::target_ratios`]).
 //! - `tables.rs`: the [`Table`] type and the tables a report prints.
 //! - `render.rs`: plain text, Markdown and JSON.
+//! - `tool_rows.rs`: the latency tools' rows and the idle cost (issue 20).
 
 mod model;
 mod render;
@@ -18,6 +19,7 @@ mod render;
 mod sample;
 mod tables;
 mod targets;
+mod tool_rows;
 
 pub use model::{
     Cmp, GoodputRow, Latency, MessageRate, MultiQueue, MultiQueueRow, Pair, PairedTarget,
@@ -28,3 +30,4 @@ pub use targets::{
     Baseline, BaselinePayload, Metric, PairedSpec, PAIRED_INFO, PAIRED_LABEL, PAIRED_TARGETS,
     SWEEP_LABEL,
 };
+pub use tool_rows::{IdleCost, ToolLatency, ToolsReport};

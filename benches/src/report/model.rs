@@ -33,6 +33,10 @@ pub struct Report {
     /// queues by hash, as RSS does); absent from older reports.
     #[serde(default)]
     pub multi_queue: Option<MultiQueue>,
+    /// The latency tools' own loops, the Device polling option and the
+    /// idle cost (absent from older reports).
+    #[serde(default)]
+    pub tools: super::ToolsReport,
     pub projection: Option<Projection>,
     /// How the figures were obtained (chunking, modes, ...).
     pub notes: Vec<String>,

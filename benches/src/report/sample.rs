@@ -80,6 +80,7 @@ pub(crate) fn sample() -> Report {
         paired: vec![],
         scaling: None,
         multi_queue: None,
+        tools: ToolsReport::default(),
         projection: None,
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],

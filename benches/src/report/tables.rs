@@ -258,6 +258,7 @@ impl Report {
                 ],
             });
         }
+        t.extend(self.tools.tables(self.latency.floor));
         if let Some(m) = &self.multi_queue {
             t.push(Table {
                 title: format!(

@@ -5,6 +5,7 @@
 mod bench;
 mod capture;
 mod decode;
+mod exec;
 mod interop;
 mod loopback;
 mod perftest;
@@ -59,6 +60,8 @@ pub enum Command {
     /// Helpers of the interoperability tests against Linux Soft-RoCE (rxe): see interop/README.md.
     #[command(subcommand)]
     Interop(interop::InteropCommand),
+    /// Run an unmodified verbs program (ibv_rc_pingpong, perftest...) on the engine through the drop-in libibverbs.
+    Exec(exec::ExecArgs),
 }
 
 /// Runs a command.
@@ -82,5 +85,6 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::AtomicLat(a) => perftest::run(Kind::AtomicLat, a),
         Command::Pingpong(a) => pingpong::run(a),
         Command::Interop(c) => interop::run(c),
+        Command::Exec(a) => exec::run(a),
     }
 }

@@ -1,15 +1,17 @@
 //! `roce-xdp serve`: attach to an interface's queues (one pinned engine
-//! per queue), register one memory region per queue, and answer the
-//! connection exchange on a TCP port: each client gets its own QPs on a
-//! queue (round robin) and the region's address and R_Key, and may then
-//! WRITE, READ, SEND and run atomics against it — in particular run the
-//! perftest-style tools (`roce-xdp write-bw SERVER`, ...) against it.
+//! per queue) and answer perftest's connection exchange on a TCP port
+//! (`docs/connection-setup.md`), for stock perftest clients (`ib_write_bw
+//! SERVER`, ...) and the perftest-named tools alike, many in a row or at
+//! once: each client gets its own QPs on a queue (round robin) and its
+//! own region with only the rights its test needs, all destroyed when its
+//! session ends, however it ends; `--max-qps-per-client`, `--max-clients`
+//! and `--timeout` bound what one client holds.
 //! SIGINT / SIGTERM: stop accepting, end the sessions, drain, print the
 //! final counters and detach.
 
 use std::collections::HashMap;
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{IpAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -17,19 +19,26 @@ use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
-use engine::oob::perftest::Control;
+use engine::oob::perftest::{
+    BwReport, Key, DONE, KEY_LEN, REPORT_FIELDS, REPORT_FIELD_LEN, VERSION_LEN,
+};
+use engine::oob::Gid;
 use engine::rc::{Access, WorkCompletion};
-use engine::verbs::{Device, MemoryRegion};
+use engine::verbs::{Device, MemoryRegion, QueuePair};
 
 use crate::common::args::{reword, EngineArgs, VALID_PMTUS};
 use crate::common::datapath::{Datapath, DatapathOpts};
 use crate::common::lists::{parse_list, CpuList};
-use crate::common::perftest::conn::{listen, LineConn};
+use crate::common::perftest::conn::{listen, PerfConn};
 use crate::common::perftest::kind::Kind;
-use crate::common::perftest::session::{initial_psn, Cq, Local, Side};
+use crate::common::perftest::rtc;
+use crate::common::perftest::session::{
+    initial_psn, landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH,
+};
 use crate::common::perftest::sizes::parse_size;
 use crate::common::snapshot::queue_counters;
 use crate::common::stats_document;
+use crate::common::verbs_peer;
 use crate::errors::UserError;
 
 /// Options of `roce-xdp serve`.
@@ -53,9 +62,21 @@ pub struct ServeArgs {
     /// TCP port of the connection exchange.
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
-    /// Bytes of each queue's region clients may target (K, M suffixes).
+    /// Bytes of each client's region (K, M suffixes): the largest
+    /// message a client may use.
     #[arg(long = "region", value_parser = parse_size, default_value = "8M")]
     pub region: u64,
+    /// Most QPs one client may create (a client asking for more is
+    /// refused).
+    #[arg(long = "max-qps-per-client", default_value_t = 64)]
+    pub max_qps_per_client: u32,
+    /// Most clients served at once (more are refused until one ends).
+    #[arg(long = "max-clients", default_value_t = 64)]
+    pub max_clients: u32,
+    /// Seconds a client may stall (mid-exchange, or no packet during its
+    /// test) before its session ends.
+    #[arg(long = "timeout", default_value_t = 30.0)]
+    pub timeout: f64,
     /// Attach mode, zero-copy, --force, --steer, --pcap, --busy-poll.
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -82,150 +103,329 @@ macro_rules! say {
 
 type Routes = Arc<Mutex<HashMap<u32, Sender<WorkCompletion>>>>;
 
-/// Moves each queue's completions to the session owning the QP.
+/// How long the dispatcher of an idle queue sleeps between looks at the
+/// stop flag (completions wake it at once).
+const DISPATCH_IDLE: Duration = Duration::from_millis(100);
+
+/// How long the dispatcher keeps polling (yielding) after a completion
+/// before it parks: a stream's next completion is usually that close.
+const DISPATCH_SPIN: Duration = Duration::from_micros(50);
+
+/// Moves each queue's completions to the session owning the QP. Idle (no
+/// completion for [`DISPATCH_SPIN`]), it parks until the engine thread
+/// pushes one (an idle `serve` costs a wake-up per [`DISPATCH_IDLE`]). While a latency session
+/// drives the queue itself (run-to-completion, `perftest/rtc.rs`), that
+/// session routes the completions it takes, through the same routes, and
+/// the dispatcher stands aside.
 fn dispatcher(dev: Arc<Device>, q: u32, routes: Routes, stop: Arc<AtomicBool>) {
+    let route = {
+        let routes = routes.clone();
+        move |wc: &WorkCompletion| route_completion(&routes, wc)
+    };
+    rtc::set_router(q, Some(Arc::new(route)));
     let mut wcs = [WorkCompletion::default(); 64];
-    let mut idle = 0u32;
+    let mut last = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if dev.is_driven(q) {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
         let n = dev.poll_cq(q, &mut wcs);
         if n == 0 {
-            idle += 1;
-            if idle > 256 {
-                std::thread::sleep(Duration::from_micros(50));
-            } else {
+            if last.elapsed() < DISPATCH_SPIN {
                 std::thread::yield_now();
+            } else {
+                dev.wait_cq(q, DISPATCH_IDLE);
             }
             continue;
         }
-        idle = 0;
-        let r = routes.lock().unwrap_or_else(|e| e.into_inner());
+        last = std::time::Instant::now();
         for wc in &wcs[..n] {
-            match r.get(&wc.qpn) {
-                Some(tx) => {
-                    let _ = tx.send(*wc);
-                }
-                None => tracing::debug!(qpn = wc.qpn, "completion for a QP without a session"),
-            }
+            route_completion(&routes, wc);
         }
     }
+    rtc::set_router(q, None);
 }
 
-/// Removes a session's routes when it ends.
-struct RouteGuard<'a> {
-    routes: &'a Routes,
-    qpns: Vec<u32>,
-}
-
-impl Drop for RouteGuard<'_> {
-    fn drop(&mut self) {
-        let mut r = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-        for q in &self.qpns {
-            r.remove(q);
+/// Sends a completion to the session owning its QP.
+fn route_completion(routes: &Routes, wc: &WorkCompletion) {
+    let r = routes.lock().unwrap_or_else(|e| e.into_inner());
+    match r.get(&wc.qpn) {
+        Some(tx) => {
+            let _ = tx.send(*wc);
         }
+        None => tracing::debug!(qpn = wc.qpn, "completion for a QP without a session"),
     }
 }
 
 struct Shared {
     dev: Arc<Device>,
-    regions: Vec<MemoryRegion>,
     routes: Vec<Routes>,
     half: u64,
     mtu: u32,
+    max_qps: usize,
+    timeout: Duration,
+    /// Regions registered for sessions and not yet deregistered.
+    regions: AtomicUsize,
     stop: Arc<AtomicBool>,
     /// `--json`: log lines go to stderr.
     json: bool,
 }
 
-/// One client's session: exchange, QPs, then the perftest control loop
-/// until BYE, an error, or shutdown.
-fn session(sh: &Shared, fallback_queue: u32, mut conn: LineConn) -> anyhow::Result<()> {
+/// The test a client runs: named by a roce-xdp client's keys, inferred for
+/// stock perftest (which does not say): a responder depth above 1 is a
+/// READ or atomic test, anything else WRITE or SEND.
+fn client_test(k: &Key) -> (Option<Kind>, Access) {
+    match Kind::from_tag(k.srqn) {
+        Some(kind) => (Some(kind), kind.access()),
+        None if k.out_reads > 1 => (
+            None,
+            Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
+        ),
+        None => (None, Access::LOCAL_WRITE | Access::REMOTE_WRITE),
+    }
+}
+
+/// A session's resources; dropped however the session ends: its routes
+/// removed, its QPs destroyed, its region deregistered.
+struct Resources<'a> {
+    sh: &'a Shared,
+    q: u32,
+    qps: Vec<QueuePair>,
+    mr: Option<MemoryRegion>,
+    side: Option<Side>,
+}
+
+impl Drop for Resources<'_> {
+    fn drop(&mut self) {
+        let mut qps = std::mem::take(&mut self.qps);
+        if let Some(side) = self.side.take() {
+            qps.extend(side.qps.iter().cloned());
+            self.mr = Some(side.destroy());
+        }
+        {
+            let mut r = self.sh.routes[self.q as usize]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for qp in &qps {
+                r.remove(&qp.qpn());
+            }
+        }
+        for qp in qps {
+            let _ = qp.destroy();
+        }
+        if let Some(mr) = self.mr.take() {
+            if self.sh.dev.deregister_memory(&mr).is_ok() {
+                self.sh.regions.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// One client's session, a stock perftest client or a roce-xdp tool: the
+/// exchange answered message by message (serve does not know the test's
+/// order in advance: a new QPN is a QP to create, the first repeated one
+/// means the client connected), the datapath served between messages.
+fn session(sh: &Shared, q: u32, stream: TcpStream) -> anyhow::Result<String> {
     let json = sh.json;
-    let timeout = Duration::from_secs(30);
-    let remote = conn.read_hello(Duration::from_secs(10))?;
-    // The client's frames arrive on the RX queue matching the one it sends
-    // from when the path is symmetric (veth, one flow per queue pair):
-    // use that queue when it exists; otherwise round robin.
-    let n = sh.regions.len() as u32;
-    let q = if remote.queue < n {
-        remote.queue
-    } else {
-        fallback_queue
-    };
-    let kind = Kind::from_name(&remote.test);
-    if remote.len > sh.half {
-        let msg = format!(
-            "the server's region holds {} bytes, the client wants {}: use a smaller -s (or serve --region)",
-            sh.half, remote.len
-        );
-        conn.send_control(&Control::Error(msg.clone()))?;
-        bail!("{msg}");
-    }
-    let nqps = remote.qps.len();
-    let qps = Side::create_qps(&sh.dev, q, nqps, remote.tx_depth.max(64))?;
+    let tcp_peer = stream
+        .peer_addr()
+        .map(|a| canonical(a.ip()))
+        .context("the client's address")?;
+    let mut conn = PerfConn::accepted(stream, sh.timeout);
+    let pre = conn.preamble(sh.mtu)?;
     let (tx, rx) = channel();
-    {
-        let mut r = sh.routes[q as usize]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        for qp in &qps {
-            r.insert(qp.qpn(), tx.clone());
-        }
-    }
-    // However the session ends, its completions stop being routed. (The
-    // verbs API has no QP destruction yet: the QPs stay, idle.)
-    let _routes = RouteGuard {
-        routes: &sh.routes[q as usize],
-        qpns: qps.iter().map(|qp| qp.qpn()).collect(),
+    let mut res = Resources {
+        sh,
+        q,
+        qps: Vec::new(),
+        mr: None,
+        side: None,
     };
-    let qpns: Vec<String> = qps.iter().map(|qp| format!("0x{:06x}", qp.qpn())).collect();
-    let local = Local {
-        dev: sh.dev.clone(),
-        queue: q,
-        mr: sh.regions[q as usize].clone(),
-        half: sh.half,
-        qps,
-        psns: (0..nqps as u32).map(|i| initial_psn(i + 7)).collect(),
-    };
-    let mtu = sh.mtu.min(remote.mtu);
-    let hello = local.hello("serve", mtu, remote.tx_depth);
-    let cq = Cq::Routed(rx);
-    let mut side = local.connect(remote.clone(), cq, mtu, sh.stop.clone(), timeout)?;
-    conn.send_hello(&hello)?;
-    say!(
-        json,
-        "client {}: {}, {nqps} QP(s) {} on queue {q}, MTU {mtu}",
-        conn.peer(),
-        remote.test,
-        qpns.join(",")
-    );
-    let mut sizes = 0u64;
+    let mut rx = Some(rx);
+    let mut mine: Vec<Key> = Vec::new();
+    let mut theirs: Vec<Key> = Vec::new();
+    let mut kind = None;
+    let mut psn_salt = 7;
+    let mut reports = 0;
+    let mut access = Access::NONE;
     loop {
-        let line = loop {
-            if sh.stop.load(Ordering::Relaxed) {
-                let _ = conn.send_control(&Control::Error("the server is shutting down".into()));
-                return Err(crate::errors::Interrupted.into());
-            }
-            match conn.poll_line()? {
-                Some(l) => break l,
-                None => std::thread::sleep(Duration::from_millis(5)),
-            }
+        if let Some(side) = res.side.as_mut() {
+            // Serve until the client's next message (or its close).
+            let k = match kind {
+                Some(k) => k,
+                None if access.contains(Access::REMOTE_WRITE) => Kind::SendLat,
+                None => Kind::ReadBw,
+            };
+            side.serve_run(k, 1, None, &mut conn)?;
+        }
+        let Some(head) = conn.peek_head(5)? else {
+            break; // closed (latency tests end so)
         };
-        match Control::decode(&line)? {
-            Control::Begin { size, .. } => {
-                let Some(kind) = kind else {
-                    conn.send_control(&Control::Error(format!("unknown test {:?}", remote.test)))?;
-                    bail!("unknown test {:?}", remote.test);
-                };
-                let row = side.serve_size(kind, size, remote.tx_depth.max(1), &mut conn)?;
-                tracing::info!(peer = conn.peer(), size, row = %row, "size done");
-                sizes += 1;
+        if head[4] == b':' {
+            let k = conn.recv(KEY_LEN, "QP key")?;
+            let k = Key::parse(&k).map_err(|e| anyhow::anyhow!("{e}"))?;
+            if canonical(k.ip()) != tcp_peer {
+                let why = format!("announced GID {} is not its TCP address {tcp_peer}", k.ip());
+                conn.refuse(KEY_LEN, &why);
+                bail!("refused: {why}");
             }
-            Control::Bye => break,
-            other => bail!("unexpected {other:?} from the client"),
+            let i = match theirs.iter().position(|t| t.qpn == k.qpn) {
+                Some(i) => i,
+                None if res.side.is_some() => bail!("a new QP 0x{:06x} after connecting", k.qpn),
+                None => {
+                    if theirs.len() >= sh.max_qps {
+                        let why = format!(
+                            "refused: more than {} QPs per client (serve --max-qps-per-client)",
+                            sh.max_qps
+                        );
+                        conn.refuse(KEY_LEN, &why[9..]);
+                        bail!("{why}");
+                    }
+                    if res.mr.is_none() {
+                        let (k_kind, rights) = client_test(&k);
+                        access = rights;
+                        if k_kind == Some(Kind::WriteLat) {
+                            let why = "serve cannot answer write-lat (its server writes first, with the client's -s): run `roce-xdp write-lat --iface IF` there instead";
+                            conn.refuse(KEY_LEN, why);
+                            bail!("refused: {why}");
+                        }
+                        kind = k_kind;
+                        let half = landing_size(sh.half, pre.cycle_buffer, pre.cache_line) as usize;
+                        res.mr = Some(sh.dev.register_memory(q, half, access)?);
+                        sh.regions.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let qp = Side::create_qps(&sh.dev, q, 1, 128)?.remove(0);
+                    sh.routes[q as usize]
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(qp.qpn(), tx.clone());
+                    let mr = res.mr.as_ref().expect("registered");
+                    psn_salt += 1;
+                    mine.push(Key {
+                        lid: 0,
+                        out_reads: u32::from(RESPONDER_DEPTH),
+                        qpn: qp.qpn(),
+                        psn: initial_psn(psn_salt),
+                        rkey: mr.rkey,
+                        vaddr: mr.addr(),
+                        gid: Gid::from_ip(sh.dev.ip()),
+                        srqn: 0,
+                    });
+                    res.qps.push(qp);
+                    theirs.push(k);
+                    conn.send(&mine[theirs.len() - 1].encode())?;
+                    continue;
+                }
+            };
+            if res.side.is_none() {
+                // The first repeated QP: the client has connected its QPs.
+                let mac = verbs_peer::peer_mac(&sh.dev, None, tcp_peer)?;
+                let half = landing_size(sh.half, pre.cycle_buffer, pre.cache_line);
+                let local = Local {
+                    dev: sh.dev.clone(),
+                    queue: q,
+                    mr: res.mr.take().expect("registered"),
+                    half,
+                    send_at: 0,
+                    qps: std::mem::take(&mut res.qps),
+                    psns: mine.iter().map(|k| k.psn).collect(),
+                    tag: 0,
+                };
+                let rx = rx.take().expect("once");
+                let side = local.connect(
+                    Peer {
+                        keys: theirs.clone(),
+                        ip: tcp_peer,
+                        mac,
+                    },
+                    Cq::Routed(rx),
+                    pre.mtu,
+                    sh.stop.clone(),
+                    sh.timeout,
+                )?;
+                let recvs = match kind {
+                    None if access.contains(Access::REMOTE_WRITE) => 64,
+                    Some(Kind::SendBw) => 128,
+                    Some(Kind::SendLat) => 4,
+                    _ => 0,
+                };
+                res.side = Some(side);
+                let side = res.side.as_mut().expect("just set");
+                side.post_recvs(recvs)?;
+                let qpns: Vec<String> = mine.iter().map(|k| format!("0x{:06x}", k.qpn)).collect();
+                say!(
+                    json,
+                    "client {}: {}, {} QP(s) {} on queue {q}, MTU {}, region {:?}",
+                    conn.peer(),
+                    kind.map(|k| k.name()).unwrap_or("perftest"),
+                    mine.len(),
+                    qpns.join(","),
+                    pre.mtu,
+                    access
+                );
+            }
+            conn.send(&mine[i].encode())?;
+        } else if head.starts_with(b"done") {
+            conn.recv(DONE.len(), "done")?;
+            break;
+        } else {
+            // The results, field by field; the client's are logged.
+            let mut fields = Vec::new();
+            for _ in 0..REPORT_FIELDS {
+                fields.push(conn.recv(REPORT_FIELD_LEN, "results")?);
+                conn.send(&[0u8; REPORT_FIELD_LEN])?;
+            }
+            let f: Vec<&[u8]> = fields.iter().map(|f| &f[..]).collect();
+            if let Ok(r) = BwReport::parse(&f) {
+                tracing::info!(
+                    peer = conn.peer(),
+                    size = r.size,
+                    iters = r.iters,
+                    mbs = r.bw_avg_mbs,
+                    "results"
+                );
+            }
+            reports += 1;
         }
     }
-    say!(json, "client {}: done ({sizes} size(s))", conn.peer());
-    Ok(())
+    drop(res);
+    Ok(format!(
+        "done ({} QP(s){})",
+        mine.len(),
+        if reports > 0 {
+            ", results received"
+        } else {
+            ""
+        }
+    ))
+}
+
+/// What the server holds for its sessions: QPs (the engine's QP numbers
+/// in use) and regions.
+fn in_use(sh: &Shared) -> String {
+    let max = engine::endpoint::EndpointConfig::default().max_qps;
+    let first = engine::endpoint::FIRST_QPN;
+    let qps = (first..first + max)
+        .filter(|&n| sh.dev.qp_queue(n).is_some())
+        .count();
+    format!("{qps} QPs, {} regions", sh.regions.load(Ordering::Relaxed))
+}
+
+/// An IPv4-mapped IPv6 address as IPv4.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
+
+/// Refuses a client beyond `--max-clients`, in its version's slot.
+fn refuse_client(stream: TcpStream, why: &str) {
+    let mut conn = PerfConn::accepted(stream, Duration::from_secs(2));
+    if conn.recv(VERSION_LEN, "version").is_ok() {
+        conn.refuse(VERSION_LEN, why);
+    }
 }
 
 /// Runs `roce-xdp serve`.
@@ -244,6 +444,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             n.saturating_sub(1)
         ))
         .into());
+    }
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return Err(
+            UserError::Usage("--timeout must be a positive number of seconds".into()).into(),
+        );
     }
     if args.region == 0 || args.region > (1 << 30) {
         return Err(UserError::Usage("--region must be between 1 byte and 1 GiB".into()).into());
@@ -305,21 +510,17 @@ fn serve_loop(
 ) -> anyhow::Result<()> {
     let json = args.json;
     let n = dp.dev.queues();
-    let regions = (0..n)
-        .map(|q| {
-            dp.dev
-                .register_memory(q, (2 * args.region) as usize, Access::ALL)
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     let routes: Vec<Routes> = (0..n)
         .map(|_| Arc::new(Mutex::new(HashMap::new())))
         .collect();
     let sh = Arc::new(Shared {
         dev: dp.dev.clone(),
-        regions,
         routes: routes.clone(),
         half: args.region,
         mtu: args.mtu,
+        max_qps: args.max_qps_per_client as usize,
+        regions: AtomicUsize::new(0),
+        timeout: Duration::from_secs_f64(args.timeout),
         stop: stop.clone(),
         json: args.json,
     });
@@ -343,33 +544,40 @@ fn serve_loop(
         args.port,
         args.mtu
     );
-    for (q, r) in sh.regions.iter().enumerate() {
-        say!(
-            json,
-            " queue {q}: region VAddr 0x{:016x} len {} RKey 0x{:08x} (WRITE, READ, SEND, atomics)",
-            r.addr(),
-            args.region,
-            r.rkey
-        );
-    }
+    say!(
+        json,
+        " each client: its own region of {} bytes with the rights its test needs, at most {} QPs; at most {} clients at once",
+        args.region,
+        args.max_qps_per_client,
+        args.max_clients
+    );
     say!(json, "GID {}; stop with Ctrl-C", dp.dev.ip());
     let mut sessions: Vec<JoinHandle<()>> = Vec::new();
     let mut next_queue = 0u32;
     while !stop.load(Ordering::Relaxed) {
         match listener.accept() {
-            Ok((stream, _)) => {
+            Ok((stream, addr)) => {
                 let _ = stream.set_nonblocking(false);
+                sessions.retain(|h| !h.is_finished());
+                if sessions.len() >= args.max_clients as usize {
+                    let why = format!(
+                        "{} clients are connected, the most this server takes (serve --max-clients): try again later",
+                        sessions.len()
+                    );
+                    say!(json, "client {addr}: refused: {why}");
+                    std::thread::spawn(move || refuse_client(stream, &why));
+                    continue;
+                }
                 let q = next_queue % n;
                 next_queue += 1;
                 let sh = sh.clone();
                 sessions.push(std::thread::spawn(move || {
-                    let conn = LineConn::new(stream);
-                    let peer = conn.peer().to_string();
-                    if let Err(e) = session(&sh, q, conn) {
-                        say!(json, "client {peer}: ended: {e:#}");
-                    }
+                    let how = match session(&sh, q, stream) {
+                        Ok(how) => how,
+                        Err(e) => format!("ended: {e:#}"),
+                    };
+                    say!(json, "client {addr}: {how}; in use: {}", in_use(&sh));
                 }));
-                sessions.retain(|h| !h.is_finished());
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20))
@@ -378,6 +586,10 @@ fn serve_loop(
         }
     }
     say!(json, "stopping: ending sessions and draining");
+    sessions.retain(|h| !h.is_finished());
+    if sessions.is_empty() {
+        say!(json, "in use: {}", in_use(&sh));
+    }
     stop.store(true, Ordering::Relaxed);
     for h in sessions {
         let _ = h.join();

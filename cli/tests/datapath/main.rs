@@ -12,5 +12,6 @@ mod errors;
 mod multi_queue;
 mod perftest;
 mod serve;
+mod serve_soak;
 mod steer;
 mod support;

@@ -7,6 +7,7 @@ mod cnp_decode;
 mod congestion;
 mod decode;
 mod sim;
+mod tool_modes;
 
 use std::process::{Command, Output};
 

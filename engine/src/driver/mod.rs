@@ -4,7 +4,9 @@
 //! - `thread.rs`: the engine thread of one queue, behind the verbs
 //!   [`Device`](crate::verbs::Device): pinned to a core, it polls its
 //!   socket, takes work posted by applications from lock-free queues,
-//!   hands back completions, and sleeps as its [`PollMode`] says.
+//!   hands back completions, and sleeps as its [`PollMode`] says; an
+//!   application thread may take its queue's engine and drive it itself
+//!   for a while ([`DrivenQueue`]).
 //! - `step.rs`: one iteration of any engine loop (receive a batch, run due
 //!   timers, transmit what is due), shared by the engine thread and
 //!   run-to-completion, so both put the same frames on the wire.
@@ -19,7 +21,8 @@
 //!   numbers, which queue holds each QP, hand-off inboxes, a buffer pool.
 //! - `capture.rs`: optional pcap capture of the frames the engines send
 //!   and receive ([`capture_channel`], [`PcapWriter`]).
-//! - `poll_mode.rs`: [`PollMode`], how a loop waits when idle.
+//! - `poll_mode.rs`: [`PollMode`], how a loop waits when idle, and
+//!   [`CqWait`], how an application thread waits for completions.
 //!
 //! Time is read here (a monotonic clock) and passed to the endpoint; the
 //! endpoint never reads a clock.
@@ -34,9 +37,9 @@ mod thread;
 
 pub use capture::{capture_channel, CaptureSink, CapturedFrame, PcapWriter, SNAPLEN};
 pub(crate) use directory::Directory;
-pub use poll_mode::PollMode;
+pub use poll_mode::{CqWait, PollMode};
 pub use run_to_completion::{InlineConfig, RunToCompletion};
 pub(crate) use shared::{Control, Shared, Work};
 pub use shared::{PostError, QpRates, QueueStats, MAX_REPORTED_QPS};
-pub use thread::DriverError;
+pub use thread::{DrivenQueue, DriverError};
 pub(crate) use thread::{Driver, QueueConfig};

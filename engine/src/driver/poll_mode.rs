@@ -22,3 +22,19 @@ impl Default for PollMode {
         }
     }
 }
+
+/// How an application thread of the threaded [`crate::verbs::Device`]
+/// waits for completions in `Device::poll_cq_wait` (`DeviceConfig::cq_wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CqWait {
+    /// Spin briefly, then park until the engine thread pushes a completion
+    /// (a futex wake per completion that finds the thread parked). Leaves
+    /// the core to the engine threads: the default, for throughput.
+    #[default]
+    Park,
+    /// Spin on the completion queue until a completion arrives or the
+    /// timeout passes, yielding the core between polls (perftest's
+    /// default, busy polling): no wake-up on the completion's path, at the
+    /// price of a busy application thread.
+    Spin,
+}

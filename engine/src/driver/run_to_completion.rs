@@ -292,6 +292,14 @@ impl RunToCompletion {
         self.ep.post_recv(qpn, wr)
     }
 
+    /// The sans-IO endpoint behind this queue, for a verbs layer that maps
+    /// each verb onto the endpoint's own (its CQs, memory the application
+    /// owns registered through [`Endpoint::reg_mr`], `modify_qp`,
+    /// `destroy_qp`) and drives the I/O with [`RunToCompletion::progress`].
+    pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.ep
+    }
+
     fn now(&self) -> Instant {
         Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
     }

@@ -159,6 +159,11 @@ pub struct Shared {
     cq_waiting: AtomicBool,
     cq_waiter: Mutex<Option<std::thread::Thread>>,
     pub(super) stats: Mutex<QueueStats>,
+    /// An application thread drives this queue's engine itself
+    /// (`Driver::drive`); the engine thread waits meanwhile.
+    pub(super) claimed: AtomicBool,
+    /// Which thread drives it ([`thread_token`]; 0: none).
+    pub(super) driven_by: AtomicU64,
 }
 
 impl Shared {
@@ -177,6 +182,8 @@ impl Shared {
             cq_waiting: AtomicBool::new(false),
             cq_waiter: Mutex::new(None),
             stats: Mutex::new(QueueStats::default()),
+            claimed: AtomicBool::new(false),
+            driven_by: AtomicU64::new(0),
         })
     }
 
@@ -245,6 +252,19 @@ impl Shared {
         false
     }
 
+    /// Whether the calling thread drives this queue's engine itself (so
+    /// that waiting for the engine thread would wait for itself).
+    #[inline]
+    pub(crate) fn driven_here(&self) -> bool {
+        self.claimed.load(Ordering::Relaxed)
+            && self.driven_by.load(Ordering::Relaxed) == thread_token()
+    }
+
+    /// Whether an application thread drives this queue's engine.
+    pub fn is_driven(&self) -> bool {
+        self.claimed.load(Ordering::SeqCst)
+    }
+
     /// Takes one refused post.
     pub fn pop_post_error(&self) -> Option<PostError> {
         self.post_errors.pop()
@@ -254,6 +274,15 @@ impl Shared {
     pub fn stats(&self) -> QueueStats {
         *self.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// A number unique to the calling thread (never 0): who drives a queue.
+pub(super) fn thread_token() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TOKEN: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TOKEN.with(|t| *t)
 }
 
 /// A frame handed from the queue it arrived on to the queue whose

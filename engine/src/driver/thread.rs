@@ -26,7 +26,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -81,6 +81,9 @@ pub enum DriverError {
 /// A running engine thread.
 pub struct Driver {
     shared: Arc<Shared>,
+    /// The queue's engine: held by the engine thread, or by an application
+    /// thread that drives the queue itself ([`Driver::drive`]).
+    core: Arc<Mutex<Option<Core>>>,
     queue: u32,
     zero_copy: bool,
     thread: Option<JoinHandle<()>>,
@@ -94,10 +97,17 @@ impl std::fmt::Debug for Driver {
     }
 }
 
-/// How often the statistics snapshot is refreshed.
+/// How often the statistics snapshot is refreshed while there is traffic
+/// (and once before each sleep that follows some).
 const STATS_PERIOD: Duration = Duration::from_millis(5);
-/// Longest sleep in adaptive mode when the endpoint has no deadline.
-const MAX_SLEEP: Duration = Duration::from_millis(5);
+/// Longest sleep in adaptive mode when the endpoint has no deadline: what
+/// an idle engine costs (one wake-up per `MAX_SLEEP`). Nothing waits for
+/// this timeout: a received frame wakes poll(2) on the socket, a post, a
+/// hand-off, a claim or a stop wakes the eventfd.
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+/// How often an engine thread whose queue an application drives checks
+/// that it still does (it is woken when the claim ends).
+const CLAIM_POLL: Duration = Duration::from_millis(100);
 
 impl Driver {
     /// Starts the engine thread of queue `cfg.xsk.queue` of a device whose
@@ -114,7 +124,9 @@ impl Driver {
             .queue(queue)
             .cloned()
             .ok_or(DriverError::StartupPanicked(queue))?;
+        let core = Arc::new(Mutex::new(None));
         let (ready_tx, ready_rx) = std::sync::mpsc::sync_channel::<Result<bool, DriverError>>(1);
+        let thread_core = core.clone();
         let thread = std::thread::Builder::new()
             .name(format!("roce-q{queue}"))
             .spawn(move || {
@@ -125,13 +137,18 @@ impl Driver {
                         return;
                     }
                 };
-                let _ = ready_tx.send(Ok(sock.is_zero_copy()));
-                run(sock, cfg, &directory, &program);
+                let zero_copy = sock.is_zero_copy();
+                let mut slot = lock(&thread_core);
+                *slot = Core::new(sock, &cfg, directory);
+                let _ = ready_tx.send(Ok(zero_copy));
+                run(slot, &thread_core, &cfg);
+                let _ = lock(&program).unregister_socket(cfg.xsk.queue);
             })
             .map_err(DriverError::Spawn)?;
         match ready_rx.recv() {
             Ok(Ok(zero_copy)) => Ok(Driver {
                 shared,
+                core,
                 queue,
                 zero_copy,
                 thread: Some(thread),
@@ -157,6 +174,35 @@ impl Driver {
         &self.shared
     }
 
+    /// Takes the queue's engine from its engine thread so that the calling
+    /// thread drives it itself (run-to-completion) until the returned
+    /// [`DrivenQueue`] is dropped; `None` if another thread drives it
+    /// already. Blocks until the engine thread lets go of it (at the end
+    /// of its current iteration, or at once if it sleeps).
+    pub fn drive(&self) -> Option<DrivenQueue> {
+        self.shared
+            .claimed
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .ok()?;
+        self.shared
+            .driven_by
+            .store(super::shared::thread_token(), Ordering::SeqCst);
+        self.shared.waker.wake();
+        // Wait for the engine thread to let go (it does not take the core
+        // back while the claim lasts).
+        drop(lock(&self.core));
+        Some(DrivenQueue {
+            core: self.core.clone(),
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// One engine iteration on the calling thread, which drives the queue
+    /// ([`Driver::drive`]); nothing if the engine is gone.
+    pub(crate) fn iterate_driven(&self) {
+        iterate_driven(&self.core);
+    }
+
     /// Stops the thread and returns its final statistics.
     pub fn stop(mut self) -> QueueStats {
         self.stop_inner();
@@ -178,6 +224,10 @@ impl Drop for Driver {
     }
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn setup(cfg: &QueueConfig, program: &Mutex<SteerProgram>) -> Result<XskSocket, DriverError> {
     if let Some(ns) = &cfg.netns {
         crate::nic::enter_netns(ns)?;
@@ -187,79 +237,114 @@ fn setup(cfg: &QueueConfig, program: &Mutex<SteerProgram>) -> Result<XskSocket, 
         let _ = core_affinity::set_for_current(core_affinity::CoreId { id: core });
     }
     let sock = XskSocket::open(&cfg.xsk)?;
-    program
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .register_socket(cfg.xsk.queue, &sock)?;
+    lock(program).register_socket(cfg.xsk.queue, &sock)?;
     Ok(sock)
 }
 
-fn run(mut sock: XskSocket, cfg: QueueConfig, dir: &Directory, program: &Mutex<SteerProgram>) {
-    let me = cfg.xsk.queue;
-    let Some(shared) = dir.queue(me).cloned() else {
+/// A queue's engine driven by an application thread (run-to-completion
+/// on a [`crate::verbs::Device`]: `Device::run_to_completion`). While it
+/// lives, the queue's engine thread waits, and every `poll_cq` of the
+/// queue from the driving thread ([`DrivenQueue::poll_cq`], or
+/// `Device::poll_cq`) first runs one engine iteration on that thread:
+/// what the engine thread would do (hand-offs, posts, receive, timers,
+/// transmit, completions), with no thread hop and no wake-up between the
+/// post, the wire and the completion. Posts still go through the queue's
+/// [`QueuePair`](crate::verbs::QueuePair)s; control operations
+/// (`create_qp`, `connect`, ...) from the driving thread are refused while
+/// it drives (they would wait for itself). Nothing moves while the driving
+/// thread does not poll. Dropping it sends what the last poll left for the
+/// next one and hands the engine back to its thread.
+///
+/// As [`super::RunToCompletion::poll_cq`], a poll that received packets
+/// and returns completions leaves what those packets made due (their
+/// ACKs) for the next poll, so that they leave with the application's
+/// answer, in one TX kick.
+///
+/// It keeps the queue's engine alive: if the device closes first, the
+/// engine thread stops and its socket leaves the XDP program; polls then
+/// find nothing.
+pub struct DrivenQueue {
+    core: Arc<Mutex<Option<Core>>>,
+    shared: Arc<Shared>,
+}
+
+fn iterate_driven(core: &Mutex<Option<Core>>) {
+    if let Some(core) = lock(core).as_mut() {
+        core.iterate_inline();
+    }
+}
+
+impl std::fmt::Debug for DrivenQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DrivenQueue").finish_non_exhaustive()
+    }
+}
+
+impl DrivenQueue {
+    /// Runs one engine iteration and takes up to `out.len()` completions
+    /// of the queue. Never blocks.
+    pub fn poll_cq(&mut self, out: &mut [WorkCompletion]) -> usize {
+        iterate_driven(&self.core);
+        let mut n = 0;
+        while n < out.len() {
+            match self.shared.pop_completion() {
+                Some(wc) => {
+                    out[n] = wc;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        n
+    }
+}
+
+impl Drop for DrivenQueue {
+    fn drop(&mut self) {
+        if let Some(core) = lock(&self.core).as_mut() {
+            core.flush_deferred();
+            core.publish(false);
+        }
+        let shared = &self.shared;
+        shared.driven_by.store(0, Ordering::SeqCst);
+        shared.claimed.store(false, Ordering::SeqCst);
+        shared.waker.wake();
+    }
+}
+
+/// The engine thread's loop over the queue's [`Core`], which it holds in
+/// `slot` except while an application thread drives the queue.
+fn run<'a>(
+    mut slot: MutexGuard<'a, Option<Core>>,
+    core: &'a Mutex<Option<Core>>,
+    cfg: &QueueConfig,
+) {
+    let Some(shared) = slot.as_ref().map(|c| c.shared.clone()) else {
         return;
     };
-    let origin = std::time::Instant::now();
-    let clock = || Instant::from_nanos(origin.elapsed().as_nanos() as u64);
-    let mut ep = Endpoint::new(cfg.endpoint);
-    // CQ i of every queue's endpoint collects the completions of the QPs
-    // that the application of queue i created, wherever they live now.
-    let cq_depth = cfg.queue_depth.max(16) * 2;
-    for _ in 0..dir.queue_count() {
-        ep.create_cq(cq_depth);
-    }
-    let mut eng = Engine {
-        me,
-        dir,
-        shared: &shared,
-        ep,
-        stats: QueueStats::default(),
-        backlog: VecDeque::with_capacity(cfg.queue_depth.max(16)),
-        spilled: VecDeque::new(),
-        wcs: vec![WorkCompletion::default(); BATCH],
-        backlog_limit: cfg.queue_depth.max(16),
-    };
-    let mut last_stats = origin;
     let mut idle_since: Option<std::time::Instant> = None;
-    let mut step = DriverStep::new(&sock, cfg.capture.clone());
-
     loop {
         if shared.stop.load(Ordering::Relaxed) {
             break;
         }
-        eng.stats.loops += 1;
-        let mut progress = false;
-
-        // 1. hand-offs from other queues, then application work
-        progress |= eng.take_handoffs(clock());
-        progress |= eng.take_work();
-
-        // 2. receive (frames for QPs another queue holds are handed off),
-        //    timers, transmit
-        let now = clock();
-        let received = step.receive_routed(&mut sock, &mut eng.ep, now, |ep, frame, r| {
-            eng_route(dir, me, &mut eng.stats, ep, frame, r)
-        });
-        let now = clock();
-        let timers_fired = step.timers(&mut eng.ep, now);
-        let sent = step.transmit(&mut sock, &mut eng.ep, now);
-        progress |= received > 0 || timers_fired || sent > 0;
-
-        // 3. completions, and hand-offs waiting for room
-        progress |= eng.deliver_completions();
-        progress |= eng.drain_backlog();
-
-        let wall = std::time::Instant::now();
-        if wall.duration_since(last_stats) >= STATS_PERIOD {
-            publish(&shared, &mut eng.stats, &eng.ep, &sock);
-            last_stats = wall;
+        if shared.claimed.load(Ordering::SeqCst) {
+            drop(slot);
+            while shared.claimed.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
+                let _ = shared.waker.wait(CLAIM_POLL);
+            }
+            slot = lock(core);
+            idle_since = None;
+            continue;
         }
-
-        if progress {
+        let Some(eng) = slot.as_mut() else { break };
+        if eng.iterate() {
             idle_since = None;
             continue;
         }
         if let PollMode::Adaptive { spin } = cfg.poll {
+            let wall = std::time::Instant::now();
+            // The spin runs once per burst of work: a wake-up that finds
+            // nothing to do (a timeout) goes back to sleep at once.
             let since = *idle_since.get_or_insert(wall);
             if wall.duration_since(since) < spin {
                 // Leave the core to any other runnable thread while spinning
@@ -269,32 +354,12 @@ fn run(mut sock: XskSocket, cfg: QueueConfig, dir: &Directory, program: &Mutex<S
                 std::thread::yield_now();
                 continue;
             }
-            // Sleep until the next deadline, a packet, a post or a hand-off.
-            let now = clock();
-            let sleep = match eng.ep.poll_timeout() {
-                Some(t) => t.saturating_duration_since(now).min(MAX_SLEEP),
-                None => MAX_SLEEP,
-            };
-            if sleep.is_zero() || sock.tx_unconsumed() > 0 || !eng.backlog.is_empty() {
-                continue;
-            }
-            shared.sleeping.store(true, Ordering::SeqCst);
-            if shared.work.is_empty()
-                && shared.handoff.is_empty()
-                && !shared.stop.load(Ordering::SeqCst)
-            {
-                eng.stats.sleeps += 1;
-                let _ = shared.waker.wait_with(&sock, sleep);
-            }
-            shared.sleeping.store(false, Ordering::SeqCst);
-            idle_since = None;
+            eng.sleep();
         }
     }
-    publish(&shared, &mut eng.stats, &eng.ep, &sock);
-    let _ = program
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .unregister_socket(cfg.xsk.queue);
+    if let Some(eng) = slot.as_mut() {
+        eng.publish(true);
+    }
 }
 
 /// What queue `me` does with a frame its endpoint did not take: a QP
@@ -327,12 +392,15 @@ fn eng_route(
     }
 }
 
-/// The engine-thread state of one queue besides its socket: its endpoint,
-/// its statistics, and what it owes other queues.
-struct Engine<'a> {
+/// The engine of one queue: its socket and I/O steps, its endpoint, its
+/// statistics, and what it owes other queues. The engine thread runs it;
+/// an application thread may take it and run it itself ([`DrivenQueue`]).
+pub(crate) struct Core {
     me: u32,
-    dir: &'a Directory,
-    shared: &'a Shared,
+    dir: Arc<Directory>,
+    shared: Arc<Shared>,
+    sock: XskSocket,
+    step: DriverStep,
     ep: Endpoint,
     stats: QueueStats,
     /// Hand-offs (QPs, forwarded posts) waiting for room in another queue's
@@ -343,9 +411,173 @@ struct Engine<'a> {
     /// Completions an application's queue had no room for, in order.
     spilled: VecDeque<(u32, WorkCompletion)>,
     wcs: Vec<WorkCompletion>,
+    /// The endpoint's time origin.
+    origin: std::time::Instant,
+    last_stats: std::time::Instant,
+    /// Something happened since the statistics were last published.
+    dirty: bool,
+    /// The last driven iteration left its transmissions to the next.
+    deferred: bool,
 }
 
-impl Engine<'_> {
+impl Core {
+    /// The engine of `cfg`'s queue over `sock`: its endpoint, with one CQ
+    /// per queue of the device.
+    fn new(sock: XskSocket, cfg: &QueueConfig, dir: Arc<Directory>) -> Option<Core> {
+        let me = cfg.xsk.queue;
+        let shared = dir.queue(me).cloned()?;
+        let mut ep = Endpoint::new(cfg.endpoint);
+        // CQ i of every queue's endpoint collects the completions of the QPs
+        // that the application of queue i created, wherever they live now.
+        let cq_depth = cfg.queue_depth.max(16) * 2;
+        for _ in 0..dir.queue_count() {
+            ep.create_cq(cq_depth);
+        }
+        let origin = std::time::Instant::now();
+        Some(Core {
+            me,
+            step: DriverStep::new(&sock, cfg.capture.clone()),
+            sock,
+            dir,
+            shared,
+            ep,
+            stats: QueueStats::default(),
+            backlog: VecDeque::with_capacity(cfg.queue_depth.max(16)),
+            backlog_limit: cfg.queue_depth.max(16),
+            spilled: VecDeque::new(),
+            wcs: vec![WorkCompletion::default(); BATCH],
+            origin,
+            last_stats: origin,
+            dirty: true,
+            deferred: false,
+        })
+    }
+
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.origin.elapsed().as_nanos() as u64)
+    }
+
+    /// The first steps of an iteration: hand-offs from other queues,
+    /// application work, receive (frames for QPs another queue holds are
+    /// handed off), timers. Returns (progress, packets received).
+    fn take_in(&mut self) -> (bool, usize) {
+        self.stats.loops += 1;
+        let mut progress = self.take_handoffs(self.now());
+        progress |= self.take_work();
+        let now = self.now();
+        let (dir, me, stats) = (&*self.dir, self.me, &mut self.stats);
+        let received =
+            self.step
+                .receive_routed(&mut self.sock, &mut self.ep, now, |ep, frame, r| {
+                    eng_route(dir, me, stats, ep, frame, r)
+                });
+        let now = self.now();
+        progress |= self.step.timers(&mut self.ep, now) || received > 0;
+        (progress, received)
+    }
+
+    fn transmit(&mut self) -> bool {
+        let now = self.now();
+        self.step.transmit(&mut self.sock, &mut self.ep, now) > 0
+    }
+
+    /// Publishes the statistics every [`STATS_PERIOD`] while there is work.
+    fn maybe_publish(&mut self, progress: bool, engine_thread: bool) {
+        self.dirty |= progress;
+        if self.dirty && self.last_stats.elapsed() >= STATS_PERIOD {
+            self.publish(engine_thread);
+        }
+    }
+
+    /// One iteration of the engine thread: hand-offs, posts, receive,
+    /// timers, transmit, completions, waiting hand-offs. Returns whether
+    /// anything happened.
+    fn iterate(&mut self) -> bool {
+        let (mut progress, _) = self.take_in();
+        progress |= self.transmit();
+        progress |= self.deliver_completions();
+        progress |= self.drain_backlog();
+        self.maybe_publish(progress, true);
+        progress
+    }
+
+    /// One iteration on an application thread ([`DrivenQueue::poll_cq`]):
+    /// as [`Core::iterate`], but completions are delivered before
+    /// transmitting, and what packets received now made due (their ACKs)
+    /// waits for the next iteration, to leave with the application's
+    /// answer: the application learns of them from the completions or, for
+    /// a WRITE without immediate, from the memory it placed, and its
+    /// answer is posted before its next poll.
+    fn iterate_inline(&mut self) -> bool {
+        let (mut progress, received) = self.take_in();
+        let delivered = self.deliver_completions();
+        if received > 0 && !self.deferred {
+            self.deferred = true;
+        } else {
+            self.deferred = false;
+            progress |= self.transmit();
+        }
+        progress |= delivered | self.drain_backlog();
+        self.maybe_publish(progress, false);
+        progress
+    }
+
+    /// Sends what the last driven iteration left for the next one.
+    fn flush_deferred(&mut self) {
+        if std::mem::take(&mut self.deferred) {
+            self.transmit();
+        }
+    }
+
+    /// The engine thread has nothing to do: sleep in poll(2) on the socket
+    /// and the eventfd until a packet, a post, a hand-off, a claim, a stop,
+    /// or the endpoint's next deadline (at most [`MAX_SLEEP`]).
+    fn sleep(&mut self) {
+        let now = self.now();
+        let sleep = match self.ep.poll_timeout() {
+            Some(t) => t.saturating_duration_since(now).min(MAX_SLEEP),
+            None => MAX_SLEEP,
+        };
+        if sleep.is_zero() || self.sock.tx_unconsumed() > 0 || !self.backlog.is_empty() {
+            return;
+        }
+        if self.dirty {
+            self.publish(true);
+        }
+        let shared = &*self.shared;
+        shared.sleeping.store(true, Ordering::SeqCst);
+        if shared.work.is_empty()
+            && shared.handoff.is_empty()
+            && !shared.stop.load(Ordering::SeqCst)
+            && !shared.claimed.load(Ordering::SeqCst)
+        {
+            self.stats.sleeps += 1;
+            let _ = shared.waker.wait_with(&self.sock, sleep);
+        }
+        shared.sleeping.store(false, Ordering::SeqCst);
+    }
+
+    /// Publishes the statistics snapshot; the CPU time is the engine
+    /// thread's, so only the engine thread updates it.
+    fn publish(&mut self, engine_thread: bool) {
+        let shared = &*self.shared;
+        let stats = &mut self.stats;
+        stats.transport = self.ep.counters();
+        if engine_thread {
+            stats.thread_cpu = crate::io::thread_cpu_time();
+        }
+        // Not per packet: one walk over the QPs.
+        stats.qp_rates.fill(self.ep.qp_rates());
+        stats.socket = self.sock.counters();
+        stats.woken_by_posts = shared.woken_by_posts.load(Ordering::Relaxed);
+        if let Ok(k) = self.sock.statistics() {
+            stats.kernel = k;
+        }
+        *shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = *stats;
+        self.last_stats = std::time::Instant::now();
+        self.dirty = false;
+    }
+
     /// Takes up to [`BATCH`] hand-offs from other queues.
     fn take_handoffs(&mut self, now: Instant) -> bool {
         let mut any = false;
@@ -402,7 +634,7 @@ impl Engine<'_> {
     /// then the directory lists it there (so anything handed to `to` for
     /// it from then on arrives behind it). If `to`'s inbox is full it stays.
     fn migrate(&mut self, qpn: u32, to: u32) {
-        let Some(target) = self.dir.queue(to) else {
+        let Some(target) = self.dir.queue(to).cloned() else {
             return;
         };
         self.deliver_completions();
@@ -545,17 +777,4 @@ impl Engine<'_> {
         }
         any
     }
-}
-
-fn publish(shared: &Shared, stats: &mut QueueStats, ep: &Endpoint, sock: &XskSocket) {
-    stats.transport = ep.counters();
-    stats.thread_cpu = crate::io::thread_cpu_time();
-    // Runs every STATS_PERIOD, not per packet: one walk over the QPs.
-    stats.qp_rates.fill(ep.qp_rates());
-    stats.socket = sock.counters();
-    stats.woken_by_posts = shared.woken_by_posts.load(Ordering::Relaxed);
-    if let Ok(k) = sock.statistics() {
-        stats.kernel = k;
-    }
-    *shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = *stats;
 }

@@ -39,6 +39,14 @@ impl Waker {
         unsafe { libc::read(self.fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
     }
 
+    /// Sleeps until this waker is woken or `timeout` passes.
+    pub fn wait(&self, timeout: Duration) -> io::Result<()> {
+        if super::sys::wait_readable(self.fd.as_fd(), timeout)? {
+            self.drain();
+        }
+        Ok(())
+    }
+
     /// Sleeps until `other` is readable, this waker is woken, or `timeout`
     /// passes (microsecond resolution).
     pub fn wait_with(&self, other: impl AsFd, timeout: Duration) -> io::Result<()> {

@@ -7,6 +7,7 @@
 
 pub mod gid;
 pub mod perftest;
+pub mod perftest_transcripts;
 pub mod pingpong;
 pub mod pingpong_loop;
 pub mod rdma_target;

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::driver::{
-    CaptureSink, Directory, Driver, DriverError, PollMode, PostError, QueueConfig, QueueStats,
-    Shared, Work,
+    CaptureSink, CqWait, Directory, DrivenQueue, Driver, DriverError, PollMode, PostError,
+    QueueConfig, QueueStats, Shared, Work,
 };
 use crate::endpoint::{Endpoint, EndpointConfig};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, ZeroCopy};
@@ -33,6 +33,8 @@ pub struct DeviceConfig {
     pub force: bool,
     pub zero_copy: ZeroCopy,
     pub poll: PollMode,
+    /// How [`Device::poll_cq_wait`] waits: park (default) or spin.
+    pub cq_wait: CqWait,
     /// Local IP (GID); None = the interface's first global address of the
     /// family `ipv6` selects.
     pub local_ip: Option<IpAddr>,
@@ -60,6 +62,7 @@ impl DeviceConfig {
             force: false,
             zero_copy: ZeroCopy::Auto,
             poll: PollMode::default(),
+            cq_wait: CqWait::default(),
             local_ip: None,
             ipv6: false,
             umem: UmemConfig::default(),
@@ -83,6 +86,7 @@ pub struct Device {
     netns: Option<String>,
     mac: [u8; 6],
     ip: IpAddr,
+    cq_wait: CqWait,
 }
 
 impl std::fmt::Debug for Device {
@@ -145,6 +149,7 @@ impl Device {
             netns: cfg.netns,
             mac,
             ip,
+            cq_wait: cfg.cq_wait,
         })
     }
 
@@ -280,9 +285,14 @@ impl Device {
         )?)
     }
 
-    /// Takes up to `out.len()` completions of queue `q`.
+    /// Takes up to `out.len()` completions of queue `q`. From the thread
+    /// that drives the queue ([`Device::run_to_completion`]) it first runs
+    /// one engine iteration.
     pub fn poll_cq(&self, q: u32, out: &mut [WorkCompletion]) -> usize {
         let Ok(sh) = self.shared(q) else { return 0 };
+        if sh.driven_here() {
+            self.drivers[q as usize].iterate_driven();
+        }
         let mut n = 0;
         while n < out.len() {
             match sh.pop_completion() {
@@ -296,13 +306,38 @@ impl Device {
         n
     }
 
-    /// Like [`Device::poll_cq`], but when the queue is empty it blocks (the
-    /// engine thread wakes it after pushing completions) until at least one
-    /// completion arrives or `timeout` passes; returns 0 on timeout. Unlike
-    /// a spinning `poll_cq` loop, the waiting thread leaves its core to the
-    /// engine threads, which matters for latency when cores are few.
+    /// Run-to-completion on queue `q`: the calling thread takes the
+    /// queue's engine from its engine thread and drives it itself until the
+    /// returned [`DrivenQueue`] is dropped (each [`DrivenQueue::poll_cq`]
+    /// runs one engine iteration, then takes completions; no thread hop on
+    /// a round trip). Posts go through the queue's QPs as usual; create
+    /// and connect QPs before, not while driving. Fails if another thread
+    /// drives the queue already.
+    pub fn run_to_completion(&self, q: u32) -> Result<DrivenQueue, DeviceError> {
+        let d = self
+            .drivers
+            .get(q as usize)
+            .ok_or(DeviceError::NoSuchQueue(q, self.drivers.len() as u32))?;
+        d.drive().ok_or(DeviceError::Driven(q))
+    }
+
+    /// Whether an application thread drives queue `q` itself
+    /// ([`Device::run_to_completion`]).
+    pub fn is_driven(&self, q: u32) -> bool {
+        self.shared(q).is_ok_and(|sh| sh.is_driven())
+    }
+
+    /// Like [`Device::poll_cq`], but when the queue is empty it waits as
+    /// [`DeviceConfig::cq_wait`] says until at least one completion arrives
+    /// or `timeout` passes; returns 0 on timeout. [`CqWait::Park`] (the
+    /// default) blocks (the engine thread wakes it after pushing
+    /// completions), leaving the core to the engine threads, which matters
+    /// when cores are few; [`CqWait::Spin`] polls, yielding between polls.
     pub fn poll_cq_wait(&self, q: u32, out: &mut [WorkCompletion], timeout: Duration) -> usize {
         let Ok(sh) = self.shared(q) else { return 0 };
+        if self.cq_wait == CqWait::Spin {
+            return self.poll_cq_spin(q, out, timeout);
+        }
         let start = std::time::Instant::now();
         let deadline = start + timeout;
         loop {
@@ -324,6 +359,18 @@ impl Device {
             // Bounded slices: another thread waiting on the same queue may
             // have replaced us as the one the engine wakes.
             sh.wait_completion(left.min(Duration::from_millis(1)));
+        }
+    }
+
+    /// [`Device::poll_cq_wait`] with [`CqWait::Spin`].
+    fn poll_cq_spin(&self, q: u32, out: &mut [WorkCompletion], timeout: Duration) -> usize {
+        let start = std::time::Instant::now();
+        loop {
+            let n = self.poll_cq(q, out);
+            if n > 0 || out.is_empty() || start.elapsed() >= timeout {
+                return n;
+            }
+            std::thread::yield_now();
         }
     }
 
@@ -433,6 +480,9 @@ fn call_work<R: Send + 'static>(
     qpn: Option<u32>,
     f: impl FnOnce(&mut Endpoint, u32) -> R + Send + 'static,
 ) -> Result<R, DeviceError> {
+    if shared.driven_here() {
+        return Err(DeviceError::ControlWhileDriven(q));
+    }
     let (tx, rx) = sync_channel(1);
     let f: crate::driver::Control = Box::new(move |ep, cq| {
         let _ = tx.send(f(ep, cq));

@@ -25,4 +25,8 @@ pub enum DeviceError {
     Memory(std::io::Error),
     #[error("the work queue of queue {0} is full: poll completions first")]
     WouldBlock(u32),
+    #[error("queue {0} is driven by another thread (run-to-completion): one thread drives a queue at a time")]
+    Driven(u32),
+    #[error("queue {0} is driven by this thread (run-to-completion): create, connect and register before driving it, or drop the DrivenQueue first")]
+    ControlWhileDriven(u32),
 }

@@ -27,13 +27,17 @@
 //!
 //! An application that wants to drive a queue's engine from its own thread
 //! instead uses [`RunToCompletion`](crate::driver::RunToCompletion), which
-//! takes the same [`QpCaps`] and hands out the same [`MemoryRegion`]s.
+//! takes the same [`QpCaps`] and hands out the same [`MemoryRegion`]s, or,
+//! for a while, takes a `Device` queue's engine from its engine thread:
+//! [`Device::run_to_completion`] (a [`DrivenQueue`]). How a thread waits
+//! for completions otherwise: [`DeviceConfig::cq_wait`] ([`CqWait`]).
 
 mod device;
 mod error;
 mod memory;
 mod qp;
 
+pub use crate::driver::{CqWait, DrivenQueue};
 pub use device::{Device, DeviceConfig};
 pub use error::DeviceError;
 pub use memory::MemoryRegion;

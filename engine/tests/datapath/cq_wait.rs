@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use engine::driver::CqWait;
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
 use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
@@ -12,9 +13,18 @@ use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 /// Waits for the next receive completion of `dev`, checking every
 /// completion it takes; returns its byte count.
 fn wait_recv(dev: &Device, wcs: &mut [WorkCompletion]) -> u32 {
+    until_recv(wcs, |w| dev.poll_cq_wait(0, w, Duration::from_millis(50)))
+}
+
+/// Polls with `poll` (into `wcs`) until a receive completion arrives,
+/// checking every completion it takes; returns its byte count.
+pub(crate) fn until_recv(
+    wcs: &mut [WorkCompletion],
+    mut poll: impl FnMut(&mut [WorkCompletion]) -> usize,
+) -> u32 {
     let start = Instant::now();
     loop {
-        let n = dev.poll_cq_wait(0, wcs, Duration::from_millis(50));
+        let n = poll(wcs);
         for wc in &wcs[..n] {
             assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
             if wc.opcode == WcOpcode::Recv {
@@ -25,10 +35,13 @@ fn wait_recv(dev: &Device, wcs: &mut [WorkCompletion]) -> u32 {
             start.elapsed() < Duration::from_secs(5),
             "no receive completion within 5 s"
         );
+        if n == 0 {
+            std::thread::yield_now();
+        }
     }
 }
 
-fn recv(mr: &MemoryRegion, id: u64) -> RecvWr {
+pub(crate) fn recv(mr: &MemoryRegion, id: u64) -> RecvWr {
     RecvWr {
         wr_id: id,
         sge: mr.sge(0, 256),
@@ -37,18 +50,27 @@ fn recv(mr: &MemoryRegion, id: u64) -> RecvWr {
 
 /// Two devices on `pair` with one RC QP each, connected (PMTU 4096), and
 /// an 8 KiB region on each side.
-struct Rig {
-    a: Device,
-    b: Device,
-    qa: QueuePair,
-    qb: QueuePair,
-    la: MemoryRegion,
-    rb: MemoryRegion,
+pub(crate) struct Rig {
+    pub(crate) a: Device,
+    pub(crate) b: Device,
+    pub(crate) qa: QueuePair,
+    pub(crate) qb: QueuePair,
+    pub(crate) la: MemoryRegion,
+    pub(crate) rb: MemoryRegion,
 }
 
 fn rig(pair: &engine::testbed::netns::VethPair) -> Rig {
-    let a = Device::open(crate::support::device_config(&pair.a)).unwrap();
-    let b = Device::open(crate::support::device_config(&pair.b)).unwrap();
+    rig_waiting(pair, CqWait::Park)
+}
+
+/// [`rig`] with both devices' `poll_cq_wait` waiting as `cq_wait` says.
+pub(crate) fn rig_waiting(pair: &engine::testbed::netns::VethPair, cq_wait: CqWait) -> Rig {
+    let mut ca = crate::support::device_config(&pair.a);
+    ca.cq_wait = cq_wait;
+    let mut cb = crate::support::device_config(&pair.b);
+    cb.cq_wait = cq_wait;
+    let a = Device::open(ca).unwrap();
+    let b = Device::open(cb).unwrap();
     let mac_b = a.resolve_mac(b.ip()).unwrap();
     let mac_a = b.resolve_mac(a.ip()).unwrap();
     let qa = a.create_qp(0, QpCaps::default()).unwrap();

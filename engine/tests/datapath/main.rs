@@ -6,6 +6,7 @@
 //! [`support::require_root`]).
 
 mod cq_wait;
+mod driven;
 mod echo;
 mod forged_frames;
 mod loopback;

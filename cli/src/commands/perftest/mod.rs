@@ -6,22 +6,26 @@
 
 mod options;
 
-use std::net::{IpAddr, ToSocketAddrs};
+use std::net::IpAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context as _};
-use engine::oob::perftest::{Control, Hello};
-use engine::rc::Access;
+use anyhow::Context as _;
+use engine::oob::perftest::{schedule, schedule_duplex, BwReport, Key, Role, Step};
 
 use crate::common::datapath::{Datapath, DatapathOpts};
-use crate::common::perftest::conn::{listen, LineConn};
+use crate::common::perftest::bandwidth::BandwidthStats;
+use crate::common::perftest::conn::{listen, resolve, PerfConn, Preamble, Stream};
+use crate::common::perftest::exchange::{drive, Hooks};
 use crate::common::perftest::kind::Kind;
 use crate::common::perftest::progress::{Goal, Progress};
 use crate::common::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
-use crate::common::perftest::session::{initial_psn, Cq, Local, Side};
-use crate::common::preflight;
+use crate::common::perftest::rtc;
+use crate::common::perftest::session::{
+    initial_psn, landing_size, Cq, Local, Measured, Peer, Side,
+};
+use crate::common::{preflight, verbs_peer};
 use crate::errors::UserError;
 pub use options::PerftestArgs;
 
@@ -43,10 +47,18 @@ const MAX_SIZE: u64 = crate::common::perftest::sizes::ALL_SIZES_MAX;
 /// Runs one of the tools.
 pub fn run(kind: Kind, args: PerftestArgs) -> anyhow::Result<()> {
     args.validate().map_err(UserError::Usage)?;
+    rtc::configure(kind, args.threaded, args.queue_count()).map_err(UserError::Usage)?;
     if args.sizes().iter().any(|&s| s > MAX_SIZE) {
         return Err(
             UserError::Usage(format!("-s: messages are at most {MAX_SIZE} bytes (8 MiB)")).into(),
         );
+    }
+    if args.bidirectional && (kind.is_latency() || kind == Kind::SendBw) {
+        return Err(UserError::Usage(format!(
+            "-b: {} has no bidirectional mode here (write-bw, read-bw and atomic-bw have)",
+            kind.name()
+        ))
+        .into());
     }
     match args.server.clone() {
         Some(addr) => client(kind, &args, &addr),
@@ -77,15 +89,19 @@ fn test_info(
     args: &PerftestArgs,
     dp: &Datapath,
     role: &str,
-    local: &Hello,
-    remote: &Hello,
+    local: &[Key],
+    remote: &[Key],
     mtu: u32,
 ) -> TestInfo {
-    let describe = |h: &Hello| {
-        let (qpn, psn) = h.qps[0];
+    let describe = |k: &Key| {
         format!(
-            "QPN 0x{qpn:06x} PSN 0x{psn:06x} RKey 0x{:08x} VAddr 0x{:016x} GID {}",
-            h.rkey, h.va, h.ip
+            "QPN 0x{:06x} PSN 0x{:06x} OUT 0x{:02x} RKey 0x{:08x} VAddr 0x{:016x} GID {}",
+            k.qpn,
+            k.psn,
+            k.out_reads,
+            k.rkey,
+            k.vaddr,
+            k.ip()
         )
     };
     TestInfo {
@@ -93,12 +109,12 @@ fn test_info(
         role: role.into(),
         verb: kind.verb().into(),
         kind: if kind.is_latency() { "lat" } else { "bw" }.into(),
-        qps: local.qps.len() as u32,
+        qps: local.len() as u32,
         mtu,
         tx_depth: if kind.is_latency() { 1 } else { args.tx_depth },
         iface: dp.iface.clone(),
-        local: describe(local),
-        remote: describe(remote),
+        local: describe(&local[0]),
+        remote: describe(&remote[0]),
         xdp_mode: dp.dev.attached_mode().to_string(),
         zero_copy: dp.dev.is_zero_copy(args.queue),
     }
@@ -171,22 +187,253 @@ fn queue_summaries(dp: &Datapath) -> Vec<report::QueueSummary> {
         .collect()
 }
 
-fn resolve(addr: &str, port: u16) -> anyhow::Result<IpAddr> {
-    if let Ok(ip) = addr.trim_matches(['[', ']']).parse::<IpAddr>() {
-        return Ok(ip);
+/// Converts a stock perftest report (MB/s = 2^20 B/s) into a table row.
+fn row_from_report(r: &BwReport) -> BwRow {
+    let gbps = |mbs: f64| mbs * 1_048_576.0 * 8.0 / 1e9;
+    BwRow {
+        bytes: r.size,
+        iterations: r.iters,
+        stats: BandwidthStats {
+            bw_peak_gbps: gbps(r.bw_peak_mbs),
+            bw_avg_gbps: gbps(r.bw_avg_mbs),
+            bw_avg_mbps: r.bw_avg_mbs,
+            msg_rate_mpps: r.msg_rate_mpps,
+        },
     }
-    (addr, port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .map(|a| a.ip())
-        .ok_or_else(|| {
-            UserError::PeerUnreachable {
-                addr: addr.to_string(),
-                detail: "cannot resolve the name".into(),
+}
+
+/// The report perftest sends for a row.
+fn report_from_row(r: &BwRow) -> BwReport {
+    let mbs = |gbps: f64| gbps * 1e9 / 8.0 / 1_048_576.0;
+    BwReport {
+        size: r.bytes,
+        iters: r.iterations,
+        bw_peak_mbs: mbs(r.stats.bw_peak_gbps),
+        bw_avg_mbs: r.stats.bw_avg_mbps,
+        msg_rate_mpps: r.stats.msg_rate_mpps,
+    }
+}
+
+/// One tool's side of a test, driven by the exchange's schedule.
+struct Tool<'a> {
+    kind: Kind,
+    args: &'a PerftestArgs,
+    dp: &'a Datapath,
+    role: Role,
+    sizes: Vec<u64>,
+    keys: Vec<Key>,
+    local: Option<Local>,
+    side: Option<Side>,
+    mtu: u32,
+    stop: Arc<AtomicBool>,
+    timeout: Duration,
+    out: Option<(TestInfo, Output)>,
+    /// Our last bandwidth row (the report we send).
+    last: Option<BwRow>,
+}
+
+impl Tool<'_> {
+    fn side(&mut self) -> &mut Side {
+        self.side.as_mut().expect("connected before the runs")
+    }
+
+    fn out(&mut self) -> &mut Output {
+        &mut self.out.as_mut().expect("connected before the runs").1
+    }
+
+    fn iters(&self) -> Option<u64> {
+        self.args
+            .run_duration()
+            .is_none()
+            .then(|| self.args.iterations(self.kind.is_latency()))
+    }
+
+    fn finish(self) {
+        if let Some((info, out)) = self.out {
+            out.finish(&info, self.dp);
+        }
+        if let Some(side) = self.side {
+            side.destroy();
+        }
+    }
+}
+
+impl Hooks for Tool<'_> {
+    fn key(&self, qp: usize) -> Key {
+        self.keys[qp]
+    }
+
+    fn connect(&mut self, peer: Vec<Key>) -> anyhow::Result<()> {
+        let ip = peer[0].ip();
+        let mac = verbs_peer::peer_mac(&self.dp.dev, None, ip)?;
+        let local = self.local.take().expect("connect once");
+        let cq = Cq::Direct(self.dp.dev.clone(), self.args.queue);
+        let role = if self.role == Role::Client {
+            "client"
+        } else {
+            "server"
+        };
+        let info = test_info(
+            self.kind, self.args, self.dp, role, &self.keys, &peer, self.mtu,
+        );
+        let side = local.connect(
+            Peer {
+                keys: peer,
+                ip,
+                mac,
+            },
+            cq,
+            self.mtu,
+            self.stop.clone(),
+            self.timeout,
+        )?;
+        self.side = Some(side);
+        let out = Output::new(&info, self.args.json);
+        self.out = Some((info, out));
+        Ok(())
+    }
+
+    fn post_recvs(&mut self, _: usize) -> anyhow::Result<()> {
+        if self.role == Role::Server {
+            let per_qp = match self.kind {
+                Kind::SendBw => self.args.tx_depth.max(16),
+                _ => 4,
+            };
+            self.side().post_recvs(per_qp)?;
+        }
+        Ok(())
+    }
+
+    fn run<S: Stream>(&mut self, i: usize, conn: &mut PerfConn<S>) -> anyhow::Result<()> {
+        let (kind, size) = (self.kind, self.sizes[i]);
+        let duplex = self.args.bidirectional;
+        if self.role == Role::Server && !duplex {
+            let iters = self.iters();
+            match self.side().serve_run(kind, size, iters, conn)? {
+                Measured::Bw(r) => self.out().bw(r),
+                Measured::Lat(r) => self.out().lat(r),
+                Measured::Nothing => {}
             }
-            .into()
-        })
+            return Ok(());
+        }
+        let duration = self.args.run_duration();
+        let iters = self.args.iterations(kind.is_latency());
+        let goal = match duration {
+            Some(d) => Goal::Duration(d),
+            None => Goal::Iterations(iters),
+        };
+        let mut progress = Progress::new(goal, format!("{size} B"), !self.args.json);
+        let depth = self.args.tx_depth;
+        if kind.is_latency() {
+            let r = self
+                .side()
+                .run_lat(kind, size, iters, duration, &mut progress)?;
+            self.out().lat(r);
+        } else {
+            let r = self
+                .side()
+                .run_bw(kind, size, iters, duration, depth, &mut progress)?;
+            self.last = Some(r);
+            if !duplex {
+                self.out().bw(r);
+            }
+        }
+        Ok(())
+    }
+
+    fn report(&self) -> BwReport {
+        self.last.as_ref().map(report_from_row).unwrap_or_default()
+    }
+
+    fn peer_report(&mut self, r: BwReport) {
+        if self.args.bidirectional {
+            // perftest prints both directions' sum.
+            let mut row = self.last.unwrap_or_else(|| row_from_report(&r));
+            let theirs = row_from_report(&r);
+            row.stats.bw_peak_gbps += theirs.stats.bw_peak_gbps;
+            row.stats.bw_avg_gbps += theirs.stats.bw_avg_gbps;
+            row.stats.bw_avg_mbps += theirs.stats.bw_avg_mbps;
+            row.stats.msg_rate_mpps += theirs.stats.msg_rate_mpps;
+            self.out().bw(row);
+        } else if self.role == Role::Server {
+            // The client's result, as perftest's server prints it.
+            let row = row_from_report(&r);
+            self.out().bw(row);
+        }
+    }
+}
+
+/// Opens our side once the preamble is done: the region (landing area at
+/// least the message size and the cycle buffer), the QPs and their keys.
+fn setup<'a>(
+    kind: Kind,
+    args: &'a PerftestArgs,
+    dp: &'a Datapath,
+    role: Role,
+    pre: &Preamble,
+    timeout: Duration,
+) -> anyhow::Result<Tool<'a>> {
+    let q = args.queue;
+    let sizes = if kind.is_atomic() {
+        vec![8]
+    } else {
+        args.sizes()
+    };
+    let max = *sizes.iter().max().expect("at least one size");
+    let half = landing_size(max, pre.cycle_buffer, pre.cache_line);
+    let mr = dp
+        .dev
+        .register_memory(q, (2 * half) as usize, kind.access())?;
+    let nqps = if kind.is_latency() {
+        1
+    } else {
+        args.qps as usize
+    };
+    let salt = if role == Role::Client { 0 } else { 100 };
+    let local = Local {
+        dev: dp.dev.clone(),
+        queue: q,
+        mr,
+        half,
+        send_at: half,
+        qps: Side::create_qps(&dp.dev, q, nqps, args.tx_depth)?,
+        psns: (0..nqps as u32).map(|i| initial_psn(i + salt)).collect(),
+        tag: kind.tag(),
+    };
+    Ok(Tool {
+        kind,
+        args,
+        dp,
+        role,
+        sizes,
+        keys: local.keys(),
+        local: Some(local),
+        side: None,
+        mtu: pre.mtu,
+        stop: stop_flag()?,
+        timeout,
+        out: None,
+        last: None,
+    })
+}
+
+/// The exchange's steps for these options.
+fn steps(kind: Kind, args: &PerftestArgs) -> Vec<Step> {
+    let nqps = if kind.is_latency() {
+        1
+    } else {
+        args.qps as usize
+    };
+    let sizes = if kind.is_atomic() {
+        1
+    } else {
+        args.sizes().len()
+    };
+    if args.bidirectional {
+        schedule_duplex(kind.test(), nqps, sizes)
+    } else {
+        schedule(kind.test(), nqps, sizes)
+    }
 }
 
 fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
@@ -194,12 +441,8 @@ fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
     let peer_ip = resolve(addr, args.port)?;
     // The TCP exchange first: an unreachable or refusing server fails
     // fast, before anything is attached.
-    let mut conn = LineConn::connect(
-        &peer_ip.to_string(),
-        args.port,
-        timeout.min(Duration::from_secs(10)),
-        kind.name(),
-    )?;
+    let mut conn = PerfConn::connect(peer_ip, args.port, timeout, kind.name())?;
+    let pre = conn.preamble(args.mtu)?;
     let (iface, src) = match &args.iface {
         Some(i) => (i.clone(), None),
         None => preflight::route_to(peer_ip)?,
@@ -208,110 +451,7 @@ fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
         &datapath_opts(args, iface, peer_ip.is_ipv6(), src),
         &format!("{} on the client", kind.name()),
     )?;
-    let result = client_session(kind, args, &dp, &mut conn, timeout);
-    if let Err(e) = &result {
-        // Tell the server why, so it ends with a reason instead of a
-        // closed connection.
-        let _ = conn.send_control(&Control::Error(format!("{e:#}")));
-    }
-    let closed = dp.close();
-    result?;
-    report_capture(closed?.pcap, args);
-    Ok(())
-}
-
-fn client_session(
-    kind: Kind,
-    args: &PerftestArgs,
-    dp: &Datapath,
-    conn: &mut LineConn,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let q = args.queue;
-    let sizes = if kind.is_atomic() {
-        vec![8]
-    } else {
-        args.sizes()
-    };
-    let max = *sizes.iter().max().expect("at least one size");
-    let mr = dp.dev.register_memory(q, (2 * max) as usize, Access::ALL)?;
-    let nqps = if kind.is_latency() {
-        1
-    } else {
-        args.qps as usize
-    };
-    let local = Local {
-        dev: dp.dev.clone(),
-        queue: q,
-        mr,
-        half: max,
-        qps: Side::create_qps(&dp.dev, q, nqps, args.tx_depth)?,
-        psns: (0..nqps as u32).map(initial_psn).collect(),
-    };
-    let hello = local.hello(kind.name(), args.mtu, args.tx_depth);
-    conn.send_hello(&hello)?;
-    let remote = conn.read_hello(timeout)?;
-    if remote.test != kind.name() && remote.test != "serve" {
-        bail!(
-            "the server runs {}, not {}: start the same tool on both sides",
-            remote.test,
-            kind.name()
-        );
-    }
-    if remote.qps.len() != nqps {
-        bail!(
-            "the server answered with {} QPs for our {nqps}",
-            remote.qps.len()
-        );
-    }
-    if remote.len < max {
-        return Err(UserError::Usage(format!(
-            "the server's region holds {} bytes, less than the {max}-byte messages asked for: use a smaller -s (or a larger --region on serve)",
-            remote.len
-        ))
-        .into());
-    }
-    let mtu = args.mtu.min(remote.mtu);
-    let cq = Cq::Direct(dp.dev.clone(), q);
-    let mut side = local.connect(remote.clone(), cq, mtu, stop_flag()?, timeout)?;
-    let info = test_info(kind, args, dp, "client", &hello, &remote, mtu);
-    let mut out = Output::new(&info, args.json);
-    let duration = args.run_duration();
-    let iters = args.iterations(kind.is_latency());
-    for &size in &sizes {
-        let duration_ms = duration.map(|d| d.as_millis() as u64).unwrap_or(0);
-        conn.send_control(&Control::Begin {
-            size,
-            iters,
-            duration_ms,
-        })?;
-        match conn.read_control(timeout)? {
-            Control::Ready => {}
-            other => bail!("expected READY from the server, got {other:?}"),
-        }
-        let goal = match duration {
-            Some(d) => Goal::Duration(d),
-            None => Goal::Iterations(iters),
-        };
-        let mut progress = Progress::new(goal, format!("{size} B"), !args.json);
-        let row_json = if kind.is_latency() {
-            let r = side.run_lat(kind, size, iters, duration, &mut progress)?;
-            out.lat(r);
-            serde_json::to_string(&r)?
-        } else {
-            let r = side.run_bw(kind, size, iters, duration, args.tx_depth, &mut progress)?;
-            out.bw(r);
-            serde_json::to_string(&r)?
-        };
-        conn.send_control(&Control::End { row: row_json })?;
-        match conn.read_control(timeout)? {
-            Control::Ok => {}
-            other => bail!("expected OK from the server, got {other:?}"),
-        }
-    }
-    conn.send_control(&Control::Bye)?;
-    out.finish(&info, dp);
-    Ok(())
+    session(kind, args, dp, Role::Client, &pre, timeout, conn)
 }
 
 fn report_capture(frames: Option<(u64, u64)>, args: &PerftestArgs) {
@@ -327,7 +467,7 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         .clone()
         .expect("validated: the server has --iface");
     // Check what can be checked before waiting for a client; the engine
-    // attaches once the client's hello says which IP family it speaks.
+    // attaches once the client's address says which IP family it speaks.
     preflight::check(&preflight::Plan {
         what: format!("{} on the server", kind.name()),
         iface: &iface,
@@ -349,84 +489,44 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         println!("* Waiting for client to connect... *");
         println!("************************************");
     }
-    let (stream, _) = listener.accept().context("accepting the client")?;
-    let mut conn = LineConn::new(stream);
-    let remote = conn.read_hello(timeout)?;
+    let (stream, addr) = listener.accept().context("accepting the client")?;
+    let ipv6 = match addr.ip() {
+        IpAddr::V6(a) => a.to_ipv4_mapped().is_none(),
+        IpAddr::V4(_) => false,
+    };
+    let mut conn = PerfConn::accepted(stream, timeout);
+    let pre = conn.preamble(args.mtu)?;
     let dp = Datapath::open(
-        &datapath_opts(args, iface, remote.ip.is_ipv6(), None),
+        &datapath_opts(args, iface, ipv6, None),
         &format!("{} on the server", kind.name()),
     )?;
-    let result = server_session(kind, args, &dp, &mut conn, timeout, remote);
+    session(kind, args, dp, Role::Server, &pre, timeout, conn)
+}
+
+/// Our side of the exchange once the datapath is open; detaches however
+/// it ends.
+fn session(
+    kind: Kind,
+    args: &PerftestArgs,
+    dp: Datapath,
+    role: Role,
+    pre: &Preamble,
+    timeout: Duration,
+    mut conn: PerfConn,
+) -> anyhow::Result<()> {
+    let result = (|| {
+        let mut tool = setup(kind, args, &dp, role, pre, timeout)?;
+        let r = drive(&mut conn, &steps(kind, args), &mut tool);
+        if r.is_ok() {
+            tool.finish();
+        } else if let Some(side) = tool.side {
+            side.destroy();
+        }
+        r
+    })();
+    drop(conn);
     let closed = dp.close();
     result?;
     report_capture(closed?.pcap, args);
-    Ok(())
-}
-
-fn server_session(
-    kind: Kind,
-    args: &PerftestArgs,
-    dp: &Datapath,
-    conn: &mut LineConn,
-    timeout: Duration,
-    remote: Hello,
-) -> anyhow::Result<()> {
-    let q = args.queue;
-    if remote.test != kind.name() {
-        let msg = format!(
-            "this server runs {}, the client asked for {}",
-            kind.name(),
-            remote.test
-        );
-        conn.send_control(&Control::Error(msg.clone()))?;
-        bail!("{msg}: start the same tool on both sides");
-    }
-    if remote.len > MAX_SIZE {
-        conn.send_control(&Control::Error(format!(
-            "messages are at most {MAX_SIZE} bytes"
-        )))?;
-        bail!(
-            "the client asked for {}-byte messages (at most {MAX_SIZE})",
-            remote.len
-        );
-    }
-    let half = remote.len.max(1);
-    let mr = dp
-        .dev
-        .register_memory(q, (2 * half) as usize, Access::ALL)?;
-    let nqps = remote.qps.len();
-    let local = Local {
-        dev: dp.dev.clone(),
-        queue: q,
-        mr,
-        half,
-        qps: Side::create_qps(&dp.dev, q, nqps, remote.tx_depth.max(args.tx_depth))?,
-        psns: (0..nqps as u32).map(|i| initial_psn(i + 100)).collect(),
-    };
-    let mtu = args.mtu.min(remote.mtu);
-    let hello = local.hello(kind.name(), mtu, args.tx_depth);
-    let cq = Cq::Direct(dp.dev.clone(), q);
-    let mut side = local.connect(remote.clone(), cq, mtu, stop_flag()?, timeout)?;
-    conn.send_hello(&hello)?;
-    let info = test_info(kind, args, dp, "server", &hello, &remote, mtu);
-    let mut out = Output::new(&info, args.json);
-    let depth = remote.tx_depth.max(1);
-    loop {
-        // Between sizes the client answers at once; allow a long wait only
-        // for the first BEGIN (the client may still be attaching).
-        match conn.read_control(timeout)? {
-            Control::Begin { size, .. } => {
-                let row = side.serve_size(kind, size, depth, conn)?;
-                if kind.is_latency() {
-                    out.lat(serde_json::from_str(&row).context("the client's result row")?);
-                } else {
-                    out.bw(serde_json::from_str(&row).context("the client's result row")?);
-                }
-            }
-            Control::Bye => break,
-            other => bail!("unexpected {other:?} from the client"),
-        }
-    }
-    out.finish(&info, dp);
     Ok(())
 }

@@ -23,7 +23,7 @@ pub struct PerftestArgs {
     /// Message size in bytes (K, M suffixes allowed).
     #[arg(short = 's', long = "size", value_parser = parse_size, default_value = "65536")]
     pub size: u64,
-    /// Iterations per size.
+    /// Iterations per size (give the server the same, as with perftest).
     #[arg(short = 'n', long = "iters", value_name = "ITERS")]
     pub iters: Option<u64>,
     /// Run each size for this many seconds instead of a number of iterations.
@@ -46,6 +46,13 @@ pub struct PerftestArgs {
     /// Work requests outstanding per QP (bandwidth tests).
     #[arg(short = 't', long = "tx-depth", default_value_t = 128)]
     pub tx_depth: u32,
+    /// Bidirectional: both sides send (write-bw, read-bw, atomic-bw).
+    #[arg(short = 'b', long = "bidirectional")]
+    pub bidirectional: bool,
+    /// perftest's GID index: accepted for compatibility (the engine's GID
+    /// is always its interface's IP address).
+    #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
+    pub gid_index: Option<u32>,
     /// TCP port of the connection exchange.
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
@@ -64,9 +71,20 @@ pub struct PerftestArgs {
     /// Print one JSON document instead of the table.
     #[arg(long = "json")]
     pub json: bool,
+    /// Latency tools: run the measurement loop through the engine threads
+    /// (the loop posts to them and polls what they complete) instead of
+    /// run-to-completion, the default (the loop's own thread drives its
+    /// queue's engine, as perftest busy-polls its CQ).
+    #[arg(long = "threaded")]
+    pub threaded: bool,
     /// Seconds to wait for the peer (connection exchange and transfers).
     #[arg(long = "timeout", default_value_t = 30.0)]
     pub timeout: f64,
+}
+
+/// The engine's QP limit (its default endpoint configuration).
+pub fn max_qps() -> u32 {
+    engine::endpoint::EndpointConfig::default().max_qps
 }
 
 impl PerftestArgs {
@@ -108,6 +126,13 @@ impl PerftestArgs {
         }
         if self.qps == 0 {
             return Err("-q must be at least 1".into());
+        }
+        let max_qps = max_qps();
+        if self.qps > max_qps {
+            return Err(format!(
+                "-q {}: an engine holds at most {max_qps} QPs",
+                self.qps
+            ));
         }
         if self.tx_depth == 0 {
             return Err("--tx-depth must be at least 1".into());

@@ -5,9 +5,11 @@
 
 pub mod bandwidth;
 pub mod conn;
+pub mod exchange;
 pub mod kind;
 pub mod latency;
 pub mod progress;
 pub mod report;
+pub mod rtc;
 pub mod session;
 pub mod sizes;

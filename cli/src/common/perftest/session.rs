@@ -7,6 +7,7 @@
 //! Latency of write-lat and send-lat is half the round trip (as perftest
 //! reports it); read-lat is the full READ round trip.
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -14,12 +15,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use engine::endpoint::{ConnectOptions, RemoteQp};
-use engine::oob::perftest::{Control, Hello};
+use engine::oob::perftest::Key;
+use engine::oob::Gid;
 use engine::rc::{Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
 use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
 use super::bandwidth::BandwidthStats;
-use super::conn::LineConn;
+use super::conn::{PerfConn, Stream};
 use super::kind::Kind;
 use super::latency::LatencyStats;
 use super::progress::Progress;
@@ -38,6 +40,7 @@ impl Cq {
         match self {
             Cq::Direct(dev, q) => dev.poll_cq(*q, out),
             Cq::Routed(rx) => {
+                super::rtc::pump();
                 let mut n = 0;
                 while n < out.len() {
                     match rx.try_recv() {
@@ -79,9 +82,17 @@ fn check_wc(wc: &WorkCompletion, what: &str) -> anyhow::Result<()> {
     if wc.status == WcStatus::Success {
         return Ok(());
     }
+    if wc.status == WcStatus::RemoteAccessError {
+        // What the user fixes: the sizes (perftest's exchange does not
+        // carry the peer's buffer length, so this is where it shows).
+        return Err(crate::errors::UserError::Usage(format!(
+            "{what}: the peer refused the access on QP 0x{:06x} (remote access error): its region is smaller than the messages (give both sides the same -s / -a; against roce-xdp serve, use serve --region) or the key is wrong",
+            wc.qpn
+        ))
+        .into());
+    }
     let hint = match wc.status {
         WcStatus::RetryExceeded => ": the peer stopped answering (is it still running? does the path MTU -m fit both links?)",
-        WcStatus::RemoteAccessError => ": the peer refused the access (region too small or wrong key)",
         WcStatus::RnrRetryExceeded => ": the peer had no receive posted",
         _ => "",
     };
@@ -92,8 +103,13 @@ fn check_wc(wc: &WorkCompletion, what: &str) -> anyhow::Result<()> {
     )
 }
 
-fn check_post_errors(dev: &Device, q: u32) -> anyhow::Result<()> {
+fn check_post_errors(dev: &Device, q: u32, qps: &[QueuePair]) -> anyhow::Result<()> {
     if let Some(e) = dev.poll_post_error(q) {
+        // Several sessions (serve) share a queue: another's is not ours.
+        if !qps.iter().any(|qp| qp.qpn() == e.qpn) {
+            tracing::debug!(qpn = e.qpn, error = %e.error, "post error of another session");
+            return Ok(());
+        }
         bail!(
             "the engine refused a work request on QP 0x{:06x}: {}",
             e.qpn,
@@ -103,13 +119,38 @@ fn check_post_errors(dev: &Device, q: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Marker byte of latency iteration `i` (never zero).
+/// Marker byte of latency iteration `i`: perftest's `(char)++scnt`, the
+/// count of WRITEs posted so far (wrapping).
 fn marker(i: u64) -> u8 {
-    (i % 255) as u8 + 1
+    (i + 1) as u8
 }
 
-/// One side's region and QPs before it is connected: what its hello
-/// describes, and what [`Local::connect`] turns into a [`Side`].
+/// The responder depth this side offers (`max_dest_rd_atomic`, announced
+/// as perftest's `out_reads`): the READs and atomics the peer may have in
+/// flight on one QP.
+pub const RESPONDER_DEPTH: u8 = 16;
+
+/// The landing area's size for messages of up to `max` bytes: at least
+/// perftest's `BUFF_SIZE(size, cycle_buffer)`, whole cache lines, so a
+/// stock perftest peer's cycling addresses stay inside it.
+pub fn landing_size(max: u64, cycle_buffer: u32, cache_line: u32) -> u64 {
+    let cl = u64::from(cache_line.max(1));
+    max.div_ceil(cl)
+        .saturating_mul(cl)
+        .max(u64::from(cycle_buffer))
+}
+
+/// What the peer's keys say about it.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// One key per QP, in QP order.
+    pub keys: Vec<Key>,
+    pub ip: IpAddr,
+    pub mac: [u8; 6],
+}
+
+/// One side's region and QPs before it is connected: what its keys
+/// describe, and what [`Local::connect`] turns into a [`Side`].
 pub struct Local {
     pub dev: Arc<Device>,
     pub queue: u32,
@@ -119,35 +160,39 @@ pub struct Local {
     pub qps: Vec<QueuePair>,
     /// The first PSN of each QP.
     pub psns: Vec<u32>,
+    /// Where the messages this side sends start: `half` (the region's
+    /// second half), or 0 for a region that is only a landing area (serve
+    /// answers a SEND with what it received).
+    pub send_at: u64,
+    /// Written into every key's SRQ number (ignored by perftest for RC):
+    /// which test a roce-xdp client runs, for `roce-xdp serve`.
+    pub tag: u32,
 }
 
 impl Local {
-    /// Our hello for the connection exchange: the test, our QPs with their
-    /// first PSNs, the device's address, and the region's landing area.
-    pub fn hello(&self, test: &str, mtu: u32, tx_depth: u32) -> Hello {
-        Hello {
-            test: test.into(),
-            qps: self
-                .qps
-                .iter()
-                .zip(&self.psns)
-                .map(|(qp, &p)| (qp.qpn(), p))
-                .collect(),
-            ip: self.dev.ip(),
-            mac: self.dev.mac(),
-            va: self.mr.addr(),
+    /// QP `i`'s key for the exchange: QPN, first PSN, the landing area's
+    /// address and R_Key, our GID (the device's IP) and responder depth.
+    pub fn key(&self, i: usize) -> Key {
+        Key {
+            lid: 0,
+            out_reads: u32::from(RESPONDER_DEPTH),
+            qpn: self.qps[i].qpn(),
+            psn: self.psns[i],
             rkey: self.mr.rkey,
-            len: self.half,
-            mtu,
-            tx_depth,
-            queue: self.queue,
+            vaddr: self.mr.addr(),
+            gid: Gid::from_ip(self.dev.ip()),
+            srqn: self.tag,
         }
+    }
+
+    pub fn keys(&self) -> Vec<Key> {
+        (0..self.qps.len()).map(|i| self.key(i)).collect()
     }
 
     /// Connects our QPs to `peer`'s, pairwise, at path MTU `mtu`.
     pub fn connect(
         self,
-        peer: Hello,
+        peer: Peer,
         cq: Cq,
         mtu: u32,
         stop: Arc<AtomicBool>,
@@ -161,6 +206,7 @@ impl Local {
             qps: self.qps,
             cq,
             half: self.half,
+            send_at: self.send_at,
             peer,
             stop,
             timeout,
@@ -179,12 +225,23 @@ pub struct Side {
     pub cq: Cq,
     /// Half the region: the landing area's size.
     pub half: u64,
-    pub peer: Hello,
+    /// See [`Local::send_at`].
+    pub send_at: u64,
+    pub peer: Peer,
     pub stop: Arc<AtomicBool>,
     /// Seconds without progress before giving up.
     pub timeout: Duration,
     /// Receives posted and not yet completed, per QP.
     pub recvs: Vec<u32>,
+}
+
+/// What a server measured itself during a run (perftest's send-bw,
+/// write-lat and send-lat servers print their own figures).
+#[derive(Debug, Clone, Copy)]
+pub enum Measured {
+    Nothing,
+    Bw(BwRow),
+    Lat(LatRow),
 }
 
 impl Side {
@@ -204,22 +261,34 @@ impl Side {
             .collect()
     }
 
-    /// Connects our QPs to the peer's, pairwise.
+    /// Connects our QPs to the peer's, pairwise. The peer's READ / atomic
+    /// responder depth bounds ours in flight.
     fn connect(&self, psns: &[u32], mtu: u32) -> anyhow::Result<()> {
         for (i, qp) in self.qps.iter().enumerate() {
-            let (rqpn, rpsn) = self.peer.qps[i];
+            let k = self.peer.keys[i];
+            let mut opts = connect_options(mtu, psns[i])?;
+            opts.max_dest_rd_atomic = RESPONDER_DEPTH;
+            opts.max_rd_atomic = k.out_reads.clamp(1, u32::from(RESPONDER_DEPTH)) as u8;
             qp.connect(
                 RemoteQp {
-                    qpn: rqpn,
-                    psn: rpsn,
+                    qpn: k.qpn,
+                    psn: k.psn,
                     mac: self.peer.mac,
                     ip: self.peer.ip,
                 },
-                connect_options(mtu, psns[i])?,
+                opts,
             )
             .with_context(|| format!("connecting QP 0x{:06x}", qp.qpn()))?;
         }
         Ok(())
+    }
+
+    /// Destroys the QPs (a session's end, however it ends).
+    pub fn destroy(self) -> MemoryRegion {
+        for qp in self.qps {
+            let _ = qp.destroy();
+        }
+        self.mr
     }
 
     fn post_send(&self, qp: &QueuePair, wr: SendWr) -> anyhow::Result<bool> {
@@ -256,19 +325,22 @@ impl Side {
 
     fn send_wr(&self, kind: Kind, size: u64, wr_id: u64) -> SendWr {
         let (opcode, local) = match kind {
-            Kind::WriteBw | Kind::WriteLat => {
-                (SendOp::Write, self.mr.sge(self.half as usize, size as u32))
-            }
+            Kind::WriteBw | Kind::WriteLat => (
+                SendOp::Write,
+                self.mr.sge(self.send_at as usize, size as u32),
+            ),
             Kind::ReadBw | Kind::ReadLat => (SendOp::Read, self.mr.sge(0, size as u32)),
-            Kind::SendBw | Kind::SendLat => {
-                (SendOp::Send, self.mr.sge(self.half as usize, size as u32))
-            }
+            Kind::SendBw | Kind::SendLat => (
+                SendOp::Send,
+                self.mr.sge(self.send_at as usize, size as u32),
+            ),
             // The old value lands in the first 8 bytes of our landing area.
             Kind::AtomicBw | Kind::AtomicLat => (SendOp::FetchAdd, self.mr.sge(0, 8)),
         };
         let mut wr = SendWr::new(wr_id, opcode, local);
-        wr.remote_addr = self.peer.va;
-        wr.rkey = self.peer.rkey;
+        let k = self.peer.keys[(wr_id as usize).min(self.peer.keys.len() - 1)];
+        wr.remote_addr = k.vaddr;
+        wr.rkey = k.rkey;
         if kind.is_atomic() {
             wr.compare_add = 1;
         }
@@ -284,7 +356,7 @@ impl Side {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(crate::errors::Interrupted.into());
             }
-            check_post_errors(&self.dev, self.queue)?;
+            check_post_errors(&self.dev, self.queue, &self.qps)?;
             if last_progress.elapsed() > self.timeout {
                 bail!(
                     "{what}: no progress for {:.0} s: the peer stopped answering (check it, and `roce-xdp stats --iface IF` on both sides)",
@@ -373,6 +445,9 @@ impl Side {
     ) -> anyhow::Result<LatRow> {
         let qp = self.qps[0].clone();
         let total = if duration.is_some() { u64::MAX } else { iters };
+        // Run-to-completion unless --threaded: this thread's polls drive
+        // the queue's engine until the end of the size.
+        let rtc = super::rtc::claim(kind, &self.dev, self.queue);
         let t0 = Instant::now();
         let end = duration.map(|d| t0 + d);
         let mut samples = Vec::with_capacity(iters.min(1 << 22) as usize);
@@ -380,7 +455,11 @@ impl Side {
         if kind == Kind::SendLat && self.recvs[0] == 0 {
             self.post_recv(&qp)?;
         }
+        if kind == Kind::WriteLat {
+            self.await_first_write(size)?;
+        }
         let mut i = 0u64;
+        let mut writes_done = 0u64;
         let mut last_old: Option<u64> = None;
         while i < total && end.is_none_or(|e| Instant::now() < e) {
             if self.stop.load(Ordering::Relaxed) {
@@ -396,6 +475,10 @@ impl Side {
                 std::thread::yield_now();
             }
             let mut spins = 0;
+            // write-lat: the server wrote first; no answer comes to our
+            // last WRITE (perftest's order).
+            // Our last WRITE must be acknowledged before we leave.
+            let last_write = kind == Kind::WriteLat && i + 1 == total;
             let mut done = false;
             let mut byte = [0u8];
             while !done {
@@ -424,14 +507,24 @@ impl Side {
                             self.post_recv(&qp)?;
                             done = true;
                         }
+                        (Kind::WriteLat, WcOpcode::Write) => {
+                            writes_done += 1;
+                            done |= last_write && writes_done == i + 1;
+                        }
                         _ => {}
                     }
                 }
-                if kind == Kind::WriteLat {
+                if kind == Kind::WriteLat && !last_write {
                     self.mr.read((size - 1) as usize, &mut byte);
-                    done = byte[0] == marker(i);
+                    done = byte[0] == marker(i + 1);
                 }
                 if !done && n == 0 {
+                    if rtc.is_some() && spins < 64 {
+                        // Driving the engine: leave the core at every
+                        // empty poll (`idle` does from the 65th on), as
+                        // the library's run-to-completion ping-pong does.
+                        std::thread::yield_now();
+                    }
                     self.idle(&mut spins, start, kind.name())?;
                 }
             }
@@ -439,7 +532,9 @@ impl Side {
             // READ and atomics: the full round trip (as perftest); WRITE
             // and SEND ping-pongs: half of it.
             let full = matches!(kind, Kind::ReadLat | Kind::AtomicLat);
-            samples.push(if full { rtt } else { rtt / 2 });
+            if !last_write {
+                samples.push(if full { rtt } else { rtt / 2 });
+            }
             i += 1;
             progress.update(i);
         }
@@ -460,97 +555,194 @@ impl Side {
         })
     }
 
-    /// Server side of one size: prepare, say READY, then serve the
-    /// client's messages until its END line; returns the END row.
-    pub fn serve_size(
+    /// write-lat: waits for the server's first WRITE of a size (perftest's
+    /// server posts first).
+    fn await_first_write(&mut self, size: u64) -> anyhow::Result<()> {
+        let start = Instant::now();
+        let (mut spins, mut byte) = (0, [0u8]);
+        loop {
+            self.mr.read((size - 1) as usize, &mut byte);
+            if byte[0] == marker(0) {
+                return Ok(());
+            }
+            self.idle(&mut spins, start, "write-lat")?;
+        }
+    }
+
+    fn rx_packets(&self) -> u64 {
+        self.dev
+            .stats(self.queue)
+            .map(|s| s.socket.rx_packets)
+            .unwrap_or(0)
+    }
+
+    /// Server side of one run of `size`: serves the client's messages
+    /// (re-posts receives; write-lat and send-lat answer each message,
+    /// `iters` times, or until the client stops with `-D`) until the
+    /// client's next exchange message arrives or it closes the connection.
+    /// Gives up when no packet arrives for the timeout.
+    pub fn serve_run<S: Stream>(
         &mut self,
         kind: Kind,
         size: u64,
-        depth: u32,
-        conn: &mut LineConn,
-    ) -> anyhow::Result<String> {
+        iters: Option<u64>,
+        conn: &mut PerfConn<S>,
+    ) -> anyhow::Result<Measured> {
         if size > self.half {
-            conn.send_control(&Control::Error(format!(
-                "size {size} exceeds the server's region ({} bytes)",
-                self.half
-            )))?;
             bail!(
-                "the client asked for {size}-byte messages; the region holds {}",
+                "the client's {size}-byte messages exceed this side's {}-byte region: give the server the same -s / -a",
                 self.half
             );
         }
-        // Landing area cleared for write-lat markers.
-        self.mr.write((size - 1) as usize, &[0]);
-        let recvs_per_qp = match kind {
-            Kind::SendBw => depth.max(16),
-            Kind::SendLat => 4,
-            _ => 0,
-        };
-        for (i, qp) in self.qps.clone().iter().enumerate() {
-            while self.recvs[i] < recvs_per_qp {
-                self.post_recv(qp)?;
-            }
-        }
-        conn.send_control(&Control::Ready)?;
+        let total = iters.unwrap_or(u64::MAX);
+        // Latency tests run-to-completion unless --threaded (rtc.rs).
+        let rtc = super::rtc::claim(kind, &self.dev, self.queue);
         let mut wcs = [WorkCompletion::default(); 64];
-        let mut i = 0u64;
+        let (mut scnt, mut rcnt) = (0u64, 0u64);
         let mut byte = [0u8];
         let mut spins = 0u32;
+        let t0 = Instant::now();
+        let mut last_post = t0;
+        let mut samples = Vec::new();
+        let mut arrivals = Vec::new();
+        let (mut last_rx, mut last_seen) = (self.rx_packets(), Instant::now());
+        let (mut sends_done, mut echo) = (0u64, true);
+        let post = |side: &mut Side,
+                    scnt: &mut u64,
+                    last_post: &mut Instant,
+                    size: u64|
+         -> anyhow::Result<()> {
+            if kind == Kind::WriteLat {
+                side.mr
+                    .write((side.half + size - 1) as usize, &[marker(*scnt)]);
+            }
+            let wr = side.send_wr(kind, size, 0);
+            let qp = side.qps[0].clone();
+            while !side.post_send(&qp, wr)? {
+                std::thread::yield_now();
+            }
+            *scnt += 1;
+            *last_post = Instant::now();
+            Ok(())
+        };
+        if kind == Kind::WriteLat {
+            // perftest's write-lat server writes first.
+            post(self, &mut scnt, &mut last_post, size)?;
+        }
         loop {
             let n = self.cq.poll(&mut wcs);
             for wc in &wcs[..n] {
                 check_wc(wc, kind.name())?;
-                if wc.opcode == WcOpcode::Recv {
-                    let Some(k) = self.qps.iter().position(|q| q.qpn() == wc.qpn) else {
-                        continue;
-                    };
-                    let qp = self.qps[k].clone();
-                    self.recvs[k] = self.recvs[k].saturating_sub(1);
-                    self.post_recv(&qp)?;
-                    if kind == Kind::SendLat {
-                        let wr = self.send_wr(kind, size, 0);
-                        while !self.post_send(&qp, wr)? {
-                            std::thread::yield_now();
+                if wc.opcode == WcOpcode::Send {
+                    sends_done += 1;
+                }
+                if wc.opcode != WcOpcode::Recv {
+                    continue;
+                }
+                let Some(k) = self.qps.iter().position(|q| q.qpn() == wc.qpn) else {
+                    continue;
+                };
+                let qp = self.qps[k].clone();
+                self.recvs[k] = self.recvs[k].saturating_sub(1);
+                self.post_recv(&qp)?;
+                rcnt += 1;
+                match kind {
+                    Kind::SendLat => {
+                        // The first message's wait includes the client's
+                        // start: round trips only.
+                        if scnt > 0 {
+                            samples.push(last_post.elapsed().as_nanos() as u64 / 2);
+                        }
+                        // A ping-pong peer sends again only after our
+                        // answer arrived (and was acknowledged): a message
+                        // while an answer is pending means a streaming
+                        // peer (send-bw; serve cannot tell them apart
+                        // from the exchange), which gets no answers.
+                        echo &= sends_done == scnt;
+                        if echo && scnt < total {
+                            let n = u64::from(wc.byte_len).clamp(1, self.half);
+                            post(self, &mut scnt, &mut last_post, n)?;
                         }
                     }
+                    _ => arrivals.push(t0.elapsed().as_nanos() as u64),
                 }
             }
             if kind == Kind::WriteLat {
                 self.mr.read((size - 1) as usize, &mut byte);
-                if byte[0] == marker(i) {
-                    self.mr.write((self.half + size - 1) as usize, &[marker(i)]);
-                    let wr = self.send_wr(kind, size, 0);
-                    let qp = self.qps[0].clone();
-                    while !self.post_send(&qp, wr)? {
-                        std::thread::yield_now();
+                if rcnt < scnt && byte[0] == marker(rcnt) {
+                    rcnt += 1;
+                    if rcnt > 1 {
+                        samples.push(last_post.elapsed().as_nanos() as u64 / 2);
                     }
-                    i += 1;
+                    if scnt < total {
+                        post(self, &mut scnt, &mut last_post, size)?;
+                    }
                 }
             }
-            if n == 0 {
-                spins += 1;
-                if spins > 64 {
-                    std::thread::yield_now();
-                }
-                if spins.is_multiple_of(256) {
-                    if self.stop.load(Ordering::Relaxed) {
-                        return Err(crate::errors::Interrupted.into());
-                    }
-                    check_post_errors(&self.dev, self.queue)?;
-                    if let Some(line) = conn.poll_line()? {
-                        match Control::decode(&line)? {
-                            Control::End { row } => {
-                                conn.send_control(&Control::Ok)?;
-                                return Ok(row);
-                            }
-                            Control::Error(e) => bail!("the client gave up: {e}"),
-                            other => bail!("unexpected {other:?} from the client during a run"),
-                        }
-                    }
-                }
-            } else {
+            let lat_done = matches!(kind, Kind::WriteLat | Kind::SendLat) && rcnt >= total;
+            if lat_done {
+                break;
+            }
+            if n > 0 {
                 spins = 0;
+                continue;
+            }
+            spins += 1;
+            // Driving the engine: leave the core at every empty poll
+            // (the client's loop and the engine share it).
+            if spins > 64 || rtc.is_some() {
+                std::thread::yield_now();
+            }
+            if spins.is_multiple_of(256) {
+                if self.stop.load(Ordering::Relaxed) {
+                    return Err(crate::errors::Interrupted.into());
+                }
+                check_post_errors(&self.dev, self.queue, &self.qps)?;
+                if conn.readable()? {
+                    break;
+                }
+                let rx = self.rx_packets();
+                if rx != last_rx {
+                    (last_rx, last_seen) = (rx, Instant::now());
+                } else if last_seen.elapsed() > self.timeout {
+                    bail!(
+                        "{}: no packet from the client {} for {:.0} s: it stopped (check it, and `roce-xdp stats --iface IF`)",
+                        kind.name(),
+                        conn.peer(),
+                        self.timeout.as_secs_f64()
+                    );
+                }
             }
         }
+        Ok(match kind {
+            Kind::WriteLat | Kind::SendLat => match LatencyStats::from_nanos(&samples) {
+                Some(stats) => Measured::Lat(LatRow {
+                    bytes: size,
+                    iterations: samples.len() as u64,
+                    stats,
+                }),
+                None => Measured::Nothing,
+            },
+            Kind::SendBw => match BandwidthStats::from_completions(size, &arrivals) {
+                Some(stats) => Measured::Bw(BwRow {
+                    bytes: size,
+                    iterations: arrivals.len() as u64,
+                    stats,
+                }),
+                None => Measured::Nothing,
+            },
+            _ => Measured::Nothing,
+        })
+    }
+
+    /// Server, send tests: receives for the next size, `per_qp` on each QP
+    /// (before the client may send: perftest posts them before its sync).
+    pub fn post_recvs(&mut self, per_qp: u32) -> anyhow::Result<()> {
+        for (i, qp) in self.qps.clone().iter().enumerate() {
+            while self.recvs[i] < per_qp {
+                self.post_recv(qp)?;
+            }
+        }
+        Ok(())
     }
 }

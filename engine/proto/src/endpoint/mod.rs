@@ -282,7 +282,10 @@ impl Endpoint {
     /// Destroy a QP (its outstanding work is dropped without completions).
     pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
         let slot = self.slot(qpn).ok_or(VerbsError::UnknownQp)?;
-        self.qps[slot] = None;
+        // The device's counters keep what the QP counted (as rxe's).
+        if let Some(qp) = self.qps[slot].take() {
+            self.counters.accumulate(&qp.counters);
+        }
         Ok(())
     }
 

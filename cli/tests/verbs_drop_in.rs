@@ -1,0 +1,352 @@
+//! Debian's own verbs binaries (ibverbs-utils, perftest) on the engine
+//! through the drop-in libibverbs, under `roce-xdp exec`, between two
+//! network namespaces joined by veth: every run exits 0 on both sides.
+//! Needs root, the packages scripts/setup-deps.sh installs, and the
+//! drop-in built (`cargo build --release -p roce-xdp-ibverbs`, which
+//! `cargo test --workspace` does).
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Namespaces `vb<pid>n<k>a/b`, veths `vb<pid>v<k>a/b`, 10.55.<k>.1/.2.
+struct Pair {
+    ns: [String; 2],
+    ifs: [String; 2],
+    ips: [String; 2],
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("running ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl Pair {
+    fn create() -> Pair {
+        let pid = std::process::id() % 100_000;
+        let k = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let p = Pair {
+            ns: [format!("vb{pid}n{k}a"), format!("vb{pid}n{k}b")],
+            ifs: [format!("vb{pid}v{k}a"), format!("vb{pid}v{k}b")],
+            ips: [format!("10.55.{k}.1"), format!("10.55.{k}.2")],
+        };
+        for ns in &p.ns {
+            ip(&["netns", "add", ns]);
+        }
+        ip(&[
+            "link", "add", &p.ifs[0], "netns", &p.ns[0], "type", "veth", "peer", "name", &p.ifs[1],
+            "netns", &p.ns[1],
+        ]);
+        for i in 0..2 {
+            let addr = format!("{}/24", p.ips[i]);
+            ip(&["-n", &p.ns[i], "addr", "add", &addr, "dev", &p.ifs[i]]);
+            ip(&["-n", &p.ns[i], "link", "set", "lo", "up"]);
+            ip(&["-n", &p.ns[i], "link", "set", &p.ifs[i], "up"]);
+        }
+        p
+    }
+
+    /// `roce-xdp exec --iface IF -- ARGS` inside side `i`'s namespace.
+    fn exec(&self, i: usize, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns[i], env!("CARGO_BIN_EXE_roce-xdp")])
+            .args(["exec", "--iface", &self.ifs[i], "--"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Waits until a TCP socket listens on `port` in side `i`'s namespace.
+    fn wait_listening(&self, i: usize, port: u16, server: &mut Child) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let needle = format!(":{port} ");
+        while Instant::now() < deadline {
+            let ss = Command::new("ip")
+                .args(["netns", "exec", &self.ns[i], "ss", "-ltnH"])
+                .output()
+                .expect("running ss");
+            if String::from_utf8_lossy(&ss.stdout).contains(&needle) {
+                return;
+            }
+            if let Ok(Some(st)) = server.try_wait() {
+                panic!("the server exited ({st}) before listening");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("nothing listens on port {port} in {}", self.ns[i]);
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        for ns in &self.ns {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+    }
+}
+
+/// Waits for `child` at most `limit` (a hang fails, not a speed figure).
+fn finish(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().expect("waiting").is_some() {
+            return child.wait_with_output().expect("collecting output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collecting output");
+            panic!(
+                "did not finish within {limit:?}:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn assert_ok(what: &str, out: &Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{text}",
+        out.status
+    );
+    text
+}
+
+fn prerequisites() {
+    for bin in ["/usr/bin/ibv_rc_pingpong", "/usr/bin/ib_write_bw"] {
+        assert!(
+            Path::new(bin).exists(),
+            "{bin} is missing: run scripts/setup-deps.sh (it installs ibverbs-utils and perftest)"
+        );
+    }
+    let bin = Path::new(env!("CARGO_BIN_EXE_roce-xdp"));
+    let archive = bin.with_file_name("libroce_xdp_ibverbs.a");
+    assert!(
+        archive.exists(),
+        "{} is missing: cargo build --release -p roce-xdp-ibverbs",
+        archive.display()
+    );
+}
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// Server (no address) on side 0, client (side 0's address) on side 1,
+/// the same arguments otherwise; both must exit 0.
+fn client_server(args: &[&str]) -> (String, String) {
+    prerequisites();
+    let pair = Pair::create();
+    let mut server = pair.exec(0, args).spawn().expect("starting the server");
+    pair.wait_listening(0, 18515, &mut server);
+    let mut cargs = args.to_vec();
+    cargs.push(&pair.ips[0]);
+    let client = pair.exec(1, &cargs).spawn().expect("starting the client");
+    let c = finish(client, LIMIT);
+    let s = finish(server, LIMIT);
+    let ct = assert_ok(&format!("client {}", args.join(" ")), &c);
+    let st = assert_ok(&format!("server {}", args.join(" ")), &s);
+    (st, ct)
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ibv_devices_and_ibv_devinfo_show_an_active_roce_v2_port() {
+    prerequisites();
+    let pair = Pair::create();
+    let list = finish(pair.exec(0, &["ibv_devices"]).spawn().unwrap(), LIMIT);
+    assert!(assert_ok("ibv_devices", &list).contains("roce-xdp0"));
+    let info = finish(pair.exec(0, &["ibv_devinfo", "-v"]).spawn().unwrap(), LIMIT);
+    let info = assert_ok("ibv_devinfo -v", &info);
+    for want in [
+        "hca_id:\troce-xdp0",
+        "state:\t\t\tPORT_ACTIVE (4)",
+        "link_layer:\t\tEthernet",
+        "active_mtu:\t\t1024 (3)",
+        &format!("GID[  1]:\t\t::ffff:{}, RoCE v2", pair.ips[0]),
+    ] {
+        assert!(info.contains(want), "ibv_devinfo lacks {want:?}:\n{info}");
+    }
+}
+
+#[test]
+#[ignore = "needs root"]
+fn no_device_with_the_reason_without_an_interface_or_privileges() {
+    prerequisites();
+    // The drop-in used without the wrapper, pointed at no interface.
+    let so_dir = Path::new(env!("CARGO_BIN_EXE_roce-xdp")).with_file_name("roce-xdp-ibverbs");
+    let pair = Pair::create();
+    // Make sure the drop-in is linked (exec links it on first use).
+    let _ = finish(pair.exec(0, &["true"]).spawn().unwrap(), LIMIT);
+    let out = Command::new("ip")
+        .args(["netns", "exec", &pair.ns[0], "ibv_devices"])
+        .env("LD_LIBRARY_PATH", &so_dir)
+        .env("ROCE_XDP_IFACE", "vb-missing")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("roce-xdp: no device: "), "{err}");
+    assert!(err.contains("vb-missing"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("roce-xdp0"));
+    // Without privileges (nobody): no device, and what is missing.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &pair.ns[0], "setpriv", "--reuid", "65534"])
+        .args(["--regid", "65534", "--clear-groups", "ibv_devices"])
+        .env("LD_LIBRARY_PATH", &so_dir)
+        .env("ROCE_XDP_IFACE", &pair.ifs[0])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("roce-xdp: no device: "), "{err}");
+    assert!(err.contains("CAP_BPF and CAP_NET_ADMIN"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("roce-xdp0"));
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ibv_rc_pingpong_polling() {
+    let (s, c) = client_server(&["ibv_rc_pingpong", "-g", "1", "-n", "200"]);
+    assert!(
+        s.contains("200 iters in") && c.contains("200 iters in"),
+        "{s}\n{c}"
+    );
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ibv_rc_pingpong_event_mode() {
+    let (s, c) = client_server(&["ibv_rc_pingpong", "-e", "-g", "1", "-n", "200"]);
+    assert!(
+        s.contains("200 iters in") && c.contains("200 iters in"),
+        "{s}\n{c}"
+    );
+}
+
+/// A perftest tool, both sides under exec, GID index 1.
+fn perftest(tool: &str, extra: &[&str]) {
+    let mut args = vec![tool, "-x", "1", "-n", "100"];
+    args.extend_from_slice(extra);
+    let (s, c) = client_server(&args);
+    assert!(c.contains("#bytes"), "{tool}: no result table:\n{c}\n{s}");
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ib_write_bw() {
+    perftest("ib_write_bw", &[]);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ib_send_bw() {
+    perftest("ib_send_bw", &[]);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ib_read_bw() {
+    perftest("ib_read_bw", &[]);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ib_write_lat() {
+    perftest("ib_write_lat", &[]);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ib_send_lat() {
+    perftest("ib_send_lat", &[]);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ib_read_lat() {
+    perftest("ib_read_lat", &[]);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ib_atomic_bw() {
+    perftest("ib_atomic_bw", &[]);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn ib_atomic_lat() {
+    perftest("ib_atomic_lat", &[]);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_second_program_on_the_same_queue_gets_no_device_and_the_reason() {
+    prerequisites();
+    let pair = Pair::create();
+    // The first program holds the queue while it waits for a client.
+    let mut first = pair
+        .exec(0, &["ibv_rc_pingpong", "-g", "1"])
+        .spawn()
+        .expect("starting the first program");
+    pair.wait_listening(0, 18515, &mut first);
+    let second = finish(pair.exec(0, &["ibv_devices"]).spawn().unwrap(), LIMIT);
+    let _ = first.kill();
+    let _ = first.wait();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains("in use by another roce-xdp engine"),
+        "second program: {err}"
+    );
+    assert!(!String::from_utf8_lossy(&second.stdout).contains("roce-xdp0"));
+}
+
+#[test]
+#[ignore = "needs root"]
+fn unsupported_verbs_and_qp_errors_as_a_verbs_program_sees_them() {
+    prerequisites();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/verbs_drop_in_errors.c");
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("verbs_drop_in_errors");
+    let cc = Command::new("cc")
+        .arg("-Wall")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-libverbs")
+        .output()
+        .expect("running cc (install gcc)");
+    assert!(
+        cc.status.success(),
+        "compiling {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let pair = Pair::create();
+    // The peer has an address (ARP answers) but no engine: nothing acks.
+    let out = finish(
+        pair.exec(0, &[exe.to_str().unwrap(), &pair.ips[1]])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let text = assert_ok("verbs_drop_in_errors", &out);
+    assert!(text.contains("ok"), "{text}");
+    let lines = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains("ibv_create_srq"))
+        .count();
+    assert_eq!(lines, 1, "the unsupported verb is named once:\n{text}");
+}

@@ -1,0 +1,110 @@
+/* Bad use and QP errors through the drop-in, as a verbs program sees them
+ * (compiled against rdma-core's verbs.h by tests/verbs_drop_in.rs, run
+ * under `roce-xdp exec`):
+ * - an unsupported verb (ibv_create_srq), called twice, returns NULL with
+ *   EOPNOTSUPP both times (the drop-in prints its line once);
+ * - memory on the stack registers;
+ * - an RC QP connected to a peer without an engine, retry_cnt 0, gets a
+ *   RETRY_EXC_ERR completion and an IBV_EVENT_QP_FATAL async event for
+ *   that QP.
+ * Usage: verbs_drop_in_errors PEER_IPV4. Exit 0 and "ok" when all hold. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+
+#define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); return 1; } while (0)
+
+int main(int argc, char **argv)
+{
+	if (argc != 2)
+		FAIL("usage: %s PEER_IPV4", argv[0]);
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (!list || n != 1)
+		FAIL("expected one device, got %d", n);
+	struct ibv_context *ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		FAIL("ibv_open_device: %s", strerror(errno));
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	char buf[64] = "on the stack";
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!pd || !mr)
+		FAIL("pd/mr: %s", strerror(errno));
+
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
+	for (int i = 0; i < 2; i++) {
+		errno = 0;
+		if (ibv_create_srq(pd, &sa) || errno != EOPNOTSUPP)
+			FAIL("ibv_create_srq: expected NULL with EOPNOTSUPP, errno %d", errno);
+	}
+
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = cq ? ibv_create_qp(pd, &ia) : NULL;
+	if (!qp)
+		FAIL("cq/qp: %s", strerror(errno));
+
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1 };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		FAIL("INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = 0x123;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.dgid.raw[10] = 0xff;
+	a.ah_attr.grh.dgid.raw[11] = 0xff;
+	if (inet_pton(AF_INET, argv[1], &a.ah_attr.grh.dgid.raw[12]) != 1)
+		FAIL("bad address %s", argv[1]);
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		FAIL("RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 1;
+	a.retry_cnt = 0;
+	a.rnr_retry = 0;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("RTS");
+
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	if (ibv_post_send(qp, &wr, &bad))
+		FAIL("ibv_post_send");
+	struct ibv_wc wc;
+	int got = 0;
+	time_t end = time(NULL) + 30;
+	while (!got && time(NULL) < end)
+		got = ibv_poll_cq(cq, 1, &wc);
+	if (got != 1 || wc.wr_id != 7 || wc.status != IBV_WC_RETRY_EXC_ERR)
+		FAIL("expected a RETRY_EXC_ERR completion, got %d (status %s)", got,
+		     got ? ibv_wc_status_str(wc.status) : "-");
+
+	struct ibv_async_event ev;
+	if (ibv_get_async_event(ctx, &ev))
+		FAIL("ibv_get_async_event: %s", strerror(errno));
+	if (ev.event_type != IBV_EVENT_QP_FATAL || ev.element.qp != qp)
+		FAIL("expected IBV_EVENT_QP_FATAL for the QP, got event %d", ev.event_type);
+	ibv_ack_async_event(&ev);
+
+	if (ibv_destroy_qp(qp) || ibv_destroy_cq(cq) || ibv_dereg_mr(mr) || ibv_dealloc_pd(pd) ||
+	    ibv_close_device(ctx))
+		FAIL("cleanup");
+	ibv_free_device_list(list);
+	printf("ok\n");
+	return 0;
+}

@@ -1,0 +1,644 @@
+//! The public structures of rdma-core's `<infiniband/verbs.h>` (rdma-core
+//! 44, Debian 12), byte for byte, and the constants the shell uses. Only
+//! what the exported verbs read or write is spelled out; everything else
+//! is padding of the right size. `tests/layout.rs` compiles a C program
+//! against the installed `verbs.h` that compares every offset and size
+//! listed in [`LAYOUT`] with `offsetof`/`sizeof`.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+/// `pthread_mutex_t` on x86-64/aarch64 glibc (40 bytes, 8-aligned).
+#[repr(C)]
+pub struct PthreadMutex(pub [u64; 5]);
+/// `pthread_cond_t` (48 bytes).
+#[repr(C)]
+pub struct PthreadCond(pub [u64; 6]);
+
+pub type OpaqueFn = Option<unsafe extern "C" fn()>;
+
+#[repr(C)]
+pub struct ibv_device {
+    pub _ops: [OpaqueFn; 2],
+    pub node_type: c_int,
+    pub transport_type: c_int,
+    pub name: [c_char; 64],
+    pub dev_name: [c_char; 64],
+    pub dev_path: [c_char; 256],
+    pub ibdev_path: [c_char; 256],
+}
+
+/// `struct ibv_context_ops`: the inline `ibv_poll_cq`, `ibv_req_notify_cq`,
+/// `ibv_post_send`, `ibv_post_recv` (and `ibv_post_srq_recv`,
+/// `ibv_alloc_mw`...) call through it.
+#[repr(C)]
+pub struct ibv_context_ops {
+    pub _compat: [OpaqueFn; 7],
+    pub alloc_mw: Option<unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut c_void>,
+    pub bind_mw: Option<unsafe extern "C" fn(*mut ibv_qp, *mut c_void, *mut c_void) -> c_int>,
+    pub dealloc_mw: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+    pub _compat_create_cq: OpaqueFn,
+    pub poll_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int>,
+    pub req_notify_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,
+    pub _compat2: [OpaqueFn; 7],
+    pub post_srq_recv:
+        Option<unsafe extern "C" fn(*mut c_void, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int>,
+    pub _compat3: [OpaqueFn; 4],
+    pub post_send:
+        Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int>,
+    pub post_recv:
+        Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int>,
+    pub _compat4: [OpaqueFn; 5],
+}
+
+#[repr(C)]
+pub struct ibv_context {
+    pub device: *mut ibv_device,
+    pub ops: ibv_context_ops,
+    pub cmd_fd: c_int,
+    pub async_fd: c_int,
+    pub num_comp_vectors: c_int,
+    pub mutex: PthreadMutex,
+    pub abi_compat: *mut c_void,
+}
+
+/// `struct verbs_context`: the extended ops in front of the context, read by
+/// `verbs_get_ctx_op` (absent ones NULL), `sz` right before `context`.
+#[repr(C)]
+pub struct verbs_context {
+    pub query_port:
+        Option<unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, usize) -> c_int>,
+    /// advise_mr .. create_cq_ex (25 ops), then `priv`.
+    pub _ops1: [OpaqueFn; 25],
+    pub _priv: *mut c_void,
+    /// query_device_ex .. close_xrcd (11 ops).
+    pub _ops2: [OpaqueFn; 11],
+    pub _abi_placeholder3: u64,
+    pub sz: usize,
+    pub context: ibv_context,
+}
+
+/// `__VERBS_ABI_IS_EXTENDED`: `abi_compat` of a context with a
+/// `verbs_context` around it.
+pub const VERBS_ABI_IS_EXTENDED: *mut c_void = usize::MAX as *mut c_void;
+
+#[repr(C)]
+pub struct ibv_pd {
+    pub context: *mut ibv_context,
+    pub handle: u32,
+}
+
+#[repr(C)]
+pub struct ibv_mr {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub addr: *mut c_void,
+    pub length: usize,
+    pub handle: u32,
+    pub lkey: u32,
+    pub rkey: u32,
+}
+
+#[repr(C)]
+pub struct ibv_comp_channel {
+    pub context: *mut ibv_context,
+    pub fd: c_int,
+    pub refcnt: c_int,
+}
+
+#[repr(C)]
+pub struct ibv_cq {
+    pub context: *mut ibv_context,
+    pub channel: *mut ibv_comp_channel,
+    pub cq_context: *mut c_void,
+    pub handle: u32,
+    pub cqe: c_int,
+    pub mutex: PthreadMutex,
+    pub cond: PthreadCond,
+    pub comp_events_completed: u32,
+    pub async_events_completed: u32,
+}
+
+#[repr(C)]
+pub struct ibv_qp {
+    pub context: *mut ibv_context,
+    pub qp_context: *mut c_void,
+    pub pd: *mut ibv_pd,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut c_void,
+    pub handle: u32,
+    pub qp_num: u32,
+    pub state: c_int,
+    pub qp_type: c_int,
+    pub mutex: PthreadMutex,
+    pub cond: PthreadCond,
+    pub events_completed: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_wc {
+    pub wr_id: u64,
+    pub status: c_int,
+    pub opcode: c_int,
+    pub vendor_err: u32,
+    pub byte_len: u32,
+    pub imm_data: u32,
+    pub qp_num: u32,
+    pub src_qp: u32,
+    pub wc_flags: c_uint,
+    pub pkey_index: u16,
+    pub slid: u16,
+    pub sl: u8,
+    pub dlid_path_bits: u8,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_sge {
+    pub addr: u64,
+    pub length: u32,
+    pub lkey: u32,
+}
+
+/// `wr.atomic` of `ibv_send_wr` (the largest member of the `wr` union;
+/// `wr.rdma` is its prefix `remote_addr`, then `rkey` at offset 8).
+#[repr(C)]
+pub struct ibv_send_wr_wr {
+    pub remote_addr: u64,
+    /// `wr.rdma.rkey` (RDMA) or `wr.atomic.compare_add` (atomics).
+    pub rdma_rkey_or_compare_add: u64,
+    pub swap: u64,
+    pub atomic_rkey: u32,
+    pub _pad: u32,
+}
+
+#[repr(C)]
+pub struct ibv_send_wr {
+    pub wr_id: u64,
+    pub next: *mut ibv_send_wr,
+    pub sg_list: *mut ibv_sge,
+    pub num_sge: c_int,
+    pub opcode: c_int,
+    pub send_flags: c_uint,
+    pub imm_data: u32,
+    pub wr: ibv_send_wr_wr,
+    pub qp_type: u32,
+    pub _pad: u32,
+    /// bind_mw / tso union (48 bytes).
+    pub _bind_mw: [u64; 6],
+}
+
+#[repr(C)]
+pub struct ibv_recv_wr {
+    pub wr_id: u64,
+    pub next: *mut ibv_recv_wr,
+    pub sg_list: *mut ibv_sge,
+    pub num_sge: c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_qp_cap {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_send_sge: u32,
+    pub max_recv_sge: u32,
+    pub max_inline_data: u32,
+}
+
+#[repr(C)]
+pub struct ibv_qp_init_attr {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut c_void,
+    pub cap: ibv_qp_cap,
+    pub qp_type: c_int,
+    pub sq_sig_all: c_int,
+}
+
+/// `union ibv_gid` has 64-bit members: 8-byte alignment.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_global_route {
+    pub dgid: [u8; 16],
+    pub flow_label: u32,
+    pub sgid_index: u8,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_ah_attr {
+    pub grh: ibv_global_route,
+    pub dlid: u16,
+    pub sl: u8,
+    pub src_path_bits: u8,
+    pub static_rate: u8,
+    pub is_global: u8,
+    pub port_num: u8,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_qp_attr {
+    pub qp_state: c_int,
+    pub cur_qp_state: c_int,
+    pub path_mtu: c_int,
+    pub path_mig_state: c_int,
+    pub qkey: u32,
+    pub rq_psn: u32,
+    pub sq_psn: u32,
+    pub dest_qp_num: u32,
+    pub qp_access_flags: c_uint,
+    pub cap: ibv_qp_cap,
+    pub ah_attr: ibv_ah_attr,
+    pub alt_ah_attr: ibv_ah_attr,
+    pub pkey_index: u16,
+    pub alt_pkey_index: u16,
+    pub en_sqd_async_notify: u8,
+    pub sq_draining: u8,
+    pub max_rd_atomic: u8,
+    pub max_dest_rd_atomic: u8,
+    pub min_rnr_timer: u8,
+    pub port_num: u8,
+    pub timeout: u8,
+    pub retry_cnt: u8,
+    pub rnr_retry: u8,
+    pub alt_port_num: u8,
+    pub alt_timeout: u8,
+    pub rate_limit: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_port_attr {
+    pub state: c_int,
+    pub max_mtu: c_int,
+    pub active_mtu: c_int,
+    pub gid_tbl_len: c_int,
+    pub port_cap_flags: u32,
+    pub max_msg_sz: u32,
+    pub bad_pkey_cntr: u32,
+    pub qkey_viol_cntr: u32,
+    pub pkey_tbl_len: u16,
+    pub lid: u16,
+    pub sm_lid: u16,
+    pub lmc: u8,
+    pub max_vl_num: u8,
+    pub sm_sl: u8,
+    pub subnet_timeout: u8,
+    pub init_type_reply: u8,
+    pub active_width: u8,
+    pub active_speed: u8,
+    pub phys_state: u8,
+    pub link_layer: u8,
+    pub flags: u8,
+    pub port_cap_flags2: u16,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_device_attr {
+    pub fw_ver: [c_char; 64],
+    pub node_guid: u64,
+    pub sys_image_guid: u64,
+    pub max_mr_size: u64,
+    pub page_size_cap: u64,
+    pub vendor_id: u32,
+    pub vendor_part_id: u32,
+    pub hw_ver: u32,
+    pub max_qp: c_int,
+    pub max_qp_wr: c_int,
+    pub device_cap_flags: c_uint,
+    pub max_sge: c_int,
+    pub max_sge_rd: c_int,
+    pub max_cq: c_int,
+    pub max_cqe: c_int,
+    pub max_mr: c_int,
+    pub max_pd: c_int,
+    pub max_qp_rd_atom: c_int,
+    pub max_ee_rd_atom: c_int,
+    pub max_res_rd_atom: c_int,
+    pub max_qp_init_rd_atom: c_int,
+    pub max_ee_init_rd_atom: c_int,
+    pub atomic_cap: c_int,
+    pub max_ee: c_int,
+    pub max_rdd: c_int,
+    pub max_mw: c_int,
+    pub max_raw_ipv6_qp: c_int,
+    pub max_raw_ethy_qp: c_int,
+    pub max_mcast_grp: c_int,
+    pub max_mcast_qp_attach: c_int,
+    pub max_total_mcast_qp_attach: c_int,
+    pub max_ah: c_int,
+    pub max_fmr: c_int,
+    pub max_map_per_fmr: c_int,
+    pub max_srq: c_int,
+    pub max_srq_wr: c_int,
+    pub max_srq_sge: c_int,
+    pub max_pkeys: u16,
+    pub local_ca_ack_delay: u8,
+    pub phys_port_cnt: u8,
+}
+
+#[repr(C)]
+pub struct ibv_async_event {
+    pub element: *mut c_void,
+    pub event_type: c_int,
+}
+
+#[repr(C, align(8))]
+pub struct ibv_gid_entry {
+    pub gid: [u8; 16],
+    pub gid_index: u32,
+    pub port_num: u32,
+    pub gid_type: u32,
+    pub ndev_ifindex: u32,
+}
+
+// ---- constants (verbs.h enums) ----
+pub const IBV_NODE_CA: c_int = 1;
+pub const IBV_TRANSPORT_IB: c_int = 0;
+pub const IBV_PORT_ACTIVE: c_int = 4;
+pub const IBV_LINK_LAYER_ETHERNET: u8 = 2;
+pub const IBV_ATOMIC_HCA: c_int = 1;
+pub const IBV_QPT_RC: c_int = 2;
+pub const IBV_GID_TYPE_ROCE_V2: u32 = 2;
+pub const IBV_GID_TYPE_SYSFS_ROCE_V2: c_int = 1;
+
+pub const IBV_QP_STATE: c_int = 1 << 0;
+pub const IBV_QP_ACCESS_FLAGS: c_int = 1 << 3;
+pub const IBV_QP_PKEY_INDEX: c_int = 1 << 4;
+pub const IBV_QP_PORT: c_int = 1 << 5;
+pub const IBV_QP_AV: c_int = 1 << 7;
+pub const IBV_QP_PATH_MTU: c_int = 1 << 8;
+pub const IBV_QP_TIMEOUT: c_int = 1 << 9;
+pub const IBV_QP_RETRY_CNT: c_int = 1 << 10;
+pub const IBV_QP_RNR_RETRY: c_int = 1 << 11;
+pub const IBV_QP_RQ_PSN: c_int = 1 << 12;
+pub const IBV_QP_MAX_QP_RD_ATOMIC: c_int = 1 << 13;
+pub const IBV_QP_MIN_RNR_TIMER: c_int = 1 << 15;
+pub const IBV_QP_SQ_PSN: c_int = 1 << 16;
+pub const IBV_QP_MAX_DEST_RD_ATOMIC: c_int = 1 << 17;
+pub const IBV_QP_DEST_QPN: c_int = 1 << 20;
+
+pub const IBV_WR_RDMA_WRITE: c_int = 0;
+pub const IBV_WR_RDMA_WRITE_WITH_IMM: c_int = 1;
+pub const IBV_WR_SEND: c_int = 2;
+pub const IBV_WR_SEND_WITH_IMM: c_int = 3;
+pub const IBV_WR_RDMA_READ: c_int = 4;
+pub const IBV_WR_ATOMIC_CMP_AND_SWP: c_int = 5;
+pub const IBV_WR_ATOMIC_FETCH_AND_ADD: c_int = 6;
+pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
+
+pub const IBV_WC_WITH_IMM: c_uint = 1 << 1;
+
+pub const IBV_EVENT_QP_FATAL: c_int = 1;
+
+/// Offsets and sizes the layout test compares with the installed
+/// `verbs.h`: (C expression, value here).
+pub const LAYOUT: &[(&str, usize)] = {
+    use std::mem::{offset_of, size_of};
+    &[
+        ("sizeof(struct ibv_device)", size_of::<ibv_device>()),
+        (
+            "offsetof(struct ibv_device, name)",
+            offset_of!(ibv_device, name),
+        ),
+        (
+            "offsetof(struct ibv_device, ibdev_path)",
+            offset_of!(ibv_device, ibdev_path),
+        ),
+        (
+            "sizeof(struct ibv_context_ops)",
+            size_of::<ibv_context_ops>(),
+        ),
+        (
+            "offsetof(struct ibv_context_ops, alloc_mw)",
+            offset_of!(ibv_context_ops, alloc_mw),
+        ),
+        (
+            "offsetof(struct ibv_context_ops, poll_cq)",
+            offset_of!(ibv_context_ops, poll_cq),
+        ),
+        (
+            "offsetof(struct ibv_context_ops, req_notify_cq)",
+            offset_of!(ibv_context_ops, req_notify_cq),
+        ),
+        (
+            "offsetof(struct ibv_context_ops, post_srq_recv)",
+            offset_of!(ibv_context_ops, post_srq_recv),
+        ),
+        (
+            "offsetof(struct ibv_context_ops, post_send)",
+            offset_of!(ibv_context_ops, post_send),
+        ),
+        (
+            "offsetof(struct ibv_context_ops, post_recv)",
+            offset_of!(ibv_context_ops, post_recv),
+        ),
+        ("sizeof(struct ibv_context)", size_of::<ibv_context>()),
+        (
+            "offsetof(struct ibv_context, ops)",
+            offset_of!(ibv_context, ops),
+        ),
+        (
+            "offsetof(struct ibv_context, cmd_fd)",
+            offset_of!(ibv_context, cmd_fd),
+        ),
+        (
+            "offsetof(struct ibv_context, async_fd)",
+            offset_of!(ibv_context, async_fd),
+        ),
+        (
+            "offsetof(struct ibv_context, num_comp_vectors)",
+            offset_of!(ibv_context, num_comp_vectors),
+        ),
+        (
+            "offsetof(struct ibv_context, abi_compat)",
+            offset_of!(ibv_context, abi_compat),
+        ),
+        ("sizeof(struct verbs_context)", size_of::<verbs_context>()),
+        (
+            "offsetof(struct verbs_context, query_port)",
+            offset_of!(verbs_context, query_port),
+        ),
+        (
+            "offsetof(struct verbs_context, priv)",
+            offset_of!(verbs_context, _priv),
+        ),
+        (
+            "offsetof(struct verbs_context, query_device_ex)",
+            offset_of!(verbs_context, _ops2),
+        ),
+        (
+            "offsetof(struct verbs_context, sz)",
+            offset_of!(verbs_context, sz),
+        ),
+        (
+            "offsetof(struct verbs_context, context)",
+            offset_of!(verbs_context, context),
+        ),
+        ("sizeof(struct ibv_pd)", size_of::<ibv_pd>()),
+        ("sizeof(struct ibv_mr)", size_of::<ibv_mr>()),
+        ("offsetof(struct ibv_mr, addr)", offset_of!(ibv_mr, addr)),
+        ("offsetof(struct ibv_mr, lkey)", offset_of!(ibv_mr, lkey)),
+        ("offsetof(struct ibv_mr, rkey)", offset_of!(ibv_mr, rkey)),
+        (
+            "sizeof(struct ibv_comp_channel)",
+            size_of::<ibv_comp_channel>(),
+        ),
+        (
+            "offsetof(struct ibv_comp_channel, fd)",
+            offset_of!(ibv_comp_channel, fd),
+        ),
+        ("sizeof(struct ibv_cq)", size_of::<ibv_cq>()),
+        ("offsetof(struct ibv_cq, cqe)", offset_of!(ibv_cq, cqe)),
+        ("offsetof(struct ibv_cq, cond)", offset_of!(ibv_cq, cond)),
+        (
+            "offsetof(struct ibv_cq, comp_events_completed)",
+            offset_of!(ibv_cq, comp_events_completed),
+        ),
+        ("sizeof(struct ibv_qp)", size_of::<ibv_qp>()),
+        (
+            "offsetof(struct ibv_qp, qp_num)",
+            offset_of!(ibv_qp, qp_num),
+        ),
+        ("offsetof(struct ibv_qp, state)", offset_of!(ibv_qp, state)),
+        (
+            "offsetof(struct ibv_qp, events_completed)",
+            offset_of!(ibv_qp, events_completed),
+        ),
+        ("sizeof(struct ibv_wc)", size_of::<ibv_wc>()),
+        (
+            "offsetof(struct ibv_wc, imm_data)",
+            offset_of!(ibv_wc, imm_data),
+        ),
+        (
+            "offsetof(struct ibv_wc, wc_flags)",
+            offset_of!(ibv_wc, wc_flags),
+        ),
+        (
+            "offsetof(struct ibv_wc, dlid_path_bits)",
+            offset_of!(ibv_wc, dlid_path_bits),
+        ),
+        ("sizeof(struct ibv_sge)", size_of::<ibv_sge>()),
+        ("sizeof(struct ibv_send_wr)", size_of::<ibv_send_wr>()),
+        (
+            "offsetof(struct ibv_send_wr, imm_data)",
+            offset_of!(ibv_send_wr, imm_data),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, wr.rdma.remote_addr)",
+            offset_of!(ibv_send_wr, wr),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, wr.rdma.rkey)",
+            offset_of!(ibv_send_wr, wr) + offset_of!(ibv_send_wr_wr, rdma_rkey_or_compare_add),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, wr.atomic.compare_add)",
+            offset_of!(ibv_send_wr, wr) + offset_of!(ibv_send_wr_wr, rdma_rkey_or_compare_add),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, wr.atomic.swap)",
+            offset_of!(ibv_send_wr, wr) + offset_of!(ibv_send_wr_wr, swap),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, wr.atomic.rkey)",
+            offset_of!(ibv_send_wr, wr) + offset_of!(ibv_send_wr_wr, atomic_rkey),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, qp_type)",
+            offset_of!(ibv_send_wr, qp_type),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, bind_mw)",
+            offset_of!(ibv_send_wr, _bind_mw),
+        ),
+        ("sizeof(struct ibv_recv_wr)", size_of::<ibv_recv_wr>()),
+        (
+            "sizeof(struct ibv_qp_init_attr)",
+            size_of::<ibv_qp_init_attr>(),
+        ),
+        (
+            "offsetof(struct ibv_qp_init_attr, cap)",
+            offset_of!(ibv_qp_init_attr, cap),
+        ),
+        (
+            "offsetof(struct ibv_qp_init_attr, sq_sig_all)",
+            offset_of!(ibv_qp_init_attr, sq_sig_all),
+        ),
+        ("sizeof(struct ibv_ah_attr)", size_of::<ibv_ah_attr>()),
+        (
+            "offsetof(struct ibv_ah_attr, is_global)",
+            offset_of!(ibv_ah_attr, is_global),
+        ),
+        (
+            "offsetof(struct ibv_ah_attr, grh.hop_limit)",
+            offset_of!(ibv_global_route, hop_limit),
+        ),
+        ("sizeof(struct ibv_qp_attr)", size_of::<ibv_qp_attr>()),
+        (
+            "offsetof(struct ibv_qp_attr, dest_qp_num)",
+            offset_of!(ibv_qp_attr, dest_qp_num),
+        ),
+        (
+            "offsetof(struct ibv_qp_attr, ah_attr)",
+            offset_of!(ibv_qp_attr, ah_attr),
+        ),
+        (
+            "offsetof(struct ibv_qp_attr, max_rd_atomic)",
+            offset_of!(ibv_qp_attr, max_rd_atomic),
+        ),
+        (
+            "offsetof(struct ibv_qp_attr, rnr_retry)",
+            offset_of!(ibv_qp_attr, rnr_retry),
+        ),
+        (
+            "offsetof(struct ibv_qp_attr, rate_limit)",
+            offset_of!(ibv_qp_attr, rate_limit),
+        ),
+        ("sizeof(struct ibv_port_attr)", size_of::<ibv_port_attr>()),
+        (
+            "offsetof(struct ibv_port_attr, link_layer)",
+            offset_of!(ibv_port_attr, link_layer),
+        ),
+        (
+            "offsetof(struct ibv_port_attr, port_cap_flags2)",
+            offset_of!(ibv_port_attr, port_cap_flags2),
+        ),
+        (
+            "sizeof(struct ibv_device_attr)",
+            size_of::<ibv_device_attr>(),
+        ),
+        (
+            "offsetof(struct ibv_device_attr, node_guid)",
+            offset_of!(ibv_device_attr, node_guid),
+        ),
+        (
+            "offsetof(struct ibv_device_attr, atomic_cap)",
+            offset_of!(ibv_device_attr, atomic_cap),
+        ),
+        (
+            "offsetof(struct ibv_device_attr, phys_port_cnt)",
+            offset_of!(ibv_device_attr, phys_port_cnt),
+        ),
+        (
+            "sizeof(struct ibv_async_event)",
+            size_of::<ibv_async_event>(),
+        ),
+        (
+            "offsetof(struct ibv_async_event, event_type)",
+            offset_of!(ibv_async_event, event_type),
+        ),
+        ("sizeof(struct ibv_gid_entry)", size_of::<ibv_gid_entry>()),
+        (
+            "offsetof(struct ibv_gid_entry, gid_type)",
+            offset_of!(ibv_gid_entry, gid_type),
+        ),
+    ]
+};

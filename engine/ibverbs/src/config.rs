@@ -1,0 +1,119 @@
+//! The drop-in's configuration, from environment variables (set by
+//! `roce-xdp exec`, or by hand: docs/verbs-drop-in.md).
+
+use engine::io::ZeroCopy;
+use engine::nic::AttachMode;
+
+/// Interface to attach to (required).
+pub const ENV_IFACE: &str = "ROCE_XDP_IFACE";
+/// Interface queue whose AF_XDP socket the program's engine owns (default 0).
+pub const ENV_QUEUE: &str = "ROCE_XDP_QUEUE";
+/// XDP attach mode: auto (default), native, generic.
+pub const ENV_MODE: &str = "ROCE_XDP_MODE";
+/// AF_XDP zero-copy: auto (default), on, off.
+pub const ENV_ZERO_COPY: &str = "ROCE_XDP_ZERO_COPY";
+/// 1: remove an XDP program another tool attached first.
+pub const ENV_FORCE: &str = "ROCE_XDP_FORCE";
+/// 0: no progress thread; the engine moves only inside the program's
+/// verbs calls (`ibv_poll_cq`...): for measurements, see
+/// docs/verbs-drop-in.md ("Process model").
+pub const ENV_PROGRESS_THREAD: &str = "ROCE_XDP_PROGRESS_THREAD";
+
+/// What the environment asks for.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub iface: String,
+    pub queue: u32,
+    pub attach: AttachMode,
+    pub zero_copy: ZeroCopy,
+    pub force: bool,
+    pub progress_thread: bool,
+}
+
+impl Config {
+    /// Reads the environment; the error says what to set.
+    pub fn from_env() -> Result<Config, String> {
+        Self::parse(|k| std::env::var(k).ok())
+    }
+
+    /// Parses the variables `get` returns.
+    pub fn parse(get: impl Fn(&str) -> Option<String>) -> Result<Config, String> {
+        let iface = get(ENV_IFACE).filter(|s| !s.is_empty()).ok_or_else(|| {
+            format!("{ENV_IFACE} is not set: run the program under `roce-xdp exec --iface IF -- ...` or set {ENV_IFACE}=IF")
+        })?;
+        let queue = match get(ENV_QUEUE) {
+            None => 0,
+            Some(q) => q
+                .parse()
+                .map_err(|_| format!("{ENV_QUEUE}={q}: expected one queue number, e.g. 0"))?,
+        };
+        let attach = match get(ENV_MODE).as_deref() {
+            None | Some("auto") => AttachMode::Auto,
+            Some("native") => AttachMode::Native,
+            Some("generic") => AttachMode::Generic,
+            Some(m) => return Err(format!("{ENV_MODE}={m}: expected auto, native or generic")),
+        };
+        let zero_copy = match get(ENV_ZERO_COPY).as_deref() {
+            None | Some("auto") => ZeroCopy::Auto,
+            Some("on") => ZeroCopy::On,
+            Some("off") => ZeroCopy::Off,
+            Some(z) => return Err(format!("{ENV_ZERO_COPY}={z}: expected auto, on or off")),
+        };
+        let force = matches!(
+            get(ENV_FORCE).as_deref(),
+            Some("1") | Some("yes") | Some("true")
+        );
+        let progress_thread = !matches!(get(ENV_PROGRESS_THREAD).as_deref(), Some("0"));
+        Ok(Config {
+            iface,
+            queue,
+            attach,
+            zero_copy,
+            force,
+            progress_thread,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn needs_an_interface_and_says_how_to_give_it() {
+        let e = Config::parse(env(&[])).unwrap_err();
+        assert!(e.contains("roce-xdp exec --iface"), "{e}");
+    }
+
+    #[test]
+    fn reads_every_variable() {
+        let c = Config::parse(env(&[
+            (ENV_IFACE, "veth0"),
+            (ENV_QUEUE, "2"),
+            (ENV_MODE, "generic"),
+            (ENV_ZERO_COPY, "off"),
+            (ENV_FORCE, "1"),
+        ]))
+        .unwrap();
+        assert_eq!(c.iface, "veth0");
+        assert_eq!(c.queue, 2);
+        assert_eq!(c.attach, AttachMode::Generic);
+        assert_eq!(c.zero_copy, ZeroCopy::Off);
+        assert!(c.force);
+        assert!(c.progress_thread);
+    }
+
+    #[test]
+    fn refuses_a_queue_range() {
+        let e = Config::parse(env(&[(ENV_IFACE, "veth0"), (ENV_QUEUE, "0-3")])).unwrap_err();
+        assert!(e.contains("one queue"), "{e}");
+    }
+}

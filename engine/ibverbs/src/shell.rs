@@ -1,0 +1,391 @@
+//! The shell: the verbs of a C program mapped onto one engine queue
+//! ([`RunToCompletion`]), with no protocol logic of its own. It owns what
+//! verbs have and the engine does not: per-CQ buffers the completion
+//! channels are armed on, the channels' event queues, the asynchronous
+//! event queue, and the progress thread that keeps the engine moving while
+//! the program is not inside `ibv_poll_cq` (a passive RDMA target never
+//! polls: see docs/verbs-drop-in.md, "Process model").
+//!
+//! Every call takes one lock (the engine's); `ibv_poll_cq` runs one engine
+//! iteration inline, so a program that polls drives its own packets and the
+//! progress thread stays asleep.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use engine::driver::{InlineConfig, RunToCompletion};
+use engine::endpoint::Endpoint;
+use engine::nic::LoaderError;
+use engine::rc::{
+    Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory, SendWr,
+    VerbsError, WcStatus, WorkCompletion,
+};
+use engine::verbs::DeviceError;
+
+use crate::config::Config;
+use crate::os::EventFd;
+
+/// How long after the program's last `ibv_poll_cq` the progress thread
+/// leaves the engine to it.
+const APP_DRIVES_FOR: Duration = Duration::from_micros(200);
+/// Idle iterations the progress thread spins (yielding) before it sleeps.
+const IDLE_SPINS: u32 = 64;
+/// Its sleep when idle.
+const IDLE_SLEEP: Duration = Duration::from_micros(50);
+/// Completions moved from the engine's CQ to the shell's per call.
+const DRAIN_BATCH: usize = 32;
+
+/// A completion channel: an eventfd (the program polls `channel->fd`) and
+/// the CQs whose events it carries, in order.
+#[derive(Debug)]
+pub struct Channel {
+    pub fd: EventFd,
+    events: Mutex<VecDeque<usize>>,
+}
+
+impl Channel {
+    pub fn new() -> std::io::Result<Channel> {
+        Ok(Channel {
+            fd: EventFd::new()?,
+            events: Mutex::new(VecDeque::with_capacity(64)),
+        })
+    }
+
+    /// Blocks (unless the fd is non-blocking) until an event arrives;
+    /// returns the token of its CQ.
+    pub fn get_event(&self) -> std::io::Result<usize> {
+        loop {
+            self.fd.read()?;
+            if let Some(t) = lock(&self.events).pop_front() {
+                return Ok(t);
+            }
+        }
+    }
+
+    fn push(&self, token: usize) {
+        lock(&self.events).push_back(token);
+        self.fd.signal();
+    }
+}
+
+/// The asynchronous events of a context (`ibv_get_async_event`).
+#[derive(Debug)]
+pub struct AsyncEvents {
+    pub fd: EventFd,
+    events: Mutex<VecDeque<(i32, usize)>>,
+}
+
+impl AsyncEvents {
+    /// Blocks until an event arrives: (event type, element token).
+    pub fn get(&self) -> std::io::Result<(i32, usize)> {
+        loop {
+            self.fd.read()?;
+            if let Some(e) = lock(&self.events).pop_front() {
+                return Ok(e);
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct CqState {
+    buf: VecDeque<WorkCompletion>,
+    capacity: usize,
+    armed: bool,
+    channel: Option<Arc<Channel>>,
+    token: usize,
+}
+
+struct State {
+    rtc: RunToCompletion,
+    cqs: Vec<Option<CqState>>,
+    /// QP number -> (token of its `ibv_qp`, a fatal event was reported).
+    qps: HashMap<u32, (usize, bool)>,
+}
+
+/// The engine of one program: one interface queue.
+pub struct Shell {
+    state: Mutex<State>,
+    pub mac: [u8; 6],
+    pub ip: Ipv4Addr,
+    /// The largest path MTU the interface carries.
+    pub active_mtu: Mtu,
+    pub ifindex: u32,
+    pub iface: String,
+    pub async_events: AsyncEvents,
+    origin: Instant,
+    last_app_poll: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Why the queue could not be opened, with what to do (the CLI's hints
+/// plus the one-program-per-queue rule of the drop-in).
+fn open_error(cfg: &Config, e: DeviceError) -> String {
+    let (iface, q) = (&cfg.iface, cfg.queue);
+    match e {
+        DeviceError::Loader(LoaderError::AlreadyAttached(_)) => format!(
+            "{iface} is in use by another roce-xdp engine (a program under `roce-xdp exec`, `roce-xdp serve` or a tool): one program per interface; stop it first (ROCE_XDP_FORCE=1 takes the interface over and breaks it)"
+        ),
+        e => format!("cannot open {iface} queue {q}: {e}"),
+    }
+}
+
+/// RoCE v2 headers in an IPv4 frame's MTU: IPv4 20 + UDP 8 + BTH 12 +
+/// RETH 16 + ICRC 4 (rxe subtracts the same before choosing the IB MTU).
+const ROCE_OVERHEAD: u32 = 60;
+
+impl Shell {
+    /// Opens the queue `cfg` names and starts the progress thread.
+    pub fn open(cfg: &Config) -> Result<Arc<Shell>, String> {
+        let mut ic = InlineConfig::new(&cfg.iface);
+        ic.queue = cfg.queue;
+        ic.attach = cfg.attach;
+        ic.zero_copy = cfg.zero_copy;
+        ic.force = cfg.force;
+        let rtc = RunToCompletion::open(ic).map_err(|e| open_error(cfg, e))?;
+        let ip = match rtc.ip() {
+            IpAddr::V4(ip) => ip,
+            IpAddr::V6(_) => return Err("the drop-in serves IPv4 RoCE v2 GIDs only".into()),
+        };
+        let if_mtu = std::fs::read_to_string(format!("/sys/class/net/{}/mtu", cfg.iface))
+            .ok()
+            .and_then(|s| s.trim().parse::<u32>().ok())
+            .unwrap_or(1500);
+        let active_mtu = [Mtu::Mtu4096, Mtu::Mtu2048, Mtu::Mtu1024, Mtu::Mtu512]
+            .into_iter()
+            .find(|m| m.bytes() + ROCE_OVERHEAD <= if_mtu)
+            .unwrap_or(Mtu::Mtu256);
+        let ifindex = engine::io::if_index(&cfg.iface).unwrap_or(0);
+        let shell = Arc::new(Shell {
+            mac: rtc.mac(),
+            ip,
+            active_mtu,
+            ifindex,
+            iface: cfg.iface.clone(),
+            state: Mutex::new(State {
+                rtc,
+                cqs: Vec::new(),
+                qps: HashMap::new(),
+            }),
+            async_events: AsyncEvents {
+                fd: EventFd::new().map_err(|e| format!("eventfd: {e}"))?,
+                events: Mutex::new(VecDeque::with_capacity(64)),
+            },
+            origin: Instant::now(),
+            last_app_poll: AtomicU64::new(0),
+        });
+        if cfg.progress_thread {
+            let s = shell.clone();
+            std::thread::Builder::new()
+                .name("roce-xdp-progress".into())
+                .spawn(move || s.progress_loop())
+                .map_err(|e| format!("cannot start the progress thread: {e}"))?;
+        }
+        Ok(shell)
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+
+    /// Drives the engine while the program does not.
+    fn progress_loop(&self) {
+        let mut idle = 0u32;
+        loop {
+            let since = self
+                .now_ns()
+                .saturating_sub(self.last_app_poll.load(Ordering::Relaxed));
+            if since < APP_DRIVES_FOR.as_nanos() as u64 {
+                std::thread::sleep(IDLE_SLEEP);
+                continue;
+            }
+            let busy = {
+                let mut st = lock(&self.state);
+                let busy = st.rtc.progress();
+                st.drain_all(self);
+                busy
+            };
+            if busy {
+                idle = 0;
+            } else if idle < IDLE_SPINS {
+                idle += 1;
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(IDLE_SLEEP);
+            }
+        }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Endpoint) -> R) -> R {
+        f(lock(&self.state).rtc.endpoint_mut())
+    }
+
+    /// The MAC of `ip` from the kernel's neighbour table.
+    pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], String> {
+        // Resolution may take a while: not under the engine lock.
+        engine::nic::resolve_mac(None, &self.iface, ip, Duration::from_secs(3))
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn create_cq(&self, depth: usize, token: usize) -> u32 {
+        let mut st = lock(&self.state);
+        let depth = depth.max(16);
+        let id = st.rtc.endpoint_mut().create_cq(depth);
+        let slot = id as usize;
+        if st.cqs.len() <= slot {
+            st.cqs.resize_with(slot + 1, || None);
+        }
+        st.cqs[slot] = Some(CqState {
+            buf: VecDeque::with_capacity(depth),
+            capacity: depth,
+            armed: false,
+            channel: None,
+            token,
+        });
+        id
+    }
+
+    pub fn set_cq_channel(&self, cq: u32, channel: Option<Arc<Channel>>) {
+        if let Some(Some(c)) = lock(&self.state).cqs.get_mut(cq as usize) {
+            c.channel = channel;
+        }
+    }
+
+    /// Forgets a CQ (the engine's CQ id is not reused).
+    pub fn destroy_cq(&self, cq: u32) {
+        if let Some(c) = lock(&self.state).cqs.get_mut(cq as usize) {
+            *c = None;
+        }
+    }
+
+    pub fn reg_mr(
+        &self,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+    ) -> Result<MrKeys, VerbsError> {
+        self.with(|ep| ep.reg_mr(memory, iova, access))
+    }
+
+    pub fn dereg_mr(&self, lkey: u32) -> Result<(), VerbsError> {
+        self.with(|ep| ep.dereg_mr(lkey).map(drop))
+    }
+
+    pub fn create_qp(&self, init: QpInitAttr, token: usize) -> Result<u32, VerbsError> {
+        let mut st = lock(&self.state);
+        let qpn = st.rtc.endpoint_mut().create_qp(init)?;
+        st.qps.insert(qpn, (token, false));
+        Ok(qpn)
+    }
+
+    pub fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: QpAttrMask) -> Result<(), VerbsError> {
+        self.with(|ep| ep.modify_qp(qpn, attr, mask))
+    }
+
+    /// The QP's state and attributes.
+    pub fn query_qp(&self, qpn: u32) -> Option<(QpState, QpAttr)> {
+        self.with(|ep| ep.qp(qpn).map(|q| (q.state(), *q.attr())))
+    }
+
+    pub fn destroy_qp(&self, qpn: u32) -> Result<(), VerbsError> {
+        let mut st = lock(&self.state);
+        st.qps.remove(&qpn);
+        st.rtc.endpoint_mut().destroy_qp(qpn)
+    }
+
+    pub fn post_send(&self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_send(qpn, wr))
+    }
+
+    pub fn post_recv(&self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_recv(qpn, wr))
+    }
+
+    /// Up to `out.len()` completions of `cq`: those already taken from the
+    /// engine, else what one engine iteration produces.
+    pub fn poll_cq(&self, cq: u32, out: &mut [WorkCompletion]) -> usize {
+        self.last_app_poll.store(self.now_ns(), Ordering::Relaxed);
+        let mut st = lock(&self.state);
+        let buffered = matches!(st.cqs.get(cq as usize), Some(Some(c)) if !c.buf.is_empty());
+        if !buffered {
+            st.rtc.progress();
+            st.drain(cq as usize, self);
+        }
+        let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
+            return 0;
+        };
+        let mut n = 0;
+        while n < out.len() {
+            match c.buf.pop_front() {
+                Some(wc) => {
+                    out[n] = wc;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        n
+    }
+
+    /// Arms `cq`: its channel gets one event when it holds a completion.
+    pub fn req_notify(&self, cq: u32) {
+        let mut st = lock(&self.state);
+        if let Some(Some(c)) = st.cqs.get_mut(cq as usize) {
+            c.armed = true;
+        }
+        st.drain(cq as usize, self);
+    }
+}
+
+impl State {
+    fn drain_all(&mut self, shell: &Shell) {
+        for i in 0..self.cqs.len() {
+            self.drain(i, shell);
+        }
+    }
+
+    /// Moves the engine's completions of CQ `i` into its buffer, reports
+    /// QP errors as asynchronous events, fires an armed channel.
+    fn drain(&mut self, i: usize, shell: &Shell) {
+        let State { rtc, cqs, qps } = self;
+        let Some(Some(c)) = cqs.get_mut(i) else {
+            return;
+        };
+        let mut batch = [WorkCompletion::default(); DRAIN_BATCH];
+        loop {
+            let room = c.capacity.saturating_sub(c.buf.len()).min(DRAIN_BATCH);
+            if room == 0 {
+                break;
+            }
+            let n = rtc.endpoint_mut().poll_cq(i as u32, &mut batch[..room]);
+            for wc in &batch[..n] {
+                if wc.status != WcStatus::Success && wc.status != WcStatus::Flushed {
+                    if let Some((token, reported)) = qps.get_mut(&wc.qpn) {
+                        if !*reported {
+                            *reported = true;
+                            lock(&shell.async_events.events)
+                                .push_back((crate::abi::IBV_EVENT_QP_FATAL, *token));
+                            shell.async_events.fd.signal();
+                        }
+                    }
+                }
+                c.buf.push_back(*wc);
+            }
+            if n < room {
+                break;
+            }
+        }
+        if c.armed && !c.buf.is_empty() {
+            if let Some(ch) = &c.channel {
+                c.armed = false;
+                ch.push(c.token);
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Run-to-completion on a threaded `Device` (`Device::run_to_completion`)
+//! and the polling option (`CqWait::Spin`) over a veth pair in fresh
+//! namespaces: a thread that drives its queue's engine runs a verified
+//! SEND ping-pong against a threaded peer, a second claim and a control
+//! operation from the driving thread are refused, and after the claim
+//! ends the engine thread serves the queue again.
+
+use std::time::{Duration, Instant};
+
+use engine::driver::CqWait;
+use engine::rc::{SendOp, SendWr, WcOpcode, WorkCompletion};
+use engine::verbs::{DeviceError, QpCaps};
+
+use crate::cq_wait::{recv, rig_waiting as rig, until_recv, Rig};
+
+/// One SEND ping (a -> b, 64 B) and pong (b -> a, 100 B); `poll_a`
+/// takes a's completions (and drives a's engine if a's thread does:
+/// nothing moves on a driven queue unless its thread polls, so it polls
+/// while it waits for b too).
+fn ping_pong(r: &Rig, i: u64, poll_a: &mut dyn FnMut(&mut [WorkCompletion]) -> usize) {
+    r.qb.post_recv(recv(&r.rb, i)).unwrap();
+    r.qa.post_recv(recv(&r.la, i)).unwrap();
+    r.qa.post_send(SendWr::new(i, SendOp::Send, r.la.sge(4096, 64)))
+        .unwrap();
+    let mut spare = [WorkCompletion::default(); 16];
+    let mut wcs = [WorkCompletion::default(); 16];
+    assert_eq!(
+        until_recv(&mut wcs, |w| {
+            // Only a's SEND completions can arrive before b answers.
+            let k = poll_a(&mut spare);
+            assert!(spare[..k].iter().all(|wc| wc.opcode == WcOpcode::Send));
+            r.b.poll_cq(0, w)
+        }),
+        64
+    );
+    r.qb.post_send(SendWr::new(i, SendOp::Send, r.rb.sge(4096, 100)))
+        .unwrap();
+    assert_eq!(until_recv(&mut wcs, |w| poll_a(w)), 100);
+}
+
+#[test]
+#[ignore = "needs root"]
+fn a_driving_thread_runs_its_queue_and_hands_it_back() {
+    let pair = crate::support::veth_pair();
+    let r = rig(&pair, CqWait::Park);
+    r.la.write(4096, &[0xa5; 64]);
+    r.rb.write(4096, &[0x5a; 100]);
+    {
+        let mut driven = r.a.run_to_completion(0).unwrap();
+        assert!(r.a.is_driven(0));
+        // One thread drives a queue at a time.
+        let other = std::thread::scope(|s| s.spawn(|| r.a.run_to_completion(0).err()).join());
+        assert!(matches!(other.unwrap(), Some(DeviceError::Driven(0))));
+        // A control operation would wait for the engine this thread runs.
+        assert!(matches!(
+            r.a.create_qp(0, QpCaps::default()),
+            Err(DeviceError::ControlWhileDriven(0))
+        ));
+        for i in 0..200 {
+            ping_pong(&r, i, &mut |w| driven.poll_cq(w));
+        }
+        // Device::poll_cq from the driving thread drives too.
+        for i in 200..300 {
+            ping_pong(&r, i, &mut |w| r.a.poll_cq(0, w));
+        }
+    }
+    assert!(!r.a.is_driven(0));
+    // The engine thread has the queue back.
+    for i in 300..400 {
+        ping_pong(&r, i, &mut |w| {
+            r.a.poll_cq_wait(0, w, Duration::from_millis(50))
+        });
+    }
+    let mut got = [0u8; 100];
+    assert!(r.la.read(0, &mut got));
+    assert_eq!(got, [0x5a; 100]);
+    assert!(r.rb.read(0, &mut got[..64]));
+    assert_eq!(got[..64], [0xa5; 64]);
+    assert!(r.a.create_qp(0, QpCaps::default()).is_ok());
+    r.a.close();
+    r.b.close();
+}
+
+#[test]
+#[ignore = "needs root"]
+fn spinning_cq_wait_times_out_empty_and_returns_completions() {
+    let pair = crate::support::veth_pair();
+    let r = rig(&pair, CqWait::Spin);
+    let mut wcs = [WorkCompletion::default(); 4];
+    let t = Instant::now();
+    assert_eq!(r.a.poll_cq_wait(0, &mut wcs, Duration::from_millis(30)), 0);
+    assert!(t.elapsed() >= Duration::from_millis(30));
+    for i in 0..200 {
+        ping_pong(&r, i, &mut |w| {
+            r.a.poll_cq_wait(0, w, Duration::from_millis(50))
+        });
+    }
+    // Spinning never parks, so the engine never had to wake a.
+    assert_eq!(r.a.total_stats().app_wakes, 0);
+    r.a.close();
+    r.b.close();
+}
