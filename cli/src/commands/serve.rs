@@ -32,9 +32,7 @@ use crate::common::lists::{parse_list, CpuList};
 use crate::common::perftest::conn::{listen, PerfConn};
 use crate::common::perftest::kind::Kind;
 use crate::common::perftest::rtc;
-use crate::common::perftest::session::{
-    landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH,
-};
+use crate::common::perftest::session::{landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH};
 use crate::common::perftest::sizes::parse_size;
 use crate::common::snapshot::queue_counters;
 use crate::common::stats_document;

@@ -959,6 +959,7 @@ pub unsafe extern "C" fn ibv_modify_qp(
             mac,
             ip,
             vlan: None,
+            ..RemoteAddress::default()
         };
         m = m | QpAttrMask::AV;
         if ah.grh.hop_limit > 0 {

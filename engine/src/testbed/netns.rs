@@ -96,6 +96,8 @@ pub struct VethPair {
     pub b: Side,
     /// The bridge's namespace, if bridged.
     switch: Option<String>,
+    /// Namespaces of the hosts added with [`VethPair::add_host`].
+    hosts: Vec<String>,
 }
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -203,7 +205,54 @@ impl VethPair {
                 ipv6: "fd00:47::2".parse().expect("literal"),
             },
             switch: bridged.then(|| format!("{PREFIX}{pid}n{k}s")),
+            hosts: Vec::new(),
         }
+    }
+
+    /// A third host on the bridge of a bridged pair: namespace
+    /// `rx<pid>n<k>h<i>`, its veth `rx<pid>v<k>h<i>` with the other end a
+    /// bridge port, address `ipv4`/24 (pick one in 10.47.0.0/24 other than
+    /// `a`'s and `b`'s), MTU `mtu`, link up. What a test uses to send
+    /// frames at `a` and `b` from a host that is neither (it sees what the
+    /// bridge floods to it). `None` for a pair without a bridge.
+    pub fn add_host(&mut self, ipv4: Ipv4Addr, mtu: u32) -> Option<Result<Side, NetnsError>> {
+        let sw = self.switch.clone()?;
+        let i = self.hosts.len();
+        let stem = self.a.netns.trim_end_matches('a');
+        let netns = format!("{stem}h{i}");
+        let ifname = self.a.ifname.trim_end_matches('a').to_string() + &format!("h{i}");
+        self.hosts.push(netns.clone());
+        let port = format!("{ifname}p");
+        let mtu = mtu.to_string();
+        let made = (|| {
+            ip(&["netns", "add", &netns])?;
+            veth(&ifname, &netns, &port, &sw, "1")?;
+            for args in [
+                &["link", "set", port.as_str(), "mtu", mtu.as_str()][..],
+                &["link", "set", port.as_str(), "master", "br0"],
+                &["link", "set", port.as_str(), "up"],
+            ] {
+                let mut v = vec!["-n", sw.as_str()];
+                v.extend_from_slice(args);
+                ip(&v)?;
+            }
+            let host = Side {
+                netns: netns.clone(),
+                ifname: ifname.clone(),
+                mac: [0; 6],
+                ipv4,
+                ipv6: Ipv6Addr::UNSPECIFIED,
+            };
+            host.run_ip(&["link", "set", "lo", "up"])?;
+            host.run_ip(&["link", "set", &ifname, "mtu", &mtu])?;
+            host.run_ip(&["addr", "add", &format!("{ipv4}/24"), "dev", &ifname])?;
+            host.run_ip(&["link", "set", &ifname, "up"])?;
+            Ok(Side {
+                mac: interface_mac(Some(&netns), &ifname)?,
+                ..host
+            })
+        })();
+        Some(made)
     }
 
     /// MTU, addresses, links up, MACs.
@@ -311,6 +360,9 @@ impl Drop for VethPair {
         // Deleting a namespace destroys the veth end inside it (and so the pair).
         let _ = ip(&["netns", "del", &self.a.netns]);
         let _ = ip(&["netns", "del", &self.b.netns]);
+        for h in &self.hosts {
+            let _ = ip(&["netns", "del", h]);
+        }
         if let Some(sw) = &self.switch {
             let _ = ip(&["netns", "del", sw]);
         }

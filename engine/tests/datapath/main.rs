@@ -8,6 +8,7 @@
 mod cq_wait;
 mod driven;
 mod echo;
+mod forged_frames;
 mod loopback;
 mod malformed;
 mod multi_queue;

@@ -2,10 +2,8 @@
 //! engine over veth (namespaces this test creates): each is counted and
 //! dropped, and the engine keeps serving a connected QP afterwards.
 
-use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::io::{XskConfig, XskSocket};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::testbed::netns::{PairConfig, VethPair};
@@ -14,7 +12,7 @@ use engine::wire::{
     emit_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr,
 };
 
-use crate::support::require_root;
+use crate::support::{connect_qps, require_root};
 
 fn write_only(pair: &VethPair, dest_qp: u32) -> Vec<u8> {
     let h = RoceHeaders {
@@ -125,34 +123,7 @@ fn bad_frames_are_counted_and_dropped_and_the_engine_keeps_running() {
     let qb = dev_b.create_qp(0, QpCaps::default()).unwrap();
     let la = dev_a.register_memory(0, 8192, Access::ALL).unwrap();
     let rb = dev_b.register_memory(0, 8192, Access::ALL).unwrap();
-    let (ip_a, ip_b): (IpAddr, IpAddr) = (dev_a.ip(), dev_b.ip());
-    let opts = ConnectOptions {
-        sq_psn: 100,
-        ..Default::default()
-    };
-    qa.connect(
-        RemoteQp {
-            qpn: qb.qpn(),
-            psn: 200,
-            mac: dev_a.resolve_mac(ip_b).unwrap(),
-            ip: ip_b,
-        },
-        opts,
-    )
-    .unwrap();
-    qb.connect(
-        RemoteQp {
-            qpn: qa.qpn(),
-            psn: 100,
-            mac: dev_b.resolve_mac(ip_a).unwrap(),
-            ip: ip_a,
-        },
-        ConnectOptions {
-            sq_psn: 200,
-            ..opts
-        },
-    )
-    .unwrap();
+    connect_qps((&dev_a, &qa, 100), (&dev_b, &qb, 200), Default::default());
     let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 + 3) as u8).collect();
     la.write(0, &data);
     qa.post_send(SendWr {

@@ -4,9 +4,12 @@
 use std::ops::Deref;
 use std::sync::{Mutex, MutexGuard};
 
+use std::net::IpAddr;
+
+use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::io::FrameAccounting;
 use engine::testbed::netns::{is_root, PairConfig, Side, VethPair};
-use engine::verbs::DeviceConfig;
+use engine::verbs::{Device, DeviceConfig, QueuePair};
 
 /// Serialises the tests of this binary: see [`Exclusive`].
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -89,4 +92,28 @@ pub fn device_config(side: &Side) -> DeviceConfig {
     c.netns = Some(side.netns.clone());
     c.multi_buffer = true;
     c
+}
+
+/// Connects `qa` (of `dev_a`, first PSN `psn_a`) and `qb` (of `dev_b`,
+/// first PSN `psn_b`) to each other with `opts`, each learning the
+/// other's MAC from the kernel's neighbour table.
+pub fn connect_qps(
+    (dev_a, qa, psn_a): (&Device, &QueuePair, u32),
+    (dev_b, qb, psn_b): (&Device, &QueuePair, u32),
+    opts: ConnectOptions,
+) {
+    let (ip_a, ip_b): (IpAddr, IpAddr) = (dev_a.ip(), dev_b.ip());
+    let remote = |qp: &QueuePair, psn, mac, ip| RemoteQp {
+        qpn: qp.qpn(),
+        psn,
+        mac,
+        ip,
+    };
+    let mac_b = dev_a.resolve_mac(ip_b).unwrap();
+    let mac_a = dev_b.resolve_mac(ip_a).unwrap();
+    let sq = |sq_psn| ConnectOptions { sq_psn, ..opts };
+    qa.connect(remote(qb, psn_b, mac_b, ip_b), sq(psn_a))
+        .unwrap();
+    qb.connect(remote(qa, psn_a, mac_a, ip_a), sq(psn_b))
+        .unwrap();
 }

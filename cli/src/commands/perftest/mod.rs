@@ -22,9 +22,7 @@ use crate::common::perftest::kind::Kind;
 use crate::common::perftest::progress::{Goal, Progress};
 use crate::common::perftest::report::{self, BwRow, LatRow, Rows, TableWriter, TestInfo};
 use crate::common::perftest::rtc;
-use crate::common::perftest::session::{
-    landing_size, Cq, Local, Measured, Peer, Side,
-};
+use crate::common::perftest::session::{landing_size, Cq, Local, Measured, Peer, Side};
 use crate::common::{preflight, verbs_peer};
 use crate::errors::UserError;
 pub use options::PerftestArgs;

@@ -57,7 +57,6 @@ impl Cq {
     }
 }
 
-
 /// Connection options for a test: the path MTU, a first PSN, and RNR
 /// retries without limit (a SEND that beats the receiver's re-post waits).
 pub fn connect_options(mtu: u32, psn: u32) -> anyhow::Result<ConnectOptions> {

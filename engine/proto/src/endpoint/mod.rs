@@ -43,7 +43,7 @@ pub use self::config::{
 };
 
 use self::qp_table::QpTable;
-use crate::cc::{CnpOutcome, QpCongestion};
+use crate::cc::QpCongestion;
 use crate::rc::{
     Access, Counters, Cq, MrKeys, MrTable, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr,
     RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
@@ -355,6 +355,7 @@ impl Endpoint {
                 mac: remote.mac,
                 ip: remote.ip,
                 vlan: opts.vlan,
+                ..RemoteAddress::default()
             },
             udp_src_port: opts.udp_src_port,
             dscp: opts.dscp.unwrap_or(self.config.cc.marking.data_dscp),
@@ -458,11 +459,8 @@ impl Endpoint {
             return Received::NotHere { qpn };
         };
         if f.opcode() == Opcode::Cnp {
-            qp.counters.cnp_received += 1;
-            match qp.cc.on_cnp(now) {
-                CnpOutcome::Handled => qp.counters.rp_cnp_handled += 1,
-                CnpOutcome::Ignored => qp.counters.rp_cnp_ignored += 1,
-            }
+            // Checked as any packet of the QP (rc/congestion.rs).
+            qp.handle_cnp(now, &f);
         } else {
             qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs);
         }

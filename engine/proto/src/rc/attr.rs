@@ -66,6 +66,12 @@ pub struct RemoteAddress {
     /// 802.1Q tag of every frame to this peer (the VLAN of the GID's
     /// interface, as in RoCE's address vector); `None` = untagged.
     pub vlan: Option<VlanTag>,
+    /// The UDP source port the peer QP sends from, when it is known and
+    /// stable (rxe and this engine derive it from the QP number): `Some`
+    /// makes the QP drop packets from any other port, besides rxe's
+    /// IP-pair check (`dropped_wrong_peer`; `docs/security.md`). `None`
+    /// (the default) checks the IP pair only, as rxe does.
+    pub udp_src_port: Option<u16>,
 }
 
 impl Default for RemoteAddress {
@@ -74,6 +80,7 @@ impl Default for RemoteAddress {
             mac: [0; 6],
             ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             vlan: None,
+            udp_src_port: None,
         }
     }
 }

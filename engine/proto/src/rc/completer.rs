@@ -2,7 +2,11 @@
 //! requester; runs go-back-N retries, the local ACK timeout, the RNR wait,
 //! retry budgets and error completions.
 //!
-//! Rules (`docs/reliable-connection.md`, "Go-back-N"):
+//! Rules (`docs/reliable-connection.md`, "PSN arithmetic", "Go-back-N"):
+//! - a response is checked against the request at its PSN before it
+//!   changes anything ([`Requester::check_response`]): a PSN never sent,
+//!   or a kind that does not fit that request (an atomic ACK at a SEND's
+//!   PSN), is dropped and counted without acknowledging anything;
 //! - an ACK/NAK for PSN n acknowledges every PSN before it (cumulative); a
 //!   READ response or atomic ACK also acknowledges the requests before it;
 //! - NAK PSN sequence error: go-back-N from the NAK'd PSN;
@@ -25,7 +29,7 @@ use super::counters::Counters;
 use super::cq::CompletionSink;
 use super::mr::Access;
 use super::psn::Psn;
-use super::requester::Requester;
+use super::requester::{Requester, SendWqe};
 use super::timer::Timer;
 use super::wqe::{SendOp, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
@@ -40,6 +44,30 @@ fn ack_syndrome(raw: u8) -> Option<Syndrome> {
         Syndrome::Reserved(_) => None,
         s => Some(s),
     }
+}
+
+/// A response [`Requester::check_response`] accepted, decoded once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Response {
+    /// ACK, NAK or RNR NAK (the syndrome says which).
+    Ack(Syndrome),
+    /// A READ response packet that fits its place in the READ.
+    Read,
+    /// The atomic ACK of the atomic at its PSN, with the original value.
+    Atomic { orig: u64 },
+}
+
+/// Why [`Requester::check_response`] refused a response; nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unfit {
+    /// Before `acked_psn` (`duplicate_response`).
+    Duplicate,
+    /// At or after `max_sent_psn`: never sent (`dropped_unsent_psn`).
+    Unsent,
+    /// Does not fit the request at its PSN (`dropped_bad_response`).
+    Kind,
+    /// An ACK whose AETH syndrome is reserved (`dropped_malformed`).
+    Malformed,
 }
 
 /// The requester must go to the error state (its failing request has
@@ -203,7 +231,88 @@ impl Requester {
         self.timers.clear(Timer::Retransmit);
     }
 
-    /// Handle an ACK, NAK, READ response or atomic ACK for this QP.
+    /// The request a response names: the send work request whose PSNs
+    /// hold `psn`. Scans from the oldest and stops at the first request
+    /// that starts after `psn`, so the cost is the number of requests the
+    /// response acknowledges.
+    fn wqe_at(&self, psn: Psn) -> Option<&SendWqe> {
+        self.wqes
+            .iter()
+            .take_while(|w| !w.first_psn.after(psn))
+            .find(|w| w.contains(psn))
+    }
+
+    /// Check a response against what this requester sent, before it may
+    /// change anything (rxe `rxe_comp.c`: check_psn, then check_ack):
+    /// - its PSN must lie in `[acked_psn, max_sent_psn)`: one never sent
+    ///   cannot be a real answer (a forged or stale "ghost" ACK), one
+    ///   before `acked_psn` is a duplicate;
+    /// - its kind must fit the request at that PSN (rxe check_ack's
+    ///   "check operation validity"): a READ response only for a READ,
+    ///   with the payload and the FIRST/MIDDLE vs LAST/ONLY position that
+    ///   PSN of the READ has; an atomic ACK only at an atomic's PSN; the
+    ///   AETH of a READ response or atomic ACK must say ACK; an ACK whose
+    ///   syndrome is reserved is malformed. rxe goes to the error state on a
+    ///   mismatch; here it is dropped and counted, since completing or
+    ///   failing earlier requests on a packet that does not fit would let
+    ///   anyone who can aim a packet at the QP do it.
+    ///
+    /// Only an accepted response acknowledges the requests before it.
+    #[inline]
+    fn check_response(
+        &self,
+        psn: Psn,
+        frame: &RoceFrameView<'_>,
+        mtu: u32,
+    ) -> Result<Response, Unfit> {
+        if !psn.before(self.max_sent_psn) {
+            return Err(Unfit::Unsent);
+        }
+        if psn.before(self.acked_psn) {
+            return Err(Unfit::Duplicate);
+        }
+        let w = self.wqe_at(psn).ok_or(Unfit::Unsent)?;
+        // FIRST/LAST/ONLY READ responses, atomic ACKs and ACKs carry an
+        // AETH (the parser checked it is there); READ MIDDLE has none.
+        let syndrome = frame.aeth().map(|a| ack_syndrome(a.syndrome));
+        let says_ack = matches!(syndrome, None | Some(Some(Syndrome::Ack { .. })));
+        match frame.opcode() {
+            Opcode::Acknowledge => match syndrome {
+                Some(Some(s)) => Ok(Response::Ack(s)),
+                _ => Err(Unfit::Malformed),
+            },
+            op @ (Opcode::ReadRespFirst
+            | Opcode::ReadRespMiddle
+            | Opcode::ReadRespLast
+            | Opcode::ReadRespOnly) => {
+                if w.wr.opcode != SendOp::Read || !says_ack {
+                    return Err(Unfit::Kind);
+                }
+                // psn is inside the READ, so the offset is below its
+                // length (at most 1 GiB): no overflow.
+                let off = psn.diff(w.first_psn) as u32 * mtu;
+                let remaining = w.wr.local.length - off.min(w.wr.local.length);
+                let last = remaining <= mtu;
+                let ends = matches!(op, Opcode::ReadRespLast | Opcode::ReadRespOnly);
+                if frame.payload().len() != remaining.min(mtu) as usize || ends != last {
+                    return Err(Unfit::Kind);
+                }
+                Ok(Response::Read)
+            }
+            Opcode::AtomicAcknowledge => {
+                if !w.wr.opcode.is_atomic() || w.first_psn != psn || !says_ack {
+                    return Err(Unfit::Kind);
+                }
+                let ack = frame.atomic_ack_eth().ok_or(Unfit::Kind)?;
+                Ok(Response::Atomic { orig: ack.orig })
+            }
+            _ => Err(Unfit::Kind),
+        }
+    }
+
+    /// Handle an ACK, NAK, READ response or atomic ACK for this QP:
+    /// [`Self::check_response`] first, then the requests before it are
+    /// acknowledged, then what the response itself says.
     pub(crate) fn handle_response(
         &mut self,
         frame: &RoceFrameView<'_>,
@@ -212,32 +321,30 @@ impl Requester {
         let (now, attr) = (cx.now, cx.attr);
         let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         let psn = Psn::new(frame.psn());
-        // Only PSNs we have sent can be acknowledged (rxe check_psn).
-        if !psn.before(self.max_sent_psn) {
-            counters.dropped_malformed += 1;
-            return Ok(());
-        }
-        if psn.before(self.acked_psn) {
-            counters.duplicate_response += 1;
-            return Ok(());
-        }
-        let op = frame.opcode();
-        // Only an ACK/NAK's syndrome says more than "acknowledged".
-        let syndrome = match op {
-            Opcode::Acknowledge => match frame.aeth().and_then(|a| ack_syndrome(a.syndrome)) {
-                Some(s) => Some(s),
-                None => {
-                    counters.dropped_malformed += 1;
-                    return Ok(());
-                }
-            },
-            _ => None,
+        let response = match self.check_response(psn, frame, attr.path_mtu.bytes()) {
+            Ok(r) => r,
+            Err(Unfit::Duplicate) => {
+                counters.duplicate_response += 1;
+                return Ok(());
+            }
+            Err(Unfit::Unsent) => {
+                counters.dropped_unsent_psn += 1;
+                return Ok(());
+            }
+            Err(Unfit::Kind) => {
+                counters.dropped_bad_response += 1;
+                return Ok(());
+            }
+            Err(Unfit::Malformed) => {
+                counters.dropped_malformed += 1;
+                return Ok(());
+            }
         };
         // An ACK for PSN n acknowledges n and every PSN before it; a NAK or
         // RNR NAK for n, a READ response or an atomic ACK acknowledges the
         // PSNs before n.
-        let upto = match syndrome {
-            Some(Syndrome::Ack { .. }) => psn.add(1),
+        let upto = match response {
+            Response::Ack(Syndrome::Ack { .. }) => psn.add(1),
             _ => psn,
         };
         let (progressed, implied) = self.acknowledge(upto, sink, counters);
@@ -247,49 +354,40 @@ impl Requester {
         if implied {
             return self.go_back_n(false, sink, counters);
         }
-        match op {
-            Opcode::Acknowledge => match syndrome {
-                Some(Syndrome::RnrNak { timer }) => self.on_rnr_nak(timer, cx),
-                Some(Syndrome::Nak(nak_code::PSN_SEQUENCE_ERROR)) => {
+        match response {
+            Response::Ack(syndrome) => match syndrome {
+                Syndrome::RnrNak { timer } => self.on_rnr_nak(timer, cx),
+                Syndrome::Nak(nak_code::PSN_SEQUENCE_ERROR) => {
                     counters.rcvd_seq_err += 1;
                     self.go_back_n(false, sink, counters)
                 }
-                Some(Syndrome::Nak(nak_code::REMOTE_ACCESS_ERROR)) => {
+                Syndrome::Nak(nak_code::REMOTE_ACCESS_ERROR) => {
                     Err(self.fail_front(WcStatus::RemoteAccessError, sink, counters))
                 }
-                Some(Syndrome::Nak(nak_code::REMOTE_OPERATIONAL_ERROR)) => {
+                Syndrome::Nak(nak_code::REMOTE_OPERATIONAL_ERROR) => {
                     Err(self.fail_front(WcStatus::RemoteOperationalError, sink, counters))
                 }
                 // Invalid request, invalid RD request and undefined codes.
-                Some(Syndrome::Nak(_)) => {
+                Syndrome::Nak(_) => {
                     Err(self.fail_front(WcStatus::RemoteInvalidRequest, sink, counters))
                 }
-                Some(Syndrome::Ack { .. } | Syndrome::Reserved(_)) | None => Ok(()),
+                Syndrome::Ack { .. } | Syndrome::Reserved(_) => Ok(()),
             },
-            Opcode::ReadRespFirst
-            | Opcode::ReadRespMiddle
-            | Opcode::ReadRespLast
-            | Opcode::ReadRespOnly => self.on_read_response(psn, op, frame.payload(), cx),
-            Opcode::AtomicAcknowledge => {
+            Response::Read => self.on_read_response(psn, frame.payload(), cx),
+            Response::Atomic { orig } => {
+                // check_response saw the atomic at this PSN, and everything
+                // before it is acknowledged: it is the front request.
                 let Some(front) = self.wqes.front().copied() else {
-                    counters.dropped_malformed += 1;
+                    counters.dropped_bad_response += 1;
                     return Ok(());
                 };
-                let Some(ack) = frame.atomic_ack_eth() else {
-                    counters.dropped_malformed += 1;
-                    return Ok(());
-                };
-                if !front.wr.opcode.is_atomic() || front.first_psn != psn {
-                    counters.dropped_malformed += 1;
-                    return Ok(());
-                }
                 // Atomic results land little-endian, as MrTable::atomic stores them.
                 if cx
                     .mrs
                     .write(
                         front.wr.local.lkey,
                         front.wr.local.addr,
-                        &ack.orig.to_le_bytes(),
+                        &orig.to_le_bytes(),
                         Access::LOCAL_WRITE,
                     )
                     .is_err()
@@ -300,31 +398,24 @@ impl Requester {
                 self.on_progress(now, attr);
                 Ok(())
             }
-            _ => {
-                counters.dropped_malformed += 1;
-                Ok(())
-            }
         }
     }
 
-    /// A READ response packet for the front request.
+    /// A READ response packet for the front request, whose kind, length
+    /// and position [`Self::check_response`] checked.
     fn on_read_response(
         &mut self,
         psn: Psn,
-        op: Opcode,
         payload: &[u8],
         cx: &mut RxContext<'_>,
     ) -> Result<(), Fatal> {
         let (now, attr, mrs) = (cx.now, cx.attr, &mut *cx.mrs);
         let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
+        // Everything before the READ is acknowledged: it is the front.
         let Some(front) = self.wqes.front().copied() else {
-            counters.dropped_malformed += 1;
+            counters.dropped_bad_response += 1;
             return Ok(());
         };
-        if front.wr.opcode != SendOp::Read || !front.contains(psn) {
-            counters.dropped_malformed += 1;
-            return Ok(());
-        }
         let expected = front.first_psn.add(front.resp_pkts);
         let d = psn.diff(expected);
         if d < 0 {
@@ -335,16 +426,8 @@ impl Requester {
             // A response packet is missing: retry from the first missing one.
             return self.go_back_n(false, sink, counters);
         }
-        let mtu = attr.path_mtu.bytes();
-        let off = front.resp_pkts * mtu;
-        let remaining = front.wr.local.length - off;
-        let want = remaining.min(mtu) as usize;
-        let ends = matches!(op, Opcode::ReadRespLast | Opcode::ReadRespOnly);
-        if payload.len() != want || ends != (remaining <= mtu) {
-            counters.dropped_malformed += 1;
-            return Ok(());
-        }
-        if want > 0
+        let off = front.resp_pkts * attr.path_mtu.bytes();
+        if !payload.is_empty()
             && mrs
                 .write(
                     front.wr.local.lkey,

@@ -15,6 +15,37 @@
 //!   when refused, the QP waits until [`QpCongestion::next_send_time`], which
 //!   is folded into `Endpoint::poll_timeout`. [`QpCongestion::on_sent`]
 //!   reports each data packet sent, [`QpCongestion::on_cnp`] each CNP
-//!   received.
+//!   received that passes [`Qp::handle_cnp`]'s checks.
 
 pub use crate::cc::QpCongestion;
+
+use super::attr::QpState;
+use super::qp::Qp;
+use crate::cc::CnpOutcome;
+use crate::time::Instant;
+use crate::wire::RoceFrameView;
+
+impl Qp {
+    /// A CNP addressed to this QP (`docs/congestion.md`, "CNP"). It cuts
+    /// the QP's rate only if it passes the checks every packet of the QP
+    /// passes ([`Qp::admit`]: from the connected peer, with the QP's
+    /// P_Key), in a state that sends (RTR or RTS): otherwise anyone who
+    /// can name a QP number could throttle it. A CNP carries no PSN, so
+    /// that is all there is to check. Refused CNPs count in
+    /// `dropped_wrong_peer` / `dropped_bad_pkey` (or `dropped_malformed`
+    /// in another state), not in `cnp_received`.
+    pub(crate) fn handle_cnp(&mut self, now: Instant, f: &RoceFrameView<'_>) {
+        if !matches!(self.attr.state, QpState::Rtr | QpState::Rts) {
+            self.counters.dropped_malformed += 1;
+            return;
+        }
+        if !self.admit(f) {
+            return;
+        }
+        self.counters.cnp_received += 1;
+        match self.cc.on_cnp(now) {
+            CnpOutcome::Handled => self.counters.rp_cnp_handled += 1,
+            CnpOutcome::Ignored => self.counters.rp_cnp_ignored += 1,
+        }
+    }
+}

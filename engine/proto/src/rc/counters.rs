@@ -64,13 +64,31 @@ counters! {
         acks_sent,
         /// Requester: ACKs/responses that were stale or duplicated and ignored.
         duplicate_response,
+        /// Requester: ACKs, NAKs and responses naming a PSN this QP has
+        /// not sent (rxe's completer check_psn), dropped before they
+        /// acknowledge anything.
+        dropped_unsent_psn,
+        /// Requester: responses whose kind does not fit the request at
+        /// their PSN (an atomic ACK at a SEND's PSN, a READ response at a
+        /// WRITE's, a length or AETH that does not fit; rxe check_ack),
+        /// dropped before they acknowledge anything.
+        dropped_bad_response,
+        /// Responder: duplicate READ / atomic requests that match none of
+        /// the responder resources (the last `max_dest_rd_atomic` READs
+        /// and atomics; rxe duplicate_request, find_resource), dropped
+        /// unexecuted and unanswered.
+        dropped_duplicate_rd_atomic,
         /// Frames dropped: ICRC mismatch.
         dropped_bad_icrc,
         /// Frames dropped: destination QP unknown.
         dropped_unknown_qp,
         /// Frames dropped: source/destination IP not the QP's connected peer
-        /// (rxe's check_addr).
+        /// (rxe's check_addr), or the UDP source port not the peer's when
+        /// the QP knows it; CNPs included.
         dropped_wrong_peer,
+        /// Frames dropped: BTH P_Key does not match the QP's (rxe's
+        /// check_keys, `bad_pkey_cntr`); CNPs included.
+        dropped_bad_pkey,
         /// Frames dropped: not a well-formed RoCE v2 frame, or a packet the QP
         /// cannot accept in its state.
         dropped_malformed,
@@ -117,5 +135,23 @@ mod tests {
         assert_eq!(pairs[0], ("sent_pkts", 5));
         assert!(pairs.contains(&("naks_sent", 1)));
         assert_eq!(Counters::NAMES.len(), pairs.len());
+    }
+
+    #[test]
+    fn every_receive_side_drop_has_a_named_counter() {
+        // The names `roce-xdp stats` shows (docs/security.md).
+        for name in [
+            "dropped_wrong_peer",
+            "dropped_bad_pkey",
+            "dropped_unsent_psn",
+            "dropped_bad_response",
+            "dropped_duplicate_rd_atomic",
+            "dropped_busy",
+            "dropped_unknown_qp",
+            "dropped_malformed",
+            "dropped_bad_icrc",
+        ] {
+            assert!(Counters::NAMES.contains(&name), "{name}");
+        }
     }
 }

@@ -5,6 +5,7 @@ use core::net::IpAddr;
 
 use super::attr::QpAttr;
 use super::psn::Psn;
+use super::qp::Qp;
 use crate::wire::{
     BthRepr, Ecn, EthRepr, HeaderTemplate, IpRepr, Opcode, RoceFrameView, RoceHeaders, UdpRepr,
     ROCE_V2_UDP_PORT,
@@ -18,8 +19,31 @@ pub struct FrameTemplate {
     pub udp: UdpRepr,
     pub pkey: u16,
     pub dest_qp: u32,
+    /// The peer's UDP source port, when the QP checks it
+    /// ([`super::RemoteAddress::udp_src_port`]).
+    pub peer_udp_src_port: Option<u16>,
     /// `eth`, `ip` and `udp` pre-emitted, for [`crate::wire::emit_templated`].
     pub wire: HeaderTemplate,
+}
+
+/// Why a received packet was refused before the QP's roles saw it: rxe's
+/// `hdr_check` (`rxe_recv.c`) for a connected QP, which runs
+/// `check_addr` and then `check_keys`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Not from the QP's peer: IP pair (rxe `check_addr`), or the UDP
+    /// source port when the QP knows the peer's.
+    WrongPeer,
+    /// P_Key does not match the QP's (rxe `check_keys`, `bad_pkey_cntr`).
+    BadPkey,
+}
+
+/// Whether two P_Keys match (IBTA Vol. 1, 9.2.7 "Partition key" and
+/// chapter 10.9 "Partitioning"; rxe `pkey_match` in `rxe_recv.c`): the same 15-bit key, not the invalid
+/// key 0, and at least one of the two a full member (bit 15).
+#[inline(always)]
+pub const fn pkey_match(a: u16, b: u16) -> bool {
+    (a & 0x7FFF) != 0 && (a & 0x7FFF) == (b & 0x7FFF) && (a & 0x8000 | b & 0x8000) != 0
 }
 
 impl FrameTemplate {
@@ -73,6 +97,7 @@ impl FrameTemplate {
             udp,
             pkey,
             dest_qp: dest_qpn & Psn::MASK,
+            peer_udp_src_port: remote.udp_src_port,
             wire: HeaderTemplate::new(&eth, &ip, &udp),
         })
     }
@@ -122,6 +147,29 @@ impl FrameTemplate {
         }
     }
 
+    /// The header checks of a packet for this QP, in rxe's `hdr_check`
+    /// order: from the peer (IP pair swapped, rxe `check_addr`; the UDP
+    /// source port too when known), then the P_Key against the QP's (rxe
+    /// `check_keys`, which drops a mismatch silently and counts it in the
+    /// port's `bad_pkey_cntr`). Reads only those fields from the frame
+    /// bytes.
+    #[inline(always)]
+    pub(crate) fn admit(&self, f: &RoceFrameView<'_>) -> Result<(), Refused> {
+        if !self.is_from_peer_view(f) {
+            return Err(Refused::WrongPeer);
+        }
+        if self
+            .peer_udp_src_port
+            .is_some_and(|p| p != f.udp_src_port())
+        {
+            return Err(Refused::WrongPeer);
+        }
+        if !pkey_match(f.pkey(), self.pkey) {
+            return Err(Refused::BadPkey);
+        }
+        Ok(())
+    }
+
     /// The same headers with the IP ECN / DSCP replaced (CNPs are not
     /// ECN-capable and carry their own DSCP).
     pub fn with_traffic_class(mut h: RoceHeaders, dscp: u8, ecn: Ecn) -> RoceHeaders {
@@ -137,6 +185,32 @@ impl FrameTemplate {
             }
         }
         h
+    }
+}
+
+impl Qp {
+    /// Whether a packet addressed to this QP passes the header checks
+    /// ([`FrameTemplate::admit`]); a refused one is counted
+    /// (`dropped_wrong_peer`, `dropped_bad_pkey`) and nothing else of the
+    /// QP changes. A QP without a template (not yet connected) has no
+    /// peer: everything is refused as from the wrong peer.
+    #[inline(always)]
+    pub(crate) fn admit(&mut self, f: &RoceFrameView<'_>) -> bool {
+        let verdict = match &self.tpl {
+            Some(t) => t.admit(f),
+            None => Err(Refused::WrongPeer),
+        };
+        match verdict {
+            Ok(()) => true,
+            Err(Refused::WrongPeer) => {
+                self.counters.dropped_wrong_peer += 1;
+                false
+            }
+            Err(Refused::BadPkey) => {
+                self.counters.dropped_bad_pkey += 1;
+                false
+            }
+        }
     }
 }
 

@@ -353,13 +353,9 @@ impl Qp {
             self.counters.dropped_malformed += 1;
             return;
         }
-        // An RC QP only talks to the peer it is connected to (rxe check_addr).
-        if !self
-            .tpl
-            .as_ref()
-            .is_some_and(|t| t.is_from_peer_view(frame))
-        {
-            self.counters.dropped_wrong_peer += 1;
+        // rxe hdr_check: only the connected peer (check_addr) with the
+        // QP's P_Key (check_keys); counted when refused (frame.rs).
+        if !self.admit(frame) {
             return;
         }
         self.counters.rcvd_pkts += 1;

@@ -7,8 +7,11 @@
 //! - out of sequence (PSN > ePSN): one NAK PSN sequence error, then silent
 //!   until an in-order packet arrives (rxe's `sent_psn_nak`);
 //! - duplicate (PSN < ePSN): SEND/WRITE are not re-executed, only re-ACKed;
-//!   a duplicate READ is re-executed from memory; a duplicate atomic replays
-//!   the saved result, never re-executes;
+//!   a duplicate READ or atomic is answered again only from the responder
+//!   resources (rxe's `resp.resources`: the last `max_dest_rd_atomic` READs
+//!   and atomics executed): a READ inside one of them is re-executed from
+//!   memory, an atomic's saved result is replayed, never re-executed;
+//!   anything else is dropped and counted (`dropped_duplicate_rd_atomic`);
 //! - protection: unknown R_Key, range outside the region, or missing rights
 //!   -> NAK remote access error and the QP goes to error; nothing is written
 //!   outside a registered region (every access goes through `MrTable`);
@@ -80,6 +83,35 @@ impl Answer {
             remaining: reth.dma_len,
             first: true,
             msn,
+        }
+    }
+}
+
+/// One responder resource (rxe `struct resp_res`): a READ or atomic this
+/// responder executed, kept so that a duplicate of it can be answered
+/// again. The QP keeps the last `max_dest_rd_atomic` of them, reused
+/// oldest first (rxe `prepare_next_resource`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resource {
+    /// A READ: its first PSN, the PSNs its responses took, and what it read.
+    Read {
+        first: Psn,
+        npkts: u32,
+        va: u64,
+        rkey: u32,
+        len: u32,
+    },
+    /// An atomic and the original value it answered.
+    Atomic { psn: Psn, orig: u64 },
+}
+
+impl Resource {
+    /// Whether `psn` is one of the PSNs this resource took (rxe
+    /// `find_resource`).
+    fn holds(&self, psn: Psn) -> bool {
+        match *self {
+            Resource::Read { first, npkts, .. } => psn.in_window(first, npkts),
+            Resource::Atomic { psn: p, .. } => p == psn,
         }
     }
 }
@@ -203,9 +235,13 @@ pub struct Responder {
     ack_pending: Option<(Psn, u32)>,
     /// Most answers queued (`out` plus the pending ACK).
     out_cap: usize,
-    /// Saved atomic results for replay: (PSN, original value), a ring.
-    atomic_replay: Vec<(Psn, u64)>,
-    atomic_next: usize,
+    /// The responder resources, a ring of `max_dest_rd_atomic` entries
+    /// (see [`Resource`]).
+    resources: Vec<Resource>,
+    /// Next entry of `resources` to reuse once the ring is full.
+    res_next: usize,
+    /// Entries of the ring: `max_dest_rd_atomic` (at least 1).
+    res_cap: usize,
 }
 
 impl Responder {
@@ -221,8 +257,9 @@ impl Responder {
             out: VecDeque::new(),
             ack_pending: None,
             out_cap: 0,
-            atomic_replay: Vec::new(),
-            atomic_next: 0,
+            resources: Vec::new(),
+            res_next: 0,
+            res_cap: 1,
         }
     }
 
@@ -237,8 +274,9 @@ impl Responder {
         self.out_cap = 2 * rd + 4;
         self.out = VecDeque::with_capacity(self.out_cap + 1);
         self.ack_pending = None;
-        self.atomic_replay = Vec::with_capacity(rd);
-        self.atomic_next = 0;
+        self.resources = Vec::with_capacity(rd);
+        self.res_next = 0;
+        self.res_cap = rd;
     }
 
     /// Queue a receive. `false` when full.
@@ -475,19 +513,21 @@ impl Responder {
             Request::Write { imm: Some(_), .. } if self.rq.is_empty() => {
                 Err(RespError::ReceiverNotReady)
             }
-            Request::Read(_) => {
-                let busy = self
-                    .out
-                    .iter()
-                    .filter(|a| matches!(a, Answer::Read { .. } | Answer::AtomicAck { .. }))
-                    .count();
-                if busy >= usize::from(attr.max_dest_rd_atomic) {
-                    return Err(RespError::Busy);
-                }
-                Ok(())
-            }
+            Request::Read(_) if !self.rd_atomic_slot_free(attr) => Err(RespError::Busy),
             _ => Ok(()),
         }
+    }
+
+    /// Whether fewer than `max_dest_rd_atomic` READ responses and atomic
+    /// ACKs wait to be sent: the responder resources a new READ, or a
+    /// duplicate READ or atomic answered again, needs one of.
+    fn rd_atomic_slot_free(&self, attr: &QpAttr) -> bool {
+        let busy = self
+            .out
+            .iter()
+            .filter(|a| matches!(a, Answer::Read { .. } | Answer::AtomicAck { .. }))
+            .count();
+        busy < usize::from(attr.max_dest_rd_atomic)
     }
 
     /// Check R_Key, range and rights of a WRITE packet (rxe check_rkey;
@@ -654,9 +694,17 @@ impl Responder {
     /// response packet.
     #[inline(always)]
     fn execute_read(&mut self, psn: Psn, reth: &RethRepr, mtu: u32) {
+        let npkts = packets_for(reth.dma_len, mtu);
+        self.save_resource(Resource::Read {
+            first: psn,
+            npkts,
+            va: reth.va,
+            rkey: reth.rkey,
+            len: reth.dma_len,
+        });
         self.msn = (self.msn + 1) & Psn::MASK;
         self.push(Answer::read(psn, reth, self.msn));
-        self.advance(psn.add(packets_for(reth.dma_len, mtu)));
+        self.advance(psn.add(npkts));
     }
 
     /// Check R_Key, range, rights and alignment of an atomic and execute
@@ -680,7 +728,7 @@ impl Responder {
                     RespError::RkeyViolation
                 }
             })?;
-        self.save_atomic(psn, orig);
+        self.save_resource(Resource::Atomic { psn, orig });
         self.msn = (self.msn + 1) & Psn::MASK;
         self.push(Answer::AtomicAck {
             psn,
@@ -794,55 +842,92 @@ impl Responder {
         self.nak_sent = true;
     }
 
-    fn save_atomic(&mut self, psn: Psn, orig: u64) {
-        let cap = self.atomic_replay.capacity().max(1);
-        if self.atomic_replay.len() < cap {
-            self.atomic_replay.push((psn, orig));
+    /// Keep `res` as a responder resource, in place of the oldest once
+    /// `max_dest_rd_atomic` are kept (rxe `prepare_next_resource`).
+    fn save_resource(&mut self, res: Resource) {
+        let cap = self.res_cap;
+        if self.resources.len() < cap {
+            self.resources.push(res);
         } else {
-            self.atomic_replay[self.atomic_next % cap] = (psn, orig);
-            self.atomic_next = (self.atomic_next + 1) % cap;
+            self.resources[self.res_next % cap] = res;
+            self.res_next = (self.res_next + 1) % cap;
         }
     }
 
-    /// A request with PSN before ePSN (rxe duplicate_request).
+    /// The responder resource holding `psn` (rxe `find_resource`).
+    fn find_resource(&self, psn: Psn) -> Option<Resource> {
+        self.resources.iter().copied().find(|r| r.holds(psn))
+    }
+
+    /// A request with PSN before ePSN (rxe `duplicate_request`; IBTA
+    /// C9-105 for SEND/WRITE): a SEND or
+    /// WRITE is re-ACKed, never re-executed; a READ or atomic is answered
+    /// again only from a responder resource that holds its PSN, as rxe
+    /// does ("Class D error, drop the request" otherwise), and only while
+    /// a READ/atomic slot is free. Every drop is counted.
     fn duplicate(&mut self, frame: &RoceFrameView<'_>, psn: Psn, cx: &mut RxContext<'_>) {
         let (attr, mrs, counters) = (cx.attr, &*cx.mrs, &mut *cx.counters);
         if self.queued() >= self.out_cap {
+            counters.dropped_busy += 1;
             return;
         }
-        match frame.opcode() {
-            Opcode::ReadRequest => {
-                // Re-execute from memory (rxe: duplicate READ re-reads).
-                let Some(reth) = frame.reth() else { return };
-                let span = packets_for(reth.dma_len, attr.path_mtu.bytes());
-                if psn.add(span).after(self.e_psn) {
-                    // Claims PSNs we have not reached: not a real duplicate.
-                    counters.dropped_malformed += 1;
-                    return;
-                }
-                if !reth_access_allowed(mrs, &reth, Access::REMOTE_READ) {
-                    counters.dropped_malformed += 1;
-                    return;
-                }
-                self.push(Answer::read(psn, &reth, self.msn));
+        let op = frame.opcode();
+        if !matches!(
+            op,
+            Opcode::ReadRequest | Opcode::CompareSwap | Opcode::FetchAdd
+        ) {
+            // SEND/WRITE: re-ACK what we have, never re-execute (C9-105).
+            if frame.ack_req() {
+                self.ack(self.e_psn.sub(1));
             }
-            Opcode::CompareSwap | Opcode::FetchAdd => {
-                // Never re-execute: replay the saved result if we still have it.
-                if let Some(&(_, orig)) = self.atomic_replay.iter().find(|(p, _)| *p == psn) {
-                    self.push(Answer::AtomicAck {
-                        psn,
-                        orig,
-                        msn: self.msn,
-                    });
+            return;
+        }
+        if !self.rd_atomic_slot_free(attr) {
+            counters.dropped_busy += 1;
+            return;
+        }
+        let answer = match (self.find_resource(psn), frame.reth()) {
+            // A READ again, or the tail of it (a requester resuming after
+            // a lost response): the same R_Key, a range inside the one
+            // read, and response PSNs inside the ones it took (rxe checks
+            // key and range; the PSN span keeps the answer behind ePSN).
+            (
+                Some(Resource::Read {
+                    first,
+                    npkts,
+                    va,
+                    rkey,
+                    len,
+                }),
+                Some(reth),
+            ) if op == Opcode::ReadRequest
+                && reth.rkey == rkey
+                && reth.va >= va
+                && (reth.va - va)
+                    .checked_add(u64::from(reth.dma_len))
+                    .is_some_and(|end| end <= u64::from(len))
+                && psn.diff(first) as u64
+                    + u64::from(packets_for(reth.dma_len, attr.path_mtu.bytes()))
+                    <= u64::from(npkts)
+                // The region may have gone since (rxe holds a reference).
+                && reth_access_allowed(mrs, &reth, Access::REMOTE_READ) =>
+            {
+                Answer::read(psn, &reth, self.msn)
+            }
+            // Never re-execute an atomic: replay the saved result.
+            (Some(Resource::Atomic { orig, .. }), _) if op != Opcode::ReadRequest => {
+                Answer::AtomicAck {
+                    psn,
+                    orig,
+                    msn: self.msn,
                 }
             }
             _ => {
-                // SEND/WRITE: re-ACK what we have, never re-execute (C9-105).
-                if frame.ack_req() {
-                    self.ack(self.e_psn.sub(1));
-                }
+                counters.dropped_duplicate_rd_atomic += 1;
+                return;
             }
-        }
+        };
+        self.push(answer);
     }
 
     /// Emit the next answer into `buf`. Returns the frame length, or `None`

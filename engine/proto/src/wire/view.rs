@@ -15,7 +15,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use super::aeth::{Aeth, AethRepr};
 use super::atomic::{AtomicAckEth, AtomicAckEthRepr, AtomicEth, AtomicEthRepr};
 use super::bth::{self, Bth, BthRepr};
-use super::bytes::get32;
+use super::bytes::{get16, get32};
 use super::eth::{self, EthRepr, EthernetFrame};
 use super::frame::{RoceFrame, RoceHeaders};
 use super::icrc::{self, IpVersion, ICRC_LEN};
@@ -72,13 +72,19 @@ impl<'a> RoceFrameView<'a> {
         self.ip as usize
     }
 
+    /// Offset of the UDP header.
     #[inline(always)]
-    fn bth_at(&self) -> usize {
+    fn udp_at(&self) -> usize {
         let ip_len = match self.version {
             IpVersion::V4 => ipv4::HEADER_LEN,
             IpVersion::V6 => ipv6::HEADER_LEN,
         };
-        self.ip_at() + ip_len + udp::HEADER_LEN
+        self.ip_at() + ip_len
+    }
+
+    #[inline(always)]
+    fn bth_at(&self) -> usize {
+        self.udp_at() + udp::HEADER_LEN
     }
 
     /// Offset of the first extension header.
@@ -104,6 +110,19 @@ impl<'a> RoceFrameView<'a> {
     #[inline(always)]
     pub fn dest_qp(&self) -> u32 {
         self.bth().dest_qp()
+    }
+
+    /// BTH partition key.
+    #[inline(always)]
+    pub fn pkey(&self) -> u16 {
+        self.bth().pkey()
+    }
+
+    /// UDP source port (the sender's flow entropy; RoCE's destination port
+    /// is always 4791).
+    #[inline(always)]
+    pub fn udp_src_port(&self) -> u16 {
+        get16(self.frame, self.udp_at())
     }
 
     /// BTH AckReq.

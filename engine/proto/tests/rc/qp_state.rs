@@ -50,6 +50,7 @@ fn transitions_follow_the_verbs_state_machine() {
             mac: MAC_B,
             ip: "fe80::1".parse().unwrap(),
             vlan: None,
+            udp_src_port: None,
         },
         ..QpAttr::default()
     };
@@ -63,6 +64,7 @@ fn transitions_follow_the_verbs_state_machine() {
             mac: MAC_B,
             ip: "10.0.0.2".parse().unwrap(),
             vlan: None,
+            udp_src_port: None,
         },
         ..QpAttr::default()
     };

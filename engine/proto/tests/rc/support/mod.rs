@@ -105,6 +105,22 @@ impl Pair {
     /// A and B connected with `oa` / `ob`; each has one 1 MiB region with
     /// every right.
     pub fn new(oa: ConnectOptions, ob: ConnectOptions) -> Pair {
+        Pair::seeded(
+            oa,
+            ob,
+            proto::endpoint::DEFAULT_SEED,
+            proto::endpoint::DEFAULT_SEED,
+        )
+    }
+
+    /// As [`Pair::new`], A's and B's numbers and keys drawn under
+    /// `seed_a` / `seed_b` (what a device's OS-CSPRNG secret is to it).
+    pub fn seeded(
+        oa: ConnectOptions,
+        ob: ConnectOptions,
+        seed_a: [u64; 2],
+        seed_b: [u64; 2],
+    ) -> Pair {
         let (
             Side {
                 ep: mut a,
@@ -120,11 +136,13 @@ impl Pair {
             EndpointConfig {
                 local_mac: MAC_A,
                 local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+                seed: seed_a,
                 ..Default::default()
             },
             EndpointConfig {
                 local_mac: MAC_B,
                 local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+                seed: seed_b,
                 ..Default::default()
             },
             1024,

@@ -1,0 +1,4 @@
+//! AFL entry point of the `frame` target (`fuzz::frame::run`).
+fn main() {
+    afl::fuzz!(|data: &[u8]| fuzz::frame::run(data));
+}

@@ -1,0 +1,25 @@
+//! Fuzz harnesses of roce-xdp (`fuzz/README.md`, `docs/security.md`,
+//! "Fuzzing"). Each module has one `run(&[u8])`: the AFL entry points in
+//! `src/bin/` call it under `cargo afl fuzz`, and `tests/corpus.rs`
+//! replays every committed corpus and regression input through it under
+//! a plain `cargo test`. A harness panics when an invariant breaks; the
+//! code under test must never panic on any input.
+//!
+//! - [`frame`]: the frame validator and the borrowed view;
+//! - [`pair`]: two connected endpoints (requester and responder on both
+//!   sides) fed a sequence of delivered, dropped, duplicated, mutated and
+//!   forged frames, with invariants checked after every step;
+//! - [`pingpong`]: the `ibv_rc_pingpong` exchange parser
+//!   (`engine/src/oob/pingpong.rs`);
+//! - [`pcap`]: the pcap / pcapng reader (`engine/proto/src/wire/pcap.rs`).
+//!
+//! The perftest exchange parser (`engine/src/oob/perftest.rs`) is being
+//! rewritten; its target goes in a module `perftest_exchange` here, with a
+//! `src/bin/perftest_exchange.rs`, a `[[bin]]` in `Cargo.toml`, a corpus
+//! in `corpus/perftest_exchange/` and a line in `run.sh`'s `TARGETS`.
+
+pub mod frame;
+pub mod input;
+pub mod pair;
+pub mod pcap;
+pub mod pingpong;
