@@ -18,10 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 SECONDS_PER_TARGET=${1:-60}
 shift || true
-# perftest_exchange: added with the rewritten perftest exchange parser
-# (engine/src/oob/perftest.rs; see src/lib.rs).
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(frame pair pingpong pcap)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(frame pair pingpong pcap perftest_exchange)
 CARGO_AFL_VERSION=0.18.2
 
 if ! cargo afl --version >/dev/null 2>&1; then

@@ -73,3 +73,8 @@ fn pair_seeds_reach_the_transport() {
         assert_eq!(b.naks_sent, 0, "{seed}: B {b:?}");
     }
 }
+
+#[test]
+fn perftest_exchange() {
+    replay("perftest_exchange", fuzz::perftest_exchange::run);
+}

@@ -5,6 +5,8 @@
 //! - `pcap`: short classic captures of those frames, the same as pcapng
 //!   (both byte orders' magic), and the smallest capture as it is;
 //! - `pingpong`: the TCP payloads of the `ibv_rc_pingpong` exchange;
+//! - `perftest_exchange`: both sides' streams of the recorded stock
+//!   perftest sessions (`interop/perftest/transcripts/`);
 //! - `pair`: short programs of the pair harness (post each kind of work,
 //!   deliver, drop, mutate, time out; `fuzz::pair`).
 
@@ -74,13 +76,26 @@ fn main() {
         std::fs::write(dir.join(format!("msg{i}")), p).unwrap();
     }
 
+    // perftest_exchange: each side's stream of the recorded stock perftest
+    // sessions (its first 4 KiB: version, sizes, MTU, keys, a report).
+    let dir = fresh(&corpus, "perftest_exchange");
+    let mut streams = 0;
+    for t in engine::oob::perftest_transcripts::TRANSCRIPTS {
+        for side in ["c", "s"] {
+            let mut b = t.stream(side);
+            b.truncate(4096);
+            std::fs::write(dir.join(format!("{}-{side}", t.name)), b).unwrap();
+            streams += 1;
+        }
+    }
+
     // pair: programs.
     let dir = fresh(&corpus, "pair");
     for (name, program) in pair_programs() {
         std::fs::write(dir.join(name), program).unwrap();
     }
     println!(
-        "seeds: {} frames, {} pingpong messages, {} pair programs",
+        "seeds: {} frames, {} pingpong messages, {streams} perftest streams, {} pair programs",
         frames.len(),
         tcp_payloads.len(),
         pair_programs().len()
