@@ -26,7 +26,8 @@ impl core::hash::Hasher for NumberHasher {
     }
     #[inline]
     fn write_u32(&mut self, v: u32) {
-        let p = u128::from(self.0 ^ u64::from(v)) * 0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835;
+        // 64 x 64 bits: the product fits in 128 bits (no overflow).
+        let p = u128::from(self.0 ^ u64::from(v)) * u128::from(0x9E37_79B9_7F4A_7C15_u64);
         self.0 = (p as u64) ^ ((p >> 64) as u64);
     }
     #[inline]
@@ -136,6 +137,25 @@ impl KeyPermutation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (found by `fuzz/`'s `pair` target under overflow checks):
+    /// the index hasher multiplied a 64-bit state by a 128-bit constant,
+    /// which overflows u128. Any state and input must hash without
+    /// overflow; checked here with checked arithmetic, whatever the build.
+    #[test]
+    fn number_hasher_never_overflows() {
+        use core::hash::Hasher;
+        for state in [0u64, 1, u64::MAX, 0x8000_0000_0000_0000] {
+            for v in [0u32, 1, 0xff_ffff, u32::MAX] {
+                let x = u128::from(state ^ u64::from(v));
+                let p = x.checked_mul(u128::from(0x9E37_79B9_7F4A_7C15_u64));
+                let p = p.expect("64 x 64 bits fit in 128");
+                let mut h = NumberHasher(state);
+                h.write_u32(v);
+                assert_eq!(h.finish(), (p as u64) ^ ((p >> 64) as u64));
+            }
+        }
+    }
 
     #[test]
     #[allow(deprecated)]
