@@ -106,8 +106,13 @@ guest_xsk_zc() {   # prints the guest's AF_XDP sockets' zc flags (kernel view)
     grep -o 'zc:[0-9]*' "$OUT/$1.ss.txt" | sort | uniq -c | tr '\n' ' '
 }
 rdma_pair() {   # rdma_pair OP ROLE(target|client): ROLE is the guest's side
-    local op=$1 role=$2 name=rdma-$1-guest-$2 id rc_g=0 rc_h=0 zc= zc_seq= bytes=$((RDMA_SIZE * RDMA_ITERS))
-    local common=(-o "$op" -s "$RDMA_SIZE" -n "$RDMA_ITERS" -m "$MTU")
+    # The guest's client must stay bound long enough for its sampler to
+    # see the socket (a 1 MiB transfer took 0.07 s: no sample caught it
+    # once): it moves 8 times as much.
+    local iters=$RDMA_ITERS
+    [ "$2" = client ] && iters=$((RDMA_ITERS * 8))
+    local op=$1 role=$2 name=rdma-$1-guest-$2 id rc_g=0 rc_h=0 zc= zc_seq= bytes=$((RDMA_SIZE * iters))
+    local common=(-o "$op" -s "$RDMA_SIZE" -n "$iters" -m "$MTU")
     if [ "$role" = target ]; then
         id=$(vm_spawn vm1 "timeout 120 /host/roce-xdp interop rdma-target --iface $ZC_NIC --mode native ${common[*]}")
         for _ in $(seq 60); do
@@ -132,7 +137,7 @@ rdma_pair() {   # rdma_pair OP ROLE(target|client): ROLE is the guest's side
         # The client is bound for a second or so: the guest samples the
         # kernel's view (ss --xdp) while it runs.
         id=$(vm_spawn vm1 "timeout 120 /host/roce-xdp interop rdma-client --iface $ZC_NIC --mode native ${common[*]} --connect-retry 20 $ZC_ENG_IP &
-            p=\$!; while kill -0 \$p 2>/dev/null; do ss --xdp -a -e -m 2>&1 | grep -o 'zc:[0-9]*' >> /share/$name.zc; sleep 0.05; done; wait \$p")
+            p=\$!; while kill -0 \$p 2>/dev/null; do ss --xdp -a -e -m 2>&1 | grep -o 'zc:[0-9]*' >> /share/$name.zc; sleep 0.01; done; wait \$p")
         vm_wait vm1 "$id" 120 > "$OUT/$name.guest.log" 2>&1 || rc_g=$?
         # Samples taken before the bind see the socket's UMEM with zc:0;
         # once bound zero-copy, no later sample may be zc:0.
@@ -147,7 +152,7 @@ rdma_pair() {   # rdma_pair OP ROLE(target|client): ROLE is the guest's side
         grep -q '^target: ok' "$OUT/$name.guest.log" || { [ "$rc_g" = 0 ] && rc_g=97; }
         [ "$op" = read ] && { grep -q "^READ: verified $bytes bytes" "$OUT/$name.guest.log" || { [ "$rc_g" = 0 ] && rc_g=96; }; }
     fi
-    local text="interop $op, guest = rdma-$role, $RDMA_ITERS x $RDMA_SIZE B verified byte for byte: exit guest $rc_g, host $rc_h; guest AF_XDP sockets (ss --xdp): ${zc:-none seen}"
+    local text="interop $op, guest = rdma-$role, $iters x $RDMA_SIZE B verified byte for byte: exit guest $rc_g, host $rc_h; guest AF_XDP sockets (ss --xdp): ${zc:-none seen}"
     if [ "$rc_g" = 0 ] && [ "$rc_h" = 0 ] && [[ "$zc" == *"zc:1"* ]] && [[ "$zc" != *"zc:0 after"* ]] \
         && { [ "$role" = client ] || [[ "$zc" != *"zc:0"* ]]; }; then
         record PASS "$text"
