@@ -122,6 +122,16 @@ verdict() {   # verdict LABEL ENGINE_RC STOCK_RC LOGBASE
     log "$1: roce-xdp $2, perftest $3"
 }
 
+# perftest samples the CPU clock against gettimeofday to turn cycles into
+# time, and gives up ("Correlation coefficient r^2: ... < 0.9", "Can't
+# produce a report", exit 1) when the samples scatter: under QEMU TCG on a
+# loaded host they sometimes do (seen once in CI: serve <- ib_send_bw).
+# That is the stock tool's clock, not the exchange or the transport: such
+# a run is run once more, and the log says so.
+stock_clock_gave_up() {   # stock_clock_gave_up FILE
+    grep -q "Correlation coefficient r^2" "$1" && grep -q "Can't produce a report" "$1"
+}
+
 # case ROLE TOOL STOCK ARGS: ROLE engine-server (the stock tool is the
 # client, in vm1) or engine-client (the stock tool is the server).
 case_run() {
@@ -129,6 +139,8 @@ case_run() {
     label="$role $tool $args"
     [[ $label =~ $CASES_ONLY ]] || return 0
     base=$OUT/$(echo "$label" | tr ' /' '__')
+    local attempt
+    for attempt in 1 2; do
     if [ "$role" = engine-server ]; then
         ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --iface $ENG_IF --mode "$MODE" $args \
             > "$base.engine" 2>&1 &
@@ -147,6 +159,12 @@ case_run() {
         vm_wait vm1 "$id" 120 > "$base.stock" 2>&1
         src=$?
     fi
+    if [ $attempt = 1 ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
+        log "$label: the stock tool's CPU clock sampling gave up (r^2 < 0.9): once more"
+        continue
+    fi
+    break
+    done
     verdict "$label" $erc $src "$base"
 }
 
@@ -175,6 +193,11 @@ if [[ "serve" =~ $CASES_ONLY ]] || [ "$CASES_ONLY" = . ]; then
         base=$OUT/serve_$(echo "$t" | tr ' ' '_')
         vm_exec vm1 120 "timeout 100 $t -x \$(vm-gid) $ENG_IP" > "$base.stock" 2>&1
         src=$?
+        if [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
+            log "serve <- $t: the stock tool's CPU clock sampling gave up (r^2 < 0.9): once more"
+            vm_exec vm1 120 "timeout 100 $t -x \$(vm-gid) $ENG_IP" > "$base.stock" 2>&1
+            src=$?
+        fi
         kill -0 $SERVE_PID 2>/dev/null
         verdict "serve <- $t" $? $src "$base"
         cp "$OUT/serve.log" "$base.engine"
