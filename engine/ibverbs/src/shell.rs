@@ -8,16 +8,21 @@
 //!
 //! Every call takes one lock (the engine's); `ibv_poll_cq` runs one engine
 //! iteration inline, so a program that polls drives its own packets and the
-//! progress thread stays asleep.
+//! progress thread stays asleep. When idle, the progress thread sleeps in
+//! poll(2) on the AF_XDP socket and an eventfd, until a frame arrives, the
+//! engine's next timer is due, or a verb of the program changed something
+//! (a post, a state change: the verb wakes it).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::os::fd::{BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::Endpoint;
+use engine::io::Waker;
 use engine::nic::LoaderError;
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory, SendWr,
@@ -33,8 +38,9 @@ use crate::os::EventFd;
 const APP_DRIVES_FOR: Duration = Duration::from_micros(200);
 /// Idle iterations the progress thread spins (yielding) before it sleeps.
 const IDLE_SPINS: u32 = 64;
-/// Its sleep when idle.
-const IDLE_SLEEP: Duration = Duration::from_micros(50);
+/// Its longest sleep in poll(2) when idle (a frame, a timer or a verb
+/// wakes it sooner).
+const MAX_SLEEP: Duration = Duration::from_secs(1);
 /// Completions moved from the engine's CQ to the shell's per call.
 const DRAIN_BATCH: usize = 32;
 
@@ -118,6 +124,12 @@ pub struct Shell {
     pub async_events: AsyncEvents,
     origin: Instant,
     last_app_poll: AtomicU64,
+    /// The AF_XDP socket's descriptor (it lives as long as `state`).
+    sock_fd: RawFd,
+    /// Wakes the progress thread from its poll(2).
+    waker: Waker,
+    /// The progress thread sleeps (or is about to): verbs must wake it.
+    sleeping: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -162,6 +174,7 @@ impl Shell {
             .find(|m| m.bytes() + ROCE_OVERHEAD <= if_mtu)
             .unwrap_or(Mtu::Mtu256);
         let ifindex = engine::io::if_index(&cfg.iface).unwrap_or(0);
+        let sock_fd = rtc.socket_fd();
         let shell = Arc::new(Shell {
             mac: rtc.mac(),
             ip,
@@ -179,6 +192,9 @@ impl Shell {
             },
             origin: Instant::now(),
             last_app_poll: AtomicU64::new(0),
+            sock_fd,
+            waker: Waker::new().map_err(|e| format!("eventfd: {e}"))?,
+            sleeping: AtomicBool::new(false),
         });
         if cfg.progress_thread {
             let s = shell.clone();
@@ -194,36 +210,70 @@ impl Shell {
         self.origin.elapsed().as_nanos() as u64
     }
 
-    /// Drives the engine while the program does not.
+    /// Drives the engine while the program does not: busy, it iterates;
+    /// idle for [`IDLE_SPINS`] iterations, it sleeps in poll(2) on the
+    /// socket and its waker until a frame arrives, the next timer is due
+    /// or a verb wakes it ([`Shell::wake`]).
     fn progress_loop(&self) {
         let mut idle = 0u32;
         loop {
             let since = self
                 .now_ns()
                 .saturating_sub(self.last_app_poll.load(Ordering::Relaxed));
-            if since < APP_DRIVES_FOR.as_nanos() as u64 {
-                std::thread::sleep(IDLE_SLEEP);
+            let window = APP_DRIVES_FOR.as_nanos() as u64;
+            if since < window {
+                // The program polls: it drives the engine. Look again when
+                // its window would end.
+                std::thread::sleep(Duration::from_nanos(window - since));
                 continue;
             }
-            let busy = {
+            let sleep = {
                 let mut st = lock(&self.state);
                 let busy = st.rtc.progress();
                 st.drain_all(self);
-                busy
+                if busy {
+                    idle = 0;
+                    continue;
+                }
+                if idle < IDLE_SPINS {
+                    None
+                } else {
+                    let sleep = st.rtc.idle_for(MAX_SLEEP);
+                    // Set under the lock: a verb that runs after it is
+                    // released sees it and wakes the thread.
+                    self.sleeping.store(sleep.is_some(), Ordering::SeqCst);
+                    sleep
+                }
             };
-            if busy {
-                idle = 0;
-            } else if idle < IDLE_SPINS {
-                idle += 1;
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(IDLE_SLEEP);
+            match sleep {
+                None => {
+                    idle += 1;
+                    std::thread::yield_now();
+                }
+                Some(d) => {
+                    // SAFETY: the socket is owned by `state`, which lives
+                    // as long as `self`.
+                    let sock = unsafe { BorrowedFd::borrow_raw(self.sock_fd) };
+                    let _ = self.waker.wait_with(sock, d);
+                    self.sleeping.store(false, Ordering::SeqCst);
+                    idle = 0;
+                }
             }
         }
     }
 
+    /// Wakes the progress thread if it sleeps: a verb changed what the
+    /// engine has to do (a post, a state change, a region).
+    fn wake(&self) {
+        if self.sleeping.load(Ordering::SeqCst) {
+            self.waker.wake();
+        }
+    }
+
     fn with<R>(&self, f: impl FnOnce(&mut Endpoint) -> R) -> R {
-        f(lock(&self.state).rtc.endpoint_mut())
+        let r = f(lock(&self.state).rtc.endpoint_mut());
+        self.wake();
+        r
     }
 
     /// The MAC of `ip` from the kernel's neighbour table.
@@ -296,7 +346,10 @@ impl Shell {
     pub fn destroy_qp(&self, qpn: u32) -> Result<(), VerbsError> {
         let mut st = lock(&self.state);
         st.qps.remove(&qpn);
-        st.rtc.endpoint_mut().destroy_qp(qpn)
+        let r = st.rtc.endpoint_mut().destroy_qp(qpn);
+        drop(st);
+        self.wake();
+        r
     }
 
     pub fn post_send(&self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {

@@ -180,6 +180,9 @@ impl RunToCompletion {
         let mut ep = Endpoint::new(EndpointConfig {
             local_mac: mac,
             local_ip: ip,
+            // Unpredictable QPNs, PSNs and keys, as the threaded Device's
+            // (docs/security.md): the default seed is fixed, for tests.
+            seed: super::os_seed(),
             ..EndpointConfig::default()
         });
         let cq = ep.create_cq(cfg.cq_depth.max(16));
@@ -359,6 +362,28 @@ impl RunToCompletion {
             return;
         }
         let _ = self.sock.wait(sleep);
+    }
+
+    /// How long the owner may sleep in poll(2) on [`RunToCompletion::socket_fd`]
+    /// (at most `limit`): None when something is due now (frames to
+    /// transmit, a timer that expired). For an owner that sleeps without
+    /// holding `&mut self` (a progress thread that lets other threads post
+    /// meanwhile: it must wake on their posts itself).
+    pub fn idle_for(&mut self, limit: Duration) -> Option<Duration> {
+        if self.ep.has_pending_transmit() || self.sock.tx_unconsumed() > 0 {
+            return None;
+        }
+        let sleep = match self.ep.poll_timeout() {
+            Some(t) => t.saturating_duration_since(self.now()).min(limit),
+            None => limit,
+        };
+        (!sleep.is_zero()).then_some(sleep)
+    }
+
+    /// The AF_XDP socket's descriptor (readable when frames arrived), valid
+    /// as long as this queue is open.
+    pub fn socket_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.sock)
     }
 
     /// Statistics of this queue, read now.
