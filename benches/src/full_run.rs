@@ -133,6 +133,11 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     // The latency tools' own loops, the Device polling option, idle cost.
     progress(opts, "latency tools, Device polling option, idle cost");
     let tools = crate::tool_latency::measure(&pair, opts, &mut notes, &mut missing);
+    progress(
+        opts,
+        "stock perftest on the drop-in libibverbs against the tools",
+    );
+    let verbs_drop_in = crate::verbs_drop_in::measure(&pair, opts, &mut missing);
     let mut seen = std::collections::HashSet::new();
     notes.retain(|n| seen.insert(n.clone()));
     if rounds > 1 {
@@ -212,6 +217,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             &mut missing_late,
         )),
         qp_scale: qp_scale_rows(opts, &mut missing_late),
+        verbs_drop_in,
         notes,
         missing,
     };

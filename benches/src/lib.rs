@@ -7,7 +7,9 @@
 //! orchestrator, which nothing else imports); it runs the baselines
 //! ([`baselines::kernel_udp`], [`baselines::floor`]), the engine
 //! ([`engine_path`], [`engine_rtc`]), the latency tools and the idle cost
-//! ([`tool_latency`]), the [`paired`] step and the in-memory
+//! ([`tool_latency`]), stock perftest on the drop-in libibverbs
+//! ([`verbs_drop_in`], with [`tool_run`] running binaries in the
+//! namespaces), the [`paired`] step and the in-memory
 //! [`protocol_path`], and fills the [`report`], which [`output`] writes
 //! (with the [`svg`] chart). Below them: [`options`] (what to run, shared
 //! constants), [`error`], [`threads`] (threads inside a namespace),
@@ -36,3 +38,5 @@ pub mod sysinfo;
 mod test_support;
 pub mod threads;
 pub mod tool_latency;
+pub mod tool_run;
+pub mod verbs_drop_in;

@@ -12,7 +12,10 @@
 //! - `tables.rs`: the [`Table`] type and the tables a report prints.
 //! - `render.rs`: plain text, Markdown and JSON.
 //! - `tool_rows.rs`: the latency tools' rows and the idle cost (issue 20).
+//! - `drop_in_rows.rs`: stock perftest on the drop-in libibverbs against
+//!   the engine's tools (issue 19).
 
+mod drop_in_rows;
 mod model;
 mod render;
 #[cfg(test)]
@@ -21,6 +24,7 @@ mod tables;
 mod targets;
 mod tool_rows;
 
+pub use drop_in_rows::{DropInPair, DropInReport, DropInTarget, GOODPUT_TARGET, LATENCY_TARGET};
 pub use model::{
     Cmp, GoodputRow, Latency, MessageRate, MultiQueue, MultiQueueRow, Pair, PairedTarget,
     Projection, ProjectionRow, Ratio, Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,

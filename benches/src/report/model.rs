@@ -42,6 +42,10 @@ pub struct Report {
     /// absent from older reports.
     #[serde(default)]
     pub qp_scale: Vec<crate::qp_scale::QpScaleRow>,
+    /// Stock perftest on the drop-in libibverbs against the engine's own
+    /// tools (`crate::verbs_drop_in`); absent from older reports.
+    #[serde(default)]
+    pub verbs_drop_in: super::DropInReport,
     /// How the figures were obtained (chunking, modes, ...).
     pub notes: Vec<String>,
     /// What was not measured, and why.

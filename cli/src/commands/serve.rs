@@ -34,7 +34,7 @@ use crate::common::perftest::kind::Kind;
 use crate::common::perftest::rtc;
 use crate::common::perftest::session::{landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH};
 use crate::common::perftest::sizes::parse_size;
-use crate::common::snapshot::queue_counters;
+use engine::stats::queue_counters;
 use crate::common::stats_document;
 use crate::common::verbs_peer;
 use crate::errors::UserError;

@@ -18,6 +18,15 @@ pub const ENV_FORCE: &str = "ROCE_XDP_FORCE";
 /// verbs calls (`ibv_poll_cq`...): for measurements, see
 /// docs/verbs-drop-in.md ("Process model").
 pub const ENV_PROGRESS_THREAD: &str = "ROCE_XDP_PROGRESS_THREAD";
+/// Microseconds of `ibv_poll_cq` calls in a row that find nothing to do
+/// before each further one yields the core; 0: never yield
+/// (docs/verbs-drop-in.md).
+pub const ENV_POLL_YIELD: &str = "ROCE_XDP_POLL_YIELD_US";
+/// Its default: never. Measured on 2 shared cores under other load,
+/// yielding after 50 us raised `ib_write_bw`'s goodput but let a pair of
+/// latency programs fall into yielding in turn (each side's wait grew past
+/// the threshold because the other had yielded): docs/verbs-drop-in.md.
+pub const DEFAULT_POLL_YIELD: u32 = 0;
 
 /// What the environment asks for.
 #[derive(Debug, Clone)]
@@ -28,6 +37,8 @@ pub struct Config {
     pub zero_copy: ZeroCopy,
     pub force: bool,
     pub progress_thread: bool,
+    /// See [`ENV_POLL_YIELD`] (µs); 0 = never.
+    pub poll_yield_us: u32,
 }
 
 impl Config {
@@ -64,6 +75,12 @@ impl Config {
             Some("1") | Some("yes") | Some("true")
         );
         let progress_thread = !matches!(get(ENV_PROGRESS_THREAD).as_deref(), Some("0"));
+        let poll_yield_us = match get(ENV_POLL_YIELD) {
+            None => DEFAULT_POLL_YIELD,
+            Some(v) => v.parse().map_err(|_| {
+                format!("{ENV_POLL_YIELD}={v}: expected microseconds (0: never yield)")
+            })?,
+        };
         Ok(Config {
             iface,
             queue,
@@ -71,6 +88,7 @@ impl Config {
             zero_copy,
             force,
             progress_thread,
+            poll_yield_us,
         })
     }
 }
@@ -101,6 +119,7 @@ mod tests {
             (ENV_MODE, "generic"),
             (ENV_ZERO_COPY, "off"),
             (ENV_FORCE, "1"),
+            (ENV_POLL_YIELD, "50"),
         ]))
         .unwrap();
         assert_eq!(c.iface, "veth0");
@@ -109,6 +128,11 @@ mod tests {
         assert_eq!(c.zero_copy, ZeroCopy::Off);
         assert!(c.force);
         assert!(c.progress_thread);
+        assert_eq!(c.poll_yield_us, 50);
+        let d = Config::parse(env(&[(ENV_IFACE, "veth0")])).unwrap();
+        assert_eq!(d.poll_yield_us, DEFAULT_POLL_YIELD);
+        let e = Config::parse(env(&[(ENV_IFACE, "veth0"), (ENV_POLL_YIELD, "x")])).unwrap_err();
+        assert!(e.contains("0: never"), "{e}");
     }
 
     #[test]

@@ -24,6 +24,7 @@ use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::Endpoint;
 use engine::io::Waker;
 use engine::nic::LoaderError;
+use engine::stats::{queue_counters, xdp_counters, QueueSnapshot, Snapshot, StatsServer};
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory, SendWr,
     VerbsError, WcStatus, WorkCompletion,
@@ -34,8 +35,10 @@ use crate::config::Config;
 use crate::os::EventFd;
 
 /// How long after the program's last `ibv_poll_cq` the progress thread
-/// leaves the engine to it.
-const APP_DRIVES_FOR: Duration = Duration::from_micros(200);
+/// leaves the engine to it: a program that busy-polls calls it far more
+/// often; one that polls now and then (perftest's servers between their
+/// steps) must not keep the thread asleep.
+const APP_DRIVES_FOR: Duration = Duration::from_micros(20);
 /// Idle iterations the progress thread spins (yielding) before it sleeps.
 const IDLE_SPINS: u32 = 64;
 /// Its longest sleep in poll(2) when idle (a frame, a timer or a verb
@@ -130,6 +133,33 @@ pub struct Shell {
     waker: Waker,
     /// The progress thread sleeps (or is about to): verbs must wake it.
     sleeping: AtomicBool,
+    /// Answers `roce-xdp stats --iface IF` (and `--watch`) with this
+    /// queue's counters, as the CLI's engines do.
+    stats_server: Mutex<Option<StatsServer>>,
+    /// The drop-in's own counters (the stats channel shows them).
+    counters: ShellCounters,
+    /// Since when (`now_ns`) `ibv_poll_cq` calls found nothing to do;
+    /// `u64::MAX`: the last one did.
+    idle_since: AtomicU64,
+    /// How long before such calls yield (`Config::poll_yield_us`; 0 =
+    /// never), ns.
+    poll_yield_ns: u64,
+}
+
+/// What moved the engine, for the stats channel.
+#[derive(Default)]
+struct ShellCounters {
+    /// `ibv_poll_cq` calls of the program.
+    app_polls: AtomicU64,
+    /// Engine iterations the progress thread ran.
+    progress_loops: AtomicU64,
+    /// Its sleeps in poll(2), and the times a verb woke it.
+    progress_sleeps: AtomicU64,
+    progress_wakes: AtomicU64,
+    /// Its naps while the program polled.
+    progress_naps: AtomicU64,
+    /// Times an `ibv_poll_cq` that found nothing yielded the core.
+    app_yields: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -195,7 +225,17 @@ impl Shell {
             sock_fd,
             waker: Waker::new().map_err(|e| format!("eventfd: {e}"))?,
             sleeping: AtomicBool::new(false),
+            stats_server: Mutex::new(None),
+            counters: ShellCounters::default(),
+            idle_since: AtomicU64::new(u64::MAX),
+            poll_yield_ns: u64::from(cfg.poll_yield_us) * 1000,
         });
+        let weak = Arc::downgrade(&shell);
+        let source = move || weak.upgrade().map(|s| s.snapshot()).unwrap_or_default();
+        match StatsServer::start(&cfg.iface, source) {
+            Ok(server) => *lock(&shell.stats_server) = Some(server),
+            Err(e) => eprintln!("roce-xdp: the stats channel is unavailable ({e}); the program runs without it"),
+        }
         if cfg.progress_thread {
             let s = shell.clone();
             std::thread::Builder::new()
@@ -204,6 +244,46 @@ impl Shell {
                 .map_err(|e| format!("cannot start the progress thread: {e}"))?;
         }
         Ok(shell)
+    }
+
+    /// This queue's counters for the stats channel (`roce-xdp stats`).
+    fn snapshot(&self) -> Snapshot {
+        let st = lock(&self.state);
+        let stats = st.rtc.stats();
+        Snapshot {
+            iface: self.iface.clone(),
+            pid: std::process::id(),
+            uptime_ns: self.now_ns(),
+            xdp_mode: st.rtc.attached_mode().to_string(),
+            zero_copy: st.rtc.is_zero_copy(),
+            xdp: st
+                .rtc
+                .steer_counters()
+                .map(|c| xdp_counters(&c))
+                .unwrap_or_default(),
+            queues: vec![QueueSnapshot {
+                queue: st.rtc.queue(),
+                core: None,
+                zero_copy: st.rtc.is_zero_copy(),
+                counters: {
+                    let mut v = queue_counters(&stats);
+                    let c = &self.counters;
+                    for (n, x) in [
+                        ("verbs_poll_cq_calls", &c.app_polls),
+                        ("progress_thread_loops", &c.progress_loops),
+                        ("progress_thread_sleeps", &c.progress_sleeps),
+                        ("progress_thread_woken_by_verbs", &c.progress_wakes),
+                        ("progress_thread_naps", &c.progress_naps),
+                        ("verbs_poll_cq_yields", &c.app_yields),
+                    ] {
+                        v.push((n.into(), x.load(Ordering::Relaxed)));
+                    }
+                    v
+                },
+                qp_rates: stats.qp_rates.as_slice().to_vec(),
+            }],
+            steering: None,
+        }
     }
 
     fn now_ns(&self) -> u64 {
@@ -224,6 +304,7 @@ impl Shell {
             if since < window {
                 // The program polls: it drives the engine. Look again when
                 // its window would end.
+                self.counters.progress_naps.fetch_add(1, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_nanos(window - since));
                 continue;
             }
@@ -231,6 +312,7 @@ impl Shell {
                 let mut st = lock(&self.state);
                 let busy = st.rtc.progress();
                 st.drain_all(self);
+                self.counters.progress_loops.fetch_add(1, Ordering::Relaxed);
                 if busy {
                     idle = 0;
                     continue;
@@ -254,6 +336,7 @@ impl Shell {
                     // SAFETY: the socket is owned by `state`, which lives
                     // as long as `self`.
                     let sock = unsafe { BorrowedFd::borrow_raw(self.sock_fd) };
+                    self.counters.progress_sleeps.fetch_add(1, Ordering::Relaxed);
                     let _ = self.waker.wait_with(sock, d);
                     self.sleeping.store(false, Ordering::SeqCst);
                     idle = 0;
@@ -266,6 +349,7 @@ impl Shell {
     /// engine has to do (a post, a state change, a region).
     fn wake(&self) {
         if self.sleeping.load(Ordering::SeqCst) {
+            self.counters.progress_wakes.fetch_add(1, Ordering::Relaxed);
             self.waker.wake();
         }
     }
@@ -361,27 +445,46 @@ impl Shell {
     }
 
     /// Up to `out.len()` completions of `cq`: those already taken from the
-    /// engine, else what one engine iteration produces.
+    /// engine, else what one engine iteration produces. A program that
+    /// keeps polling an empty CQ while the engine has nothing to do (a
+    /// window full of unacknowledged requests) yields its core once per
+    /// call after `ROCE_XDP_POLL_YIELD_US` of such calls: on a host whose
+    /// cores the peer's engine or other work shares, a busy-polling program
+    /// would otherwise hold the core the ACKs it waits for need.
     pub fn poll_cq(&self, cq: u32, out: &mut [WorkCompletion]) -> usize {
-        self.last_app_poll.store(self.now_ns(), Ordering::Relaxed);
-        let mut st = lock(&self.state);
-        let buffered = matches!(st.cqs.get(cq as usize), Some(Some(c)) if !c.buf.is_empty());
-        if !buffered {
-            st.rtc.progress();
-            st.drain(cq as usize, self);
-        }
-        let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
-            return 0;
-        };
-        let mut n = 0;
-        while n < out.len() {
-            match c.buf.pop_front() {
-                Some(wc) => {
-                    out[n] = wc;
-                    n += 1;
-                }
-                None => break,
+        let now = self.now_ns();
+        self.last_app_poll.store(now, Ordering::Relaxed);
+        self.counters.app_polls.fetch_add(1, Ordering::Relaxed);
+        let (n, busy) = {
+            let mut st = lock(&self.state);
+            let buffered = matches!(st.cqs.get(cq as usize), Some(Some(c)) if !c.buf.is_empty());
+            let busy = !buffered && st.rtc.progress();
+            if !buffered {
+                st.drain(cq as usize, self);
             }
+            let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
+                return 0;
+            };
+            let mut n = 0;
+            while n < out.len() {
+                match c.buf.pop_front() {
+                    Some(wc) => {
+                        out[n] = wc;
+                        n += 1;
+                    }
+                    None => break,
+                }
+            }
+            (n, busy)
+        };
+        if n > 0 || busy {
+            self.idle_since.store(u64::MAX, Ordering::Relaxed);
+        } else if self.poll_yield_ns > 0
+            && now.saturating_sub(self.idle_since.fetch_min(now, Ordering::Relaxed))
+                >= self.poll_yield_ns
+        {
+            self.counters.app_yields.fetch_add(1, Ordering::Relaxed);
+            std::thread::yield_now();
         }
         n
     }

@@ -46,7 +46,7 @@ mod steering;
 
 pub use client::{fetch, fetch_at, open_capture, open_capture_at};
 pub use server::{CaptureHub, StatsServer};
-pub use snapshot::{QueueSnapshot, Snapshot};
+pub use snapshot::{queue_counters, xdp_counters, QueueSnapshot, Snapshot};
 
 /// Default directory of the sockets.
 pub const DEFAULT_RUN_DIR: &str = "/run/roce-xdp";

@@ -7,6 +7,68 @@ use super::json::json_str;
 
 use super::SCHEMA_VERSION;
 
+/// `(name, value)` pairs of one queue's statistics, in display order.
+pub fn queue_counters(s: &crate::driver::QueueStats) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = s
+        .transport
+        .iter()
+        .map(|(n, x)| (n.to_string(), x))
+        .collect();
+    let k = &s.socket;
+    for (n, x) in [
+        ("xsk_rx_packets", k.rx_packets),
+        ("xsk_rx_bytes", k.rx_bytes),
+        ("xsk_rx_multi_buffer", k.rx_multi_buffer),
+        ("xsk_rx_linearized", k.rx_linearized),
+        ("xsk_rx_bad_descs", k.rx_bad_descs),
+        ("xsk_tx_packets", k.tx_packets),
+        ("xsk_tx_bytes", k.tx_bytes),
+        ("xsk_tx_full", k.tx_full),
+        ("xsk_tx_kicks", k.tx_kicks),
+        ("xsk_rx_kicks", k.rx_kicks),
+    ] {
+        v.push((n.into(), x));
+    }
+    let k = &s.kernel;
+    for (n, x) in [
+        ("kernel_rx_dropped", k.rx_dropped),
+        ("kernel_rx_invalid_descs", k.rx_invalid_descs),
+        ("kernel_tx_invalid_descs", k.tx_invalid_descs),
+        ("kernel_rx_ring_full", k.rx_ring_full),
+        (
+            "kernel_rx_fill_ring_empty_descs",
+            k.rx_fill_ring_empty_descs,
+        ),
+        ("kernel_tx_ring_empty_descs", k.tx_ring_empty_descs),
+        ("engine_loops", s.loops),
+        ("engine_sleeps", s.sleeps),
+        ("engine_app_wakes", s.app_wakes),
+        ("engine_woken_by_posts", s.woken_by_posts),
+        // Multi-queue (docs/multi-queue.md): packets that arrived on this
+        // queue for a QP another queue held, and what moved here.
+        ("rx_handoff", s.rx_handoff),
+        ("rx_handoff_dropped", s.rx_handoff_dropped),
+        ("handoff_received", s.handoff_received),
+        ("qp_migrations", s.qp_migrations),
+        ("work_forwarded", s.work_forwarded),
+    ] {
+        v.push((n.into(), x));
+    }
+    v
+}
+
+/// `(name, value)` pairs of the XDP program's counters, in display order.
+pub fn xdp_counters(c: &crate::nic::SteerCounters) -> Vec<(String, u64)> {
+    vec![
+        ("seen".to_string(), c.seen),
+        ("redirected".into(), c.redirected),
+        ("passed".into(), c.passed),
+        ("no_socket".into(), c.no_socket),
+        ("dropped_impairment".into(), c.dropped_impairment),
+        ("ce_marked".into(), c.ce_marked),
+    ]
+}
+
 /// Counters of one queue's engine.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct QueueSnapshot {

@@ -1,0 +1,302 @@
+//! The targets of issue 19: Debian's stock perftest binaries, unmodified,
+//! on the engine through the drop-in libibverbs (`roce-xdp exec`), against
+//! the engine's own perftest-style tools between the same two namespaces,
+//! paired in one run:
+//!
+//! - goodput: `ib_write_bw` under `exec` / `roce-xdp write-bw`, at 64 B and
+//!   64 KiB, each run `-D` seconds, both sides with the same options
+//!   (`-s`, `-m` the link's IB MTU, one QP, perftest's default depth);
+//!   the figure is the client's "BW average" (MB/s, 2^20 bytes, both
+//!   tools); target ratio >= [`GOODPUT_TARGET`];
+//! - latency: `ib_send_lat` under `exec` / `roce-xdp send-lat`, 64 B, the
+//!   same `-n`; the figure is the client's `t_typical` (perftest's median,
+//!   half the round trip, both tools); target ratio <= [`LATENCY_TARGET`].
+//!
+//! Each comparison is measured as pairs, the two runs of a pair back to
+//! back, the stock binary first in even-numbered pairs and the tool first
+//! in odd ones (a drift linear in time cancels); the ratio of a
+//! comparison is the median of its per-pair ratios. The pairs of the
+//! three comparisons are interleaved (pair 1 of each, then pair 2, ...).
+//!
+//! Needs root, Debian's `perftest` (`scripts/setup-deps.sh` installs it)
+//! and the drop-in's archive (`cargo build --release -p roce-xdp-ibverbs`;
+//! `exec` links `libibverbs.so.1` from it on first use). The tools' engine
+//! serves queue 0 of the test bed's 2-queue veths with `--steer off
+//! --force`, as in `tool_latency.rs`; the drop-in serves queue 0 too.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use engine::testbed::netns::VethPair;
+
+use crate::error::EngineResult;
+use crate::options::{Options, ROCE_PMTU, SMALL};
+use crate::report::{DropInPair, DropInReport, DropInTarget};
+use crate::stats::{abba_a_first, median};
+use crate::tool_run::{in_netns, server_client, tool_binary};
+
+/// TCP port of the perftest exchange in these runs.
+const PORT: u16 = 18591;
+/// The tools' engine options on the test bed (see the module's doc).
+const ENGINE_ARGS: [&str; 3] = ["--steer", "off", "--force"];
+/// How long a server may take after its client ended.
+const SERVER_TIMEOUT: Duration = Duration::from_secs(30);
+/// What a client prints when its server is not listening yet.
+const NOT_LISTENING: [&str; 3] = ["refused", "Couldn't connect", "Unable to open file"];
+
+/// One comparison of the step.
+#[derive(Clone, Copy)]
+enum Comparison {
+    WriteBw(u64),
+    SendLat,
+}
+
+impl Comparison {
+    fn stock(self) -> &'static str {
+        match self {
+            Comparison::WriteBw(_) => "ib_write_bw",
+            Comparison::SendLat => "ib_send_lat",
+        }
+    }
+
+    fn tool(self) -> &'static str {
+        match self {
+            Comparison::WriteBw(_) => "write-bw",
+            Comparison::SendLat => "send-lat",
+        }
+    }
+
+    fn bytes(self) -> u64 {
+        match self {
+            Comparison::WriteBw(s) => s,
+            Comparison::SendLat => SMALL,
+        }
+    }
+
+    /// perftest's options of a run, the same for both binaries and sides.
+    fn args(self, opts: &Options) -> Vec<String> {
+        let mut a = vec![
+            "-s".to_string(),
+            self.bytes().to_string(),
+            "-m".into(),
+            ROCE_PMTU.to_string(),
+            "-p".into(),
+            PORT.to_string(),
+        ];
+        match self {
+            Comparison::WriteBw(_) => a.extend(["-D".into(), bw_seconds(opts).to_string()]),
+            Comparison::SendLat => a.extend(["-n".into(), opts.pingpongs().to_string()]),
+        }
+        a
+    }
+}
+
+/// Length of each bandwidth run, seconds (perftest's `-D` takes whole
+/// seconds).
+fn bw_seconds(opts: &Options) -> u32 {
+    if opts.quick {
+        1
+    } else {
+        2
+    }
+}
+
+/// Pairs per comparison.
+fn pairs(opts: &Options) -> usize {
+    if opts.quick {
+        2
+    } else {
+        6
+    }
+}
+
+/// The client's row of a perftest table: the line whose first column is
+/// `bytes`, as numbers.
+fn perftest_row(stdout: &str, bytes: u64) -> Option<Vec<f64>> {
+    stdout.lines().find_map(|l| {
+        let cols: Vec<&str> = l.split_whitespace().collect();
+        if cols.len() < 4 || cols[0].parse::<u64>().ok()? != bytes {
+            return None;
+        }
+        cols.iter().map(|c| c.parse::<f64>().ok()).collect()
+    })
+}
+
+/// One run of the stock binary under `exec`: its figure.
+fn run_stock(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> EngineResult<f64> {
+    let side = |ns: &str, iface: &str, peer: Option<String>| {
+        let mut cmd = in_netns(ns, exe);
+        cmd.args(["exec", "--iface", iface, "--", c.stock(), "-x", "1"])
+            .args(c.args(opts))
+            .args(peer);
+        cmd
+    };
+    let out = server_client(
+        side(&pair.b.netns, &pair.b.ifname, None),
+        || side(&pair.a.netns, &pair.a.ifname, Some(pair.b.ipv4.to_string())),
+        &NOT_LISTENING,
+        SERVER_TIMEOUT,
+    )?;
+    if !out.success() {
+        return Err(format!(
+            "{} under exec: {}",
+            c.stock(),
+            out.describe_failure()
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&out.client.stdout);
+    let row = perftest_row(&stdout, c.bytes())
+        .ok_or_else(|| format!("{}: no result row in its output", c.stock()))?;
+    // ib_write_bw: #bytes #iterations peak average rate; ib_send_lat:
+    // #bytes #iterations t_min t_max t_typical ...
+    let col = match c {
+        Comparison::WriteBw(_) => 3,
+        Comparison::SendLat => 4,
+    };
+    row.get(col)
+        .copied()
+        .ok_or_else(|| format!("{}: its result row is short", c.stock()))
+}
+
+/// One run of the engine's own tool: its figure (from its `--json`).
+fn run_tool(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> EngineResult<f64> {
+    let side = |ns: &str, iface: &str, peer: Option<String>| {
+        let mut cmd = in_netns(ns, exe);
+        cmd.args([c.tool(), "--iface", iface])
+            .args(ENGINE_ARGS)
+            .args(c.args(opts))
+            .arg("--json")
+            .args(peer);
+        cmd
+    };
+    let out = server_client(
+        side(&pair.b.netns, &pair.b.ifname, None),
+        || side(&pair.a.netns, &pair.a.ifname, Some(pair.b.ipv4.to_string())),
+        &NOT_LISTENING,
+        SERVER_TIMEOUT,
+    )?;
+    if !out.success() {
+        return Err(format!("roce-xdp {}: {}", c.tool(), out.describe_failure()));
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&out.client.stdout)
+        .map_err(|e| format!("roce-xdp {}: its --json does not parse: {e}", c.tool()))?;
+    let key = match c {
+        Comparison::WriteBw(_) => "bw_avg_mbps",
+        Comparison::SendLat => "t_typical_us",
+    };
+    doc["results"][0][key]
+        .as_f64()
+        .ok_or_else(|| format!("roce-xdp {}: no {key} in its --json", c.tool()))
+}
+
+/// Why the step cannot run here, if it cannot.
+fn unavailable() -> Option<String> {
+    for bin in ["ib_write_bw", "ib_send_lat"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {bin}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return Some(format!(
+                "{bin} is not installed (Debian's perftest: scripts/setup-deps.sh installs it)"
+            ));
+        }
+    }
+    None
+}
+
+/// The whole step; a comparison whose runs failed is described in
+/// `missing` (and kept with the pairs that did run).
+pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> DropInReport {
+    let mut report = DropInReport {
+        bw_seconds: bw_seconds(opts),
+        lat_iterations: opts.pingpongs() as u64,
+        targets: Vec::new(),
+    };
+    let Some(exe) = tool_binary() else {
+        missing.push("verbs drop-in: the roce-xdp binary was not found (set ROCE_XDP_BIN)".into());
+        return report;
+    };
+    if let Some(why) = unavailable() {
+        missing.push(format!("verbs drop-in: {why}"));
+        return report;
+    }
+    let comparisons = [
+        Comparison::WriteBw(SMALL),
+        Comparison::WriteBw(65536),
+        Comparison::SendLat,
+    ];
+    report.targets = comparisons
+        .iter()
+        .map(|&c| DropInTarget {
+            stock: c.stock().into(),
+            tool: format!("roce-xdp {}", c.tool()),
+            message_bytes: c.bytes(),
+            latency: matches!(c, Comparison::SendLat),
+            pairs: Vec::new(),
+            ratio: None,
+        })
+        .collect();
+    let mut failed = vec![None; comparisons.len()];
+    for k in 0..pairs(opts) {
+        for (i, &c) in comparisons.iter().enumerate() {
+            if failed[i].is_some() {
+                continue;
+            }
+            let stock_first = abba_a_first(k);
+            let run = |stock: bool| {
+                if stock {
+                    run_stock(pair, &exe, c, opts)
+                } else {
+                    run_tool(pair, &exe, c, opts)
+                }
+            };
+            match run(stock_first).and_then(|a| Ok((a, run(!stock_first)?))) {
+                Ok((a, b)) => {
+                    let (stock, tool) = if stock_first { (a, b) } else { (b, a) };
+                    report.targets[i].pairs.push(DropInPair {
+                        stock_first,
+                        stock,
+                        tool,
+                    });
+                }
+                Err(e) => failed[i] = Some(e),
+            }
+        }
+    }
+    for (t, f) in report.targets.iter_mut().zip(failed) {
+        let ratios: Vec<f64> = t.pairs.iter().map(DropInPair::ratio).collect();
+        t.ratio = median(&ratios);
+        if let Some(e) = f {
+            missing.push(format!(
+                "verbs drop-in, {} vs {}, {} B (after {} pairs): {e}",
+                t.stock,
+                t.tool,
+                t.message_bytes,
+                t.pairs.len()
+            ));
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perftest_rows_are_found_by_their_size() {
+        let bw = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n 65536      5000             1169.80            1054.33\t\t   0.016869\n";
+        assert_eq!(
+            perftest_row(bw, 65536).map(|r| r[3]),
+            Some(1054.33),
+            "the BW average column"
+        );
+        assert_eq!(perftest_row(bw, 64), None);
+        let lat = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n 64      1000          2.16           346.81         2.63             3.06           10.92           4.62                   346.81\n";
+        assert_eq!(perftest_row(lat, 64).map(|r| r[4]), Some(2.63));
+        // A header or a note with a number first is not a result row.
+        assert_eq!(perftest_row(" 64 bytes were sent\n", 64), None);
+    }
+}
