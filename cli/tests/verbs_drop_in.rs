@@ -350,3 +350,42 @@ fn unsupported_verbs_and_qp_errors_as_a_verbs_program_sees_them() {
         .count();
     assert_eq!(lines, 1, "the unsupported verb is named once:\n{text}");
 }
+
+/// `roce-xdp stats --iface IF` answers for a program under exec, as for
+/// the CLI's own engines: its queue's transport counters and the
+/// drop-in's own (how often the program polled, what the progress thread
+/// did), with the program's pid.
+#[test]
+#[ignore = "needs root"]
+fn roce_xdp_stats_sees_a_program_under_exec() {
+    prerequisites();
+    let pair = Pair::create();
+    // A server that waits for a client which never comes: the engine is
+    // open, idle, for as long as the test looks at it.
+    let mut server = pair
+        .exec(0, &["ibv_rc_pingpong", "-g", "1"])
+        .spawn()
+        .expect("starting ibv_rc_pingpong");
+    pair.wait_listening(0, 18515, &mut server);
+    let stats = Command::new("ip")
+        .args(["netns", "exec", &pair.ns[0], env!("CARGO_BIN_EXE_roce-xdp")])
+        .args(["stats", "--iface", &pair.ifs[0], "--json"])
+        .output()
+        .expect("running roce-xdp stats");
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = assert_ok("roce-xdp stats", &stats);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("stats --json is JSON");
+    assert_eq!(doc["pid"].as_u64(), Some(u64::from(server.id())), "{text}");
+    for counter in [
+        "rcvd_pkts",
+        "verbs_poll_cq_calls",
+        "progress_thread_loops",
+        "progress_thread_sleeps",
+    ] {
+        assert!(
+            text.contains(&format!("\"{counter}\"")),
+            "no {counter}: {text}"
+        );
+    }
+}

@@ -34,10 +34,10 @@ use crate::common::perftest::kind::Kind;
 use crate::common::perftest::rtc;
 use crate::common::perftest::session::{landing_size, Cq, Local, Peer, Side, RESPONDER_DEPTH};
 use crate::common::perftest::sizes::parse_size;
-use engine::stats::queue_counters;
 use crate::common::stats_document;
 use crate::common::verbs_peer;
 use crate::errors::UserError;
+use engine::stats::queue_counters;
 
 /// Options of `roce-xdp serve`.
 #[derive(Debug, Args)]

@@ -167,12 +167,44 @@ fn bench_quick_json_has_the_documented_shape() {
         assert_eq!(ratio.value.is_some(), ratio.met.is_some(), "{ratio:?}");
         assert!(ratio.value.is_some() || !r.missing.is_empty(), "{ratio:?}");
     }
+    let md = std::fs::read_to_string(out_dir.join("results.md")).expect("results.md");
+    // Stock perftest on the drop-in (issue 19): three comparisons, each
+    // with its pairs and a ratio, or a line in `missing` saying why not.
+    let drop_in = &r.verbs_drop_in;
+    if drop_in.targets.is_empty() {
+        assert!(
+            r.missing.iter().any(|m| m.starts_with("verbs drop-in")),
+            "{:?}",
+            r.missing
+        );
+    } else {
+        let names: Vec<(&str, u64)> = drop_in
+            .targets
+            .iter()
+            .map(|t| (t.stock.as_str(), t.message_bytes))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("ib_write_bw", 64),
+                ("ib_write_bw", 65536),
+                ("ib_send_lat", 64)
+            ]
+        );
+        for t in &drop_in.targets {
+            assert!(
+                t.ratio.is_some_and(|x| x > 0.0) || r.missing.iter().any(|m| m.contains(&t.stock)),
+                "{t:?} {:?}",
+                r.missing
+            );
+        }
+        assert!(md.contains("Stock perftest on the drop-in libibverbs"));
+    }
     let projection = r.projection.as_ref().expect("projection section");
     assert!(!projection.rows.is_empty());
     assert!(projection.rows.iter().all(|p| p.cycles_per_packet > 0.0));
 
     // --out wrote the three files, the SVG plots three series.
-    let md = std::fs::read_to_string(out_dir.join("results.md")).expect("results.md");
     assert!(md.contains("Goodput"));
     let svg = std::fs::read_to_string(out_dir.join("goodput.svg")).expect("goodput.svg");
     assert!(svg.starts_with("<svg") && svg.contains("kernel UDP") && svg.contains("AF_XDP floor"));

@@ -24,11 +24,11 @@ use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::Endpoint;
 use engine::io::Waker;
 use engine::nic::LoaderError;
-use engine::stats::{queue_counters, xdp_counters, QueueSnapshot, Snapshot, StatsServer};
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory, SendWr,
     VerbsError, WcStatus, WorkCompletion,
 };
+use engine::stats::{queue_counters, xdp_counters, QueueSnapshot, Snapshot, StatsServer};
 use engine::verbs::DeviceError;
 
 use crate::config::Config;
@@ -234,7 +234,9 @@ impl Shell {
         let source = move || weak.upgrade().map(|s| s.snapshot()).unwrap_or_default();
         match StatsServer::start(&cfg.iface, source) {
             Ok(server) => *lock(&shell.stats_server) = Some(server),
-            Err(e) => eprintln!("roce-xdp: the stats channel is unavailable ({e}); the program runs without it"),
+            Err(e) => eprintln!(
+                "roce-xdp: the stats channel is unavailable ({e}); the program runs without it"
+            ),
         }
         if cfg.progress_thread {
             let s = shell.clone();
@@ -336,7 +338,9 @@ impl Shell {
                     // SAFETY: the socket is owned by `state`, which lives
                     // as long as `self`.
                     let sock = unsafe { BorrowedFd::borrow_raw(self.sock_fd) };
-                    self.counters.progress_sleeps.fetch_add(1, Ordering::Relaxed);
+                    self.counters
+                        .progress_sleeps
+                        .fetch_add(1, Ordering::Relaxed);
                     let _ = self.waker.wait_with(sock, d);
                     self.sleeping.store(false, Ordering::SeqCst);
                     idle = 0;
