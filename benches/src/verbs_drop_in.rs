@@ -34,7 +34,7 @@ use crate::error::EngineResult;
 use crate::options::{Options, ROCE_PMTU, SMALL};
 use crate::report::{DropInPair, DropInReport, DropInTarget};
 use crate::stats::{abba_a_first, median};
-use crate::tool_run::{in_netns, server_client, tool_binary};
+use crate::tool_run::{in_netns, server_client, tool_binary, RunOutput};
 
 /// TCP port of the perftest exchange in these runs.
 const PORT: u16 = 18591;
@@ -123,6 +123,20 @@ fn perftest_row(stdout: &str, bytes: u64) -> Option<Vec<f64>> {
     })
 }
 
+/// `side(namespace, interface, peer)` as the server in namespace b, then
+/// as the client in namespace a (with b's address as the peer).
+fn server_then_client(
+    pair: &VethPair,
+    side: impl Fn(&str, &str, Option<String>) -> Command,
+) -> EngineResult<RunOutput> {
+    server_client(
+        side(&pair.b.netns, &pair.b.ifname, None),
+        || side(&pair.a.netns, &pair.a.ifname, Some(pair.b.ipv4.to_string())),
+        &NOT_LISTENING,
+        SERVER_TIMEOUT,
+    )
+}
+
 /// One run of the stock binary under `exec`: its figure.
 fn run_stock(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> EngineResult<f64> {
     let side = |ns: &str, iface: &str, peer: Option<String>| {
@@ -132,12 +146,7 @@ fn run_stock(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> Engi
             .args(peer);
         cmd
     };
-    let out = server_client(
-        side(&pair.b.netns, &pair.b.ifname, None),
-        || side(&pair.a.netns, &pair.a.ifname, Some(pair.b.ipv4.to_string())),
-        &NOT_LISTENING,
-        SERVER_TIMEOUT,
-    )?;
+    let out = server_then_client(pair, side)?;
     if !out.success() {
         return Err(format!(
             "{} under exec: {}",
@@ -170,12 +179,7 @@ fn run_tool(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> Engin
             .args(peer);
         cmd
     };
-    let out = server_client(
-        side(&pair.b.netns, &pair.b.ifname, None),
-        || side(&pair.a.netns, &pair.a.ifname, Some(pair.b.ipv4.to_string())),
-        &NOT_LISTENING,
-        SERVER_TIMEOUT,
-    )?;
+    let out = server_then_client(pair, side)?;
     if !out.success() {
         return Err(format!("roce-xdp {}: {}", c.tool(), out.describe_failure()));
     }
