@@ -693,9 +693,7 @@ impl Side {
                 continue;
             }
             spins += 1;
-            // Driving the engine: leave the core at every empty poll
-            // (the client's loop and the engine share it).
-            if spins > 64 || rtc.is_some() {
+            if spins > 64 && rtc.is_none() {
                 std::thread::yield_now();
             }
             if spins.is_multiple_of(256) {
