@@ -271,11 +271,13 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
         let copts = ConnectOptions {
             path_mtu: opts.mtu,
             timeout: opts.ack_timeout,
-            sq_psn: 0x100 * (i + 1),
+            // Each side starts at its QP's random first PSN, as the
+            // tools and serve do (docs/security.md).
+            sq_psn: qa.psn(),
             vlan: opts.vlan,
             ..Default::default()
         };
-        let psn_b = 0xabc00 + i;
+        let psn_b = qb.psn();
         qa.connect(
             RemoteQp {
                 qpn: qb.qpn(),
