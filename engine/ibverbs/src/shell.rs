@@ -34,10 +34,11 @@ use engine::verbs::DeviceError;
 use crate::config::Config;
 use crate::os::EventFd;
 
-/// How long after the program's last `ibv_poll_cq` the progress thread
-/// leaves the engine to it: a program that busy-polls calls it far more
-/// often; one that polls now and then (perftest's servers between their
-/// steps) must not keep the thread asleep.
+/// The progress thread's nap when the program called `ibv_poll_cq` since
+/// its last look (the program drives the engine): short, so that a
+/// program that polls now and then (perftest's servers between their
+/// steps) does not keep the thread asleep; a program that busy-polls
+/// calls it far more often.
 const APP_DRIVES_FOR: Duration = Duration::from_micros(20);
 /// Idle iterations the progress thread spins (yielding) before it sleeps.
 const IDLE_SPINS: u32 = 64;
@@ -126,7 +127,6 @@ pub struct Shell {
     pub iface: String,
     pub async_events: AsyncEvents,
     origin: Instant,
-    last_app_poll: AtomicU64,
     /// The AF_XDP socket's descriptor (it lives as long as `state`).
     sock_fd: RawFd,
     /// Wakes the progress thread from its poll(2).
@@ -221,7 +221,6 @@ impl Shell {
                 events: Mutex::new(VecDeque::with_capacity(64)),
             },
             origin: Instant::now(),
-            last_app_poll: AtomicU64::new(0),
             sock_fd,
             waker: Waker::new().map_err(|e| format!("eventfd: {e}"))?,
             sleeping: AtomicBool::new(false),
@@ -298,17 +297,19 @@ impl Shell {
     /// or a verb wakes it ([`Shell::wake`]).
     fn progress_loop(&self) {
         let mut idle = 0u32;
+        let mut polls_seen = u64::MAX;
         loop {
-            let since = self
-                .now_ns()
-                .saturating_sub(self.last_app_poll.load(Ordering::Relaxed));
-            let window = APP_DRIVES_FOR.as_nanos() as u64;
-            if since < window {
-                // The program polls: it drives the engine. Look again when
-                // its window would end.
-                self.counters.progress_naps.fetch_add(1, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_nanos(window - since));
-                continue;
+            // The program polled since the last look: it drives the engine
+            // (its `ibv_poll_cq` runs an iteration). Look again after
+            // APP_DRIVES_FOR. Counting calls costs the program no clock read.
+            let polls = self.counters.app_polls.load(Ordering::Relaxed);
+            if polls != polls_seen {
+                polls_seen = polls;
+                if polls > 0 {
+                    self.counters.progress_naps.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(APP_DRIVES_FOR);
+                    continue;
+                }
             }
             let sleep = {
                 let mut st = lock(&self.state);
@@ -456,8 +457,6 @@ impl Shell {
     /// cores the peer's engine or other work shares, a busy-polling program
     /// would otherwise hold the core the ACKs it waits for need.
     pub fn poll_cq(&self, cq: u32, out: &mut [WorkCompletion]) -> usize {
-        let now = self.now_ns();
-        self.last_app_poll.store(now, Ordering::Relaxed);
         self.counters.app_polls.fetch_add(1, Ordering::Relaxed);
         let (n, busy) = {
             let mut st = lock(&self.state);
@@ -483,10 +482,11 @@ impl Shell {
         };
         if n > 0 || busy {
             self.idle_since.store(u64::MAX, Ordering::Relaxed);
-        } else if self.poll_yield_ns > 0
-            && now.saturating_sub(self.idle_since.fetch_min(now, Ordering::Relaxed))
+        } else if self.poll_yield_ns > 0 && {
+            let now = self.now_ns();
+            now.saturating_sub(self.idle_since.fetch_min(now, Ordering::Relaxed))
                 >= self.poll_yield_ns
-        {
+        } {
             self.counters.app_yields.fetch_add(1, Ordering::Relaxed);
             std::thread::yield_now();
         }
