@@ -22,7 +22,8 @@
 //! and the drop-in's archive (`cargo build --release -p roce-xdp-ibverbs`;
 //! `exec` links `libibverbs.so.1` from it on first use). The tools' engine
 //! serves queue 0 of the test bed's 2-queue veths with `--steer off
-//! --force`, as in `tool_latency.rs`; the drop-in serves queue 0 too.
+//! --force`, as in `tool_latency.rs`; the drop-in serves queue 0 too, with
+//! the same options.
 
 use std::path::Path;
 use std::process::Command;
@@ -141,7 +142,9 @@ fn server_then_client(
 fn run_stock(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> EngineResult<f64> {
     let side = |ns: &str, iface: &str, peer: Option<String>| {
         let mut cmd = in_netns(ns, exe);
-        cmd.args(["exec", "--iface", iface, "--", c.stock(), "-x", "1"])
+        cmd.args(["exec", "--iface", iface])
+            .args(ENGINE_ARGS)
+            .args(["--", c.stock(), "-x", "1"])
             .args(c.args(opts))
             .args(peer);
         cmd

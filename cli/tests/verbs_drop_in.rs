@@ -31,6 +31,11 @@ fn ip(args: &[&str]) {
 
 impl Pair {
     fn create() -> Pair {
+        Pair::with_queues(1)
+    }
+
+    /// veths with `queues` RX and TX queues each.
+    fn with_queues(queues: u32) -> Pair {
         let pid = std::process::id() % 100_000;
         let k = COUNTER.fetch_add(1, Ordering::Relaxed);
         let p = Pair {
@@ -41,9 +46,28 @@ impl Pair {
         for ns in &p.ns {
             ip(&["netns", "add", ns]);
         }
+        let q = queues.to_string();
         ip(&[
-            "link", "add", &p.ifs[0], "netns", &p.ns[0], "type", "veth", "peer", "name", &p.ifs[1],
-            "netns", &p.ns[1],
+            "link",
+            "add",
+            &p.ifs[0],
+            "netns",
+            &p.ns[0],
+            "numrxqueues",
+            &q,
+            "numtxqueues",
+            &q,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &p.ifs[1],
+            "netns",
+            &p.ns[1],
+            "numrxqueues",
+            &q,
+            "numtxqueues",
+            &q,
         ]);
         for i in 0..2 {
             let addr = format!("{}/24", p.ips[i]);
@@ -388,4 +412,39 @@ fn roce_xdp_stats_sees_a_program_under_exec() {
             "no {counter}: {text}"
         );
     }
+}
+
+/// On an interface with more RX queues than the program's and no way to
+/// steer RoCE to it (veth has no ntuple filters), the program gets no
+/// device and the reason, as the CLI's tools refuse; `--force` starts
+/// anyway with a warning; a queue other than 0 cannot be steered to.
+#[test]
+#[ignore = "needs root"]
+fn uncovered_queues_are_refused_unless_forced() {
+    prerequisites();
+    let pair = Pair::with_queues(2);
+    let run = |extra: &[&str]| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &pair.ns[0], env!("CARGO_BIN_EXE_roce-xdp")])
+            .args(["exec", "--iface", &pair.ifs[0]])
+            .args(extra)
+            .args(["--", "ibv_devices"]);
+        let out = c.output().expect("running exec");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (out, err) = run(&[]);
+    assert!(!out.contains("roce-xdp0"), "{out}");
+    assert!(
+        err.contains("has 2 RX queues but only queue 0 is served") && err.contains("--force"),
+        "{err}"
+    );
+    let (out, err) = run(&["--force"]);
+    assert!(out.contains("roce-xdp0"), "{out}\n{err}");
+    assert!(err.contains("warning: forced (--force)"), "{err}");
+    let (out, err) = run(&["--queues", "1"]);
+    assert!(!out.contains("roce-xdp0"), "{out}");
+    assert!(err.contains("serves queue 1 alone"), "{err}");
 }

@@ -20,6 +20,7 @@ use std::process::Command;
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 
+use crate::common::steering::SteerArg;
 use crate::errors::UserError;
 
 /// The version script the drop-in is linked with.
@@ -59,9 +60,15 @@ pub struct ExecArgs {
     /// AF_XDP zero-copy.
     #[arg(long = "zero-copy", value_enum, default_value = "auto")]
     pub zero_copy: ZeroCopyArg,
-    /// Replace an XDP program another tool attached.
+    /// Replace an XDP program another tool attached, and start even if
+    /// RoCE may reach RX queues without an engine (as the tools' --force).
     #[arg(long = "force")]
     pub force: bool,
+    /// How RoCE reaches the program's queue when the interface has more RX
+    /// queues: ntuple rules where the NIC has them (auto), required
+    /// (ntuple), or nothing (off); docs/queue-coverage.md.
+    #[arg(long = "steer", value_enum, default_value_t = SteerArg::Auto)]
+    pub steer: SteerArg,
     /// The program and its arguments (after `--`).
     #[arg(
         required = true,
@@ -183,6 +190,14 @@ pub fn run(a: ExecArgs) -> anyhow::Result<()> {
         .env("ROCE_XDP_MODE", mode)
         .env("ROCE_XDP_ZERO_COPY", zero_copy)
         .env("ROCE_XDP_FORCE", if a.force { "1" } else { "0" })
+        .env(
+            "ROCE_XDP_STEER",
+            match a.steer {
+                SteerArg::Auto => "auto",
+                SteerArg::Ntuple => "ntuple",
+                SteerArg::Off => "off",
+            },
+        )
         .exec();
     Err(anyhow::Error::new(err).context(format!("starting {}", program.to_string_lossy())))
 }

@@ -2,7 +2,7 @@
 //! `roce-xdp exec`, or by hand: docs/verbs-drop-in.md).
 
 use engine::io::ZeroCopy;
-use engine::nic::AttachMode;
+use engine::nic::{AttachMode, SteerMode};
 
 /// Interface to attach to (required).
 pub const ENV_IFACE: &str = "ROCE_XDP_IFACE";
@@ -12,8 +12,13 @@ pub const ENV_QUEUE: &str = "ROCE_XDP_QUEUE";
 pub const ENV_MODE: &str = "ROCE_XDP_MODE";
 /// AF_XDP zero-copy: auto (default), on, off.
 pub const ENV_ZERO_COPY: &str = "ROCE_XDP_ZERO_COPY";
-/// 1: remove an XDP program another tool attached first.
+/// 1: remove an XDP program another tool attached first, and start even
+/// if RoCE may reach RX queues without an engine (as the tools' --force).
 pub const ENV_FORCE: &str = "ROCE_XDP_FORCE";
+/// How RoCE reaches the program's queue on a multi-queue interface:
+/// auto (default), ntuple, off (the tools' `--steer`,
+/// docs/queue-coverage.md).
+pub const ENV_STEER: &str = "ROCE_XDP_STEER";
 /// 0: no progress thread; the engine moves only inside the program's
 /// verbs calls (`ibv_poll_cq`...): for measurements, see
 /// docs/verbs-drop-in.md ("Process model").
@@ -36,6 +41,7 @@ pub struct Config {
     pub attach: AttachMode,
     pub zero_copy: ZeroCopy,
     pub force: bool,
+    pub steer: SteerMode,
     pub progress_thread: bool,
     /// See [`ENV_POLL_YIELD`] (µs); 0 = never.
     pub poll_yield_us: u32,
@@ -74,6 +80,12 @@ impl Config {
             get(ENV_FORCE).as_deref(),
             Some("1") | Some("yes") | Some("true")
         );
+        let steer = match get(ENV_STEER).as_deref() {
+            None | Some("auto") => SteerMode::Auto,
+            Some("ntuple") => SteerMode::Ntuple,
+            Some("off") => SteerMode::Off,
+            Some(s) => return Err(format!("{ENV_STEER}={s}: expected auto, ntuple or off")),
+        };
         let progress_thread = !matches!(get(ENV_PROGRESS_THREAD).as_deref(), Some("0"));
         let poll_yield_us = match get(ENV_POLL_YIELD) {
             None => DEFAULT_POLL_YIELD,
@@ -87,6 +99,7 @@ impl Config {
             attach,
             zero_copy,
             force,
+            steer,
             progress_thread,
             poll_yield_us,
         })
@@ -119,6 +132,7 @@ mod tests {
             (ENV_MODE, "generic"),
             (ENV_ZERO_COPY, "off"),
             (ENV_FORCE, "1"),
+            (ENV_STEER, "off"),
             (ENV_POLL_YIELD, "50"),
         ]))
         .unwrap();
@@ -127,6 +141,7 @@ mod tests {
         assert_eq!(c.attach, AttachMode::Generic);
         assert_eq!(c.zero_copy, ZeroCopy::Off);
         assert!(c.force);
+        assert_eq!(c.steer, SteerMode::Off);
         assert!(c.progress_thread);
         assert_eq!(c.poll_yield_us, 50);
         let d = Config::parse(env(&[(ENV_IFACE, "veth0")])).unwrap();

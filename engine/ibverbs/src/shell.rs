@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::Endpoint;
 use engine::io::Waker;
-use engine::nic::LoaderError;
+use engine::nic::{LoaderError, QueueOption, SteerOps, SteerRequest, Steering};
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory, SendWr,
     VerbsError, WcStatus, WorkCompletion,
@@ -162,6 +162,51 @@ struct ShellCounters {
     app_yields: AtomicU64,
 }
 
+/// The queue coverage the program's engine installed (ntuple rules on a
+/// multi-queue NIC), removed when the program exits.
+static STEERING: Mutex<Option<Steering>> = Mutex::new(None);
+
+extern "C" fn remove_steering() {
+    if let Some(s) = lock(&STEERING).take() {
+        if let Err(e) = s.remove() {
+            eprintln!("roce-xdp: {e}");
+        }
+    }
+}
+
+/// Settles queue coverage as the CLI's tools do (docs/queue-coverage.md):
+/// on an interface with more RX queues than the program's, steers RoCE to
+/// its queue (queue 0: steering cannot single out another one) or refuses
+/// unless forced. What it installs is removed at exit.
+fn steer(cfg: &Config) -> Result<Option<Steering>, String> {
+    if cfg.queue != 0 {
+        let rx = engine::nic::EthtoolOps::open(None, &cfg.iface)
+            .and_then(|ops| ops.rx_queues().map_err(engine::nic::SteerError::Ethtool))
+            .map(|q| q.count)
+            .unwrap_or(1);
+        if rx > 1 && !cfg.force {
+            return Err(format!(
+                "{} has {rx} RX queues and the program serves queue {} alone: RSS would put RoCE flows on the others, where they stall, and steering can only send RoCE to queue 0. Use --queues 0, or --force to serve anyway",
+                cfg.iface, cfg.queue
+            ));
+        }
+        return Ok(None);
+    }
+    let req = SteerRequest {
+        mode: cfg.steer,
+        force: cfg.force,
+        queue_option: QueueOption::One,
+        ..SteerRequest::new(&cfg.iface, 1)
+    };
+    let s = Steering::establish_on_nic(&req).map_err(|e| e.to_string())?;
+    for n in s.notes() {
+        eprintln!("roce-xdp: warning: {n}");
+    }
+    // SAFETY: registers a plain function without arguments.
+    unsafe { libc::atexit(remove_steering) };
+    Ok(Some(s))
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -185,6 +230,7 @@ const ROCE_OVERHEAD: u32 = 60;
 impl Shell {
     /// Opens the queue `cfg` names and starts the progress thread.
     pub fn open(cfg: &Config) -> Result<Arc<Shell>, String> {
+        let steering = steer(cfg)?;
         let mut ic = InlineConfig::new(&cfg.iface);
         ic.queue = cfg.queue;
         ic.attach = cfg.attach;
@@ -229,6 +275,7 @@ impl Shell {
             idle_since: AtomicU64::new(u64::MAX),
             poll_yield_ns: u64::from(cfg.poll_yield_us) * 1000,
         });
+        *lock(&STEERING) = steering;
         let weak = Arc::downgrade(&shell);
         let source = move || weak.upgrade().map(|s| s.snapshot()).unwrap_or_default();
         match StatsServer::start(&cfg.iface, source) {
@@ -257,6 +304,7 @@ impl Shell {
             uptime_ns: self.now_ns(),
             xdp_mode: st.rtc.attached_mode().to_string(),
             zero_copy: st.rtc.is_zero_copy(),
+            steering: lock(&STEERING).as_ref().map(|s| s.status().clone()),
             xdp: st
                 .rtc
                 .steer_counters()
@@ -283,7 +331,6 @@ impl Shell {
                 },
                 qp_rates: stats.qp_rates.as_slice().to_vec(),
             }],
-            steering: None,
         }
     }
 

@@ -63,6 +63,9 @@ pub enum QueueOption {
     Range,
     /// `--queue M`: queues `0..=M` (the tools, `pingpong`).
     UpTo,
+    /// Queue 0 only: a program under `roce-xdp exec` (one queue per
+    /// program).
+    One,
 }
 
 impl QueueOption {
@@ -71,6 +74,9 @@ impl QueueOption {
         match self {
             QueueOption::Range => format!("`--queues 0-{last}`"),
             QueueOption::UpTo => format!("`--queue {last}`: queues 0-{last}"),
+            QueueOption::One => format!(
+                "a program under `roce-xdp exec` serves one; `roce-xdp serve --queues 0-{last}` serves all"
+            ),
         }
     }
 }
