@@ -445,6 +445,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
             UserError::Usage("--timeout must be a positive number of seconds".into()).into(),
         );
     }
+    let max_qps = engine::endpoint::MAX_QPS_PER_ENGINE;
+    if args.max_qps_per_client == 0 || args.max_qps_per_client > max_qps {
+        return Err(UserError::Usage(format!(
+            "--max-qps-per-client {}: between 1 and {max_qps} (an engine holds at most {max_qps} QPs)",
+            args.max_qps_per_client
+        ))
+        .into());
+    }
     if args.region == 0 || args.region > (1 << 30) {
         return Err(UserError::Usage("--region must be between 1 byte and 1 GiB".into()).into());
     }

@@ -41,6 +41,14 @@ fn usage_mistakes() {
         &["--log-level"],
     );
     assert_user_error(
+        &run(&["serve", "--iface", "lo", "--max-qps-per-client", "70000"]),
+        &["--max-qps-per-client 70000: between 1 and 65536"],
+    );
+    assert_user_error(
+        &run(&["write-bw", "--iface", "lo", "-q", "70000"]),
+        &["-q 70000: an engine holds at most 65536 QPs"],
+    );
+    assert_user_error(
         &run(&["stats", "--iface", "nothing-runs-here0"]),
         &["no roce-xdp engine is running on nothing-runs-here0"],
     );
