@@ -498,17 +498,23 @@ impl Endpoint {
     }
 
     /// Run every timer due at `now` (ACK timeouts, RNR waits, congestion
-    /// control): only QPs whose deadline has come are visited.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    /// control): only QPs whose deadline has come are visited. Returns
+    /// whether some QP's timers ran: `false` when the due heap entries
+    /// were only stale ones (deadlines that had moved later or gone),
+    /// which are dropped, so a driver can go back to sleep.
+    pub fn handle_timeout(&mut self, now: Instant) -> bool {
         let cqs = &mut self.cqs;
+        let mut ran = false;
         self.qps.expire(now, |qp| {
             if qp.poll_timeout().is_some_and(|t| t <= now) {
                 qp.handle_timeout(now, cqs);
+                ran = true;
                 true
             } else {
                 false
             }
         });
+        ran
     }
 
     // ---- counters and hooks ----
@@ -535,13 +541,15 @@ impl Endpoint {
     }
 
     /// Current DCQCN rate of every QP, `(qpn, bit/s)` (the line rate while
-    /// a QP is not limited, or with DCQCN off).
-    pub fn qp_rates(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+    /// a QP is not limited, or with DCQCN off), in a stable order. Its
+    /// exact length is known up front: taking the first few QPs and
+    /// counting the rest costs the few, not every QP.
+    pub fn qp_rates(&self) -> impl ExactSizeIterator<Item = (u32, f64)> + '_ {
         self.qps.iter().map(|q| (q.qpn, q.cc.rate_bps()))
     }
 
     /// QP numbers of every QP.
-    pub fn qpns(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn qpns(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
         self.qps.iter().map(|q| q.qpn)
     }
 }

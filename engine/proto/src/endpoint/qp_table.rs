@@ -46,6 +46,33 @@ struct CounterSum {
     dirty: Vec<u32>,
 }
 
+/// The QPs of a [`QpTable`], in slot order ([`QpTable::iter`]).
+pub(super) struct Iter<'a> {
+    slots: std::slice::Iter<'a, Slot>,
+    left: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a Qp;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a Qp> {
+        if self.left == 0 {
+            return None;
+        }
+        let qp = self.slots.find_map(|s| s.qp.as_ref())?;
+        self.left -= 1;
+        Some(qp)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
 /// QPs by slot, their index by number, the ready list and the timer heap.
 #[derive(Default)]
 pub(super) struct QpTable {
@@ -175,9 +202,14 @@ impl QpTable {
         Some(d)
     }
 
-    /// Every QP, in slot order.
-    pub fn iter(&self) -> impl Iterator<Item = &Qp> + '_ {
-        self.slots.iter().filter_map(|s| s.qp.as_ref())
+    /// Every QP, in slot order; its exact length is known without a walk
+    /// (so a caller that takes the first few and counts the rest, as the
+    /// driver's statistics do, costs what it takes).
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            slots: self.slots.iter(),
+            left: self.len(),
+        }
     }
 
     /// The earliest deadline in the heap (maybe one that has moved later:

@@ -205,8 +205,11 @@ impl Qp {
         self.tpl = tpl;
         match (cur, target) {
             (_, QpState::Reset) => {
-                self.req = Requester::new(self.init.max_send_wr as usize);
-                self.resp = Responder::new(self.init.max_recv_wr as usize);
+                // As new, but the queues keep the memory they have: a
+                // QP reset and connected again allocates nothing on its
+                // first posts.
+                self.req.reset();
+                self.resp.reset();
                 self.cc.reset();
                 self.tpl = None;
             }
