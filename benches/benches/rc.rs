@@ -671,7 +671,27 @@ fn qp_scale_rows() {
     }
 }
 
+/// `-- --qp-scale-profile N`: build the N-QP rig and run one responder
+/// and one requester pass, nothing else (for an instruction-counting
+/// profiler: restrict its collection to `responder_pass` /
+/// `requester_pass`, and divide by `PACKETS`).
+fn qp_scale_profile(n: u32) {
+    use roce_xdp_benches::qp_scale::{Rig as ScaleRig, PACKETS};
+    let mut rig = ScaleRig::new(n);
+    let (_, resp) = rig.responder_pass();
+    let (_, req) = rig.requester_pass();
+    println!(
+        "{n} QPs, {PACKETS} packets: responder {resp:.1} ns/packet, requester {req:.1} ns/packet"
+    );
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--qp-scale-profile") {
+        let n = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or(1);
+        qp_scale_profile(n);
+        return;
+    }
     if std::env::args().any(|a| a == "--qp-scale") {
         qp_scale_rows();
         return;

@@ -117,18 +117,22 @@ impl Default for QpRates {
 impl QpRates {
     /// Replaces the contents with `rates` (`(qpn, bit/s)`), keeping the
     /// first [`MAX_REPORTED_QPS`] and counting the rest as omitted.
-    pub fn fill(&mut self, rates: impl Iterator<Item = (u32, f64)>) {
+    ///
+    /// Takes at most [`MAX_REPORTED_QPS`] items: the rest are counted from
+    /// the iterator's size hint when it is exact (as
+    /// `Endpoint::qp_rates`'s is), so that publishing the statistics of an
+    /// endpoint with 65,536 QPs does not walk them; walked otherwise.
+    pub fn fill(&mut self, mut rates: impl Iterator<Item = (u32, f64)>) {
         self.len = 0;
-        self.omitted = 0;
-        for r in rates {
-            match self.entries.get_mut(self.len) {
-                Some(slot) => {
-                    *slot = r;
-                    self.len += 1;
-                }
-                None => self.omitted += 1,
-            }
+        for slot in &mut self.entries {
+            let Some(r) = rates.next() else { break };
+            *slot = r;
+            self.len += 1;
         }
+        self.omitted = match rates.size_hint() {
+            (lo, Some(hi)) if lo == hi => lo,
+            _ => rates.count(),
+        };
     }
 
     /// The reported `(qpn, bit/s)` pairs.
@@ -328,5 +332,37 @@ mod qp_rates_tests {
         r.fill([(5, 1e9)].into_iter());
         assert_eq!(r.as_slice(), &[(5, 1e9)]);
         assert_eq!(r.omitted(), 0);
+        // Without an exact length the rest is counted by walking it.
+        r.fill((0..200u32).filter(|q| q % 2 == 0).map(|q| (q, 1e9)));
+        assert_eq!((r.as_slice().len(), r.omitted()), (MAX_REPORTED_QPS, 36));
+    }
+
+    /// An iterator of exact length whose items past the reported ones
+    /// must not be produced.
+    struct Exact(u32, u32);
+    impl Iterator for Exact {
+        type Item = (u32, f64);
+        fn next(&mut self) -> Option<(u32, f64)> {
+            assert!(
+                self.0 < MAX_REPORTED_QPS as u32,
+                "walked past the reported QPs"
+            );
+            (self.0 < self.1).then(|| {
+                self.0 += 1;
+                (self.0, 1e9)
+            })
+        }
+        fn size_hint(&self) -> (usize, Option<usize>) {
+            let n = (self.1 - self.0) as usize;
+            (n, Some(n))
+        }
+    }
+
+    #[test]
+    fn counts_the_rest_of_an_exact_iterator_without_walking_it() {
+        let mut r = QpRates::default();
+        r.fill(Exact(0, 65_536));
+        assert_eq!(r.as_slice().len(), MAX_REPORTED_QPS);
+        assert_eq!(r.omitted(), 65_536 - MAX_REPORTED_QPS);
     }
 }

@@ -472,7 +472,14 @@ impl Core {
                     eng_route(dir, me, stats, ep, frame, r)
                 });
         let now = self.now();
-        progress |= self.step.timers(&mut self.ep, now) || received > 0;
+        // Only timers that ran are progress. The endpoint's heap is lazy:
+        // a deadline that moved later (an ACK came) leaves an entry that
+        // falls due with nothing to do; counted as progress it restarted
+        // the adaptive spin after every such wake-up instead of going back
+        // to sleep at once.
+        let timers_ran =
+            self.ep.poll_timeout().is_some_and(|t| t <= now) && self.ep.handle_timeout(now);
+        progress |= timers_ran || received > 0;
         (progress, received)
     }
 
@@ -566,7 +573,8 @@ impl Core {
         if engine_thread {
             stats.thread_cpu = crate::io::thread_cpu_time();
         }
-        // Not per packet: one walk over the QPs.
+        // Not per packet, and bounded: the first MAX_REPORTED_QPS QPs; the
+        // rest are counted from the iterator's exact length, not walked.
         stats.qp_rates.fill(self.ep.qp_rates());
         stats.socket = self.sock.counters();
         stats.woken_by_posts = shared.woken_by_posts.load(Ordering::Relaxed);

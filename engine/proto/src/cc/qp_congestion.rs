@@ -13,10 +13,11 @@
 //! No allocation: a few words of state per QP.
 
 use core::time::Duration;
+use std::sync::Arc;
 
 use super::config::{CcConfig, EcnMarking};
 use super::counters::CcCounters;
-use super::dcqcn::{CnpOutcome, Dcqcn};
+use super::dcqcn::{CnpOutcome, Dcqcn, DcqcnParams};
 use super::notification_point::CnpPacer;
 use crate::time::Instant;
 use crate::wire::Ecn;
@@ -52,13 +53,20 @@ impl QpCongestion {
 
     /// State for a QP of an endpoint configured with `config`.
     pub fn with_config(config: &CcConfig) -> QpCongestion {
+        Self::with_shared_params(config, Arc::new(config.dcqcn))
+    }
+
+    /// As [`QpCongestion::with_config`], with the DCQCN parameters
+    /// (`config.dcqcn`) shared with the endpoint's other QPs.
+    pub fn with_shared_params(config: &CcConfig, dcqcn: Arc<DcqcnParams>) -> QpCongestion {
+        debug_assert_eq!(*dcqcn, config.dcqcn);
         QpCongestion {
             min_time_between_cnps: config.min_time_between_cnps,
             dcqcn_enabled: config.dcqcn_enabled,
             marking: config.marking,
             pacer: CnpPacer::default(),
             cnp_pending: 0,
-            rp: Dcqcn::new(config.dcqcn, config.line_rate_gbps * 1e9),
+            rp: Dcqcn::with_shared_params(dcqcn, config.line_rate_gbps * 1e9),
             blocked_until: None,
             counters: CcCounters::default(),
         }
@@ -66,7 +74,7 @@ impl QpCongestion {
 
     /// Back to the initial state (QP reset), keeping the configuration.
     pub fn reset(&mut self) {
-        let rp = Dcqcn::new(*self.rp.params(), self.rp.max_rate_bps());
+        let rp = Dcqcn::with_shared_params(self.rp.shared_params().clone(), self.rp.max_rate_bps());
         *self = QpCongestion {
             pacer: CnpPacer::default(),
             cnp_pending: 0,

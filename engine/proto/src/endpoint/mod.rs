@@ -43,7 +43,9 @@ pub use self::config::{
 };
 
 use self::qp_table::QpTable;
-use crate::cc::QpCongestion;
+use std::sync::Arc;
+
+use crate::cc::{DcqcnParams, QpCongestion};
 use crate::rc::{
     Access, Counters, Cq, MrKeys, MrTable, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr,
     RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
@@ -89,6 +91,8 @@ pub struct Endpoint {
     rng: Rng,
     /// Endpoint-level drops (frames that reached no QP).
     counters: Counters,
+    /// `config.cc.dcqcn`, shared by every QP's congestion state.
+    dcqcn: Arc<DcqcnParams>,
 }
 
 impl Endpoint {
@@ -96,7 +100,6 @@ impl Endpoint {
     pub fn new(config: EndpointConfig) -> Endpoint {
         let [k0, k1] = config.seed;
         Endpoint {
-            config,
             // The key permutation and the number generator get different
             // keys derived from the one seed.
             mrs: MrTable::with_seed([k0 ^ 0x6b65_7973, k1]),
@@ -104,6 +107,8 @@ impl Endpoint {
             qps: QpTable::default(),
             rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
+            dcqcn: Arc::new(config.cc.dcqcn),
+            config,
         }
     }
 
@@ -246,9 +251,9 @@ impl Endpoint {
     }
 
     fn place_new_qp(&mut self, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
-        let mut qp = Qp::new(qpn, init);
+        let cc = QpCongestion::with_shared_params(&self.config.cc, self.dcqcn.clone());
+        let mut qp = Qp::with_congestion(qpn, init, cc);
         qp.initial_psn = self.rng.next_u24();
-        qp.cc = QpCongestion::with_config(&self.config.cc);
         // Data packets are marked as the endpoint says unless a
         // modify_qp with TRAFFIC_CLASS (or connect) sets otherwise.
         qp.attr.dscp = self.config.cc.marking.data_dscp;
@@ -498,17 +503,23 @@ impl Endpoint {
     }
 
     /// Run every timer due at `now` (ACK timeouts, RNR waits, congestion
-    /// control): only QPs whose deadline has come are visited.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    /// control): only QPs whose deadline has come are visited. Returns
+    /// whether some QP's timers ran: `false` when the due heap entries
+    /// were only stale ones (deadlines that had moved later or gone),
+    /// which are dropped, so a driver can go back to sleep.
+    pub fn handle_timeout(&mut self, now: Instant) -> bool {
         let cqs = &mut self.cqs;
+        let mut ran = false;
         self.qps.expire(now, |qp| {
             if qp.poll_timeout().is_some_and(|t| t <= now) {
                 qp.handle_timeout(now, cqs);
+                ran = true;
                 true
             } else {
                 false
             }
         });
+        ran
     }
 
     // ---- counters and hooks ----
@@ -535,13 +546,15 @@ impl Endpoint {
     }
 
     /// Current DCQCN rate of every QP, `(qpn, bit/s)` (the line rate while
-    /// a QP is not limited, or with DCQCN off).
-    pub fn qp_rates(&self) -> impl Iterator<Item = (u32, f64)> + '_ {
+    /// a QP is not limited, or with DCQCN off), in a stable order. Its
+    /// exact length is known up front: taking the first few QPs and
+    /// counting the rest costs the few, not every QP.
+    pub fn qp_rates(&self) -> impl ExactSizeIterator<Item = (u32, f64)> + '_ {
         self.qps.iter().map(|q| (q.qpn, q.cc.rate_bps()))
     }
 
     /// QP numbers of every QP.
-    pub fn qpns(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn qpns(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
         self.qps.iter().map(|q| q.qpn)
     }
 }

@@ -85,14 +85,20 @@ impl Qp {
     }
 
     /// A QP in RESET.
+    #[cfg(test)]
     pub(crate) fn new(qpn: u32, init: QpInitAttr) -> Qp {
+        Self::with_congestion(qpn, init, QpCongestion::new())
+    }
+
+    /// A QP in RESET with congestion-control state `cc`.
+    pub(crate) fn with_congestion(qpn: u32, init: QpInitAttr, cc: QpCongestion) -> Qp {
         Qp {
             qpn,
             attr: QpAttr::default(),
             init,
             req: Requester::new(init.max_send_wr as usize),
             resp: Responder::new(init.max_recv_wr as usize),
-            cc: QpCongestion::new(),
+            cc,
             counters: Counters::default(),
             tpl: None,
             responder_turn: true,
@@ -205,8 +211,11 @@ impl Qp {
         self.tpl = tpl;
         match (cur, target) {
             (_, QpState::Reset) => {
-                self.req = Requester::new(self.init.max_send_wr as usize);
-                self.resp = Responder::new(self.init.max_recv_wr as usize);
+                // As new, but the queues keep the memory they have: a
+                // QP reset and connected again allocates nothing on its
+                // first posts.
+                self.req.reset();
+                self.resp.reset();
                 self.cc.reset();
                 self.tpl = None;
             }

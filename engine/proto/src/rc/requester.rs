@@ -148,6 +148,15 @@ impl Requester {
         }
     }
 
+    /// Back to the state of [`Requester::new`] (a QP moved to RESET),
+    /// keeping the send queue's memory.
+    pub(crate) fn reset(&mut self) {
+        let mut wqes = std::mem::take(&mut self.wqes);
+        wqes.clear();
+        *self = Requester::new(self.max_wr);
+        self.wqes = wqes;
+    }
+
     /// Start sending at `sq_psn` with fresh retry budgets (RTR -> RTS).
     pub(crate) fn start(&mut self, sq_psn: Psn, attr: &QpAttr) {
         self.wqes.clear();

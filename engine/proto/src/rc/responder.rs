@@ -251,7 +251,9 @@ impl Responder {
             e_psn: Psn::new(0),
             msn: 0,
             nak_sent: false,
-            rq: VecDeque::with_capacity(max_recv_wr),
+            // Grows as receives are posted (as the send queue does), so
+            // a QP that never receives a SEND holds no receive queue.
+            rq: VecDeque::new(),
             max_recv_wr,
             in_progress: InProgress::None,
             out: VecDeque::new(),
@@ -263,6 +265,21 @@ impl Responder {
         }
     }
 
+    /// Back to the state of [`Responder::new`] (a QP moved to RESET),
+    /// keeping the memory of its queues.
+    pub(crate) fn reset(&mut self) {
+        let (mut rq, mut out, mut resources) = (
+            std::mem::take(&mut self.rq),
+            std::mem::take(&mut self.out),
+            std::mem::take(&mut self.resources),
+        );
+        rq.clear();
+        out.clear();
+        resources.clear();
+        *self = Responder::new(self.max_recv_wr);
+        (self.rq, self.out, self.resources) = (rq, out, resources);
+    }
+
     /// Start expecting `rq_psn` (INIT -> RTR); sizes the answer queue from
     /// `max_dest_rd_atomic`.
     pub(crate) fn start(&mut self, rq_psn: Psn, attr: &QpAttr) {
@@ -272,9 +289,12 @@ impl Responder {
         self.in_progress = InProgress::None;
         let rd = usize::from(attr.max_dest_rd_atomic.max(1));
         self.out_cap = 2 * rd + 4;
-        self.out = VecDeque::with_capacity(self.out_cap + 1);
+        // Reserved once: a QP connected again keeps the memory.
+        self.out.clear();
+        self.out.reserve(self.out_cap + 1);
         self.ack_pending = None;
-        self.resources = Vec::with_capacity(rd);
+        self.resources.clear();
+        self.resources.reserve(rd);
         self.res_next = 0;
         self.res_cap = rd;
     }

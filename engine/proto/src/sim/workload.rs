@@ -9,11 +9,11 @@ use core::time::Duration;
 use super::link::{LinkConfig, LinkStats};
 use super::rng::mix;
 use super::simulator::{Simulator, MAX_FRAME};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::rc::{
-    Access, Counters, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcStatus,
+    Access, Counters, MrKeys, Mtu, NumberMap, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcStatus,
     WorkCompletion,
 };
 use crate::time::Instant;
@@ -256,9 +256,32 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
         min_rnr_timer: 1,
         ..ConnectOptions::default()
     };
-    let mut runs = Vec::new();
+    // One region per side, a slice of it per QP (as an application with
+    // many connections registers its buffers once): registering a region
+    // per QP cost more than the messages of a run with 65,536 QPs.
+    let len = (slot * u64::from(window)) as usize;
+    let stride = (len as u64).next_multiple_of(64);
+    let a_base = 0x1000_0000_0000u64;
+    let b_base = 0x2000_0000_0000u64 + 0x40;
+    let a_mr = sim
+        .endpoint(A)
+        .reg_mr(
+            Box::new(vec![0u8; (stride * u64::from(qps)) as usize]),
+            a_base,
+            Access::LOCAL_WRITE,
+        )
+        .expect("reg A");
+    let b_mr = sim
+        .endpoint(B)
+        .reg_mr(
+            Box::new(vec![0u8; (stride * u64::from(qps)) as usize]),
+            b_base,
+            Access::ALL,
+        )
+        .expect("reg B");
+    let mut runs = Vec::with_capacity(qps as usize);
     // QP number -> run, on each side (numbers are drawn at random).
-    let mut run_of: [HashMap<u32, u32>; 2] = [HashMap::new(), HashMap::new()];
+    let mut run_of: [NumberMap<u32>; 2] = Default::default();
     for q in 0..qps {
         let count =
             cfg.messages / u64::from(qps) + u64::from(u64::from(q) < cfg.messages % u64::from(qps));
@@ -311,17 +334,8 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                 &ob,
             )
             .expect("connect B");
-        let len = (slot * u64::from(window)) as usize;
-        let a_iova = 0x1000_0000_0000 * u64::from(q + 1);
-        let b_iova = 0x2000_0000_0000 * u64::from(q + 1) + 0x40;
-        let a_mr = sim
-            .endpoint(A)
-            .reg_mr(Box::new(vec![0u8; len]), a_iova, Access::LOCAL_WRITE)
-            .expect("reg A");
-        let b_mr = sim
-            .endpoint(B)
-            .reg_mr(Box::new(vec![0u8; len]), b_iova, Access::ALL)
-            .expect("reg B");
+        let a_iova = a_base + stride * u64::from(q);
+        let b_iova = b_base + stride * u64::from(q);
         run_of[A].insert(qa, q);
         run_of[B].insert(qb, q);
         runs.push(QpRun {

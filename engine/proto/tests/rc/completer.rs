@@ -307,3 +307,30 @@ fn an_ack_with_a_reserved_syndrome_is_a_counted_drop() {
     p.deliver_a(&ack);
     assert_eq!(p.wcs_a()[0].status, WcStatus::Success);
 }
+
+/// The timer heap is lazy: an ACK that disarms the retransmit timer leaves
+/// its entry, which falls due with nothing to do. `handle_timeout` says so
+/// (a driver must not take it for progress and spin) and drops the entry,
+/// so the next `poll_timeout` no longer reports it.
+#[test]
+fn a_stale_deadline_runs_no_timer_and_is_dropped() {
+    let mut p = Pair::default_pair();
+    p.a.post_send(p.qa, write_wr(&p, 1, 100, 0)).unwrap();
+    let f = p.tx_a();
+    let stale = p.a.poll_timeout().expect("retransmit timer armed");
+    p.deliver_b(&f);
+    p.settle();
+    assert_eq!(p.wcs_a().len(), 1);
+    // Acknowledged: nothing is due, but the heap entry is still there.
+    assert_eq!(p.a.poll_timeout(), Some(stale));
+    assert!(!p.a.handle_timeout(stale), "no timer ran");
+    assert_eq!(p.a.poll_timeout(), None);
+    assert_eq!(p.a.qp_counters(p.qa).unwrap().timeouts, 0);
+    assert!(p.tx_a().is_empty());
+    // A timer that does fire says so.
+    p.a.post_send(p.qa, write_wr(&p, 2, 100, 0)).unwrap();
+    assert_eq!(p.tx_a().len(), 1);
+    let t = p.a.poll_timeout().unwrap();
+    assert!(p.a.handle_timeout(t), "the retransmit timer ran");
+    assert_eq!(p.a.qp_counters(p.qa).unwrap().timeouts, 1);
+}
