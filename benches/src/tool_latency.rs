@@ -85,9 +85,17 @@ fn run_tool(
     iterations: usize,
 ) -> EngineResult<ToolLatency> {
     let mode: &[&str] = if threaded { &["--threaded"] } else { &[] };
+    // Both sides get the same -s and -n, as with perftest: the exchange
+    // carries no message size (the write-lat server's region is sized
+    // from its own -s) and the send-lat and write-lat servers answer
+    // their own -n messages.
     let common = ENGINE_ARGS.iter().map(|a| a.to_string()).chain([
         "-p".into(),
         PORT.to_string(),
+        "-s".into(),
+        SMALL.to_string(),
+        "-n".into(),
+        iterations.to_string(),
         "--json".into(),
     ]);
     let common: Vec<String> = common.collect();
@@ -107,7 +115,6 @@ fn run_tool(
         let o = in_netns(&pair.a.netns, exe)
             .arg(tool)
             .arg(pair.b.ipv4.to_string())
-            .args(["-s", &SMALL.to_string(), "-n", &iterations.to_string()])
             .args(&common)
             .args(mode)
             .output()
@@ -355,7 +362,7 @@ pub fn measure(
         missing,
     );
     notes.push(format!(
-        "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off --force: the test bed's veths have 2 RX queues and the tools serve queue 0), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included",
+        "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF -s 64 -n {n} --json` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off --force: the test bed's veths have 2 RX queues and the tools serve queue 0), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included",
         TOOLS.join(", ")
     ));
     notes.push(format!(

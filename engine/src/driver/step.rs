@@ -63,16 +63,18 @@ impl DriverStep {
     }
 
     /// Receive, timers, transmit (in that order). `clock` is read once
-    /// before receiving and once after (timers and transmit use the later
-    /// time).
+    /// before receiving and, if a packet was received, once after (timers
+    /// and transmit use the later time): an iteration that finds nothing
+    /// reads it once (a clock read is a good part of an empty iteration).
     pub(crate) fn step(
         &mut self,
         sock: &mut XskSocket,
         ep: &mut Endpoint,
         clock: impl Fn() -> Instant,
     ) -> StepOutcome {
-        let received = self.receive(sock, ep, clock());
         let now = clock();
+        let received = self.receive(sock, ep, now);
+        let now = if received > 0 { clock() } else { now };
         let timers_fired = self.timers(ep, now);
         let sent = self.transmit(sock, ep, now);
         StepOutcome {
