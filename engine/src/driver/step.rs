@@ -124,12 +124,9 @@ impl DriverStep {
     /// Runs the endpoint's timers if their deadline has passed; returns
     /// whether they ran.
     pub(crate) fn timers(&mut self, ep: &mut Endpoint, now: Instant) -> bool {
-        if ep.poll_timeout().is_some_and(|t| t <= now) {
-            ep.handle_timeout(now);
-            true
-        } else {
-            false
-        }
+        // Only timers that ran count: the endpoint's lazy heap leaves
+        // stale entries that fall due with nothing to do.
+        ep.poll_timeout().is_some_and(|t| t <= now) && ep.handle_timeout(now)
     }
 
     /// Queues up to [`BATCH`] packets the endpoint has due and publishes

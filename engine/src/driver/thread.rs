@@ -413,7 +413,9 @@ pub(crate) struct Core {
     wcs: Vec<WorkCompletion>,
     /// The endpoint's time origin.
     origin: std::time::Instant,
-    last_stats: std::time::Instant,
+    last_stats: Instant,
+    /// The time read after the last receive (timers and transmit use it).
+    last_now: Instant,
     /// Something happened since the statistics were last published.
     dirty: bool,
     /// The last driven iteration left its transmissions to the next.
@@ -447,7 +449,8 @@ impl Core {
             spilled: VecDeque::new(),
             wcs: vec![WorkCompletion::default(); BATCH],
             origin,
-            last_stats: origin,
+            last_stats: Instant::from_nanos(0),
+            last_now: Instant::from_nanos(0),
             dirty: true,
             deferred: false,
         })
@@ -462,16 +465,22 @@ impl Core {
     /// handed off), timers. Returns (progress, packets received).
     fn take_in(&mut self) -> (bool, usize) {
         self.stats.loops += 1;
-        let mut progress = self.take_handoffs(self.now());
-        progress |= self.take_work();
+        // One clock read for an iteration that finds nothing (most of a
+        // busy-polling loop's): each further one only after work that took
+        // time (posts applied, packets received).
         let now = self.now();
+        let mut progress = self.take_handoffs(now);
+        let took = self.take_work();
+        progress |= took;
+        let now = if took { self.now() } else { now };
         let (dir, me, stats) = (&*self.dir, self.me, &mut self.stats);
         let received =
             self.step
                 .receive_routed(&mut self.sock, &mut self.ep, now, |ep, frame, r| {
                     eng_route(dir, me, stats, ep, frame, r)
                 });
-        let now = self.now();
+        let now = if received > 0 { self.now() } else { now };
+        self.last_now = now;
         // Only timers that ran are progress. The endpoint's heap is lazy:
         // a deadline that moved later (an ACK came) leaves an entry that
         // falls due with nothing to do; counted as progress it restarted
@@ -484,14 +493,14 @@ impl Core {
     }
 
     fn transmit(&mut self) -> bool {
-        let now = self.now();
+        let now = self.last_now;
         self.step.transmit(&mut self.sock, &mut self.ep, now) > 0
     }
 
     /// Publishes the statistics every [`STATS_PERIOD`] while there is work.
     fn maybe_publish(&mut self, progress: bool, engine_thread: bool) {
         self.dirty |= progress;
-        if self.dirty && self.last_stats.elapsed() >= STATS_PERIOD {
+        if self.dirty && self.last_now.saturating_duration_since(self.last_stats) >= STATS_PERIOD {
             self.publish(engine_thread);
         }
     }
@@ -510,15 +519,18 @@ impl Core {
 
     /// One iteration on an application thread ([`DrivenQueue::poll_cq`]):
     /// as [`Core::iterate`], but completions are delivered before
-    /// transmitting, and what packets received now made due (their ACKs)
-    /// waits for the next iteration, to leave with the application's
-    /// answer: the application learns of them from the completions or, for
-    /// a WRITE without immediate, from the memory it placed, and its
-    /// answer is posted before its next poll.
+    /// transmitting, and when packets received now delivered completions,
+    /// what they made due (their ACKs) waits for the next iteration, to
+    /// leave with the application's answer, posted before its next poll.
+    /// Packets that delivered no completion (a READ or atomic request, a
+    /// WRITE without immediate) have their answer or ACK sent at once: a
+    /// READ response is the answer itself, and holding it back cost the
+    /// read-lat and atomic-lat responder one more poll (and the yield of
+    /// the loop between two polls) per round trip.
     fn iterate_inline(&mut self) -> bool {
         let (mut progress, received) = self.take_in();
         let delivered = self.deliver_completions();
-        if received > 0 && !self.deferred {
+        if received > 0 && delivered && !self.deferred {
             self.deferred = true;
         } else {
             self.deferred = false;
@@ -532,6 +544,7 @@ impl Core {
     /// Sends what the last driven iteration left for the next one.
     fn flush_deferred(&mut self) {
         if std::mem::take(&mut self.deferred) {
+            self.last_now = self.now();
             self.transmit();
         }
     }
@@ -582,7 +595,7 @@ impl Core {
             stats.kernel = k;
         }
         *shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = *stats;
-        self.last_stats = std::time::Instant::now();
+        self.last_stats = self.now();
         self.dirty = false;
     }
 
