@@ -23,15 +23,12 @@ pub const ENV_STEER: &str = "ROCE_XDP_STEER";
 /// verbs calls (`ibv_poll_cq`...): for measurements, see
 /// docs/verbs-drop-in.md ("Process model").
 pub const ENV_PROGRESS_THREAD: &str = "ROCE_XDP_PROGRESS_THREAD";
-/// Microseconds of `ibv_poll_cq` calls in a row that find nothing to do
-/// before each further one yields the core; 0: never yield
-/// (docs/verbs-drop-in.md).
-pub const ENV_POLL_YIELD: &str = "ROCE_XDP_POLL_YIELD_US";
-/// Its default: never. Measured on 2 shared cores under other load,
-/// yielding after 50 us raised `ib_write_bw`'s goodput but let a pair of
-/// latency programs fall into yielding in turn (each side's wait grew past
-/// the threshold because the other had yielded): docs/verbs-drop-in.md.
-pub const DEFAULT_POLL_YIELD: u32 = 0;
+/// `ibv_poll_cq` calls in a row that find nothing to do, while the
+/// program's QPs have a window of requests in flight, before each further
+/// one yields the core; 0: never yield (docs/verbs-drop-in.md).
+pub const ENV_POLL_YIELD: &str = "ROCE_XDP_POLL_YIELD";
+/// Its default: about 10 us of empty polls here.
+pub const DEFAULT_POLL_YIELD: u32 = 32;
 
 /// What the environment asks for.
 #[derive(Debug, Clone)]
@@ -43,8 +40,8 @@ pub struct Config {
     pub force: bool,
     pub steer: SteerMode,
     pub progress_thread: bool,
-    /// See [`ENV_POLL_YIELD`] (µs); 0 = never.
-    pub poll_yield_us: u32,
+    /// See [`ENV_POLL_YIELD`]; 0 = never.
+    pub poll_yield: u32,
 }
 
 impl Config {
@@ -87,10 +84,10 @@ impl Config {
             Some(s) => return Err(format!("{ENV_STEER}={s}: expected auto, ntuple or off")),
         };
         let progress_thread = !matches!(get(ENV_PROGRESS_THREAD).as_deref(), Some("0"));
-        let poll_yield_us = match get(ENV_POLL_YIELD) {
+        let poll_yield = match get(ENV_POLL_YIELD) {
             None => DEFAULT_POLL_YIELD,
             Some(v) => v.parse().map_err(|_| {
-                format!("{ENV_POLL_YIELD}={v}: expected microseconds (0: never yield)")
+                format!("{ENV_POLL_YIELD}={v}: expected a number of calls (0: never yield)")
             })?,
         };
         Ok(Config {
@@ -101,7 +98,7 @@ impl Config {
             force,
             steer,
             progress_thread,
-            poll_yield_us,
+            poll_yield,
         })
     }
 }
@@ -133,7 +130,7 @@ mod tests {
             (ENV_ZERO_COPY, "off"),
             (ENV_FORCE, "1"),
             (ENV_STEER, "off"),
-            (ENV_POLL_YIELD, "50"),
+            (ENV_POLL_YIELD, "0"),
         ]))
         .unwrap();
         assert_eq!(c.iface, "veth0");
@@ -143,9 +140,9 @@ mod tests {
         assert!(c.force);
         assert_eq!(c.steer, SteerMode::Off);
         assert!(c.progress_thread);
-        assert_eq!(c.poll_yield_us, 50);
+        assert_eq!(c.poll_yield, 0);
         let d = Config::parse(env(&[(ENV_IFACE, "veth0")])).unwrap();
-        assert_eq!(d.poll_yield_us, DEFAULT_POLL_YIELD);
+        assert_eq!(d.poll_yield, DEFAULT_POLL_YIELD);
         let e = Config::parse(env(&[(ENV_IFACE, "veth0"), (ENV_POLL_YIELD, "x")])).unwrap_err();
         assert!(e.contains("0: never"), "{e}");
     }

@@ -16,7 +16,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 use std::os::fd::{BorrowedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,9 @@ const IDLE_SPINS: u32 = 64;
 /// Its longest sleep in poll(2) when idle (a frame, a timer or a verb
 /// wakes it sooner).
 const MAX_SLEEP: Duration = Duration::from_secs(1);
+/// Requests in flight on a QP from which a program polling an empty CQ is
+/// waiting for a window's ACKs, not for a ping-pong's answer.
+const WINDOW_IN_FLIGHT: usize = 4;
 /// Completions moved from the engine's CQ to the shell's per call.
 const DRAIN_BATCH: usize = 32;
 
@@ -138,12 +141,11 @@ pub struct Shell {
     stats_server: Mutex<Option<StatsServer>>,
     /// The drop-in's own counters (the stats channel shows them).
     counters: ShellCounters,
-    /// Since when (`now_ns`) `ibv_poll_cq` calls found nothing to do;
-    /// `u64::MAX`: the last one did.
-    idle_since: AtomicU64,
-    /// How long before such calls yield (`Config::poll_yield_us`; 0 =
-    /// never), ns.
-    poll_yield_ns: u64,
+    /// `ibv_poll_cq` calls in a row that found nothing to do.
+    empty_polls: AtomicU32,
+    /// How many before such calls may yield (`Config::poll_yield`; 0 =
+    /// never).
+    poll_yield: u32,
 }
 
 /// What moved the engine, for the stats channel.
@@ -272,8 +274,8 @@ impl Shell {
             sleeping: AtomicBool::new(false),
             stats_server: Mutex::new(None),
             counters: ShellCounters::default(),
-            idle_since: AtomicU64::new(u64::MAX),
-            poll_yield_ns: u64::from(cfg.poll_yield_us) * 1000,
+            empty_polls: AtomicU32::new(0),
+            poll_yield: cfg.poll_yield,
         });
         *lock(&STEERING) = steering;
         let weak = Arc::downgrade(&shell);
@@ -497,47 +499,49 @@ impl Shell {
     }
 
     /// Up to `out.len()` completions of `cq`: those already taken from the
-    /// engine, else what one engine iteration produces. A program that
-    /// keeps polling an empty CQ while the engine has nothing to do (a
-    /// window full of unacknowledged requests) yields its core once per
-    /// call after `ROCE_XDP_POLL_YIELD_US` of such calls: on a host whose
-    /// cores the peer's engine or other work shares, a busy-polling program
-    /// would otherwise hold the core the ACKs it waits for need.
+    /// engine, else what one engine iteration produces.
+    ///
+    /// A program that keeps polling an empty CQ while its QPs wait for the
+    /// ACKs of a window of requests ([`WINDOW_IN_FLIGHT`] or more in
+    /// flight on a QP: a bandwidth test) yields its core once per call
+    /// after `ROCE_XDP_POLL_YIELD` such calls: on a host whose cores the
+    /// peer's engine or other work shares, a busy-polling program would
+    /// otherwise hold the core the ACKs it waits for need. A ping-pong (a
+    /// request or two in flight) never yields: its wait is the peer's
+    /// answer, and yielding there made both sides of a latency test yield
+    /// in turn (docs/verbs-drop-in.md).
     pub fn poll_cq(&self, cq: u32, out: &mut [WorkCompletion]) -> usize {
         self.counters.app_polls.fetch_add(1, Ordering::Relaxed);
-        let (n, busy) = {
-            let mut st = lock(&self.state);
-            let buffered = matches!(st.cqs.get(cq as usize), Some(Some(c)) if !c.buf.is_empty());
-            let busy = !buffered && st.rtc.progress();
-            if !buffered {
-                st.drain(cq as usize, self);
-            }
-            let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
-                return 0;
-            };
-            let mut n = 0;
-            while n < out.len() {
-                match c.buf.pop_front() {
-                    Some(wc) => {
-                        out[n] = wc;
-                        n += 1;
-                    }
-                    None => break,
-                }
-            }
-            (n, busy)
+        let mut st = lock(&self.state);
+        let buffered = matches!(st.cqs.get(cq as usize), Some(Some(c)) if !c.buf.is_empty());
+        let busy = !buffered && st.rtc.progress();
+        if !buffered {
+            st.drain(cq as usize, self);
+        }
+        let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
+            return 0;
         };
+        let mut n = 0;
+        while n < out.len() {
+            match c.buf.pop_front() {
+                Some(wc) => {
+                    out[n] = wc;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
         if n > 0 || busy {
-            self.idle_since.store(u64::MAX, Ordering::Relaxed);
-        } else if self.poll_yield_ns > 0 && {
-            let now = self.now_ns();
-            now.saturating_sub(self.idle_since.fetch_min(now, Ordering::Relaxed))
-                >= self.poll_yield_ns
-        } {
+            self.empty_polls.store(0, Ordering::Relaxed);
+            return n;
+        }
+        let empty = self.empty_polls.fetch_add(1, Ordering::Relaxed);
+        if self.poll_yield > 0 && empty >= self.poll_yield && st.window_in_flight() {
+            drop(st);
             self.counters.app_yields.fetch_add(1, Ordering::Relaxed);
             std::thread::yield_now();
         }
-        n
+        0
     }
 
     /// Arms `cq`: its channel gets one event when it holds a completion.
@@ -551,6 +555,17 @@ impl Shell {
 }
 
 impl State {
+    /// Whether a QP of the program waits for the ACKs of
+    /// [`WINDOW_IN_FLIGHT`] or more requests.
+    fn window_in_flight(&mut self) -> bool {
+        let State { rtc, qps, .. } = self;
+        let ep = rtc.endpoint_mut();
+        qps.keys().any(|&q| {
+            ep.qp(q)
+                .is_some_and(|qp| qp.outstanding_send_wrs() >= WINDOW_IN_FLIGHT)
+        })
+    }
+
     fn drain_all(&mut self, shell: &Shell) {
         for i in 0..self.cqs.len() {
             self.drain(i, shell);
