@@ -13,7 +13,7 @@
 //!   a client connected QPs), from /proc; then the first round trip after
 //!   the engines went to sleep.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use crate::error::{context, EngineResult};
 use crate::options::SMALL;
 use crate::report::{IdleCost, ToolLatency};
 use crate::stats::Percentiles;
+use crate::tool_run::{in_netns, tool_binary, wait_or_kill};
 
 /// The latency tools, in the order of the report.
 pub const TOOLS: [&str; 4] = ["send-lat", "write-lat", "read-lat", "atomic-lat"];
@@ -36,45 +37,6 @@ const PORT: u16 = 18577;
 const ENGINE_ARGS: [&str; 3] = ["--steer", "off", "--force"];
 /// How long a tool run may take before it is killed.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The `roce-xdp` binary: `ROCE_XDP_BIN`, this process if it is
-/// `roce-xdp` (`roce-xdp bench`), or `roce-xdp` next to this executable.
-pub fn tool_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("ROCE_XDP_BIN") {
-        return Some(PathBuf::from(p));
-    }
-    let me = std::env::current_exe().ok()?;
-    if me.file_name().is_some_and(|n| n == "roce-xdp") {
-        return Some(me);
-    }
-    // Test binaries live in target/<profile>/deps, the tool one level up.
-    let dir = me.parent()?;
-    [dir.join("roce-xdp"), dir.parent()?.join("roce-xdp")]
-        .into_iter()
-        .find(|p| p.is_file())
-}
-
-/// `exe args..` inside namespace `ns`.
-fn in_netns(ns: &str, exe: &Path) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns]).arg(exe);
-    c
-}
-
-/// Waits for `child` up to `timeout`, killing it after that.
-fn wait_or_kill(child: &mut Child, timeout: Duration) -> EngineResult<std::process::ExitStatus> {
-    let t = Instant::now();
-    loop {
-        match child.try_wait().map_err(context("waiting for a tool"))? {
-            Some(st) => return Ok(st),
-            None if t.elapsed() > timeout => {
-                let _ = child.kill();
-                return child.wait().map_err(context("waiting for a killed tool"));
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
 
 /// One latency tool, server and client, `iterations` round trips of 64 B.
 fn run_tool(
