@@ -146,7 +146,7 @@ vm_port_listening() {
 }
 
 RESULTS=() RUNS=0 FAILED=0
-# vm1 can break under TCG (seen once, in an engine-client read-bw -D 2
+# vm1 can break (seen once under TCG, in an engine-client read-bw -D 2
 # run: the guest's virtio_net TX queue stalled, "NETDEV WATCHDOG", and
 # rxe later oopsed in rxe_skb_tx_dtor): then every later run would wait
 # out its timeouts. vm_broken notices it (qemu gone, or a fault on the
