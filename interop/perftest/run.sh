@@ -2,17 +2,22 @@
 # interop/perftest/run.sh - roce-xdp's perftest-named tools against Debian's
 # stock perftest (ib_write_bw, ...) on Soft-RoCE (rxe) in one VM boot: the
 # eight tools in both roles, -q 4, -a and -D 2 runs, and stock clients
-# against `roce-xdp serve`; every run must exit 0 on both sides. Captures
-# the traffic and checks it with tshark and an independent ICRC (Scapy).
+# against `roce-xdp serve`; then Debian's own ibv_rc_pingpong and perftest
+# binaries on the host under `roce-xdp exec` (the drop-in libibverbs)
+# against the same binaries on rxe, both roles. Every run must exit 0 on
+# both sides. Captures the traffic and checks it with tshark and an
+# independent ICRC (Scapy).
 #
 #   sudo interop/perftest/run.sh        # exits non-zero on failure
 #
 # Environment knobs:
-#   ROCE_XDP=path        roce-xdp binary (default: cargo build --release)
+#   ROCE_XDP=path        roce-xdp binary (default: cargo build --release
+#                        -p roce-xdp -p roce-xdp-ibverbs; exec needs
+#                        libroce_xdp_ibverbs.a beside it)
 #   OUT=dir              logs + capture (default: mktemp)
 #   MODE=native          XDP attach mode of the engine
 #   CASES_ONLY=regex     run only the cases whose label matches ("serve" for
-#                        the serve runs)
+#                        the serve runs, "exec" for the exec runs)
 #   VM_SUITE, VM_CACHE, PYTHON as interop/run.sh
 #   VM_NS [roce-xdp-pt], VM_BR [ptbr0], VM_SUBNET [10.98.0], ENG_NS [pt-eng],
 #   VM_RUN: names of this run's namespaces, bridge, subnet and VM directory
@@ -57,12 +62,43 @@ export VM_IMAGE
 VM_IMAGE=$(tail -1 "$OUT/build-image.out")
 
 if [ -z "${ROCE_XDP:-}" ]; then
-    log "building roce-xdp (cargo build --release -p roce-xdp)"
-    (cd "$REPO" && cargo build --release -q -p roce-xdp) > "$OUT/cargo.log" 2>&1 ||
-        { tail -30 "$OUT/cargo.log"; die "cargo build failed"; }
+    log "building roce-xdp and the drop-in (cargo build --release -p roce-xdp -p roce-xdp-ibverbs)"
+    (cd "$REPO" && cargo build --release -q -p roce-xdp -p roce-xdp-ibverbs) > "$OUT/cargo.log" 2>&1 ||
+        { tail -30 "$OUT/cargo.log"; die "cargo build failed (log: $OUT/cargo.log)"; }
     ROCE_XDP=${CARGO_TARGET_DIR:-$REPO/target}/release/roce-xdp
 fi
 [ -x "$ROCE_XDP" ] || die "no roce-xdp binary at $ROCE_XDP"
+
+# Debian's binaries run under `roce-xdp exec` on the host (exec_case):
+# KIND PROGRAM ARGS (the GID flag is added on each side).
+EXEC_CASES=(
+    "pp ibv_rc_pingpong -n 50"
+    "pp ibv_rc_pingpong -e -n 50"
+    "bw ib_write_bw -s 64 -n 100"
+    "bw ib_write_bw -s 65536 -n 50"
+    "bw ib_read_bw -s 4096 -n 100"
+    "bw ib_send_bw -s 4096 -n 100"
+    "bw ib_atomic_bw -n 100"
+    "lat ib_write_lat -s 2 -n 100"
+    "lat ib_read_lat -s 2 -n 100"
+    "lat ib_send_lat -s 2 -n 100"
+    "lat ib_atomic_lat -n 100"
+)
+EXEC_SELECTED=0
+for role in exec-server exec-client; do
+    for c in "${EXEC_CASES[@]}"; do
+        [[ "$role ${c#* }" =~ $CASES_ONLY ]] && EXEC_SELECTED=1
+    done
+done
+if [ $EXEC_SELECTED = 1 ]; then
+    for c in "${EXEC_CASES[@]}"; do
+        c=${c#* } c=${c%% *}
+        command -v "$c" >/dev/null || die "$c not installed on the host (ibverbs-utils, perftest: scripts/setup-deps.sh)"
+    done
+    # exec links the drop-in libibverbs.so.1 on first use: do it now.
+    "$ROCE_XDP" exec --iface lo -- true > "$OUT/exec-link.log" 2>&1 ||
+        { cat "$OUT/exec-link.log"; die "roce-xdp exec cannot load the drop-in libibverbs (log: $OUT/exec-link.log)"; }
+fi
 
 . "$INTEROP/vm/vmlib.sh"
 BG_PIDS=()
@@ -87,8 +123,8 @@ ip -n "$VM_NS" link set $BR_VETH master "$VM_BR" up
 ip -n "$ENG_NS" link set lo up
 ip -n "$ENG_NS" addr add "$ENG_IP/24" dev $ENG_IF
 ip -n "$ENG_NS" link set $ENG_IF up
-VM_RXE=1 VM_MEM=512 vm_start 1 || die "qemu failed to start vm1"
-vm_wait_ready vm1 400 || die "vm1 did not boot"
+VM_RXE=1 VM_MEM=512 vm_start 1 || die "qemu failed to start vm1 (run directory: $(vm_dir vm1))"
+vm_wait_ready vm1 400 || die "vm1 did not boot (console: $(vm_dir vm1)/console.log)"
 PERFTEST_VERSION=$(vm_exec vm1 20 'echo "perftest $(dpkg-query -W -f "\${Version}" perftest) (protocol $(ib_write_bw --version | sed -n "s/^Version: //p")), kernel $(uname -r)"')
 log "vm1 up: $PERFTEST_VERSION"
 
@@ -110,16 +146,54 @@ vm_port_listening() {
 }
 
 RESULTS=() RUNS=0 FAILED=0
-verdict() {   # verdict LABEL ENGINE_RC STOCK_RC LOGBASE
+# vm1 can break (seen once under TCG, in an engine-client read-bw -D 2
+# run: the guest's virtio_net TX queue stalled, "NETDEV WATCHDOG", and
+# rxe later oopsed in rxe_skb_tx_dtor): then every later run would wait
+# out its timeouts. vm_broken notices it (qemu gone, or a fault on the
+# console), says so once, and the remaining runs are recorded as not run.
+CONSOLE=$(vm_dir vm1)/console.log VM_BROKEN=
+vm_broken() {
+    [ -n "$VM_BROKEN" ] && return 0
+    local l
+    l=$(grep -a -m1 -E 'Kernel panic|BUG: |NETDEV WATCHDOG' "$CONSOLE" 2>/dev/null | tr -d '\r')
+    if ! vm_running vm1; then
+        VM_BROKEN="vm1's qemu exited${l:+, first fault: ${l#*] }}"
+    elif [ -n "$l" ]; then
+        VM_BROKEN="vm1's kernel: ${l#*] }"
+    else
+        return 1
+    fi
+    log "vm1 is broken: $VM_BROKEN (console: $CONSOLE); the remaining runs are not run"
+    return 0
+}
+not_run_if_vm_broken() {   # not_run_if_vm_broken LABEL: records it as not run, returns 0
+    vm_broken || return 1
+    record "$1" 0 "not run: vm1 is broken"
+}
+# record LABEL OK DETAIL LOG...: one result line (OK 1: PASS); a failure
+# names its logs in the summary and shows their last lines here.
+record() {
+    local label=$1 ok=$2 detail=$3 f
+    shift 3
     RUNS=$((RUNS + 1))
-    if [ "$2" = 0 ] && [ "$3" = 0 ]; then
-        RESULTS+=("PASS $1")
+    if [ "$ok" = 1 ]; then
+        RESULTS+=("PASS $label${detail:+ ($detail)}")
     else
         FAILED=$((FAILED + 1))
-        RESULTS+=("FAIL $1 (roce-xdp exit $2, perftest exit $3; $4.*)")
-        tail -3 "$4.engine" "$4.stock" | sed 's/^/    /'
+        [[ $detail == "not run:"* ]] || ! vm_broken || detail+="; vm1 is broken: $VM_BROKEN, console $CONSOLE"
+        RESULTS+=("FAIL $label ($detail${*:+; logs: $*})")
+        for f in "$@"; do
+            [ -e "$f" ] || { echo "    (no $f)"; continue; }
+            echo "    --- last lines of $f:"
+            tail -5 "$f" | sed 's/^/    /'
+        done
     fi
-    log "$1: roce-xdp $2, perftest $3"
+    log "${RESULTS[-1]}"
+}
+verdict() {   # verdict LABEL ENGINE_RC STOCK_RC LOG...: both sides must exit 0
+    local ok=0
+    [ "$2" = 0 ] && [ "$3" = 0 ] && ok=1
+    record "$1" $ok "roce-xdp exit $2, perftest exit $3" "${@:4}"
 }
 
 # perftest samples the CPU clock against gettimeofday to turn cycles into
@@ -135,37 +209,38 @@ stock_clock_gave_up() {   # stock_clock_gave_up FILE
 # case ROLE TOOL STOCK ARGS: ROLE engine-server (the stock tool is the
 # client, in vm1) or engine-client (the stock tool is the server).
 case_run() {
-    local role=$1 tool=$2 stock=$3 args=$4 label base erc src pid id
+    local role=$1 tool=$2 stock=$3 args=$4 label base erc src pid id attempt
     label="$role $tool $args"
     [[ $label =~ $CASES_ONLY ]] || return 0
+    not_run_if_vm_broken "$label" && return 0
     base=$OUT/$(echo "$label" | tr ' /' '__')
-    local attempt
     for attempt in 1 2; do
-    if [ "$role" = engine-server ]; then
-        ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --iface $ENG_IF --mode "$MODE" $args \
-            > "$base.engine" 2>&1 &
-        pid=$!
-        eng_listening || log "$tool: the engine server did not listen"
-        vm_exec vm1 120 "timeout 100 $stock -x \$(vm-gid) $args $ENG_IP" > "$base.stock" 2>&1
-        src=$?
-        wait $pid
-        erc=$?
-    else
-        id=$(vm_spawn vm1 "timeout 100 $stock -x \$(vm-gid) $args")
-        vm_port_listening || log "$stock: the stock server did not listen"
-        ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --mode "$MODE" $args $VM_IP \
-            > "$base.engine" 2>&1
-        erc=$?
-        vm_wait vm1 "$id" 120 > "$base.stock" 2>&1
-        src=$?
-    fi
-    if [ $attempt = 1 ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
-        log "$label: the stock tool's CPU clock sampling gave up (r^2 < 0.9): once more"
-        continue
-    fi
-    break
+        if [ "$role" = engine-server ]; then
+            ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --iface $ENG_IF --mode "$MODE" $args \
+                > "$base.engine" 2>&1 &
+            pid=$!
+            BG_PIDS+=($pid)
+            eng_listening || log "$label: the engine server did not listen on $ENG_IP:$PORT (log: $base.engine)"
+            vm_exec vm1 120 "timeout 100 $stock -x \$(vm-gid) $args $ENG_IP" > "$base.stock" 2>&1
+            src=$?
+            wait $pid
+            erc=$?
+        else
+            id=$(vm_spawn vm1 "timeout 100 $stock -x \$(vm-gid) $args")
+            vm_port_listening || log "$label: the stock server did not listen on $VM_IP:$PORT (log: $base.stock)"
+            ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --mode "$MODE" $args $VM_IP \
+                > "$base.engine" 2>&1
+            erc=$?
+            vm_wait vm1 "$id" 120 > "$base.stock" 2>&1
+            src=$?
+        fi
+        if [ $attempt = 1 ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
+            log "$label: the stock tool's CPU clock sampling gave up (r^2 < 0.9): once more"
+            continue
+        fi
+        break
     done
-    verdict "$label" $erc $src "$base"
+    verdict "$label" $erc $src "$base.engine" "$base.stock"
 }
 
 for role in engine-server engine-client; do
@@ -191,6 +266,7 @@ if [[ "serve" =~ $CASES_ONLY ]] || [ "$CASES_ONLY" = . ]; then
         "ib_atomic_bw -n 200" "ib_read_lat -s 2 -n 100" "ib_send_lat -s 2 -n 100" \
         "ib_atomic_lat -n 100" "ib_write_bw -s 4096 -n 100 -q 4"; do
         base=$OUT/serve_$(echo "$t" | tr ' ' '_')
+        not_run_if_vm_broken "serve <- $t" && continue
         vm_exec vm1 120 "timeout 100 $t -x \$(vm-gid) $ENG_IP" > "$base.stock" 2>&1
         src=$?
         if [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
@@ -199,13 +275,124 @@ if [[ "serve" =~ $CASES_ONLY ]] || [ "$CASES_ONLY" = . ]; then
             src=$?
         fi
         kill -0 $SERVE_PID 2>/dev/null
-        verdict "serve <- $t" $? $src "$base"
+        erc=$?
         cp "$OUT/serve.log" "$base.engine"
+        verdict "serve <- $t" $erc $src "$base.engine" "$base.stock"
     done
     kill -INT $SERVE_PID
     wait $SERVE_PID
-    verdict "serve: exit after SIGINT" $? 0 "$OUT/serve"
+    verdict "serve: exit after SIGINT" $? 0 "$OUT/serve.log"
 fi
+
+# exec_case ROLE KIND PROGRAM ARGS...: KIND pp (rdma-core's example, GID
+# flag -g), bw or lat (perftest, -x). ROLE exec-server: the program under
+# exec on the host serves, vm1's connects; exec-client: the reverse.
+exec_case() {
+    local role=$1 kind=$2 prog=$3 args label base gidf hrc vrc pid id attempt ok why
+    shift 3
+    args="$*"
+    label="$role $prog $args"
+    [[ $label =~ $CASES_ONLY ]] || return 0
+    not_run_if_vm_broken "$label" && return 0
+    base=$OUT/$(echo "$label" | tr ' /' '__')
+    gidf=-x
+    [ "$kind" = pp ] && gidf=-g
+    # -d: each side must open the device it is meant to (the drop-in's
+    # roce-xdp0 on the host, Soft-RoCE's rxe0 in vm1).
+    local host=(ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" exec --iface $ENG_IF --mode "$MODE" --
+        $prog -d roce-xdp0 $gidf 1 $args)
+    local vm="timeout 100 $prog -d rxe0 $gidf \$(vm-gid) $args"
+    for attempt in 1 2; do
+        if [ "$role" = exec-server ]; then
+            "${host[@]}" > "$base.exec" 2>&1 &
+            pid=$!
+            BG_PIDS+=($pid)
+            if eng_listening; then
+                vm_exec vm1 120 "$vm $ENG_IP" > "$base.rxe" 2>&1
+                vrc=$?
+            else
+                vrc=98
+                echo "run.sh: not started: nothing listened on $ENG_IP:$PORT in 10 s" > "$base.rxe"
+            fi
+            # A server whose client failed would wait out its timeout.
+            [ $vrc = 0 ] || kill $pid 2>/dev/null
+            wait $pid
+            hrc=$?
+        else
+            id=$(vm_spawn vm1 "$vm")
+            if vm_port_listening; then
+                "${host[@]}" $VM_IP > "$base.exec" 2>&1
+                hrc=$?
+            else
+                hrc=98
+                echo "run.sh: not started: nothing listened on $VM_IP:$PORT in 20 s" > "$base.exec"
+            fi
+            [ $hrc = 0 ] || vm_exec vm1 10 "pkill -x $prog" > /dev/null 2>&1
+            vm_wait vm1 "$id" 120 > "$base.rxe" 2>&1
+            vrc=$?
+        fi
+        if [ $attempt = 1 ] && { { [ $vrc != 0 ] && stock_clock_gave_up "$base.rxe"; } ||
+            { [ $hrc != 0 ] && stock_clock_gave_up "$base.exec"; }; }; then
+            log "$label: perftest's CPU clock sampling gave up (r^2 < 0.9): once more"
+            continue
+        fi
+        break
+    done
+    ok=1
+    why="exec exit $hrc, rxe exit $vrc"
+    [ $hrc = 0 ] && [ $vrc = 0 ] || ok=0
+    case $kind in
+    pp)
+        local he ve
+        he=$(pp_usec "$base.exec") ve=$(pp_usec "$base.rxe")
+        why+="; usec/iter: exec ${he:-none}, rxe ${ve:-none}"
+        { [ -n "$he" ] && [ -n "$ve" ]; } || { ok=0; why+=" (an 'iters in' line is missing)"; }
+        ;;
+    bw)
+        local hb vb
+        hb=$(bw_average "$base.exec") vb=$(bw_average "$base.rxe")
+        why+="; BW average MB/s: exec ${hb:-none}, rxe ${vb:-none}"
+        { positive "$hb" && positive "$vb"; } || { ok=0; why+=" (not above 0)"; }
+        ;;
+    lat)
+        local cl t
+        cl=$base.rxe
+        [ "$role" = exec-client ] && cl=$base.exec
+        t=$(lat_typical "$cl")
+        why+="; client t_typical ${t:-none} usec"
+        [ -n "$t" ] || { ok=0; why+=" (the client printed no result row)"; }
+        ;;
+    esac
+    record "$label" $ok "$why" "$base.exec" "$base.rxe"
+}
+# pp_usec FILE: the usec/iter of rc_pingpong's "N iters in T seconds" line.
+pp_usec() {
+    sed -nE 's/^[0-9]+ iters in [0-9.]+ seconds = ([0-9.]+) usec\/iter$/\1/p' "$1" 2>/dev/null | head -1
+}
+# bw_average FILE: the "BW average[MB/sec]" of perftest's first result row.
+bw_average() {
+    awk '/BW average\[MB\/sec\]/ { h = 1; next } h && $1 ~ /^[0-9]+$/ { print $4; exit }' "$1" 2>/dev/null
+}
+# lat_typical FILE: the t_typical[usec] of a latency tool's first result row.
+lat_typical() {
+    awk '/t_typical\[usec\]/ { h = 1; next } h && $1 ~ /^[0-9]+$/ { print $5; exit }' "$1" 2>/dev/null
+}
+positive() { [ -n "$1" ] && awk -v x="$1" 'BEGIN { exit !(x + 0 > 0) }'; }
+
+# ------------------------------------------- Debian's binaries under exec
+# The host's own ibverbs-utils and perftest (Debian's, the same versions as
+# vm1's) under `roce-xdp exec`, on the drop-in libibverbs (engine/ibverbs,
+# docs/verbs-drop-in.md) and the engine on $ENG_IF, against the same
+# binaries on rxe0 in vm1: exec-server (the host serves, vm1's binary is
+# the client) and exec-client. Both sides must exit 0; rc_pingpong's both
+# sides print their "iters in" line, the bw tools' both sides a BW
+# average above 0, the lat tools' client its result row. Their frames are
+# in the main capture (same bridge, same ports).
+for role in exec-server exec-client; do
+    for c in "${EXEC_CASES[@]}"; do
+        exec_case $role $c
+    done
+done
 
 sleep 1
 kill "${BG_PIDS[0]}" 2>/dev/null   # tcpdump: flush the capture
@@ -265,7 +452,13 @@ PASS=0
     printf 'logs and capture: %s\n' "$OUT"
 } | tee "$OUT/summary.txt"
 if [ $PASS = 1 ]; then echo "RESULT: PASS"; else
-    echo "RESULT: FAIL (runs failed: $FAILED, tshark ok: $TSHARK_OK, icrc exit: $ICRC_RC)"; fi
+    echo "RESULT: FAIL"
+    [ $FAILED = 0 ] || printf '  %d of %d runs failed (the FAIL lines above name their logs)\n' $FAILED $RUNS
+    [ -z "$VM_BROKEN" ] || printf '  vm1 broke: %s (console: %s)\n' "$VM_BROKEN" "$CONSOLE"
+    [ $TSHARK_OK = 1 ] || printf '  tshark: the capture check failed (fields per frame: %s, errors: %s, captures: %s %s)\n' \
+        "$OUT/tshark.txt" "$OUT/tshark.err" "$PCAP" "$PCAP_ALL"
+    [ $ICRC_RC = 0 ] || printf '  ICRC check exit %s (%s)\n' $ICRC_RC "$OUT/icrc.txt"
+fi
 [ $PASS = 1 ]
 exit
 }
