@@ -473,7 +473,14 @@ impl Shell {
     }
 
     pub fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: QpAttrMask) -> Result<(), VerbsError> {
-        self.with(|ep| ep.modify_qp(qpn, attr, mask))
+        let mut st = lock(&self.state);
+        // A move to ERR or RESET drops what the QP had due: its deferred
+        // ACKs leave first.
+        st.rtc.flush_deferred();
+        let r = st.rtc.endpoint_mut().modify_qp(qpn, attr, mask);
+        drop(st);
+        self.wake();
+        r
     }
 
     /// The QP's state and attributes.
@@ -483,6 +490,8 @@ impl Shell {
 
     pub fn destroy_qp(&self, qpn: u32) -> Result<(), VerbsError> {
         let mut st = lock(&self.state);
+        // The ACKs of what this QP received last leave before it goes.
+        st.rtc.flush_deferred();
         st.qps.remove(&qpn);
         let r = st.rtc.endpoint_mut().destroy_qp(qpn);
         drop(st);
@@ -514,9 +523,16 @@ impl Shell {
         self.counters.app_polls.fetch_add(1, Ordering::Relaxed);
         let mut st = lock(&self.state);
         let buffered = matches!(st.cqs.get(cq as usize), Some(Some(c)) if !c.buf.is_empty());
-        let busy = !buffered && st.rtc.progress();
+        let mut busy = false;
         if !buffered {
-            st.drain(cq as usize, self);
+            // One engine iteration; with completions for this CQ from the
+            // packets it received, the ACKs they made due wait for the next
+            // call, to leave with the program's answer in one TX kick
+            // (`RunToCompletion::poll_with`).
+            let State { rtc, cqs, qps } = &mut *st;
+            busy = rtc
+                .poll_with(|ep| drain_cq(ep, cqs, qps, cq as usize, self))
+                .1;
         }
         let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
             return 0;
@@ -576,16 +592,33 @@ impl State {
     /// QP errors as asynchronous events, fires an armed channel.
     fn drain(&mut self, i: usize, shell: &Shell) {
         let State { rtc, cqs, qps } = self;
+        drain_cq(rtc.endpoint_mut(), cqs, qps, i, shell);
+    }
+}
+
+/// Moves the engine's completions of CQ `i` into its buffer, reports QP
+/// errors as asynchronous events, fires an armed channel; returns how many
+/// completions it moved.
+fn drain_cq(
+    ep: &mut Endpoint,
+    cqs: &mut [Option<CqState>],
+    qps: &mut HashMap<u32, (usize, bool)>,
+    i: usize,
+    shell: &Shell,
+) -> usize {
+    {
         let Some(Some(c)) = cqs.get_mut(i) else {
-            return;
+            return 0;
         };
+        let mut moved = 0;
         let mut batch = [WorkCompletion::default(); DRAIN_BATCH];
         loop {
             let room = c.capacity.saturating_sub(c.buf.len()).min(DRAIN_BATCH);
             if room == 0 {
                 break;
             }
-            let n = rtc.endpoint_mut().poll_cq(i as u32, &mut batch[..room]);
+            let n = ep.poll_cq(i as u32, &mut batch[..room]);
+            moved += n;
             for wc in &batch[..n] {
                 if wc.status != WcStatus::Success && wc.status != WcStatus::Flushed {
                     if let Some((token, reported)) = qps.get_mut(&wc.qpn) {
@@ -609,5 +642,6 @@ impl State {
                 ch.push(c.token);
             }
         }
+        moved
     }
 }

@@ -331,21 +331,45 @@ impl RunToCompletion {
     /// request/response exchange costs one TX kick per direction, not two.
     /// The ACK is late by the application's time between two calls.
     pub fn poll_cq(&mut self, out: &mut [WorkCompletion]) -> usize {
+        let cq = self.cq;
+        self.poll_with(|ep| ep.poll_cq(cq, out)).0
+    }
+
+    /// [`RunToCompletion::poll_cq`] for a caller that takes the
+    /// completions itself (a verbs layer with CQs of its own): one engine
+    /// iteration in which `take` runs after receiving and the timers, and
+    /// returns how many completions it took; with
+    /// [`InlineConfig::coalesce_replies`], an iteration that received
+    /// packets and took completions leaves its transmit to the next call,
+    /// as `poll_cq` does. Returns (what `take` returned, whether anything
+    /// happened: packets received or sent, timers run).
+    pub fn poll_with(&mut self, take: impl FnOnce(&mut Endpoint) -> usize) -> (usize, bool) {
         self.loops += 1;
         let now = self.now();
         let received = self.step.receive(&mut self.sock, &mut self.ep, now);
         // Nothing received: the time read before receiving is still now
         // (one clock read per empty poll, not two).
         let now = if received > 0 { self.now() } else { now };
-        self.step.timers(&mut self.ep, now);
-        let n = self.ep.poll_cq(self.cq, out);
+        let timers = self.step.timers(&mut self.ep, now);
+        let n = take(&mut self.ep);
         if self.coalesce_replies && n > 0 && received > 0 && !self.deferred {
             self.deferred = true;
-            return n;
+            return (n, true);
         }
         self.deferred = false;
-        self.step.transmit(&mut self.sock, &mut self.ep, now);
-        n
+        let sent = self.step.transmit(&mut self.sock, &mut self.ep, now);
+        (n, received > 0 || timers || sent > 0)
+    }
+
+    /// Sends what a coalescing [`RunToCompletion::poll_with`] left for the
+    /// next call (ACKs, READ responses), if anything: for an owner about to
+    /// destroy a QP or stop polling, whose peer would otherwise wait for
+    /// those ACKs until its retransmit timer.
+    pub fn flush_deferred(&mut self) {
+        if std::mem::take(&mut self.deferred) {
+            let now = self.now();
+            self.step.transmit(&mut self.sock, &mut self.ep, now);
+        }
     }
 
     /// Blocks in poll(2) until a packet may have arrived, the endpoint's

@@ -281,6 +281,19 @@ impl std::fmt::Debug for DrivenQueue {
 }
 
 impl DrivenQueue {
+    /// Whether an iteration that received packets but delivered no
+    /// completion leaves the ACKs they made due to the next iteration too
+    /// (off by default). For a loop that answers what lands in memory (a
+    /// WRITE ping-pong, perftest's `ib_write_lat`): its WRITE, posted
+    /// before the next poll, leaves in one TX kick with the ACK. A READ
+    /// response waits one poll with it, so leave it off where the queue
+    /// serves READs or atomics. Reset when the claim ends.
+    pub fn hold_acks(&self, on: bool) {
+        if let Some(core) = lock(&self.core).as_mut() {
+            core.hold_acks = on;
+        }
+    }
+
     /// Runs one engine iteration and takes up to `out.len()` completions
     /// of the queue. Never blocks.
     pub fn poll_cq(&mut self, out: &mut [WorkCompletion]) -> usize {
@@ -303,6 +316,7 @@ impl Drop for DrivenQueue {
     fn drop(&mut self) {
         if let Some(core) = lock(&self.core).as_mut() {
             core.flush_deferred();
+            core.hold_acks = false;
             core.publish(false);
         }
         let shared = &self.shared;
@@ -420,6 +434,9 @@ pub(crate) struct Core {
     dirty: bool,
     /// The last driven iteration left its transmissions to the next.
     deferred: bool,
+    /// A driven iteration that received packets leaves its transmissions
+    /// to the next even without completions ([`DrivenQueue::hold_acks`]).
+    hold_acks: bool,
 }
 
 impl Core {
@@ -453,6 +470,7 @@ impl Core {
             last_now: Instant::from_nanos(0),
             dirty: true,
             deferred: false,
+            hold_acks: false,
         })
     }
 
@@ -526,11 +544,14 @@ impl Core {
     /// WRITE without immediate) have their answer or ACK sent at once: a
     /// READ response is the answer itself, and holding it back cost the
     /// read-lat and atomic-lat responder one more poll (and the yield of
-    /// the loop between two polls) per round trip.
+    /// the loop between two polls) per round trip; unless
+    /// [`DrivenQueue::hold_acks`] asked for it: a WRITE ping-pong, whose
+    /// answer (the application's WRITE, posted when it sees the data land)
+    /// then leaves with the ACK.
     fn iterate_inline(&mut self) -> bool {
         let (mut progress, received) = self.take_in();
         let delivered = self.deliver_completions();
-        if received > 0 && delivered && !self.deferred {
+        if received > 0 && (delivered || self.hold_acks) && !self.deferred {
             self.deferred = true;
         } else {
             self.deferred = false;

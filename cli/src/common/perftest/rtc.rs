@@ -110,6 +110,9 @@ pub fn claim(kind: Kind, dev: &Arc<Device>, q: u32) -> Option<Claim> {
         return None;
     }
     let driven = dev.run_to_completion(q).ok()?;
+    // A WRITE ping-pong answers what lands in memory: the ACK of the
+    // peer's WRITE leaves with our WRITE, in one kick.
+    driven.hold_acks(kind == Kind::WriteLat);
     let pumping = match router(q) {
         Some(route) => {
             PUMP.with(|p| {
