@@ -104,7 +104,7 @@ impl Endpoint {
             // keys derived from the one seed.
             mrs: MrTable::with_seed([k0 ^ 0x6b65_7973, k1]),
             cqs: Vec::new(),
-            qps: QpTable::default(),
+            qps: QpTable::with_capacity(config.max_qps),
             rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
             dcqcn: Arc::new(config.cc.dcqcn),

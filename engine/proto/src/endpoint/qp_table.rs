@@ -50,6 +50,11 @@ struct CounterSum {
     dirty: Vec<u32>,
 }
 
+/// The most slots [`QpTable::with_capacity`] reserves ahead: an engine's
+/// default limit ([`super::config::MAX_QPS_PER_ENGINE`]). A table grows
+/// past it as a `Vec` does.
+const RESERVED_SLOTS: usize = 1 << 16;
+
 /// The QPs of a [`QpTable`], in slot order ([`QpTable::iter`]).
 pub(super) struct Iter<'a> {
     slots: std::slice::Iter<'a, Option<Qp>>,
@@ -92,6 +97,19 @@ pub(super) struct QpTable {
 }
 
 impl QpTable {
+    /// A table with its slot arrays reserved for `max_qps` QPs (at most
+    /// [`RESERVED_SLOTS`]): creating QPs up to there never moves the QPs
+    /// already made. Reserved address space only: the pages of a slot are
+    /// touched when a QP takes it.
+    pub fn with_capacity(max_qps: u32) -> QpTable {
+        let n = (max_qps as usize).min(RESERVED_SLOTS);
+        let mut t = QpTable::default();
+        t.slots.reserve_exact(n);
+        t.meta.reserve_exact(n);
+        t.counters.get_mut().seen.reserve_exact(n);
+        t
+    }
+
     /// QPs held.
     pub fn len(&self) -> usize {
         self.by_qpn.len()

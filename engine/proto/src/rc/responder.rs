@@ -244,6 +244,10 @@ pub struct Responder {
     res_cap: usize,
 }
 
+/// Answers the queue has room for when a QP connects (it grows from there
+/// up to `out_cap`): the ACKs of a QP that is only written to.
+const OUT_FIRST: usize = 2;
+
 impl Responder {
     /// A responder with `max_recv_wr` receive slots.
     pub fn new(max_recv_wr: usize) -> Responder {
@@ -289,12 +293,16 @@ impl Responder {
         self.in_progress = InProgress::None;
         let rd = usize::from(attr.max_dest_rd_atomic.max(1));
         self.out_cap = 2 * rd + 4;
-        // Reserved once: a QP connected again keeps the memory.
+        // The answer queue and the resource ring grow to these bounds on
+        // first need, once per QP, and keep their memory (a QP connected
+        // again reuses it): a QP that is only written to holds room for a
+        // few ACKs, not for 2 * max_dest_rd_atomic + 4 answers and
+        // max_dest_rd_atomic resources (1.7 KB of the 3.1 KB a connected
+        // QP held, docs/architecture.md "QP limits").
         self.out.clear();
-        self.out.reserve(self.out_cap + 1);
+        self.out.reserve(OUT_FIRST.min(self.out_cap + 1));
         self.ack_pending = None;
         self.resources.clear();
-        self.resources.reserve(rd);
         self.res_next = 0;
         self.res_cap = rd;
     }
