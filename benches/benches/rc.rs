@@ -658,10 +658,9 @@ fn bench_qp_scale(c: &mut Criterion) {
 
 /// `-- --qp-scale`: the same rows as best-of-3 passes, with ratios.
 fn qp_scale_rows() {
-    use roce_xdp_benches::qp_scale::{protocol_point, QP_COUNTS};
+    use roce_xdp_benches::qp_scale::{protocol_points, QP_COUNTS};
     let mut base = None;
-    for n in QP_COUNTS {
-        let (resp, req) = protocol_point(n, 3);
+    for (n, (resp, req)) in QP_COUNTS.into_iter().zip(protocol_points(&QP_COUNTS, 3)) {
         let (b_resp, b_req) = *base.get_or_insert((resp, req));
         println!(
             "per-packet cost with {n} active QPs (64 B WRITE, in memory): responder {resp:.1} ns ({:.2}x the 1-QP row), requester {req:.1} ns ({:.2}x)",

@@ -274,18 +274,25 @@ impl Rig {
     }
 }
 
-/// Per-packet cost of one QP count: (responder, requester) ns per packet,
-/// the mean over each pass, best pass of `passes`.
-pub fn protocol_point(n: u32, passes: usize) -> (f64, f64) {
-    let mut rig = Rig::new(n);
-    let (mut resp, mut req) = (f64::MAX, f64::MAX);
+/// Per-packet cost of each QP count of `counts`: (responder, requester) ns
+/// per packet, the mean over each pass, best pass of `passes`. Every rig
+/// is built first and the passes go round the rigs in turn (pass 1 of
+/// every count, then pass 2, ...), so that a slow minute of a noisy
+/// machine lands on every row, not on one.
+pub fn protocol_points(counts: &[u32], passes: usize) -> Vec<(f64, f64)> {
+    let mut rigs: Vec<Rig> = counts.iter().map(|&n| Rig::new(n)).collect();
+    let mut best = vec![(f64::MAX, f64::MAX); rigs.len()];
     for _ in 0..passes.max(1) {
-        resp = resp.min(rig.responder_pass().1);
-        req = req.min(rig.requester_pass().1);
+        for (rig, (resp, req)) in rigs.iter_mut().zip(best.iter_mut()) {
+            *resp = resp.min(rig.responder_pass().1);
+            *req = req.min(rig.requester_pass().1);
+        }
     }
-    let c = rig.b.counters();
-    assert_eq!(c.dropped_malformed + c.dropped_unknown_qp, 0, "{c:?}");
-    (resp, req)
+    for rig in &rigs {
+        let c = rig.b.counters();
+        assert_eq!(c.dropped_malformed + c.dropped_unknown_qp, 0, "{c:?}");
+    }
+    best
 }
 
 /// `roce-xdp sim --messages SIM_MESSAGES --size 64 --qps n`: wall time per
@@ -315,10 +322,13 @@ pub fn measure(
     passes: usize,
     sim_messages: u64,
 ) -> Result<Vec<QpScaleRow>, String> {
-    let mut proto = Vec::new();
+    let proto: Vec<(u32, (f64, f64))> = counts
+        .iter()
+        .copied()
+        .zip(protocol_points(counts, passes))
+        .collect();
     let mut sim = Vec::new();
     for &n in counts {
-        proto.push((n, protocol_point(n, passes)));
         sim.push((n, sim_point(n, sim_messages)?));
     }
     let mut rows = Vec::new();
