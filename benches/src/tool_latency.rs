@@ -303,6 +303,19 @@ pub fn measure(
     missing: &mut Vec<String>,
 ) -> crate::report::ToolsReport {
     let n = opts.pingpongs();
+    let floor_with_ack = match crate::baselines::floor::floor_pingpong_frames(
+        pair,
+        crate::options::SMALL as usize,
+        true,
+        n,
+        opts.engine_poll,
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            missing.push(format!("AF_XDP floor with an ACK-sized frame: {e}"));
+            None
+        }
+    };
     let tools = tools(pair, n, missing);
     let device_spin = match device_spin(pair, n, opts.engine_poll) {
         Ok(p) => Some(p),
@@ -337,9 +350,14 @@ pub fn measure(
         FIRST_PACKETS,
         2.0
     ));
+    notes.push(format!(
+        "request+ACK floor: the AF_XDP echo ping-pong with two frames per ping, the 64 B one and an ACK-sized one ({} B), sent in one TX kick and echoed in one, {n} round trips: the wire cost of a SEND or WRITE ping-pong, which carries a request and the ACK of the peer's request each way (send-lat and write-lat are compared with it in a column of their own; the targets stay against the one-frame floor)",
+        crate::baselines::floor::ACK_FRAME_LEN
+    ));
     crate::report::ToolsReport {
         tools,
         device_spin,
         idle: Some(idle),
+        floor_with_ack,
     }
 }

@@ -266,20 +266,37 @@ pub fn pingpong(
     timeout: Duration,
     poll: PollMode,
 ) -> Result<Vec<Duration>, String> {
+    pingpong_frames(sock, &[frame], iterations, timeout, poll)
+}
+
+/// [`pingpong`] with several frames per ping: all of `frames` leave in one
+/// TX kick, and the round trip ends when all their echoes are back (the
+/// echo loop returns a batch in one kick too).
+pub fn pingpong_frames(
+    sock: &mut XskSocket,
+    frames: &[&[u8]],
+    iterations: usize,
+    timeout: Duration,
+    poll: PollMode,
+) -> Result<Vec<Duration>, String> {
     let mut rtts = Vec::with_capacity(iterations);
     for i in 0..iterations {
         sock.complete();
         let start = Instant::now();
-        while !sock.send(frame) {
-            sock.complete();
-            if start.elapsed() > timeout {
-                return Err(format!("no TX room for ping {i}"));
+        for frame in frames {
+            while !sock.send(frame) {
+                sock.complete();
+                if start.elapsed() > timeout {
+                    return Err(format!("no TX room for ping {i}"));
+                }
             }
         }
         let _ = sock.flush();
         let mut idle_since = None;
+        let mut back = 0;
         loop {
-            if sock.recv(1, |_| {}) > 0 {
+            back += sock.recv(frames.len() - back, |_| {});
+            if back == frames.len() {
                 break;
             }
             if start.elapsed() > timeout {
@@ -397,6 +414,23 @@ pub fn floor_pingpong(
     iterations: usize,
     poll: PollMode,
 ) -> Result<Option<Percentiles>, HarnessError> {
+    floor_pingpong_frames(pair, payload, false, iterations, poll)
+}
+
+/// Length of an RC ACK frame (Ethernet, IPv4, UDP, BTH, AETH, ICRC).
+pub const ACK_FRAME_LEN: usize = 14 + 20 + 8 + 12 + 4 + 4;
+
+/// [`floor_pingpong`] with, if `with_ack`, a second frame the size of an
+/// RC ACK in each ping (one TX kick for both, both echoed in one): the
+/// floor of an exchange that carries a request and its ACK each way, as a
+/// SEND or WRITE ping-pong over RC does.
+pub fn floor_pingpong_frames(
+    pair: &VethPair,
+    payload: usize,
+    with_ack: bool,
+    iterations: usize,
+    poll: PollMode,
+) -> Result<Option<Percentiles>, HarnessError> {
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = mpsc::channel();
     let stop_echo = stop.clone();
@@ -413,13 +447,19 @@ pub fn floor_pingpong(
     }
     let (frame_len, _) = frame_len_for(payload, ROCE_PMTU as usize);
     let frame = udp_frame(&pair.a, &pair.b, 4791, frame_len);
+    let ack = udp_frame(&pair.a, &pair.b, 4791, ACK_FRAME_LEN);
     let a = pair.a.clone();
     let client = spawn_in(&pair.a, move || {
         let (_prog, mut sock) = open_xsk(&a, 0)?;
         let warm = iterations / 10;
-        let mut rtts = pingpong(
+        let frames: Vec<&[u8]> = if with_ack {
+            vec![&frame, &ack]
+        } else {
+            vec![&frame]
+        };
+        let mut rtts = pingpong_frames(
             &mut sock,
-            &frame,
+            &frames,
             iterations + warm,
             Duration::from_secs(2),
             poll,

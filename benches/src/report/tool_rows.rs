@@ -70,6 +70,13 @@ pub struct ToolsReport {
     /// The Device ping-pong with the polling option (`CqWait::Spin`).
     pub device_spin: Option<Percentiles>,
     pub idle: Option<IdleCost>,
+    /// The AF_XDP echo floor with an ACK-sized second frame in each ping
+    /// (`floor_pingpong_frames`): what a SEND or WRITE ping-pong, which
+    /// carries a request and the ACK of the peer's each way, costs on the
+    /// wire alone. A diagnostic column; the targets stay against the
+    /// one-frame floor.
+    #[serde(default)]
+    pub floor_with_ack: Option<Percentiles>,
 }
 
 fn f(v: Option<f64>, d: usize) -> String {
@@ -91,11 +98,19 @@ impl ToolsReport {
         let mut rows = Vec::new();
         let fp50 = floor.map(|p| p.p50_us);
         let fp99 = floor.map(|p| p.p99_us);
+        let ack50 = self.floor_with_ack.map(|p| p.p50_us);
         for t in &self.tools {
             let p50 = t.rtt(t.t_typical_us);
             let p99 = t.rtt(t.p99_us);
             let r50 = fp50.map(|b| p50 / b);
             let r99 = fp99.map(|b| p99 / b);
+            // The request+ACK floor is the wire cost of the tools whose
+            // exchange carries an ACK each way (SEND and WRITE ping-pongs).
+            let r50_ack = if t.reports_half_round_trip {
+                f(ack50.map(|b| p50 / b), 2)
+            } else {
+                "-".into()
+            };
             rows.push(vec![
                 format!(
                     "roce-xdp {}{}",
@@ -123,6 +138,7 @@ impl ToolsReport {
                         verdict(r99, P99_TARGET)
                     )
                 },
+                r50_ack,
             ]);
         }
         // Round-trip rows: the Device polling option, the floor itself.
@@ -139,11 +155,18 @@ impl ToolsReport {
                 r(fp50, p.p50_us),
                 r(fp99, p.p99_us),
                 "-".into(),
+                r(ack50, p.p50_us),
             ]
         };
         if let Some(p) = self.device_spin {
             rows.push(rtt_row(
                 "verbs Device, engine threads, CqWait::Spin (SEND ping-pong, round trip)",
+                p,
+            ));
+        }
+        if let Some(p) = self.floor_with_ack {
+            rows.push(rtt_row(
+                "AF_XDP floor, a 64 B frame and an ACK-sized one each way in one kick (round trip)",
                 p,
             ));
         }
@@ -165,6 +188,7 @@ impl ToolsReport {
                 "p50 / floor",
                 "p99 / floor",
                 "met (p50 / p99)?",
+                "p50 / request+ACK floor",
             ]
             .map(String::from)
             .to_vec(),
@@ -260,6 +284,12 @@ mod tests {
                 tool("read-lat", true, false, 12.0, 30.0),
             ],
             device_spin: None,
+            floor_with_ack: Some(Percentiles {
+                samples: 1000,
+                p50_us: 5.5,
+                p99_us: 12.0,
+                p999_us: 20.0,
+            }),
             idle: Some(IdleCost {
                 window_s: 10.0,
                 device_cpu_per_queue: Some(0.002),
@@ -275,6 +305,10 @@ mod tests {
         assert_eq!(rows[1][9], "NO / NO");
         assert_eq!(rows[2][9], "-", "--threaded has no target");
         assert_eq!(rows.last().unwrap()[7], "1.00", "the floor row");
+        // send-lat's 4.4 us round trip against the 5.5 us request+ACK
+        // floor; read-lat carries no ACK: no such ratio.
+        assert_eq!((rows[0][10].as_str(), rows[1][10].as_str()), ("0.80", "-"));
+        assert_eq!(rows[rows.len() - 2][7], "1.38", "the request+ACK floor row");
         let idle = &t[1].rows;
         assert_eq!(idle[0][3], "yes");
         assert_eq!(idle[1][3], "NO");
