@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use engine::driver::{CqWait, PollMode};
 use engine::testbed::netns::VethPair;
 
+use crate::baselines::floor::floor_pingpong;
 use crate::engine_path::{self, Rig};
 use crate::error::{context, EngineResult};
 use crate::options::SMALL;
@@ -124,12 +125,19 @@ fn run_tool(
         t_typical_us: f("t_typical_us")?,
         p99_us: f("p99_us")?,
         p99_9_us: f("p99_9_us")?,
+        floor: None,
     })
 }
 
-/// Every latency tool, run-to-completion then `--threaded`; a tool that
-/// fails is described in `missing`.
-pub fn tools(pair: &VethPair, iterations: usize, missing: &mut Vec<String>) -> Vec<ToolLatency> {
+/// Every latency tool, run-to-completion then `--threaded`, each just
+/// after an AF_XDP echo floor ping-pong of as many round trips (its
+/// ratios' baseline); a tool that fails is described in `missing`.
+pub fn tools(
+    pair: &VethPair,
+    iterations: usize,
+    poll: PollMode,
+    missing: &mut Vec<String>,
+) -> Vec<ToolLatency> {
     let Some(exe) = tool_binary() else {
         missing.push("latency tools: the roce-xdp binary was not found (set ROCE_XDP_BIN)".into());
         return Vec::new();
@@ -137,8 +145,15 @@ pub fn tools(pair: &VethPair, iterations: usize, missing: &mut Vec<String>) -> V
     let mut rows = Vec::new();
     for threaded in [false, true] {
         for tool in TOOLS {
+            let floor = match floor_pingpong(pair, SMALL as usize, iterations, poll) {
+                Ok(p) => p,
+                Err(e) => {
+                    missing.push(format!("AF_XDP floor before {tool}: {e}"));
+                    None
+                }
+            };
             match run_tool(pair, &exe, tool, threaded, iterations) {
-                Ok(r) => rows.push(r),
+                Ok(r) => rows.push(ToolLatency { floor, ..r }),
                 Err(e) => missing.push(format!("latency tool {e}")),
             }
         }
@@ -316,7 +331,7 @@ pub fn measure(
             None
         }
     };
-    let tools = tools(pair, n, missing);
+    let tools = tools(pair, n, opts.engine_poll, missing);
     let device_spin = match device_spin(pair, n, opts.engine_poll) {
         Ok(p) => Some(p),
         Err(e) => {
@@ -337,7 +352,7 @@ pub fn measure(
         missing,
     );
     notes.push(format!(
-        "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF -s 64 -n {n} --json` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off --force: the test bed's veths have 2 RX queues and the tools serve queue 0), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included",
+        "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF -s 64 -n {n} --json` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off --force: the test bed's veths have 2 RX queues and the tools serve queue 0), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included; each tool runs right after an AF_XDP echo ping-pong of as many round trips, the floor its ratios are taken against (a machine whose speed drifts over a run moves both)",
         TOOLS.join(", ")
     ));
     notes.push(format!(

@@ -31,6 +31,13 @@ pub struct ToolLatency {
     pub t_typical_us: f64,
     pub p99_us: f64,
     pub p99_9_us: f64,
+    /// The AF_XDP echo floor's round trip measured just before this tool
+    /// ran (the same number of round trips): its ratios are taken against
+    /// it, so that a machine whose speed drifts over the minutes of a run
+    /// moves tool and floor together. Absent in older results: the run's
+    /// one floor then.
+    #[serde(default)]
+    pub floor: Option<Percentiles>,
 }
 
 impl ToolLatency {
@@ -102,8 +109,9 @@ impl ToolsReport {
         for t in &self.tools {
             let p50 = t.rtt(t.t_typical_us);
             let p99 = t.rtt(t.p99_us);
-            let r50 = fp50.map(|b| p50 / b);
-            let r99 = fp99.map(|b| p99 / b);
+            let own = t.floor.or(floor);
+            let r50 = own.map(|b| p50 / b.p50_us);
+            let r99 = own.map(|b| p99 / b.p99_us);
             // The request+ACK floor is the wire cost of the tools whose
             // exchange carries an ACK each way (SEND and WRITE ping-pongs).
             let r50_ack = if t.reports_half_round_trip {
@@ -139,6 +147,7 @@ impl ToolsReport {
                     )
                 },
                 r50_ack,
+                own.map_or("n/a".into(), |b| format!("{:.1}", b.p50_us)),
             ]);
         }
         // Round-trip rows: the Device polling option, the floor itself.
@@ -156,6 +165,7 @@ impl ToolsReport {
                 r(fp99, p.p99_us),
                 "-".into(),
                 r(ack50, p.p50_us),
+                "-".into(),
             ]
         };
         if let Some(p) = self.device_spin {
@@ -175,7 +185,7 @@ impl ToolsReport {
         }
         let mut t = vec![Table {
             title: format!(
-                "Latency tools, 64 B, as perftest reports them (µs; send-lat and write-lat: half the round trip), against the AF_XDP floor's round trip (target: p50 <= {P50_TARGET}x, p99 <= {P99_TARGET}x)"
+                "Latency tools, 64 B, as perftest reports them (µs; send-lat and write-lat: half the round trip), against the AF_XDP floor's round trip measured just before each tool (target: p50 <= {P50_TARGET}x, p99 <= {P99_TARGET}x)"
             ),
             header: [
                 "tool",
@@ -189,6 +199,7 @@ impl ToolsReport {
                 "p99 / floor",
                 "met (p50 / p99)?",
                 "p50 / request+ACK floor",
+                "floor p50 (measured just before the tool)",
             ]
             .map(String::from)
             .to_vec(),
@@ -265,6 +276,7 @@ mod tests {
             t_typical_us: typical,
             p99_us: p99,
             p99_9_us: 50.0,
+            floor: None,
         }
     }
 
@@ -282,6 +294,17 @@ mod tests {
                 tool("send-lat", false, true, 2.2, 9.0),
                 tool("read-lat", false, false, 6.0, 30.0),
                 tool("read-lat", true, false, 12.0, 30.0),
+                // Its own floor, measured just before it, wins over the
+                // run's: 6 us against 8 us.
+                ToolLatency {
+                    floor: Some(Percentiles {
+                        samples: 1000,
+                        p50_us: 8.0,
+                        p99_us: 30.0,
+                        p999_us: 40.0,
+                    }),
+                    ..tool("atomic-lat", false, false, 6.0, 30.0)
+                },
             ],
             device_spin: None,
             floor_with_ack: Some(Percentiles {
@@ -304,6 +327,9 @@ mod tests {
         assert_eq!(rows[0][9], "yes / yes");
         assert_eq!(rows[1][9], "NO / NO");
         assert_eq!(rows[2][9], "-", "--threaded has no target");
+        assert_eq!((rows[3][7].as_str(), rows[3][8].as_str()), ("0.75", "1.00"));
+        assert_eq!((rows[0][11].as_str(), rows[3][11].as_str()), ("4.0", "8.0"));
+        assert_eq!(rows[3][9], "yes / yes");
         assert_eq!(rows.last().unwrap()[7], "1.00", "the floor row");
         // send-lat's 4.4 us round trip against the 5.5 us request+ACK
         // floor; read-lat carries no ACK: no such ratio.
