@@ -97,19 +97,16 @@ pub(super) struct QpTable {
 }
 
 impl QpTable {
-    /// A table with its slot arrays and its number index reserved for
-    /// `max_qps` QPs (at most [`RESERVED_SLOTS`]): creating QPs up to there
-    /// never moves the QPs already made nor rehashes the index. The slot
-    /// arrays are address space only (a slot's pages are touched when a QP
-    /// takes it); the index's control bytes, one per entry, are set up.
+    /// A table with its slot arrays reserved for `max_qps` QPs (at most
+    /// [`RESERVED_SLOTS`]): creating QPs up to there never moves the QPs
+    /// already made. Reserved address space only: the pages of a slot are
+    /// touched when a QP takes it.
     pub fn with_capacity(max_qps: u32) -> QpTable {
         let n = (max_qps as usize).min(RESERVED_SLOTS);
         let mut t = QpTable::default();
         t.slots.reserve_exact(n);
         t.meta.reserve_exact(n);
         t.counters.get_mut().seen.reserve_exact(n);
-        // The index too: growing it rehashes every number it holds.
-        t.by_qpn.reserve(n);
         t
     }
 
