@@ -566,22 +566,20 @@ impl Shell {
         self.counters.app_polls.fetch_add(1, Ordering::Relaxed);
         let mut st = lock(&self.state);
         let buffered = matches!(st.cqs.get(cq as usize), Some(Some(c)) if !c.buf.is_empty());
-        let mut busy = false;
-        if !buffered {
-            // One engine iteration; with completions for this CQ from the
-            // packets it received, the ACKs they made due wait for the next
-            // call, to leave with the program's answer in one TX kick
-            // (`RunToCompletion::poll_with`).
+        // One engine iteration unless completions wait already; with
+        // completions for this CQ from the packets it received, the ACKs
+        // they made due wait for the next call, to leave with the
+        // program's answer in one TX kick (`RunToCompletion::poll_with`).
+        let busy = !buffered && {
             let State {
                 rtc,
                 cqs,
                 qps,
                 scratch,
             } = &mut *st;
-            busy = rtc
-                .poll_with(|ep| drain_cq(ep, cqs, qps, scratch, cq as usize, self))
-                .1;
-        }
+            rtc.poll_with(|ep| drain_cq(ep, cqs, qps, scratch, cq as usize, self))
+                .1
+        };
         let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
             return 0;
         };
@@ -667,41 +665,39 @@ fn drain_cq(
     i: usize,
     shell: &Shell,
 ) -> usize {
-    {
-        let Some(Some(c)) = cqs.get_mut(i) else {
-            return 0;
-        };
-        let mut moved = 0;
-        loop {
-            let room = c.capacity.saturating_sub(c.buf.len()).min(DRAIN_BATCH);
-            if room == 0 {
-                break;
-            }
-            let n = ep.poll_cq(i as u32, &mut batch[..room]);
-            moved += n;
-            for wc in &batch[..n] {
-                if wc.status != WcStatus::Success && wc.status != WcStatus::Flushed {
-                    if let Some((token, reported)) = qps.get_mut(&wc.qpn) {
-                        if !*reported {
-                            *reported = true;
-                            lock(&shell.async_events.events)
-                                .push_back((crate::abi::IBV_EVENT_QP_FATAL, *token));
-                            shell.async_events.fd.signal();
-                        }
+    let Some(Some(c)) = cqs.get_mut(i) else {
+        return 0;
+    };
+    let mut moved = 0;
+    loop {
+        let room = c.capacity.saturating_sub(c.buf.len()).min(DRAIN_BATCH);
+        if room == 0 {
+            break;
+        }
+        let n = ep.poll_cq(i as u32, &mut batch[..room]);
+        moved += n;
+        for wc in &batch[..n] {
+            if wc.status != WcStatus::Success && wc.status != WcStatus::Flushed {
+                if let Some((token, reported)) = qps.get_mut(&wc.qpn) {
+                    if !*reported {
+                        *reported = true;
+                        lock(&shell.async_events.events)
+                            .push_back((crate::abi::IBV_EVENT_QP_FATAL, *token));
+                        shell.async_events.fd.signal();
                     }
                 }
-                c.buf.push_back(*wc);
             }
-            if n < room {
-                break;
-            }
+            c.buf.push_back(*wc);
         }
-        if c.armed && !c.buf.is_empty() {
-            if let Some(ch) = &c.channel {
-                c.armed = false;
-                ch.push(c.token);
-            }
+        if n < room {
+            break;
         }
-        moved
     }
+    if c.armed && !c.buf.is_empty() {
+        if let Some(ch) = &c.channel {
+            c.armed = false;
+            ch.push(c.token);
+        }
+    }
+    moved
 }
