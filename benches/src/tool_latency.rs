@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use engine::driver::{CqWait, PollMode};
 use engine::testbed::netns::VethPair;
 
-use crate::baselines::floor::floor_pingpong;
+use crate::baselines::floor::{floor_pingpong_frames, ACK_FRAME_LEN};
 use crate::engine_path::{self, Rig};
 use crate::error::{context, EngineResult};
 use crate::options::SMALL;
@@ -129,6 +129,23 @@ fn run_tool(
     })
 }
 
+/// The AF_XDP echo floor's 64 B ping-pong (with an ACK-sized second frame
+/// per ping if `with_ack`), `iterations` round trips; a failure is
+/// described in `missing` as `what`.
+fn echo_floor(
+    pair: &VethPair,
+    with_ack: bool,
+    iterations: usize,
+    poll: PollMode,
+    what: &str,
+    missing: &mut Vec<String>,
+) -> Option<Percentiles> {
+    floor_pingpong_frames(pair, SMALL as usize, with_ack, iterations, poll).unwrap_or_else(|e| {
+        missing.push(format!("{what}: {e}"));
+        None
+    })
+}
+
 /// Every latency tool, run-to-completion then `--threaded`, each just
 /// after an AF_XDP echo floor ping-pong of as many round trips (its
 /// ratios' baseline); a tool that fails is described in `missing`.
@@ -145,13 +162,14 @@ pub fn tools(
     let mut rows = Vec::new();
     for threaded in [false, true] {
         for tool in TOOLS {
-            let floor = match floor_pingpong(pair, SMALL as usize, iterations, poll) {
-                Ok(p) => p,
-                Err(e) => {
-                    missing.push(format!("AF_XDP floor before {tool}: {e}"));
-                    None
-                }
-            };
+            let floor = echo_floor(
+                pair,
+                false,
+                iterations,
+                poll,
+                &format!("AF_XDP floor before {tool}"),
+                missing,
+            );
             match run_tool(pair, &exe, tool, threaded, iterations) {
                 Ok(r) => rows.push(ToolLatency { floor, ..r }),
                 Err(e) => missing.push(format!("latency tool {e}")),
@@ -318,19 +336,14 @@ pub fn measure(
     missing: &mut Vec<String>,
 ) -> crate::report::ToolsReport {
     let n = opts.pingpongs();
-    let floor_with_ack = match crate::baselines::floor::floor_pingpong_frames(
+    let floor_with_ack = echo_floor(
         pair,
-        crate::options::SMALL as usize,
         true,
         n,
         opts.engine_poll,
-    ) {
-        Ok(p) => p,
-        Err(e) => {
-            missing.push(format!("AF_XDP floor with an ACK-sized frame: {e}"));
-            None
-        }
-    };
+        "AF_XDP floor with an ACK-sized frame",
+        missing,
+    );
     let tools = tools(pair, n, opts.engine_poll, missing);
     let device_spin = match device_spin(pair, n, opts.engine_poll) {
         Ok(p) => Some(p),
@@ -366,8 +379,8 @@ pub fn measure(
         2.0
     ));
     notes.push(format!(
-        "request+ACK floor: the AF_XDP echo ping-pong with two frames per ping, the 64 B one and an ACK-sized one ({} B), sent in one TX kick and echoed in one, {n} round trips: the wire cost of a SEND or WRITE ping-pong, which carries a request and the ACK of the peer's request each way (send-lat and write-lat are compared with it in a column of their own; the targets stay against the one-frame floor)",
-        crate::baselines::floor::ACK_FRAME_LEN
+        "request+ACK floor: the AF_XDP echo ping-pong with two frames per ping, the 64 B one and an ACK-sized one ({} B), sent in one TX kick and echoed in one, {n} round trips, measured once before the tools: the wire cost of a SEND or WRITE ping-pong, which carries a request and the ACK of the peer's request each way (send-lat and write-lat are compared with it in a column of their own; the targets stay against the one-frame floor)",
+        ACK_FRAME_LEN
     ));
     crate::report::ToolsReport {
         tools,

@@ -44,6 +44,8 @@ pub const BATCH: usize = 64;
 pub const ROCE_OVERHEAD: usize = 14 + 20 + 8 + 12 + 4;
 /// RETH, carried by the first (or only) packet of an RDMA WRITE.
 pub const RETH_LEN: usize = 16;
+/// AETH, carried by an ACK.
+pub const AETH_LEN: usize = 4;
 
 /// Length of the frame that carries `payload` bytes of a WRITE message the
 /// way the engine sends it: a WRITE-only packet (with RETH) if the message
@@ -418,7 +420,7 @@ pub fn floor_pingpong(
 }
 
 /// Length of an RC ACK frame (Ethernet, IPv4, UDP, BTH, AETH, ICRC).
-pub const ACK_FRAME_LEN: usize = 14 + 20 + 8 + 12 + 4 + 4;
+pub const ACK_FRAME_LEN: usize = ROCE_OVERHEAD + AETH_LEN;
 
 /// [`floor_pingpong`] with, if `with_ack`, a second frame the size of an
 /// RC ACK in each ping (one TX kick for both, both echoed in one): the

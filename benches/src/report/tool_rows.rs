@@ -198,7 +198,7 @@ impl ToolsReport {
                 "p50 / floor",
                 "p99 / floor",
                 "met (p50 / p99)?",
-                "p50 / request+ACK floor",
+                "p50 / request+ACK floor (measured once, before the tools)",
                 "floor p50 (measured just before the tool)",
             ]
             .map(String::from)
