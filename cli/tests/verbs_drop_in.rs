@@ -243,9 +243,15 @@ fn no_device_with_the_reason_without_an_interface_or_privileges() {
 #[test]
 #[ignore = "needs root"]
 fn ibv_rc_pingpong_polling() {
-    let (s, c) = client_server(&["ibv_rc_pingpong", "-g", "1", "-n", "200"]);
+    // -c: each side checks the bytes it received (rc_pingpong prints
+    // "invalid data in page N" for a page that does not hold them).
+    let (s, c) = client_server(&["ibv_rc_pingpong", "-c", "-g", "1", "-n", "200"]);
     assert!(
         s.contains("200 iters in") && c.contains("200 iters in"),
+        "{s}\n{c}"
+    );
+    assert!(
+        !(s.contains("invalid data") || c.contains("invalid data")),
         "{s}\n{c}"
     );
 }
@@ -253,9 +259,15 @@ fn ibv_rc_pingpong_polling() {
 #[test]
 #[ignore = "needs root"]
 fn ibv_rc_pingpong_event_mode() {
-    let (s, c) = client_server(&["ibv_rc_pingpong", "-e", "-g", "1", "-n", "200"]);
+    // -c: each side checks the bytes it received (rc_pingpong prints
+    // "invalid data in page N" for a page that does not hold them).
+    let (s, c) = client_server(&["ibv_rc_pingpong", "-c", "-e", "-g", "1", "-n", "200"]);
     assert!(
         s.contains("200 iters in") && c.contains("200 iters in"),
+        "{s}\n{c}"
+    );
+    assert!(
+        !(s.contains("invalid data") || c.contains("invalid data")),
         "{s}\n{c}"
     );
 }
