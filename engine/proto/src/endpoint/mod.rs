@@ -37,6 +37,7 @@
 
 mod config;
 mod qp_table;
+mod qpn_index;
 
 pub use self::config::{
     ConnectOptions, EndpointConfig, RemoteQp, DEFAULT_SEED, MAX_QPS_PER_ENGINE,
@@ -489,8 +490,10 @@ impl Endpoint {
             .transmit(now, |qp| qp.poll_transmit(now, mrs, cqs, buf))
     }
 
-    /// Whether some QP has a frame ready (ignoring rate limits).
-    pub fn has_pending_transmit(&self) -> bool {
+    /// Whether some QP has a frame ready (ignoring rate limits). Ready-list
+    /// entries of QPs with nothing left to send are dropped on the way
+    /// (`QpTable::any_ready`), so asking costs each such entry once.
+    pub fn has_pending_transmit(&mut self) -> bool {
         self.qps.any_ready(Qp::wants_to_send)
     }
 

@@ -2,8 +2,8 @@
 //! packet independent of how many QPs there are (`docs/architecture.md`,
 //! "QP limits"):
 //!
-//! - a slab of QPs with a hash index by QP number: O(1) lookup for any
-//!   number of the 24-bit space, no scan;
+//! - a slab of QPs with a hash index by QP number (`qpn_index.rs`): O(1)
+//!   lookup for any number of the 24-bit space, one bucket load, no scan;
 //! - the *ready list*: the QPs that may have a frame to send, in
 //!   round-robin order. A QP joins it on every call that can give it work
 //!   (packet, post, modify, timer) and leaves it when `poll_transmit` finds
@@ -21,7 +21,8 @@ use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::rc::{Counters, NumberMap, Qp};
+use super::qpn_index::QpnIndex;
+use crate::rc::{Counters, Qp};
 use crate::time::Instant;
 
 /// What the schedules keep per slot, apart from the QP: a dense array
@@ -90,23 +91,25 @@ pub(super) struct QpTable {
     /// Their schedule state, by slot.
     meta: Vec<Meta>,
     free: Vec<u32>,
-    by_qpn: NumberMap<u32>,
+    by_qpn: QpnIndex,
     ready: VecDeque<u32>,
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
     counters: RefCell<CounterSum>,
 }
 
 impl QpTable {
-    /// A table with its slot arrays reserved for `max_qps` QPs (at most
-    /// [`RESERVED_SLOTS`]): creating QPs up to there never moves the QPs
-    /// already made. Reserved address space only: the pages of a slot are
-    /// touched when a QP takes it.
+    /// A table with its slot arrays and its number index reserved for
+    /// `max_qps` QPs (at most [`RESERVED_SLOTS`]): creating QPs up to there
+    /// never moves the QPs already made nor rehashes the index. Reserved
+    /// address space only: the pages of a slot are touched when a QP takes
+    /// it.
     pub fn with_capacity(max_qps: u32) -> QpTable {
         let n = (max_qps as usize).min(RESERVED_SLOTS);
         let mut t = QpTable::default();
         t.slots.reserve_exact(n);
         t.meta.reserve_exact(n);
         t.counters.get_mut().seen.reserve_exact(n);
+        t.by_qpn = QpnIndex::with_capacity(n);
         t
     }
 
@@ -118,7 +121,7 @@ impl QpTable {
     /// The slot of QP `qpn`.
     #[inline]
     pub fn slot(&self, qpn: u32) -> Option<usize> {
-        self.by_qpn.get(&qpn).map(|&i| i as usize)
+        self.by_qpn.get(qpn).map(|i| i as usize)
     }
 
     #[inline]
@@ -161,7 +164,7 @@ impl QpTable {
 
     /// Take QP `qpn` out; its ready-list and heap entries go stale.
     pub fn remove(&mut self, qpn: u32) -> Option<Qp> {
-        let i = self.by_qpn.remove(&qpn)? as usize;
+        let i = self.by_qpn.remove(qpn)? as usize;
         self.meta[i].deadline = None;
         let qp = self.slots[i].take();
         self.free.push(i as u32);
@@ -322,11 +325,30 @@ impl QpTable {
         None
     }
 
-    /// Whether some ready QP has a frame to send (ignoring rate limits).
-    pub fn any_ready(&self, mut pred: impl FnMut(&Qp) -> bool) -> bool {
+    /// Whether some ready QP has a frame to send (`wants`, ignoring rate
+    /// limits). The ready QPs at the front of the list that cannot send at
+    /// all (`may_transmit` false: nothing queued, no CNP) leave it on the
+    /// way, as a `transmit` visit would make them, so a caller that asks
+    /// before every event (the simulator, a driver before it sleeps) costs
+    /// each stale entry once, not once per question: asked while 65,536
+    /// QPs were ready after their ACKs, the question walked them all.
+    pub fn any_ready(&mut self, mut wants: impl FnMut(&Qp) -> bool) -> bool {
+        while let Some(&i) = self.ready.front() {
+            let i = i as usize;
+            match self.slots[i].as_ref() {
+                Some(qp) if wants(qp) => return true,
+                Some(qp) if qp.may_transmit() => break,
+                _ => {
+                    self.ready.pop_front();
+                    self.meta[i].ready = false;
+                    self.schedule(i);
+                }
+            }
+        }
+        // Past a QP that may send only a CNP (rare): look at the rest.
         self.ready
             .iter()
-            .any(|&i| self.slots[i as usize].as_ref().is_some_and(&mut pred))
+            .any(|&i| self.slots[i as usize].as_ref().is_some_and(&mut wants))
     }
 }
 

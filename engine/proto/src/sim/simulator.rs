@@ -205,10 +205,10 @@ impl Simulator {
     }
 
     /// The time of the next event, if any.
-    pub fn next_event(&self) -> Option<Instant> {
+    pub fn next_event(&mut self) -> Option<Instant> {
         let mut t = self.in_flight.peek().map(|Reverse(f)| f.at);
         let mut fold = |x: Instant| t = Some(t.map_or(x, |t| t.min(x)));
-        for n in &self.nodes {
+        for n in &mut self.nodes {
             if let Some(x) = n.endpoint.poll_timeout() {
                 fold(x);
             }
