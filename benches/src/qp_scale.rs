@@ -201,14 +201,16 @@ impl Rig {
         }
     }
 
-    fn reset_b(&mut self) {
+    /// The responder pass's untimed part: B's QPs back to the first PSNs.
+    pub fn reset_b(&mut self) {
         let (ip_a, _) = ips();
         for &(qa, qb) in &self.qps {
             reconnect(&mut self.b, qb, qa, MAC_A, ip_a);
         }
     }
 
-    fn reset_a(&mut self) {
+    /// The requester pass's untimed part: A's QPs back to the first PSNs.
+    pub fn reset_a(&mut self) {
         let (_, ip_b) = ips();
         for &(qa, qb) in &self.qps {
             reconnect(&mut self.a, qa, qb, MAC_B, ip_b);

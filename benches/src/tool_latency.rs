@@ -379,7 +379,7 @@ pub fn measure(
         2.0
     ));
     notes.push(format!(
-        "request+ACK floor: the AF_XDP echo ping-pong with two frames per ping, the 64 B one and an ACK-sized one ({} B), sent in one TX kick and echoed in one, {n} round trips, measured once before the tools: the wire cost of a SEND or WRITE ping-pong, which carries a request and the ACK of the peer's request each way (send-lat and write-lat are compared with it in a column of their own; the targets stay against the one-frame floor)",
+        "request+ACK floor: the AF_XDP echo ping-pong with two frames per ping, the 64 B one then an ACK-sized one ({} B), sent in one TX kick and echoed as they arrive, {n} round trips, each ending when the 64 B frame's echo is back (the ACK-sized echo is taken when it comes, not waited for, as an RC side waits for the peer's request and not for the ACK that follows it), measured once before the tools: the wire cost of a SEND or WRITE ping-pong, which carries a request and then an ACK each way (send-lat and write-lat are compared with it in a column of their own; the targets stay against the one-frame floor)",
         ACK_FRAME_LEN
     ));
     crate::report::ToolsReport {

@@ -272,8 +272,12 @@ pub fn pingpong(
 }
 
 /// [`pingpong`] with several frames per ping: all of `frames` leave in one
-/// TX kick, and the round trip ends when all their echoes are back (the
-/// echo loop returns a batch in one kick too).
+/// TX kick (the echo loop returns what it received in one kick too), and
+/// the round trip ends when the echo of the first is back. The others'
+/// echoes are taken whenever they come, this ping's or the next one's,
+/// and not waited for: as in an RC ping-pong, where a side waits for the
+/// peer's request, not for the ACK of its own that leaves after it. Their
+/// lengths must differ from the first's, which tells the echoes apart.
 pub fn pingpong_frames(
     sock: &mut XskSocket,
     frames: &[&[u8]],
@@ -281,7 +285,14 @@ pub fn pingpong_frames(
     timeout: Duration,
     poll: PollMode,
 ) -> Result<Vec<Duration>, String> {
+    let first = frames.first().map_or(0, |f| f.len());
+    assert!(
+        frames[1..].iter().all(|f| f.len() != first),
+        "the first frame's length must tell its echo apart"
+    );
     let mut rtts = Vec::with_capacity(iterations);
+    // Echoes of the other frames that came back (all must, by the end).
+    let (mut others, expected) = (0usize, iterations * frames.len().saturating_sub(1));
     for i in 0..iterations {
         sock.complete();
         let start = Instant::now();
@@ -295,10 +306,16 @@ pub fn pingpong_frames(
         }
         let _ = sock.flush();
         let mut idle_since = None;
-        let mut back = 0;
+        let mut back = false;
         loop {
-            back += sock.recv(frames.len() - back, |_| {});
-            if back == frames.len() {
+            sock.recv(frames.len(), |echo| {
+                if echo.len() == first {
+                    back = true;
+                } else {
+                    others += 1;
+                }
+            });
+            if back {
                 break;
             }
             if start.elapsed() > timeout {
@@ -314,6 +331,17 @@ pub fn pingpong_frames(
             }
         }
         rtts.push(start.elapsed());
+    }
+    // The last ping's other echoes may still be on their way.
+    let start = Instant::now();
+    while others < expected && start.elapsed() < timeout {
+        others += sock.recv(expected - others, |_| {});
+    }
+    if others < expected {
+        return Err(format!(
+            "{} of the {expected} second-frame echoes did not come back",
+            expected - others
+        ));
     }
     Ok(rtts)
 }
@@ -423,8 +451,9 @@ pub fn floor_pingpong(
 pub const ACK_FRAME_LEN: usize = ROCE_OVERHEAD + AETH_LEN;
 
 /// [`floor_pingpong`] with, if `with_ack`, a second frame the size of an
-/// RC ACK in each ping (one TX kick for both, both echoed in one): the
-/// floor of an exchange that carries a request and its ACK each way, as a
+/// RC ACK after the 64 B one in each ping (one TX kick for both), whose
+/// echo the round trip does not wait for ([`pingpong_frames`]): the floor
+/// of an exchange that carries a request and then an ACK each way, as a
 /// SEND or WRITE ping-pong over RC does.
 pub fn floor_pingpong_frames(
     pair: &VethPair,

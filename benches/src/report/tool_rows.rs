@@ -77,11 +77,12 @@ pub struct ToolsReport {
     /// The Device ping-pong with the polling option (`CqWait::Spin`).
     pub device_spin: Option<Percentiles>,
     pub idle: Option<IdleCost>,
-    /// The AF_XDP echo floor with an ACK-sized second frame in each ping
-    /// (`floor_pingpong_frames`): what a SEND or WRITE ping-pong, which
-    /// carries a request and the ACK of the peer's each way, costs on the
-    /// wire alone. A diagnostic column; the targets stay against the
-    /// one-frame floor.
+    /// The AF_XDP echo floor with an ACK-sized second frame after the
+    /// 64 B one in each ping, the round trip waiting for the 64 B one's
+    /// echo only (`floor_pingpong_frames`): what a SEND or WRITE
+    /// ping-pong, which carries a request and then an ACK each way, costs
+    /// on the wire alone. A diagnostic column; the targets stay against
+    /// the one-frame floor.
     #[serde(default)]
     pub floor_with_ack: Option<Percentiles>,
 }
@@ -176,7 +177,7 @@ impl ToolsReport {
         }
         if let Some(p) = self.floor_with_ack {
             rows.push(rtt_row(
-                "AF_XDP floor, a 64 B frame and an ACK-sized one each way in one kick (round trip)",
+                "AF_XDP floor, a 64 B frame then an ACK-sized one each way in one kick (round trip: until the 64 B echo)",
                 p,
             ));
         }

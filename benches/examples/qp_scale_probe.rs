@@ -1,0 +1,30 @@
+//! One `qp_scale` rig (`roce-xdp bench`'s "per-packet cost with N active
+//! QPs" rows) for a profiler or a cache simulator: builds the rig of N QP
+//! pairs, then runs PASSES responder (or, with `req`, requester) passes,
+//! printing each pass's (fastest batch, mean) ns per packet. With `reset`,
+//! the passes only reset the QPs (the untimed part), so that the
+//! difference of two runs is the timed part alone:
+//!
+//! ```text
+//! valgrind --tool=cachegrind --cache-sim=yes \
+//!     target/release/examples/qp_scale_probe 65536 2 [req] [reset]
+//! ```
+use roce_xdp_benches::qp_scale::Rig;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: qp_scale_probe QPS PASSES [req] [reset]";
+    let n: u32 = args.get(1).and_then(|a| a.parse().ok()).expect(usage);
+    let passes: usize = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
+    let req = args.iter().any(|a| a == "req");
+    let reset_only = args.iter().any(|a| a == "reset");
+    let mut rig = Rig::new(n);
+    for _ in 0..passes {
+        match (req, reset_only) {
+            (false, false) => eprintln!("{:?}", rig.responder_pass()),
+            (true, false) => eprintln!("{:?}", rig.requester_pass()),
+            (false, true) => rig.reset_b(),
+            (true, true) => rig.reset_a(),
+        }
+    }
+}
