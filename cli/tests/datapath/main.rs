@@ -11,6 +11,7 @@ mod bench;
 mod errors;
 mod multi_queue;
 mod perftest;
+mod qp_scale;
 mod serve;
 mod serve_soak;
 mod steer;

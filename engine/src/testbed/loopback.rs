@@ -350,10 +350,21 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     if opts.op == LoopbackOp::Send {
         for r in &runs {
             for s in 0..recv_slots {
-                r.b.post_recv(RecvWr {
+                let wr = RecvWr {
                     wr_id: s as u64,
                     sge: r.rb.sge(s * slot_len, size),
-                })?;
+                };
+                // Thousands of QPs' receives fill the engine's work queue
+                // (its inbox) faster than it takes them: wait for room.
+                let start = Instant::now();
+                loop {
+                    match r.b.post_recv(wr) {
+                        Err(DeviceError::WouldBlock(_)) if start.elapsed() < opts.stall_timeout => {
+                            std::thread::yield_now()
+                        }
+                        res => break res?,
+                    }
+                }
             }
         }
     }

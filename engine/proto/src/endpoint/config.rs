@@ -35,7 +35,22 @@ pub struct EndpointConfig {
     /// Congestion control: CNP pacing, CNP DSCP, DCQCN on/off and
     /// parameters, line rate (see [`crate::cc::CcConfig`]).
     pub cc: CcConfig,
+    /// Most request packets this endpoint's QPs together leave
+    /// unacknowledged before a QP's next new packet waits (retransmissions
+    /// never do); 0: no limit. Default [`DEFAULT_MAX_INFLIGHT_PACKETS`].
+    pub max_inflight_packets: u32,
 }
+
+/// [`EndpointConfig::max_inflight_packets`] by default: a quarter of the
+/// packets a default AF_XDP receive ring holds at 4096-byte PMTU (2048
+/// descriptors, two per packet), so that what all QPs send at once fits
+/// the peer's ring with room to spare. One QP alone is bounded by its own
+/// window of 128 PSNs (`rc::MAX_OUTSTANDING_PSNS`); the limit binds from
+/// two streaming QPs on. Without it, `roce-xdp loopback --qps 4096` (1000
+/// QPs starting a 64 KiB message at once) overflowed the responder's ring
+/// and stalled; with 256 or 512 it completed with no drop on the
+/// development VM's veth pair.
+pub const DEFAULT_MAX_INFLIGHT_PACKETS: u32 = 256;
 
 impl Default for EndpointConfig {
     fn default() -> Self {
@@ -45,6 +60,7 @@ impl Default for EndpointConfig {
             max_qps: MAX_QPS_PER_ENGINE,
             seed: DEFAULT_SEED,
             cc: CcConfig::default(),
+            max_inflight_packets: DEFAULT_MAX_INFLIGHT_PACKETS,
         }
     }
 }

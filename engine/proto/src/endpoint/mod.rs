@@ -40,7 +40,8 @@ mod qp_table;
 mod qpn_index;
 
 pub use self::config::{
-    ConnectOptions, EndpointConfig, RemoteQp, DEFAULT_SEED, MAX_QPS_PER_ENGINE,
+    ConnectOptions, EndpointConfig, RemoteQp, DEFAULT_MAX_INFLIGHT_PACKETS, DEFAULT_SEED,
+    MAX_QPS_PER_ENGINE,
 };
 
 use self::qp_table::QpTable;
@@ -105,7 +106,7 @@ impl Endpoint {
             // keys derived from the one seed.
             mrs: MrTable::with_seed([k0 ^ 0x6b65_7973, k1]),
             cqs: Vec::new(),
-            qps: QpTable::with_capacity(config.max_qps),
+            qps: QpTable::with_capacity(config.max_qps, config.max_inflight_packets),
             rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
             dcqcn: Arc::new(config.cc.dcqcn),
@@ -487,7 +488,13 @@ impl Endpoint {
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let (mrs, cqs) = (&self.mrs, &mut self.cqs);
         self.qps
-            .transmit(now, |qp| qp.poll_transmit(now, mrs, cqs, buf))
+            .transmit(now, |qp, room| qp.poll_transmit(now, room, mrs, cqs, buf))
+    }
+
+    /// Request packets this endpoint's QPs have outstanding together, as
+    /// counted against [`EndpointConfig::max_inflight_packets`].
+    pub fn inflight_packets(&self) -> u64 {
+        self.qps.inflight()
     }
 
     /// Whether some QP has a frame ready (ignoring rate limits). Ready-list

@@ -15,14 +15,23 @@
 //!   keeps its entry, which then fires early, finds nothing due and
 //!   re-arms at the QP's real deadline; only a deadline that moves earlier
 //!   pushes a new entry. A packet then costs one `Qp::poll_timeout` and a
-//!   comparison, and a heap operation only when a timer is first armed.
+//!   comparison, and a heap operation only when a timer is first armed;
+//! - the *in-flight limit* (`EndpointConfig::max_inflight_packets`): the
+//!   request packets all QPs have outstanding, kept as a sum that each QP's
+//!   visit brings up to date. While it is reached, a QP whose next packet
+//!   is a new one (not a retransmission) leaves the ready list for the
+//!   *waiting list*; as ACKs free room the oldest waiting QP is served
+//!   first, and new messages of ready QPs wait behind the list. A receiver
+//!   ring that overflows costs go-back-N a window per QP: with thousands
+//!   of QPs sending at once, nothing bounded the burst, and the
+//!   retransmissions overflowed it again (`loopback --qps 4096` stalled).
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::qpn_index::QpnIndex;
-use crate::rc::{Counters, Qp};
+use crate::rc::{Counters, InflightRoom, Qp};
 use crate::time::Instant;
 
 /// What the schedules keep per slot, apart from the QP: a dense array
@@ -37,6 +46,11 @@ struct Meta {
     ready: bool,
     /// Listed in [`CounterSum::dirty`]: its counters may have changed.
     dirty: Cell<bool>,
+    /// In the waiting list (held back by the in-flight limit).
+    waiting: bool,
+    /// The QP's outstanding request packets as last added into
+    /// [`QpTable::inflight`].
+    inflight: u32,
 }
 
 /// The sum of every QP's counters, kept up to date only for the QPs
@@ -93,6 +107,12 @@ pub(super) struct QpTable {
     free: Vec<u32>,
     by_qpn: QpnIndex,
     ready: VecDeque<u32>,
+    /// QPs held back by the in-flight limit, in the order they were.
+    waiting: VecDeque<u32>,
+    /// Outstanding request packets of all QPs (the sum of `Meta::inflight`).
+    inflight: u64,
+    /// Most outstanding request packets before new ones wait; 0: no limit.
+    inflight_limit: u32,
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
     counters: RefCell<CounterSum>,
 }
@@ -103,9 +123,14 @@ impl QpTable {
     /// never moves the QPs already made nor rehashes the index. Reserved
     /// address space only: the pages of a slot are touched when a QP takes
     /// it.
-    pub fn with_capacity(max_qps: u32) -> QpTable {
+    /// `inflight_limit`: most request packets outstanding over all QPs
+    /// before new ones wait (0: no limit).
+    pub fn with_capacity(max_qps: u32, inflight_limit: u32) -> QpTable {
         let n = (max_qps as usize).min(RESERVED_SLOTS);
-        let mut t = QpTable::default();
+        let mut t = QpTable {
+            inflight_limit,
+            ..QpTable::default()
+        };
         t.slots.reserve_exact(n);
         t.meta.reserve_exact(n);
         t.counters.get_mut().seen.reserve_exact(n);
@@ -166,6 +191,10 @@ impl QpTable {
     pub fn remove(&mut self, qpn: u32) -> Option<Qp> {
         let i = self.by_qpn.remove(qpn)? as usize;
         self.meta[i].deadline = None;
+        // Its outstanding packets go with it (into another endpoint).
+        let s = &mut self.meta[i];
+        self.inflight -= u64::from(std::mem::take(&mut s.inflight));
+        s.waiting = false;
         let qp = self.slots[i].take();
         self.free.push(i as u32);
         self.mark_dirty(i);
@@ -213,6 +242,7 @@ impl QpTable {
     /// returns that deadline.
     #[inline]
     pub fn schedule(&mut self, i: usize) -> Option<Instant> {
+        self.account(i);
         let d = self.slots[i].as_ref()?.poll_timeout()?;
         let s = &mut self.meta[i];
         if s.deadline.is_none_or(|t| d < t) {
@@ -220,6 +250,86 @@ impl QpTable {
             self.timers.push(Reverse((d, i as u32)));
         }
         Some(d)
+    }
+
+    /// Bring [`QpTable::inflight`] up to date with slot `i`'s QP.
+    #[inline]
+    fn account(&mut self, i: usize) {
+        let now = self.slots[i].as_ref().map_or(0, Qp::inflight_packets);
+        let s = &mut self.meta[i];
+        if now != s.inflight {
+            self.inflight = self.inflight - u64::from(s.inflight) + u64::from(now);
+            s.inflight = now;
+        }
+    }
+
+    /// The room left under the in-flight limit.
+    #[inline]
+    fn room(&self) -> InflightRoom {
+        if self.inflight_limit == 0 {
+            return InflightRoom::UNLIMITED;
+        }
+        let limit = u64::from(self.inflight_limit);
+        InflightRoom {
+            room: limit.saturating_sub(self.inflight) as u32,
+            limit: self.inflight_limit,
+        }
+    }
+
+    /// Request packets outstanding over all QPs.
+    pub fn inflight(&self) -> u64 {
+        self.inflight
+    }
+
+    /// The room ready-list QPs get for new messages: none while QPs wait
+    /// (they are first in line), else what is left.
+    #[inline]
+    fn room_for_ready(&self) -> InflightRoom {
+        let room = self.room();
+        if self.waiting.is_empty() {
+            room
+        } else {
+            InflightRoom { room: 0, ..room }
+        }
+    }
+
+    /// The oldest waiting QP, served first with the room left: `Some` with
+    /// what `f` sent, or `None` when no waiting QP could send (the oldest's
+    /// message does not fit yet, or none waits). A QP that sent, or had
+    /// nothing left to send, stops waiting; one whose message still does
+    /// not fit stays first, so room is never handed to a QP that cannot use
+    /// it (no churn between the lists).
+    fn serve_waiting(
+        &mut self,
+        f: &mut impl FnMut(&mut Qp, InflightRoom) -> Option<usize>,
+    ) -> Option<usize> {
+        while let Some(&i) = self.waiting.front() {
+            let i = i as usize;
+            let room = self.room();
+            if room.room == 0 {
+                return None;
+            }
+            let stale = !self.meta[i].waiting;
+            let Some(qp) = self.slots[i].as_mut().filter(|_| !stale) else {
+                self.waiting.pop_front();
+                continue;
+            };
+            let sent = f(qp, room);
+            if sent.is_none() && qp.held_by_inflight_limit() {
+                return None;
+            }
+            self.waiting.pop_front();
+            self.meta[i].waiting = false;
+            self.mark_dirty(i);
+            self.schedule(i);
+            // The rest of its message (and what else it has) from the
+            // ready list.
+            self.mark_ready(i);
+            if sent.is_some() {
+                return sent;
+            }
+        }
+        None
     }
 
     /// Every QP, in slot order; its exact length is known without a walk
@@ -261,6 +371,8 @@ impl QpTable {
                 self.mark_ready(i);
                 self.mark_dirty(i);
             }
+            // Timers may end the QP's sending (retries exhausted: error).
+            self.account(i);
             // A deadline still due means the QP can send now: the ready
             // list has it, and `poll_transmit` re-arms it.
             if let Some(d) = self.slots[i].as_ref().and_then(Qp::poll_timeout) {
@@ -298,17 +410,25 @@ impl QpTable {
     pub fn transmit(
         &mut self,
         now: Instant,
-        mut f: impl FnMut(&mut Qp) -> Option<usize>,
+        mut f: impl FnMut(&mut Qp, InflightRoom) -> Option<usize>,
     ) -> Option<usize> {
         self.promote_due(now);
+        if let Some(len) = self.serve_waiting(&mut f) {
+            return Some(len);
+        }
         for _ in 0..self.ready.len() {
             let i = self.ready.pop_front()? as usize;
+            let room = self.room_for_ready();
             let Some(qp) = self.slots[i].as_mut() else {
                 self.meta[i].ready = false;
                 continue;
             };
-            let sent = f(qp);
+            let sent = f(qp, room);
             let may = qp.may_transmit();
+            let held = sent.is_none() && qp.held_by_inflight_limit();
+            if held && !self.meta[i].waiting {
+                qp.counters.tx_inflight_waits += 1;
+            }
             self.mark_dirty(i);
             if let Some(len) = sent {
                 self.ready.push_back(i as u32);
@@ -316,6 +436,14 @@ impl QpTable {
                 return Some(len);
             }
             let d = self.schedule(i);
+            if held {
+                // Served from the waiting list when ACKs free room.
+                self.meta[i].ready = false;
+                if !std::mem::replace(&mut self.meta[i].waiting, true) {
+                    self.waiting.push_back(i as u32);
+                }
+                continue;
+            }
             if may && d.is_none_or(|d| d <= now) {
                 self.ready.push_back(i as u32);
             } else {
@@ -333,6 +461,17 @@ impl QpTable {
     /// each stale entry once, not once per question: asked while 65,536
     /// QPs were ready after their ACKs, the question walked them all.
     pub fn any_ready(&mut self, mut wants: impl FnMut(&Qp) -> bool) -> bool {
+        // The oldest waiting QP, if its message fits now.
+        let room = self.room();
+        if let Some(&i) = self.waiting.front() {
+            let fits = self.meta[i as usize].waiting
+                && self.slots[i as usize]
+                    .as_ref()
+                    .is_none_or(|q| q.next_message_fits(room));
+            if fits {
+                return true;
+            }
+        }
         while let Some(&i) = self.ready.front() {
             let i = i as usize;
             match self.slots[i].as_ref() {

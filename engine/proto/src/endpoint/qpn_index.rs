@@ -212,12 +212,12 @@ mod tests {
             let mut model: HashMap<u32, u32> = HashMap::new();
             for step in 0..20_000u32 {
                 let qpn = (next(&mut s) % u64::from(range)) as u32;
-                let insert = next(&mut s) % 3 != 0;
+                let insert = !next(&mut s).is_multiple_of(3);
                 if !insert {
                     assert_eq!(x.remove(qpn), model.remove(&qpn));
-                } else if !model.contains_key(&qpn) {
+                } else if let std::collections::hash_map::Entry::Vacant(e) = model.entry(qpn) {
                     x.insert(qpn, step);
-                    model.insert(qpn, step);
+                    e.insert(step);
                 }
                 assert_eq!(x.len(), model.len());
                 if step % 97 == 0 || range == 64 {

@@ -34,4 +34,31 @@ pub(crate) struct TxContext<'a> {
     /// Asked before each data packet (rate limit), told after.
     pub cc: &'a mut QpCongestion,
     pub counters: &'a mut Counters,
+    /// Room left under the endpoint's in-flight limit for new messages.
+    pub inflight: InflightRoom,
+}
+
+/// Room under an endpoint's in-flight limit (`max_inflight_packets`): how
+/// many more request packets its QPs may have outstanding together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InflightRoom {
+    /// Packets that may still go out before the limit.
+    pub room: u32,
+    /// The limit itself (`u32::MAX`: none).
+    pub limit: u32,
+}
+
+impl InflightRoom {
+    /// No limit.
+    pub const UNLIMITED: InflightRoom = InflightRoom {
+        room: u32::MAX,
+        limit: u32::MAX,
+    };
+
+    /// Whether a new message of `npkts` PSNs may start now: it fits the
+    /// room, or, longer than the whole limit, it would go alone.
+    #[inline]
+    pub fn admits(self, npkts: u32) -> bool {
+        npkts.min(self.limit) <= self.room
+    }
 }

@@ -97,6 +97,10 @@ counters! {
         dropped_busy,
         /// Frames not emitted because the caller's buffer was too small.
         tx_buffer_too_small,
+        /// Requester: times a request packet never sent before waited
+        /// because the endpoint's QPs had their in-flight limit
+        /// (`EndpointConfig::max_inflight_packets`) outstanding.
+        tx_inflight_waits,
         /// Work completions dropped because the CQ was full.
         cq_overflow,
         /// CNPs received (handed to congestion control).

@@ -43,6 +43,7 @@ mod timer;
 mod wqe;
 
 pub use attr::{Mtu, QpAttr, QpAttrMask, QpState, RemoteAddress};
+pub(crate) use context::InflightRoom;
 pub use counters::Counters;
 pub use cq::Cq;
 pub use error::VerbsError;

@@ -3,7 +3,7 @@
 
 use super::attr::{self, default_udp_src_port, transition_requires, QpAttr, QpAttrMask, QpState};
 use super::congestion::QpCongestion;
-use super::context::{RxContext, TxContext};
+use super::context::{InflightRoom, RxContext, TxContext};
 use super::counters::Counters;
 use super::cq::{CompletionSink, Cq};
 use super::error::VerbsError;
@@ -420,15 +420,44 @@ impl Qp {
         self.wants_to_send() || self.cc.has_cnp_pending()
     }
 
-    /// Emit this QP's next frame (CNP, answer or request) into `buf`.
+    /// Request packets this QP has outstanding, counted against the
+    /// endpoint's in-flight limit: its requester's while it sends (RTS),
+    /// none in any other state (an errored QP's are flushed, never acked).
+    #[inline]
+    pub(crate) fn inflight_packets(&self) -> u32 {
+        if self.attr.state == QpState::Rts {
+            self.req.inflight_packets()
+        } else {
+            0
+        }
+    }
+
+    /// Whether the requester's next message would fit `room` (true when
+    /// it has none: nothing then waits for room).
+    #[inline]
+    pub(crate) fn next_message_fits(&self, room: InflightRoom) -> bool {
+        self.req.next_message_fits(room)
+    }
+
+    /// The last `poll_transmit` found a new request packet ready and the
+    /// in-flight limit held it back.
+    #[inline]
+    pub(crate) fn held_by_inflight_limit(&self) -> bool {
+        self.req.held_by_inflight_limit
+    }
+
+    /// Emit this QP's next frame (CNP, answer or request) into `buf`; a new
+    /// message only if it fits `inflight` (the endpoint's in-flight limit).
     pub(crate) fn poll_transmit(
         &mut self,
         now: Instant,
+        inflight: InflightRoom,
         mrs: &MrTable,
         cqs: &mut [Cq],
         buf: &mut [u8],
     ) -> Option<usize> {
         let state = self.attr.state;
+        self.req.held_by_inflight_limit = false;
         // Borrowed, not copied: the template is ~200 bytes.
         let tpl = self.tpl.as_ref()?;
         if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Error) {
@@ -470,6 +499,7 @@ impl Qp {
             mrs,
             cc: &mut self.cc,
             counters: &mut self.counters,
+            inflight,
         };
         for _ in 0..2 {
             if self.responder_turn {
@@ -483,7 +513,7 @@ impl Qp {
                         Ok(None) => {}
                         Err(_) => {
                             self.enter_error(cqs);
-                            return self.poll_transmit(now, mrs, cqs, buf);
+                            return self.poll_transmit(now, inflight, mrs, cqs, buf);
                         }
                     }
                 }
@@ -502,7 +532,7 @@ impl Qp {
                             &mut self.counters,
                         );
                         self.enter_error(cqs);
-                        return self.poll_transmit(now, mrs, cqs, buf);
+                        return self.poll_transmit(now, inflight, mrs, cqs, buf);
                     }
                 }
             }

@@ -18,6 +18,13 @@
 //!   window, or the time bound;
 //! - at most [`MAX_OUTSTANDING_PSNS`] PSNs outstanding (rxe's cap of 128), and
 //!   at most `max_rd_atomic` READ/atomic requests in flight;
+//! - a new message (its first packet never sent before) also waits while
+//!   the endpoint's QPs together have their in-flight limit outstanding
+//!   and the message does not fit the room left (`EndpointConfig::
+//!   max_inflight_packets`, `TxContext::inflight`), once the QP's last
+//!   packet asked for an ACK; a message whose next one would not fit asks
+//!   for one on its last packet. Retransmissions and the rest of a begun
+//!   message never wait;
 //! - go-back-N rebuilds packets from the work request and the cursor
 //!   (`cur`, `cur_pkt`): nothing is stored per packet. A READ resumed in the
 //!   middle is a new READ request for the remaining bytes at the resume PSN.
@@ -28,7 +35,7 @@
 use std::collections::VecDeque;
 
 use super::attr::QpAttr;
-use super::context::TxContext;
+use super::context::{InflightRoom, TxContext};
 use super::psn::Psn;
 use super::timer::{Timer, TimerTable};
 use super::wqe::{SendOp, SendWr};
@@ -121,6 +128,9 @@ pub struct Requester {
     pub(crate) rewound_at: Option<Psn>,
     /// Retransmit and RNR timers.
     pub(crate) timers: TimerTable,
+    /// The last `poll_transmit` had a packet never sent before ready and
+    /// the endpoint's in-flight limit held it back.
+    pub(crate) held_by_inflight_limit: bool,
 }
 
 impl Requester {
@@ -145,6 +155,7 @@ impl Requester {
             rnr_left: 0,
             rewound_at: None,
             timers: TimerTable::default(),
+            held_by_inflight_limit: false,
         }
     }
 
@@ -232,9 +243,35 @@ impl Requester {
                 .is_some_and(|t| now.saturating_duration_since(self.last_ack_req_at) >= t / 16)
     }
 
+    /// Packets outstanding, as the endpoint's in-flight limit counts them:
+    /// from the oldest unacknowledged PSN up to the highest sent, or to the
+    /// end of the message being sent if that is further (a begun message
+    /// goes whole, so it holds its room from its first packet on). A READ
+    /// counts its response packets; go-back-N resending changes nothing.
+    #[inline]
+    pub(crate) fn inflight_packets(&self) -> u32 {
+        let mut end = self.max_sent_psn;
+        if self.cur_pkt > 0 {
+            if let Some(w) = self.wqes.get(self.cur) {
+                if w.end_psn().after(end) {
+                    end = w.end_psn();
+                }
+            }
+        }
+        end.diff(self.acked_psn).max(0) as u32
+    }
+
+    /// Whether the message at the cursor may start under `room` (true when
+    /// there is none, or it has begun).
+    #[inline]
+    pub(crate) fn next_message_fits(&self, room: InflightRoom) -> bool {
+        self.cur_pkt > 0 || self.wqes.get(self.cur).is_none_or(|w| room.admits(w.npkts))
+    }
+
     /// Emit the next request packet into `buf`.
     pub(crate) fn poll_transmit(&mut self, cx: &mut TxContext<'_>, buf: &mut [u8]) -> TxOutcome {
         let (now, attr, tpl, mrs) = (cx.now, cx.attr, cx.tpl, cx.mrs);
+        self.held_by_inflight_limit = false;
         if !self.has_work(attr) {
             return TxOutcome::Idle;
         }
@@ -243,6 +280,20 @@ impl Requester {
         let wr = &wqe.wr;
         let k = self.cur_pkt;
         let psn = wqe.first_psn.add(k);
+        // The endpoint's in-flight limit holds back a new message, never a
+        // retransmission (what frees the limit) nor the rest of a message
+        // begun; and only once every packet sent has asked for an ACK (the
+        // last one did: ACKs are cumulative), or the QP would wait for an
+        // ACK that nothing asked for. Otherwise the message goes, and its
+        // last packet asks (below).
+        if k == 0
+            && !psn.before(self.max_sent_psn)
+            && self.since_ack_req == 0
+            && !cx.inflight.admits(wqe.npkts)
+        {
+            self.held_by_inflight_limit = true;
+            return TxOutcome::Idle;
+        }
         let last = k + 1 == wqe.npkts;
         let outstanding = self.send_psn.diff(self.acked_psn) as u32;
         let window_full = outstanding + 1 >= MAX_OUTSTANDING_PSNS;
@@ -270,9 +321,15 @@ impl Requester {
                     (false, false, false, true, false) => Opcode::WriteLast,
                     (false, false, false, true, true) => Opcode::WriteLastImm,
                 };
+                // A message whose next one would not fit the in-flight
+                // room ends with an AckReq: the QP may have to wait for it.
+                let next_waits = self
+                    .wqes
+                    .get(self.cur + 1)
+                    .is_some_and(|n| !cx.inflight.admits(n.npkts + 1));
                 let ack_req = window_full
                     || self.since_ack_req + 1 >= ACK_REQ_EVERY
-                    || (last && self.last_packet_wants_ack(now, attr));
+                    || (last && (next_waits || self.last_packet_wants_ack(now, attr)));
                 let reth = (!is_send && k == 0).then_some(RethRepr {
                     va: wr.remote_addr,
                     rkey: wr.rkey,

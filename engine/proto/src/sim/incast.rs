@@ -203,6 +203,7 @@ pub fn run(cfg: &IncastConfig) -> IncastReport {
             max_qps: n,
             cc: cfg.cc,
             seed: [cfg.seed, u64::MAX],
+            ..EndpointConfig::default()
         }),
         cfg.link,
     );
@@ -243,6 +244,7 @@ pub fn run(cfg: &IncastConfig) -> IncastReport {
                 max_qps: 1,
                 cc: cfg.cc,
                 seed: [cfg.seed, u64::from(i)],
+                ..EndpointConfig::default()
             }),
             cfg.link,
         );

@@ -2,5 +2,6 @@
 //! under loss, reordering, duplication and corruption; every byte
 //! checked), and many QPs (`scale.rs`).
 
+mod inflight_limit;
 mod matrix;
 mod scale;
