@@ -9,7 +9,7 @@ use crate::support::*;
 
 /// Runs `tool` server + client with the same extra args; returns (server
 /// stdout, client stdout).
-fn run_tool(net: &Net, tool: &str, extra: &[&str]) -> (String, String) {
+pub(crate) fn run_tool(net: &Net, tool: &str, extra: &[&str]) -> (String, String) {
     let server_ip = net.server_ip();
     let mut sargs = vec![tool, "--iface", &net.pair.b.ifname];
     sargs.extend_from_slice(extra);

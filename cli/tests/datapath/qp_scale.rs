@@ -8,8 +8,6 @@
 //! retransmit timers fired before the round robin reached their last
 //! packets: `loopback --qps 4096` stalled with 5 of 1000 messages done.
 
-use std::time::Duration;
-
 use crate::support::*;
 
 #[test]
@@ -39,23 +37,12 @@ fn write_bw_with_1000_qps_between_two_namespaces() {
     require_root();
     let _g = serial();
     let net = Net::new(1500);
-    let args = ["-q", "1000", "-s", "65536", "-n", "4000", "--json"];
-    let mut sargs = vec!["write-bw", "--iface", &net.pair.b.ifname];
-    sargs.extend_from_slice(&args);
-    let server = net.server(&sargs);
-    net.wait_listening(18515);
-    let ip = net.server_ip();
-    let mut cargs = vec!["write-bw", ip.as_str()];
-    cargs.extend_from_slice(&args);
-    let client = net.client(&cargs);
-    let server = wait_output(server, Duration::from_secs(60));
-    assert!(
-        client.status.success() && server.status.success(),
-        "client {}\nserver {}",
-        text(&client.stderr),
-        text(&server.stderr)
+    let (_, client) = crate::perftest::run_tool(
+        &net,
+        "write-bw",
+        &["-q", "1000", "-s", "65536", "-n", "4000", "--json"],
     );
-    let v: serde_json::Value = serde_json::from_str(&text(&client.stdout)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&client).unwrap();
     assert_eq!(v["test"]["qps"], 1000, "{v}");
     let row = &v["results"][0];
     assert_eq!(row["iterations"], 4000, "{v}");
