@@ -123,6 +123,7 @@ impl QpTable {
     /// never moves the QPs already made nor rehashes the index. Reserved
     /// address space only: the pages of a slot are touched when a QP takes
     /// it.
+    ///
     /// `inflight_limit`: most request packets outstanding over all QPs
     /// before new ones wait (0: no limit).
     pub fn with_capacity(max_qps: u32, inflight_limit: u32) -> QpTable {
@@ -190,9 +191,10 @@ impl QpTable {
     /// Take QP `qpn` out; its ready-list and heap entries go stale.
     pub fn remove(&mut self, qpn: u32) -> Option<Qp> {
         let i = self.by_qpn.remove(qpn)? as usize;
-        self.meta[i].deadline = None;
-        // Its outstanding packets go with it (into another endpoint).
         let s = &mut self.meta[i];
+        s.deadline = None;
+        // Its outstanding packets go with it (into another endpoint); its
+        // waiting-list entry, if any, goes stale.
         self.inflight -= u64::from(std::mem::take(&mut s.inflight));
         s.waiting = false;
         let qp = self.slots[i].take();
@@ -303,17 +305,13 @@ impl QpTable {
         &mut self,
         f: &mut impl FnMut(&mut Qp, InflightRoom) -> Option<usize>,
     ) -> Option<usize> {
-        while let Some(&i) = self.waiting.front() {
-            let i = i as usize;
+        loop {
             let room = self.room();
             if room.room == 0 {
                 return None;
             }
-            let stale = !self.meta[i].waiting;
-            let Some(qp) = self.slots[i].as_mut().filter(|_| !stale) else {
-                self.waiting.pop_front();
-                continue;
-            };
+            let i = self.front_waiting()?;
+            let qp = self.slots[i].as_mut()?; // a held slot (front_waiting)
             let sent = f(qp, room);
             if sent.is_none() && qp.held_by_inflight_limit() {
                 return None;
@@ -328,6 +326,18 @@ impl QpTable {
             if sent.is_some() {
                 return sent;
             }
+        }
+    }
+
+    /// The slot of the oldest waiting QP, after dropping the stale entries
+    /// in front of it (a QP that left while it waited).
+    fn front_waiting(&mut self) -> Option<usize> {
+        while let Some(&i) = self.waiting.front() {
+            let i = i as usize;
+            if self.meta[i].waiting && self.slots[i].is_some() {
+                return Some(i);
+            }
+            self.waiting.pop_front();
         }
         None
     }
@@ -463,12 +473,11 @@ impl QpTable {
     pub fn any_ready(&mut self, mut wants: impl FnMut(&Qp) -> bool) -> bool {
         // The oldest waiting QP, if its message fits now.
         let room = self.room();
-        if let Some(&i) = self.waiting.front() {
-            let fits = self.meta[i as usize].waiting
-                && self.slots[i as usize]
-                    .as_ref()
-                    .is_none_or(|q| q.next_message_fits(room));
-            if fits {
+        if let Some(i) = self.front_waiting() {
+            if self.slots[i]
+                .as_ref()
+                .is_some_and(|q| q.next_message_fits(room))
+            {
                 return true;
             }
         }

@@ -196,3 +196,37 @@ fn no_limit_lets_every_qp_send_at_once() {
     assert_eq!(peak, 800);
     assert_eq!(r.a.counters().tx_inflight_waits, 0);
 }
+
+#[test]
+fn a_qp_that_leaves_while_waiting_does_not_hide_the_next_one() {
+    // Three QPs of one 8-packet message each under a limit of 8: the
+    // first sends, the other two wait. The second leaves (as a QP handed
+    // to another queue does); once the first is ACKed, the third's
+    // message fits, and the endpoint must say it has something to send.
+    let now = Instant::ZERO;
+    let mut r = rig(3, 8);
+    r.post(1, 8 * 1024);
+    let mut buf = vec![0u8; 2048];
+    let mut to_b = Vec::new();
+    while let Some(n) = r.a.poll_transmit(now, &mut buf) {
+        to_b.push(buf[..n].to_vec());
+    }
+    assert_eq!(to_b.len(), 8, "the first QP's message alone");
+    assert!(r.a.take_qp(r.qps[1]).is_some());
+    for f in &to_b {
+        r.b.handle_packet(now, f);
+    }
+    while let Some(n) = r.b.poll_transmit(now, &mut buf) {
+        r.a.handle_packet(now, &buf[..n]);
+    }
+    assert_eq!(r.a.inflight_packets(), 0);
+    assert!(
+        r.a.has_pending_transmit(),
+        "the third QP's message fits now"
+    );
+    let mut sent = 0;
+    while r.a.poll_transmit(now, &mut buf).is_some() {
+        sent += 1;
+    }
+    assert_eq!(sent, 8, "the third QP's message");
+}
