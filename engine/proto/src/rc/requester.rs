@@ -129,7 +129,8 @@ pub struct Requester {
     /// Retransmit and RNR timers.
     pub(crate) timers: TimerTable,
     /// The last `poll_transmit` had a packet never sent before ready and
-    /// the endpoint's in-flight limit held it back.
+    /// the endpoint's in-flight limit held it back (set here, cleared by
+    /// `Qp::poll_transmit` before each call).
     pub(crate) held_by_inflight_limit: bool,
 }
 
@@ -271,7 +272,6 @@ impl Requester {
     /// Emit the next request packet into `buf`.
     pub(crate) fn poll_transmit(&mut self, cx: &mut TxContext<'_>, buf: &mut [u8]) -> TxOutcome {
         let (now, attr, tpl, mrs) = (cx.now, cx.attr, cx.tpl, cx.mrs);
-        self.held_by_inflight_limit = false;
         if !self.has_work(attr) {
             return TxOutcome::Idle;
         }
@@ -323,13 +323,14 @@ impl Requester {
                 };
                 // A message whose next one would not fit the in-flight
                 // room ends with an AckReq: the QP may have to wait for it.
-                let next_waits = self
-                    .wqes
-                    .get(self.cur + 1)
-                    .is_some_and(|n| !cx.inflight.admits(n.npkts + 1));
+                let next_waits = || {
+                    self.wqes
+                        .get(self.cur + 1)
+                        .is_some_and(|n| !cx.inflight.admits(n.npkts + 1))
+                };
                 let ack_req = window_full
                     || self.since_ack_req + 1 >= ACK_REQ_EVERY
-                    || (last && (next_waits || self.last_packet_wants_ack(now, attr)));
+                    || (last && (self.last_packet_wants_ack(now, attr) || next_waits()));
                 let reth = (!is_send && k == 0).then_some(RethRepr {
                     va: wr.remote_addr,
                     rkey: wr.rkey,
