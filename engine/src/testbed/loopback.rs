@@ -356,15 +356,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
                 };
                 // Thousands of QPs' receives fill the engine's work queue
                 // (its inbox) faster than it takes them: wait for room.
-                let start = Instant::now();
-                loop {
-                    match r.b.post_recv(wr) {
-                        Err(DeviceError::WouldBlock(_)) if start.elapsed() < opts.stall_timeout => {
-                            std::thread::yield_now()
-                        }
-                        res => break res?,
-                    }
-                }
+                r.b.post_recv_within(wr, opts.stall_timeout)?;
             }
         }
     }

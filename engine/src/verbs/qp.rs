@@ -2,6 +2,7 @@
 //! and [`QpCaps`], the depths of its work queues.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::driver::{Directory, Shared, Work};
 use crate::endpoint::{ConnectOptions, RemoteQp};
@@ -160,5 +161,21 @@ impl QueuePair {
         self.shared
             .post(Work::Recv { qpn: self.qpn, wr })
             .map_err(|_| DeviceError::WouldBlock(self.queue))
+    }
+
+    /// [`QueuePair::post_recv`], waiting (yielding the core) while the
+    /// queue's work queue is full, for at most `timeout`: for a caller
+    /// that posts many receives at once, faster than the engine takes
+    /// them. After `timeout`, the `WouldBlock` error.
+    pub fn post_recv_within(&self, wr: RecvWr, timeout: Duration) -> Result<(), DeviceError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.post_recv(wr) {
+                Err(DeviceError::WouldBlock(_)) if Instant::now() < deadline => {
+                    std::thread::yield_now()
+                }
+                res => return res,
+            }
+        }
     }
 }

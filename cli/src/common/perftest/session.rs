@@ -297,21 +297,11 @@ impl Side {
             wr_id: 0,
             sge: self.mr.sge(0, self.half as u32),
         };
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            match qp.post_recv(wr) {
-                Ok(()) => {
-                    if let Some(i) = self.qps.iter().position(|q| q.qpn() == qp.qpn()) {
-                        self.recvs[i] += 1;
-                    }
-                    return Ok(());
-                }
-                Err(engine::verbs::DeviceError::WouldBlock(_)) if Instant::now() < deadline => {
-                    std::thread::yield_now()
-                }
-                Err(e) => return Err(e.into()),
-            }
+        qp.post_recv_within(wr, self.timeout)?;
+        if let Some(i) = self.qps.iter().position(|q| q.qpn() == qp.qpn()) {
+            self.recvs[i] += 1;
         }
+        Ok(())
     }
 
     fn send_wr(&self, kind: Kind, size: u64, wr_id: u64) -> SendWr {
