@@ -285,14 +285,15 @@ pub fn pingpong_frames(
     timeout: Duration,
     poll: PollMode,
 ) -> Result<Vec<Duration>, String> {
-    let first = frames.first().map_or(0, |f| f.len());
+    let (first, rest) = frames.split_first().expect("at least one frame per ping");
+    let first = first.len();
     assert!(
-        frames[1..].iter().all(|f| f.len() != first),
+        rest.iter().all(|f| f.len() != first),
         "the first frame's length must tell its echo apart"
     );
     let mut rtts = Vec::with_capacity(iterations);
     // Echoes of the other frames that came back (all must, by the end).
-    let (mut others, expected) = (0usize, iterations * frames.len().saturating_sub(1));
+    let (mut others, expected) = (0usize, iterations * rest.len());
     for i in 0..iterations {
         sock.complete();
         let start = Instant::now();
