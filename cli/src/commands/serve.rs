@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
@@ -101,9 +103,12 @@ macro_rules! say {
 
 type Routes = Arc<Mutex<HashMap<u32, Sender<WorkCompletion>>>>;
 
-/// How long the dispatcher of an idle queue sleeps between looks at the
-/// stop flag (completions wake it at once).
-const DISPATCH_IDLE: Duration = Duration::from_millis(100);
+/// How long the dispatcher of an idle queue and the accepting thread sleep
+/// at most: completions wake the dispatcher, a client or a stop signal the
+/// accepting thread, and the stop wakes both (an idle `serve` must cost
+/// nothing; 20 ms and 100 ms polls here were 60 wake-ups a second). The
+/// bound only covers a wake-up that went missing.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
 
 /// How long the dispatcher keeps polling (yielding) after a completion
 /// before it parks: a stream's next completion is usually that close.
@@ -111,7 +116,7 @@ const DISPATCH_SPIN: Duration = Duration::from_micros(50);
 
 /// Moves each queue's completions to the session owning the QP. Idle (no
 /// completion for [`DISPATCH_SPIN`]), it parks until the engine thread
-/// pushes one (an idle `serve` costs a wake-up per [`DISPATCH_IDLE`]). While a latency session
+/// pushes one or the server stops (an idle `serve` costs a wake-up per [`IDLE_WAIT`]). While a latency session
 /// drives the queue itself (run-to-completion, `perftest/rtc.rs`), that
 /// session routes the completions it takes, through the same routes, and
 /// the dispatcher stands aside.
@@ -133,7 +138,7 @@ fn dispatcher(dev: Arc<Device>, q: u32, routes: Routes, stop: Arc<AtomicBool>) {
             if last.elapsed() < DISPATCH_SPIN {
                 std::thread::yield_now();
             } else {
-                dev.wait_cq(q, DISPATCH_IDLE);
+                dev.wait_cq(q, IDLE_WAIT);
             }
             continue;
         }
@@ -457,11 +462,17 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         return Err(UserError::Usage("--region must be between 1 byte and 1 GiB".into()).into());
     }
     let stop = Arc::new(AtomicBool::new(false));
+    // The accepting thread sleeps until a client comes or a signal writes
+    // a byte to this pipe (it sets `stop` first).
+    let (signalled, signal_pipe) = UnixStream::pair().context("creating the signal pipe")?;
+    signalled.set_nonblocking(true)?;
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while draining ends the process at once.
         signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
             .context("installing the signal handler")?;
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+        signal_hook::low_level::pipe::register(sig, signal_pipe.try_clone()?)
+            .context("installing the signal handler")?;
     }
     let listener = listen(args.port)?;
     listener.set_nonblocking(true)?;
@@ -478,7 +489,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         &format!("serve on {}", args.iface),
     )?;
-    let result = serve_loop(&args, &dp, &listener, &stop);
+    let result = serve_loop(&args, &dp, &listener, &signalled, &stop);
     // Drain: let the engines send the last ACKs / READ responses.
     std::thread::sleep(Duration::from_millis(200));
     let closed = dp.close()?;
@@ -509,6 +520,7 @@ fn serve_loop(
     args: &ServeArgs,
     dp: &Datapath,
     listener: &TcpListener,
+    signalled: &UnixStream,
     stop: &Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
     let json = args.json;
@@ -583,7 +595,9 @@ fn serve_loop(
                 }));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20))
+                // Until a client connects or a signal comes (no polling).
+                engine::io::wait_readable_any(&[listener.as_fd(), signalled.as_fd()], IDLE_WAIT)
+                    .context("waiting for a client")?;
             }
             Err(e) => return Err(e).context("accepting a client"),
         }
@@ -598,6 +612,7 @@ fn serve_loop(
         let _ = h.join();
     }
     for h in dispatchers {
+        h.thread().unpark(); // it may sleep in `wait_cq`
         let _ = h.join();
     }
     drop(sh);

@@ -239,3 +239,85 @@ fn serve_two_queues_pinned() {
     assert!(v["final_totals"]["rcvd_pkts"].as_u64().unwrap() > 0, "{v}");
     assert!(!net.xdp_attached(true));
 }
+
+/// Context switches of every thread of process `pid` so far (each one a
+/// wake-up: a thread that sleeps until something happens has few).
+fn context_switches(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("status")).ok())
+        .flat_map(|s| {
+            s.lines()
+                .filter(|l| l.contains("ctxt_switches:"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+/// An idle `serve` sleeps until something happens (issue "Latency and idle
+/// cost of the tools"): before a client, and after one connected QPs and
+/// left, its threads wake about once a second (a bound for a lost
+/// wake-up), not on 20 ms and 100 ms polls (about 120 wake-ups a second
+/// before). It still answers the stats channel and SIGINT at once.
+#[test]
+#[ignore = "needs root"]
+fn an_idle_serve_sleeps_and_still_answers() {
+    require_root();
+    let _g = serial();
+    let net = Net::new(1500);
+    let b = &net.pair.b;
+    let serve = net.server(&["serve", "--iface", &b.ifname, "--queues", "0"]);
+    net.wait_listening(18515);
+    net.wait_engine();
+    let ip = net.server_ip();
+    let pid = serve.id();
+    let threads = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .count() as u64
+    };
+    let window = Duration::from_secs(3);
+    // At most 3 wake-ups per thread per second: the 1 s bounds give about
+    // 1, the old polls 10 to 50.
+    let bound = 3 * threads() * window.as_secs();
+    for phase in ["no client yet", "after a client left"] {
+        if phase != "no client yet" {
+            let out = net.client(&["send-lat", &ip, "-n", "200", "-s", "64"]);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        let before = context_switches(pid);
+        std::thread::sleep(window);
+        let woke = context_switches(pid) - before;
+        assert!(
+            woke <= bound,
+            "{phase}: {woke} wake-ups in {window:?} over {} threads (bound {bound})",
+            threads()
+        );
+    }
+    // Asleep, it still answers at once.
+    let t = std::time::Instant::now();
+    let v = net.server_stats();
+    assert!(v["totals"]["rcvd_pkts"].as_u64().unwrap() > 0, "{v}");
+    assert!(
+        t.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        t.elapsed()
+    );
+    let t = std::time::Instant::now();
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let out = wait_output(serve, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("stopping: ending sessions"),
+        "{}",
+        text(&out.stdout)
+    );
+    // The drain (200 ms) and detaching, with no 1 s wait on the way.
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}

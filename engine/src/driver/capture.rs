@@ -48,6 +48,17 @@ impl CaptureSink {
         }
     }
 
+    /// Wakes the channel's reader with an empty frame (not counted, never
+    /// written: readers skip frames without data), so that it looks at its
+    /// stop flag without polling; nothing is sent if the channel is full
+    /// (the reader is awake then).
+    pub fn wake_reader(&self) {
+        let _ = self.tx.try_send(CapturedFrame {
+            unix_nanos: 0,
+            data: Vec::new(),
+        });
+    }
+
     /// Frames dropped because the channel was full.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)

@@ -25,6 +25,6 @@ pub use socket::{
     InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,
     DEFAULT_BUSY_WAIT, MAX_PACKET,
 };
-pub use sys::{if_index, set_thread_netns};
+pub use sys::{if_index, set_thread_netns, wait_readable_any, MAX_WAIT_FDS};
 pub use umem::{FrameAccounting, Umem, UmemConfig};
 pub use waker::Waker;

@@ -247,25 +247,57 @@ pub fn kick_rx(fd: BorrowedFd<'_>) {
 /// Waits until `fd` is readable or `timeout` passes (`ppoll`, microsecond
 /// resolution). Returns whether it became readable.
 pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
+    Ok(wait_readable_any(&[fd], timeout)? != 0)
+}
+
+/// The most descriptors [`wait_readable_any`] waits on.
+pub const MAX_WAIT_FDS: usize = 4;
+
+/// Waits until one of `fds` (at most [`MAX_WAIT_FDS`]) is readable (or
+/// hung up) or `timeout` passes (`ppoll`, microsecond resolution; a signal
+/// ends the wait early as a timeout does). Returns a mask: bit `i` set when
+/// `fds[i]` is readable; 0 on a timeout.
+pub fn wait_readable_any(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<u32> {
+    if fds.len() > MAX_WAIT_FDS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "wait_readable_any: too many descriptors",
+        ));
+    }
+    let mut pfds = [libc::pollfd {
+        fd: -1,
         events: libc::POLLIN,
         revents: 0,
-    };
+    }; MAX_WAIT_FDS];
+    for (p, fd) in pfds.iter_mut().zip(fds) {
+        p.fd = fd.as_raw_fd();
+    }
     let ts = libc::timespec {
         tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
-    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
-    let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    // SAFETY: `fds.len()` valid pollfds (checked above), a valid timespec,
+    // no signal mask.
+    let r = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
     if r < 0 {
         let e = io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::EINTR) {
-            return Ok(false);
+            return Ok(0);
         }
         return Err(e);
     }
-    Ok(r > 0)
+    Ok(pfds[..fds.len()]
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.revents != 0)
+        .fold(0, |m, (i, _)| m | 1 << i))
 }
 
 /// Interface index of `name` in the calling thread's network namespace.

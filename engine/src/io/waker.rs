@@ -50,31 +50,8 @@ impl Waker {
     /// Sleeps until `other` is readable, this waker is woken, or `timeout`
     /// passes (microsecond resolution).
     pub fn wait_with(&self, other: impl AsFd, timeout: Duration) -> io::Result<()> {
-        let mut fds = [
-            libc::pollfd {
-                fd: other.as_fd().as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        let ts = libc::timespec {
-            tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
-            tv_nsec: timeout.subsec_nanos() as libc::c_long,
-        };
-        // SAFETY: two valid pollfds, a valid timespec, no signal mask.
-        let r = unsafe { libc::ppoll(fds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
-        if fds[1].revents != 0 {
+        let woken = super::sys::wait_readable_any(&[other.as_fd(), self.fd.as_fd()], timeout)?;
+        if woken & 0b10 != 0 {
             self.drain();
         }
         Ok(())

@@ -12,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::driver::{CaptureSink, CapturedFrame, PcapWriter};
+use crate::io::Waker;
 
 use super::{read_request, socket_path, Snapshot, StatsError};
 
@@ -23,11 +24,20 @@ pub struct CaptureHub {
 
 type Subscribers = Arc<Mutex<Vec<PcapWriter<UnixStream>>>>;
 
+/// How long the stats and capture threads sleep when nothing happens, at
+/// most: they are woken when a client connects, a frame comes or the
+/// server is dropped, so this only bounds a wake-up that went missing. An
+/// idle engine must cost nothing (issue "Latency and idle cost of the
+/// tools"): a 20 ms accept poll here was 100 wake-ups a second.
+const IDLE_WAIT: Duration = Duration::from_secs(1);
+
 /// Moves captured frames to every capture client; pauses the sink when
-/// nobody listens. Ends when the engines (every sink clone) are gone.
+/// nobody listens. Ends when the engines (every sink clone) are gone, or
+/// when the server stops (it sends an empty frame to wake this thread).
 fn run_hub(hub: CaptureHub, subs: Subscribers, stop: Arc<AtomicBool>) {
     while !stop.load(Ordering::Relaxed) {
-        match hub.frames.recv_timeout(Duration::from_millis(100)) {
+        match hub.frames.recv_timeout(IDLE_WAIT) {
+            Ok(f) if f.data.is_empty() => {} // a wake-up, not a frame
             Ok(f) => {
                 let mut s = subs.lock().unwrap_or_else(|e| e.into_inner());
                 s.retain_mut(|w| w.write(&f).is_ok());
@@ -48,8 +58,12 @@ fn run_hub(hub: CaptureHub, subs: Subscribers, stop: Arc<AtomicBool>) {
 pub struct StatsServer {
     path: PathBuf,
     stop: Arc<AtomicBool>,
+    /// Wakes the stats thread (it sleeps on the socket and this).
+    waker: Arc<Waker>,
     thread: Option<JoinHandle<()>>,
     hub: Option<JoinHandle<()>>,
+    /// Wakes the capture thread (an empty frame).
+    hub_sink: Option<CaptureSink>,
 }
 
 impl StatsServer {
@@ -121,10 +135,15 @@ impl StatsServer {
             }
             _ => None,
         };
-        let stop2 = stop.clone();
+        let hub_sink = subs.as_ref().map(|(_, sink)| sink.clone());
+        let waker = Arc::new(Waker::new().map_err(|source| StatsError::Bind {
+            path: path.display().to_string(),
+            source,
+        })?);
+        let (stop2, waker2) = (stop.clone(), waker.clone());
         let thread = std::thread::Builder::new()
             .name("roce-xdp-stats".into())
-            .spawn(move || serve(listener, &stop2, source, subs))
+            .spawn(move || serve(listener, &stop2, &waker2, source, subs))
             .map_err(|source| StatsError::Bind {
                 path: path.display().to_string(),
                 source,
@@ -132,8 +151,10 @@ impl StatsServer {
         Ok(StatsServer {
             path: path.to_path_buf(),
             stop,
+            waker,
             thread: Some(thread),
             hub: hub_thread,
+            hub_sink,
         })
     }
 
@@ -173,9 +194,12 @@ fn answer<F: Fn() -> Snapshot>(
     }
 }
 
+/// Answers connections until `stop`: sleeps on the (non-blocking)
+/// listener and `waker` together, then takes every pending connection.
 fn serve<F: Fn() -> Snapshot>(
     listener: UnixListener,
     stop: &AtomicBool,
+    waker: &Waker,
     source: F,
     capture: Option<(Subscribers, CaptureSink)>,
 ) {
@@ -183,8 +207,13 @@ fn serve<F: Fn() -> Snapshot>(
         match listener.accept() {
             Ok((conn, _)) => answer(conn, &source, &capture),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
+                // A failed wait (it never fails for valid fds) sleeps as a
+                // timeout would, so the loop cannot spin.
+                if waker.wait_with(&listener, IDLE_WAIT).is_err() {
+                    std::thread::sleep(IDLE_WAIT);
+                }
             }
+            // ECONNABORTED and the like: the next connection may be fine.
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
@@ -193,6 +222,10 @@ fn serve<F: Fn() -> Snapshot>(
 impl Drop for StatsServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.waker.wake();
+        if let Some(sink) = &self.hub_sink {
+            sink.wake_reader();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
