@@ -656,17 +656,22 @@ fn bench_qp_scale(c: &mut Criterion) {
     g.finish();
 }
 
-/// `-- --qp-scale`: the same rows as best-of-3 passes, with ratios.
+/// `-- --qp-scale`: the same rows as best-of-3 passes, with ratios, in
+/// slot order and in shuffled order (`roce_xdp_benches::qp_scale::QpOrder`).
 fn qp_scale_rows() {
-    use roce_xdp_benches::qp_scale::{protocol_points, QP_COUNTS};
-    let mut base = None;
-    for (n, (resp, req)) in QP_COUNTS.into_iter().zip(protocol_points(&QP_COUNTS, 3)) {
-        let (b_resp, b_req) = *base.get_or_insert((resp, req));
-        println!(
-            "per-packet cost with {n} active QPs (64 B WRITE, in memory): responder {resp:.1} ns ({:.2}x the 1-QP row), requester {req:.1} ns ({:.2}x)",
-            resp / b_resp,
-            req / b_req
-        );
+    use roce_xdp_benches::qp_scale::{protocol_points_in, QpOrder, QP_COUNTS};
+    for order in [QpOrder::Slot, QpOrder::Shuffled] {
+        let mut base = None;
+        let points = protocol_points_in(&QP_COUNTS, 3, order);
+        for (n, (resp, req)) in QP_COUNTS.into_iter().zip(points) {
+            let (b_resp, b_req) = *base.get_or_insert((resp, req));
+            println!(
+                "per-packet cost with {n} active QPs ({} order, 64 B WRITE, in memory): responder {resp:.1} ns ({:.2}x the 1-QP row), requester {req:.1} ns ({:.2}x)",
+                order.as_str(),
+                resp / b_resp,
+                req / b_req
+            );
+        }
     }
 }
 

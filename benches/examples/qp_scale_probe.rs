@@ -7,18 +7,23 @@
 //!
 //! ```text
 //! valgrind --tool=cachegrind --cache-sim=yes \
-//!     target/release/examples/qp_scale_probe 65536 2 [req] [reset]
+//!     target/release/examples/qp_scale_probe 65536 2 [req] [reset] [shuffled]
 //! ```
-use roce_xdp_benches::qp_scale::Rig;
+use roce_xdp_benches::qp_scale::{QpOrder, Rig};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: qp_scale_probe QPS PASSES [req] [reset]";
+    let usage = "usage: qp_scale_probe QPS PASSES [req] [reset] [shuffled]";
     let n: u32 = args.get(1).and_then(|a| a.parse().ok()).expect(usage);
     let passes: usize = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
     let req = args.iter().any(|a| a == "req");
     let reset_only = args.iter().any(|a| a == "reset");
-    let mut rig = Rig::new(n);
+    let order = if args.iter().any(|a| a == "shuffled") {
+        QpOrder::Shuffled
+    } else {
+        QpOrder::Slot
+    };
+    let mut rig = Rig::with_order(n, order);
     for _ in 0..passes {
         match (req, reset_only) {
             (false, false) => eprintln!("{:?}", rig.responder_pass()),

@@ -18,10 +18,20 @@
 //!
 //! Timed in batches of [`BATCH`] packets, best of several passes; the QP
 //! resets between passes are not timed.
+//!
+//! Two QP orders ([`QpOrder`]): message `k` on the `k % N`-th QP in slot
+//! order (the QPs' state walked through memory front to back, which the
+//! CPU's own prefetchers follow), and in a seeded shuffled order (as
+//! traffic from many peers arrives: each packet's QP anywhere in memory).
+//! The responder pass receives as the engine's driver does: with
+//! [`engine::driver::PREFETCH_MIN_QPS`] QPs or more, each frame's QP state is prefetched
+//! [`engine::driver::PREFETCH_AHEAD`] frames ahead
+//! ([`engine::driver::prefetch_qp`]).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallInstant;
 
+use engine::driver::{prefetch_distance, prefetch_qp};
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge,
@@ -41,12 +51,40 @@ pub const SIZE: u32 = 64;
 /// Messages of each `roce-xdp sim` row.
 pub const SIM_MESSAGES: u64 = 262_144;
 
+/// Which QP each message goes to ([`Rig::with_order`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpOrder {
+    /// Message `k` on the `k % N`-th QP created: slot order.
+    Slot,
+    /// Message `k` on the `k % N`-th QP of a seeded shuffle of them.
+    Shuffled,
+}
+
+impl QpOrder {
+    /// The JSON value of [`QpScaleRow::order`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QpOrder::Slot => "slot",
+            QpOrder::Shuffled => "shuffled",
+        }
+    }
+}
+
+fn slot_order() -> String {
+    QpOrder::Slot.as_str().into()
+}
+
 /// One row of the JSON key `qp_scale`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct QpScaleRow {
     /// `responder`, `requester` (in-memory protocol path, per packet) or
     /// `sim` (`roce-xdp sim` wall time per message, setup included).
     pub path: String,
+    /// The order in which messages visit the QPs ([`QpOrder`]: `slot` or
+    /// `shuffled`); `slot` for the sim rows and for results written before
+    /// the field existed.
+    #[serde(default = "slot_order")]
+    pub order: String,
     pub qps: u32,
     pub ns_per_packet: f64,
     /// `ns_per_packet` / the same path's 1-QP row.
@@ -127,8 +165,13 @@ fn peer(qpn: u32, mac: [u8; 6], ip: IpAddr) -> RemoteQp {
 }
 
 impl Rig {
-    /// `n` connected QP pairs and the generation pass.
+    /// `n` connected QP pairs in slot order and the generation pass.
     pub fn new(n: u32) -> Rig {
+        Rig::with_order(n, QpOrder::Slot)
+    }
+
+    /// `n` connected QP pairs, visited in `order`, and the generation pass.
+    pub fn with_order(n: u32, order: QpOrder) -> Rig {
         let (ip_a, ip_b) = ips();
         let cfg = |mac, ip, seed| EndpointConfig {
             local_mac: mac,
@@ -157,6 +200,17 @@ impl Rig {
             b.connect(qb, &peer(qa, MAC_A, ip_a), &opts())
                 .expect("connect B");
             qps.push((qa, qb));
+        }
+        if order == QpOrder::Shuffled {
+            // Fisher-Yates with a fixed xorshift64 sequence: the same
+            // order in every run.
+            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            for i in (1..qps.len()).rev() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                qps.swap(i, (x % (i as u64 + 1)) as usize);
+            }
         }
         let src = a
             .reg_mr(Box::new(vec![0x5Au8; REGION]), IOVA, Access::LOCAL_WRITE)
@@ -231,9 +285,16 @@ impl Rig {
         let mut tx = vec![0u8; 2048];
         let now = Instant::ZERO;
         let (mut best, mut total) = (f64::MAX, 0u128);
-        for batch in self.frames.chunks(BATCH) {
+        // As the driver receives (`engine::driver`, receive step).
+        let ahead = prefetch_distance(&self.b) as usize;
+        for (i, batch) in self.frames.chunks(BATCH).enumerate() {
             let start = WallInstant::now();
-            for f in batch {
+            for (j, f) in batch.iter().enumerate() {
+                if ahead > 0 {
+                    if let Some(next) = self.frames.get(i * BATCH + j + ahead) {
+                        prefetch_qp(&self.b, next);
+                    }
+                }
                 self.b.handle_packet(now, f);
                 std::hint::black_box(self.b.poll_transmit(now, &mut tx));
             }
@@ -282,7 +343,12 @@ impl Rig {
 /// every count, then pass 2, ...), so that a slow minute of a noisy
 /// machine lands on every row, not on one.
 pub fn protocol_points(counts: &[u32], passes: usize) -> Vec<(f64, f64)> {
-    let mut rigs: Vec<Rig> = counts.iter().map(|&n| Rig::new(n)).collect();
+    protocol_points_in(counts, passes, QpOrder::Slot)
+}
+
+/// [`protocol_points`] with the messages visiting the QPs in `order`.
+pub fn protocol_points_in(counts: &[u32], passes: usize, order: QpOrder) -> Vec<(f64, f64)> {
+    let mut rigs: Vec<Rig> = counts.iter().map(|&n| Rig::with_order(n, order)).collect();
     let mut best = vec![(f64::MAX, f64::MAX); rigs.len()];
     for _ in 0..passes.max(1) {
         for (rig, (resp, req)) in rigs.iter_mut().zip(best.iter_mut()) {
@@ -324,11 +390,6 @@ pub fn measure(
     passes: usize,
     sim_messages: u64,
 ) -> Result<Vec<QpScaleRow>, String> {
-    let proto: Vec<(u32, (f64, f64))> = counts
-        .iter()
-        .copied()
-        .zip(protocol_points(counts, passes))
-        .collect();
     // The sim rows as the protocol rows: passes round the counts in turn,
     // each row its best pass (one run each let a slow second of the
     // machine land on one row: the 1-QP row alone measured 541 and 967 ns
@@ -340,22 +401,30 @@ pub fn measure(
         }
     }
     let mut rows = Vec::new();
-    let row = |path: &str, n, ns: f64, base: f64| QpScaleRow {
+    let row = |path: &str, order: QpOrder, n, ns: f64, base: f64| QpScaleRow {
         path: path.to_string(),
+        order: order.as_str().into(),
         qps: n,
         ns_per_packet: ns,
         ratio: ns / base,
     };
-    let (base_resp, base_req) = proto[0].1;
-    for &(n, (resp, _)) in &proto {
-        rows.push(row("responder", n, resp, base_resp));
-    }
-    for &(n, (_, req)) in &proto {
-        rows.push(row("requester", n, req, base_req));
+    for order in [QpOrder::Slot, QpOrder::Shuffled] {
+        let proto: Vec<(u32, (f64, f64))> = counts
+            .iter()
+            .copied()
+            .zip(protocol_points_in(counts, passes, order))
+            .collect();
+        let (base_resp, base_req) = proto[0].1;
+        for &(n, (resp, _)) in &proto {
+            rows.push(row("responder", order, n, resp, base_resp));
+        }
+        for &(n, (_, req)) in &proto {
+            rows.push(row("requester", order, n, req, base_req));
+        }
     }
     let base_sim = sim[0].1;
     for &(n, ns) in &sim {
-        rows.push(row("sim", n, ns, base_sim));
+        rows.push(row("sim", QpOrder::Slot, n, ns, base_sim));
     }
     Ok(rows)
 }
@@ -367,7 +436,9 @@ mod tests {
     #[test]
     fn every_row_moves_its_packets_and_has_a_ratio() {
         let rows = measure(&[1, 64], 1, 512).unwrap();
-        assert_eq!(rows.len(), 6);
+        // responder and requester in both orders, and the sim.
+        assert_eq!(rows.len(), 10);
+        assert_eq!(rows.iter().filter(|r| r.order == "shuffled").count(), 4);
         for r in &rows {
             assert!(r.ns_per_packet > 0.0 && r.ratio > 0.0, "{r:?}");
         }

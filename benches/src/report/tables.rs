@@ -324,8 +324,8 @@ impl Report {
         }
         if !self.qp_scale.is_empty() {
             t.push(Table {
-                title: "Per-packet cost with 1 / 1K / 16K / 64K active QPs (64 B WRITE; sim: wall time per message)".into(),
-                header: ["path", "active QPs", "ns per packet", "ratio to 1 QP"]
+                title: "Per-packet cost with 1 / 1K / 16K / 64K active QPs (64 B WRITE; sim: wall time per message; QP order: slot = the QPs visited front to back in memory, shuffled = in a seeded random order, as traffic from many peers)".into(),
+                header: ["path", "QP order", "active QPs", "ns per packet", "ratio to 1 QP"]
                     .map(String::from)
                     .to_vec(),
                 rows: self
@@ -334,6 +334,7 @@ impl Report {
                     .map(|r| {
                         vec![
                             r.path.clone(),
+                            r.order.clone(),
                             r.qps.to_string(),
                             num(Some(r.ns_per_packet), 1),
                             num(Some(r.ratio), 2),

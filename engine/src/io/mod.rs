@@ -3,13 +3,14 @@
 //! ethtool requests of queue coverage ([`ethtool`]).
 //!
 //! This is the only module of the engine that uses `unsafe` (system calls,
-//! shared-memory rings, the UMEM, and the SIMD one-pass copy + CRC of
-//! [`copy_crc`]); each unsafe item carries a `# Safety` note and each
+//! shared-memory rings, the UMEM, the SIMD one-pass copy + CRC of
+//! [`copy_crc`], and the prefetch hint of [`prefetch`]); each unsafe item carries a `# Safety` note and each
 //! unsafe block a `SAFETY:` comment. Everything it exports is safe to use.
 
 pub mod copy_crc;
 mod cpu;
 pub mod ethtool;
+mod prefetch;
 mod ring;
 mod socket;
 mod sys;
@@ -20,9 +21,10 @@ pub mod region;
 pub mod udp;
 
 pub use cpu::{process_cpu_time, thread_cpu_time, CpuSet};
+pub use prefetch::prefetch;
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
-    InPlace, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,
+    InPlace, Rx, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,
     DEFAULT_BUSY_WAIT, MAX_PACKET,
 };
 pub use sys::{if_index, set_thread_netns, wait_readable_any, MAX_WAIT_FDS};

@@ -280,6 +280,15 @@ fn setup(step: &'static str) -> impl FnOnce(io::Error) -> XskError {
     move |source| XskError::Setup { step, source }
 }
 
+/// What [`XskSocket::recv_ahead`] hands its callback.
+#[derive(Debug, Clone, Copy)]
+pub enum Rx<'a> {
+    /// A received packet, to handle.
+    Packet(&'a [u8]),
+    /// A packet that comes a few later, to prepare for (prefetch).
+    Ahead(&'a [u8]),
+}
+
 impl XskSocket {
     /// Creates the socket and UMEM, maps the rings, binds to
     /// `(cfg.ifname, cfg.queue)` and fills the fill ring. With
@@ -512,7 +521,28 @@ impl XskSocket {
     /// go back to the fill ring afterwards. Returns the number of packets
     /// received.
     pub fn recv<F: FnMut(&[u8])>(&mut self, max_packets: usize, mut f: F) -> usize {
+        self.recv_ahead(max_packets, 0, |r| {
+            if let Rx::Packet(b) = r {
+                f(b)
+            }
+        })
+    }
+
+    /// As [`XskSocket::recv`], and `f` also sees, as [`Rx::Ahead`], the
+    /// packet `ahead` descriptors after each one it is handed (the first
+    /// `ahead` before the first), so that it can prefetch what that packet
+    /// will need: an early look, the packet comes again as [`Rx::Packet`].
+    /// Only single-frame packets are shown ahead.
+    pub fn recv_ahead<F: FnMut(Rx<'_>)>(
+        &mut self,
+        max_packets: usize,
+        ahead: u32,
+        mut f: F,
+    ) -> usize {
         let avail = self.rx.available(u32::MAX);
+        for k in 0..ahead.min(avail) {
+            self.look_ahead(k, &mut f);
+        }
         if avail == 0 {
             if self.need_wakeup && self.fill.needs_wakeup() {
                 self.counters.rx_kicks += 1;
@@ -523,6 +553,9 @@ impl XskSocket {
         let mut i = 0u32;
         let mut packets = 0usize;
         while i < avail && packets < max_packets {
+            if ahead > 0 && i + ahead < avail {
+                self.look_ahead(i + ahead, &mut f);
+            }
             // The packet spans descriptors i..=j (XDP_PKT_CONTD on all but the last).
             let mut j = i;
             while j < avail && self.rx.read(j).options & libc::XDP_PKT_CONTD != 0 {
@@ -537,7 +570,7 @@ impl XskSocket {
                     Some(b) => {
                         self.counters.rx_bytes += b.len() as u64;
                         self.counters.rx_packets += 1;
-                        f(b)
+                        f(Rx::Packet(b))
                     }
                     None => self.counters.rx_bad_descs += 1,
                 }
@@ -550,7 +583,7 @@ impl XskSocket {
                         self.counters.rx_bytes += len as u64;
                         self.counters.rx_packets += 1;
                         self.counters.rx_multi_buffer += 1;
-                        f(b)
+                        f(Rx::Packet(b))
                     }
                     None => self.counters.rx_bad_descs += 1,
                 }
@@ -577,7 +610,7 @@ impl XskSocket {
                     self.counters.rx_packets += 1;
                     self.counters.rx_multi_buffer += 1;
                     self.counters.rx_linearized += 1;
-                    f(&self.scratch[..len]);
+                    f(Rx::Packet(&self.scratch[..len]));
                 } else {
                     self.counters.rx_bad_descs += 1;
                 }
@@ -588,6 +621,18 @@ impl XskSocket {
         self.rx.release(i);
         self.refill();
         packets
+    }
+
+    /// Shows `f` the packet in RX descriptor `k` (published, not yet
+    /// released) as [`Rx::Ahead`], if it is one whole frame.
+    #[inline]
+    fn look_ahead<F: FnMut(Rx<'_>)>(&self, k: u32, f: &mut F) {
+        let d = self.rx.read(k);
+        if d.options & libc::XDP_PKT_CONTD == 0 {
+            if let Some(b) = self.umem.bytes(d.addr, d.len) {
+                f(Rx::Ahead(b));
+            }
+        }
     }
 
     /// Makes the packet in RX descriptors `i..=j` one span of the UMEM if

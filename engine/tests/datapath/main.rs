@@ -13,6 +13,7 @@ mod loopback;
 mod malformed;
 mod multi_queue;
 mod queue_busy;
+mod recv_ahead;
 mod run_to_completion;
 mod steer;
 mod support;

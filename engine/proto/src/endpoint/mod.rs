@@ -53,7 +53,7 @@ use crate::rc::{
     RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
 };
 use crate::time::Instant;
-use crate::wire::{parse_frame_view, Opcode, ParseError};
+use crate::wire::{parse_frame_view, peek_dest_qp, Opcode, ParseError};
 
 /// What [`Endpoint::receive`] did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -473,6 +473,17 @@ impl Endpoint {
         }
         self.qps.schedule(i);
         Received::Delivered { qpn }
+    }
+
+    /// The QP a received frame is for, found from its headers alone: no
+    /// ICRC, no peer check, nothing counted or changed ([`peek_dest_qp`]).
+    /// For a receiver that prefetches the QP's state a few frames ahead of
+    /// [`Endpoint::receive`]: with thousands of QPs each frame finds its QP
+    /// out of the caches, and received in no particular order the hardware
+    /// cannot guess which (the engine's driver does, `driver::prefetch`).
+    #[inline]
+    pub fn qp_hint(&self, frame: &[u8]) -> Option<&Qp> {
+        self.qps.get(peek_dest_qp(frame)?)
     }
 
     /// Count a frame for a QP that no endpoint of the device holds

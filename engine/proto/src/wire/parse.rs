@@ -83,6 +83,16 @@ pub fn parse_frame_lenient(frame: &[u8]) -> Result<(RoceFrame<'_>, u32), ParseEr
     Ok((v.to_frame(), v.computed_icrc()))
 }
 
+/// The destination QP of a whole Ethernet frame, from its headers alone
+/// (every length checked as [`parse_frame_view`] does; the ICRC is not
+/// computed): `None` for anything that is not a RoCE v2 frame. A hint, for
+/// a receiver that wants the QP's state in the caches before it checks
+/// and handles the frame ([`crate::endpoint::Endpoint::qp_hint`]).
+#[inline]
+pub fn peek_dest_qp(frame: &[u8]) -> Option<u32> {
+    validate(frame).ok().map(|v| v.dest_qp())
+}
+
 /// The ICRC a whole Ethernet frame should carry, located from the frame's
 /// own headers (it must parse up to its lengths; the carried ICRC is
 /// ignored). See [`super::icrc::compute`] for a bare IP packet.

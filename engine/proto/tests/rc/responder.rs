@@ -534,3 +534,40 @@ fn reads_beyond_max_dest_rd_atomic_are_dropped_unexecuted_and_retried() {
     assert_eq!((wc[0].wr_id, wc[0].status), (2, WcStatus::Success));
     assert_eq!(p.read_a(IOVA_A, 200), src);
 }
+
+/// `Endpoint::qp_hint`, the receive path's early look (the driver
+/// prefetches the QP's state with it): the QP a frame is for, from its
+/// headers alone, even with a bad ICRC; nothing for a QP the endpoint does
+/// not hold or a frame that is not RoCE; and it changes nothing (the frame
+/// is then handled as if never looked at).
+#[test]
+fn qp_hint_names_the_frames_qp_and_changes_nothing() {
+    let mut p = Pair::default_pair();
+    p.a.post_send(p.qa, write_wr(&p, 0, 8, 0)).unwrap();
+    let f = p.tx_a();
+    assert_eq!(f.len(), 1);
+    let before = p.b.counters();
+    assert_eq!(p.b.qp_hint(&f[0]).map(|q| q.qpn()), Some(p.qb));
+    assert_eq!(proto::wire::peek_dest_qp(&f[0]), Some(p.qb));
+    // A bad ICRC: still the QP (receive() will drop it).
+    let mut bad = f[0].clone();
+    let n = bad.len();
+    bad[n - 1] ^= 0xFF;
+    assert_eq!(p.b.qp_hint(&bad).map(|q| q.qpn()), Some(p.qb));
+    // A QP this endpoint does not hold (BTH destination QP, bytes 47-49),
+    // and frames that are not RoCE v2.
+    let mut other = f[0].clone();
+    let unheld = (p.qb + 1000) & 0xFF_FFFF;
+    other[47..50].copy_from_slice(&unheld.to_be_bytes()[1..]);
+    assert_eq!(proto::wire::peek_dest_qp(&other), Some(unheld));
+    assert!(p.b.qp_hint(&other).is_none());
+    assert!(p.b.qp_hint(&f[0][..20]).is_none());
+    assert!(p.b.qp_hint(&[]).is_none());
+    let mut udp = f[0].clone();
+    udp[36..38].copy_from_slice(&9999u16.to_be_bytes()); // UDP dst port
+    assert!(p.b.qp_hint(&udp).is_none());
+    assert_eq!(p.b.counters(), before, "looking counts nothing");
+    p.deliver_b(&f);
+    assert_eq!(p.tx_b().len(), 1, "the frame is handled as usual: its ACK");
+    assert_eq!(p.b.counters().rcvd_pkts, before.rcvd_pkts + 1);
+}

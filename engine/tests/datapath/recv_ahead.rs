@@ -1,0 +1,135 @@
+//! `XskSocket::recv_ahead`, the receive loop's early look at the packets
+//! that come next (the driver prefetches their QPs' state with it): over a
+//! veth pair in namespaces this test creates, every packet is handed once,
+//! in order and intact, and each one was shown ahead, with its own bytes,
+//! before it was handed and at most `ahead` packets early. Needs root.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use engine::io::{Rx, XskConfig, XskSocket};
+use engine::nic::{AttachMode, SteerProgram};
+use engine::testbed::floor::write_udp_frame;
+use engine::testbed::netns::{PairConfig, Side, VethPair};
+
+use crate::support::require_root;
+
+const PACKETS: u8 = 24;
+const AHEAD: u32 = 3;
+
+/// Packet `tag`: a UDP/4791 frame of 60 + tag bytes whose payload bytes
+/// are all `tag`.
+fn frame(buf: &mut [u8], src: &Side, dst: &Side, tag: u8) -> usize {
+    let len = 60 + usize::from(tag);
+    write_udp_frame(buf, src, dst, 4791, len);
+    buf[42..len].fill(tag);
+    len
+}
+
+#[test]
+#[ignore = "needs root"]
+fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
+    let _exclusive = require_root();
+    let pair = VethPair::create(&PairConfig {
+        mtu: 1500,
+        queues: 1,
+    })
+    .expect("veth pair");
+    let (ready, sent) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+
+    let b = pair.b.clone();
+    let (ready2, sent2) = (ready.clone(), sent.clone());
+    let (a_side, b_side) = (pair.a.clone(), pair.b.clone());
+    let receiver = std::thread::spawn(move || {
+        b.enter().unwrap();
+        let mut prog = SteerProgram::attach(&b.ifname, AttachMode::Native, false).unwrap();
+        let mut sock = XskSocket::open(&XskConfig::new(&b.ifname, 0)).unwrap();
+        prog.register_socket(0, &sock).unwrap();
+        ready2.store(true, Ordering::SeqCst);
+        // Let most packets queue up, so that calls see several at once.
+        while !sent2.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let mut expect = vec![0u8; 2048];
+        let (mut handed, mut shown) = (Vec::new(), vec![false; usize::from(PACKETS)]);
+        let mut ahead_events = 0;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while handed.len() < usize::from(PACKETS) && Instant::now() < deadline {
+            sock.recv_ahead(64, AHEAD, |r| match r {
+                Rx::Ahead(p) => {
+                    let tag = p[42];
+                    let next = handed.len() as u8;
+                    assert!(
+                        tag >= next && u32::from(tag - next) <= AHEAD,
+                        "packet {tag} shown ahead while {next} is next"
+                    );
+                    let n = frame(&mut expect, &a_side, &b_side, tag);
+                    assert_eq!(p, &expect[..n], "packet {tag} shown with its own bytes");
+                    shown[usize::from(tag)] = true;
+                    ahead_events += 1;
+                }
+                Rx::Packet(p) => {
+                    let tag = handed.len() as u8;
+                    let n = frame(&mut expect, &a_side, &b_side, tag);
+                    assert_eq!(p, &expect[..n], "packet {tag} handed intact and in order");
+                    assert!(
+                        shown[usize::from(tag)],
+                        "packet {tag} was shown ahead first"
+                    );
+                    handed.push(tag);
+                }
+            });
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        (handed, ahead_events, sock.counters().rx_packets)
+    });
+    while !ready.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    let a = pair.a.clone();
+    let (src, dst) = (pair.a.clone(), pair.b.clone());
+    let sender = std::thread::spawn(move || {
+        a.enter().unwrap();
+        let mut prog = SteerProgram::attach(&a.ifname, AttachMode::Native, false).unwrap();
+        let mut sock = XskSocket::open(&XskConfig::new(&a.ifname, 0)).unwrap();
+        prog.register_socket(0, &sock).unwrap();
+        let mut buf = vec![0u8; 2048];
+        for tag in 0..PACKETS {
+            let n = frame(&mut buf, &src, &dst, tag);
+            assert!(sock.send(&buf[..n]), "room for packet {tag}");
+        }
+        sock.flush().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while sock.tx_in_flight() > 0 && Instant::now() < deadline {
+            sock.complete();
+            let _ = sock.flush();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        sent.store(true, Ordering::SeqCst);
+        // Attached until the receiver is done.
+        (prog, sock)
+    });
+
+    let (handed, ahead_events, rx_packets) = receiver.join().expect("receiver");
+    assert_eq!(
+        handed,
+        (0..PACKETS).collect::<Vec<_>>(),
+        "every packet once, in order"
+    );
+    assert_eq!(
+        rx_packets,
+        u64::from(PACKETS),
+        "an early look is not a packet"
+    );
+    assert!(
+        ahead_events >= usize::from(PACKETS),
+        "{ahead_events} looks ahead"
+    );
+    drop(sender.join().expect("sender"));
+}
