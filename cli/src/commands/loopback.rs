@@ -294,6 +294,7 @@ fn to_json(
         "zero_copy": r.zero_copy,
         "messages_completed": r.messages_completed,
         "bytes_verified": r.bytes_verified,
+        "registered_bytes": r.registered_bytes,
         "data_errors": r.data_errors,
         "failed_completions": r.failed_completions,
         "retransmitted_packets": r.retransmitted_packets,
@@ -349,6 +350,10 @@ fn print_summary(
         r.responder.rcvd_pkts,
         r.retransmitted_packets,
         r.requester.timeouts
+    );
+    println!(
+        "  memory registered for the messages: {:.1} MiB (each QP's messages in flight at most, both sides)",
+        r.registered_bytes as f64 / (1 << 20) as f64
     );
     println!(
         "  XDP: redirected {} + {}, passed to the kernel {} + {}, dropped by --loss {} + {}",

@@ -131,6 +131,10 @@ pub struct LoopbackReport {
     pub kernel_traffic_ok: Option<bool>,
     pub stalled: bool,
     pub cancelled: bool,
+    /// Bytes of memory registered for the messages, both sides together:
+    /// each QP's messages in flight at most (the window, or fewer when the
+    /// QP has fewer messages), SEND's posted receives.
+    pub registered_bytes: u64,
 }
 
 impl LoopbackReport {
@@ -176,6 +180,13 @@ struct QpRun {
     /// Requester's local buffer (a) and the responder's buffer (b).
     la: MemoryRegion,
     rb: MemoryRegion,
+    /// Messages in flight at most on this QP, each in its own slot of
+    /// `la` (and, but for SEND, of `rb`): the window, or fewer when the QP
+    /// has fewer messages.
+    window: usize,
+    /// Slots of `rb` (SEND: receives kept posted, twice the window, at most
+    /// one per message; otherwise `window`).
+    recv_slots: usize,
     /// Messages to issue on this QP, issued, completed.
     total: u64,
     issued: u64,
@@ -245,19 +256,9 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     let mac_a = dev_b.resolve_mac(ip_a)?;
 
     let window = opts.window.max(1) as usize;
-    // SEND: b keeps twice the window of receives posted, so the receive
-    // for a message was posted about a window of completions before the
-    // message can be sent. With exactly a window, the repost and the SEND
-    // it allows raced (the post reaches b's engine thread through its work
-    // queue, the SEND through a's engine and the wire): now and then the
-    // SEND won and got an RNR NAK.
-    let recv_slots = if opts.op == LoopbackOp::Send {
-        2 * window
-    } else {
-        window
-    };
     let slot_len = size as usize;
     let mut runs = Vec::new();
+    let mut registered_bytes = 0u64;
     for i in 0..opts.qps {
         let q = i % queues;
         let caps = QpCaps {
@@ -266,8 +267,27 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
         };
         let qa = dev_a.create_qp(q, caps)?;
         let qb = dev_b.create_qp(q, caps)?;
-        let la = dev_a.register_memory(q, slot_len * window, Access::ALL)?;
+        let total = opts.messages / opts.qps as u64
+            + u64::from((i as u64) < opts.messages % opts.qps as u64);
+        // Memory for the messages this QP can have in flight, no more: with
+        // thousands of QPs and a few messages each, a whole window per QP
+        // was gigabytes (4096 QPs x 16 x 64 KiB x 3 for SEND: 12 GiB, 37 s
+        // of the kernel clearing pages).
+        let qp_window = window.min(total as usize).max(1);
+        // SEND: b keeps twice the window of receives posted, so the receive
+        // for a message was posted about a window of completions before the
+        // message can be sent. With exactly a window, the repost and the
+        // SEND it allows raced (the post reaches b's engine thread through
+        // its work queue, the SEND through a's engine and the wire): now and
+        // then the SEND won and got an RNR NAK.
+        let recv_slots = if opts.op == LoopbackOp::Send {
+            (2 * qp_window).min(total as usize).max(1)
+        } else {
+            qp_window
+        };
+        let la = dev_a.register_memory(q, slot_len * qp_window, Access::ALL)?;
         let rb = dev_b.register_memory(q, slot_len * recv_slots, Access::ALL)?;
+        registered_bytes += (slot_len * (qp_window + recv_slots)) as u64;
         let copts = ConnectOptions {
             path_mtu: opts.mtu,
             timeout: opts.ack_timeout,
@@ -299,19 +319,19 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
                 ..copts
             },
         )?;
-        let total = opts.messages / opts.qps as u64
-            + u64::from((i as u64) < opts.messages % opts.qps as u64);
         runs.push(QpRun {
             idx: i,
             a: qa,
             b: qb,
             la,
             rb,
+            window: qp_window,
+            recv_slots,
             total,
             issued: 0,
             completed: 0,
             sends_completed: 0,
-            slot_msg: vec![u64::MAX; window],
+            slot_msg: vec![u64::MAX; qp_window],
             seen_orig: if opts.op == LoopbackOp::Atomic {
                 vec![false; total as usize]
             } else {
@@ -324,7 +344,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     if opts.op == LoopbackOp::Read {
         for r in &runs {
             let mut buf = vec![0u8; slot_len];
-            for s in 0..window {
+            for s in 0..r.window {
                 fill(&mut buf, r.idx, s as u64);
                 r.rb.write(s * slot_len, &buf);
             }
@@ -338,6 +358,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     let mut report = LoopbackReport {
         attached_mode: dev_a.attached_mode().to_string(),
         zero_copy: dev_a.is_zero_copy(0),
+        registered_bytes,
         ..Default::default()
     };
     let start = Instant::now();
@@ -349,7 +370,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
     // SEND: pre-post receives for twice the window.
     if opts.op == LoopbackOp::Send {
         for r in &runs {
-            for s in 0..recv_slots {
+            for s in 0..r.recv_slots {
                 let wr = RecvWr {
                     wr_id: s as u64,
                     sge: r.rb.sge(s * slot_len, size),
@@ -373,11 +394,11 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
         // Issue up to the window on every QP.
         for r in runs.iter_mut() {
             while r.issued < r.total
-                && r.issued - r.completed < window as u64
-                && (opts.op != LoopbackOp::Send || r.issued - r.sends_completed < window as u64)
+                && r.issued - r.completed < r.window as u64
+                && (opts.op != LoopbackOp::Send || r.issued - r.sends_completed < r.window as u64)
             {
                 let msg = r.issued;
-                let slot = (msg % window as u64) as usize;
+                let slot = (msg % r.window as u64) as usize;
                 let off = slot * slot_len;
                 let wr = match opts.op {
                     LoopbackOp::Write | LoopbackOp::Send => {
@@ -434,7 +455,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
                     continue;
                 }
                 let msg = wc.wr_id;
-                let slot = (msg % window as u64) as usize;
+                let slot = (msg % r.window as u64) as usize;
                 let off = slot * slot_len;
                 let ok = match opts.op {
                     // WRITE completed = acknowledged = placed at the responder.
@@ -506,7 +527,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
                 report.messages_completed += 1;
                 // Receives complete in order: repost the slot for message
                 // completed + recv_slots - 1.
-                if r.completed + recv_slots as u64 <= r.total {
+                if r.completed + r.recv_slots as u64 <= r.total {
                     let _ = r.b.post_recv(RecvWr {
                         wr_id: slot as u64,
                         sge: r.rb.sge(slot * slot_len, size),
