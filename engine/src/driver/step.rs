@@ -119,22 +119,18 @@ impl DriverStep {
         }
     }
 
-    /// Hands up to [`BATCH`] received packets to the endpoint; returns how many.
+    /// Hands up to [`BATCH`] received packets to the endpoint; returns how
+    /// many. A frame for a QP the endpoint does not hold is counted
+    /// (`dropped_unknown_qp`), as [`Endpoint::handle_packet`] does.
     pub(crate) fn receive(
         &mut self,
         sock: &mut XskSocket,
         ep: &mut Endpoint,
         now: Instant,
     ) -> usize {
-        let capture = &self.capture;
-        let ahead = prefetch_distance(ep);
-        sock.recv_ahead(BATCH, ahead, |r| match r {
-            Rx::Ahead(frame) => prefetch_qp(ep, frame),
-            Rx::Packet(frame) => {
-                if let Some(c) = capture {
-                    c.record(frame);
-                }
-                ep.handle_packet(now, frame);
+        self.receive_routed(sock, ep, now, |ep, _, r| {
+            if let Received::NotHere { .. } = r {
+                ep.note_unknown_qp();
             }
         })
     }

@@ -13,7 +13,7 @@ use engine::nic::{AttachMode, SteerProgram};
 use engine::testbed::floor::write_udp_frame;
 use engine::testbed::netns::{PairConfig, Side, VethPair};
 
-use crate::support::require_root;
+use crate::support::{flush_until_completed, require_root};
 
 const PACKETS: u8 = 24;
 const AHEAD: u32 = 3;
@@ -104,13 +104,7 @@ fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
             let n = frame(&mut buf, &src, &dst, tag);
             assert!(sock.send(&buf[..n]), "room for packet {tag}");
         }
-        sock.flush().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while sock.tx_in_flight() > 0 && Instant::now() < deadline {
-            sock.complete();
-            let _ = sock.flush();
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        flush_until_completed(&mut sock);
         sent.store(true, Ordering::SeqCst);
         // Attached until the receiver is done.
         (prog, sock)

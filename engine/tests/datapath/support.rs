@@ -117,3 +117,15 @@ pub fn connect_qps(
     qb.connect(remote(qa, psn_a, mac_a, ip_a), sq(psn_b))
         .unwrap();
 }
+
+/// Publishes the queued TX frames and waits (up to 5 s) until the kernel
+/// has completed every frame in flight.
+pub fn flush_until_completed(sock: &mut engine::io::XskSocket) {
+    sock.flush().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while sock.tx_in_flight() > 0 && std::time::Instant::now() < deadline {
+        sock.complete();
+        let _ = sock.flush();
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

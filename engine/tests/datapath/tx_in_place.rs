@@ -14,7 +14,7 @@ use engine::nic::{AttachMode, SteerProgram};
 use engine::testbed::floor::write_udp_frame;
 use engine::testbed::netns::{PairConfig, Side, VethPair};
 
-use crate::support::{frames_conserved, require_root};
+use crate::support::{flush_until_completed, frames_conserved, require_root};
 
 /// Writes an Ethernet/IPv4/UDP frame to port 4791 of `len` bytes into
 /// `buf` (payload byte i = i as u8 ^ tag); returns `len`.
@@ -24,18 +24,6 @@ fn write_frame(buf: &mut [u8], src: &Side, dst: &Side, len: usize, tag: u8) -> u
         *b = i as u8 ^ tag;
     }
     len
-}
-
-/// Publishes the queued TX frames and waits (up to 5 s) until the kernel
-/// has completed every frame in flight.
-fn flush_until_completed(sock: &mut XskSocket) {
-    sock.flush().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while sock.tx_in_flight() > 0 && Instant::now() < deadline {
-        sock.complete();
-        let _ = sock.flush();
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 #[test]
