@@ -110,6 +110,12 @@ type Routes = Arc<Mutex<HashMap<u32, Sender<WorkCompletion>>>>;
 /// bound only covers a wake-up that went missing.
 const IDLE_WAIT: Duration = Duration::from_secs(1);
 
+/// How long a client that finds the server at `--max-clients` waits for a
+/// session that is ending (its client gone, its QPs and region being
+/// released) before it is refused. Until 2026-12-03 the accepting thread
+/// looked every 20 ms, which hid the race; now it wakes at once.
+const SESSION_END_GRACE: Duration = Duration::from_millis(200);
+
 /// How long the dispatcher keeps polling (yielding) after a completion
 /// before it parks: a stream's next completion is usually that close.
 const DISPATCH_SPIN: Duration = Duration::from_micros(50);
@@ -574,6 +580,17 @@ fn serve_loop(
             Ok((stream, addr)) => {
                 let _ = stream.set_nonblocking(false);
                 sessions.retain(|h| !h.is_finished());
+                // At the limit, a session whose client has already gone may
+                // still be releasing its QPs and region: a client that
+                // connects right after another one ended is not refused for
+                // it (back-to-back clients, each alone under --max-clients).
+                let grace = std::time::Instant::now() + SESSION_END_GRACE;
+                while sessions.len() >= args.max_clients as usize
+                    && std::time::Instant::now() < grace
+                {
+                    std::thread::sleep(Duration::from_millis(1));
+                    sessions.retain(|h| !h.is_finished());
+                }
                 if sessions.len() >= args.max_clients as usize {
                     let why = format!(
                         "{} clients are connected, the most this server takes (serve --max-clients): try again later",
