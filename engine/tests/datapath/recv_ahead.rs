@@ -10,21 +10,17 @@ use std::time::{Duration, Instant};
 
 use engine::io::{Rx, XskConfig, XskSocket};
 use engine::nic::{AttachMode, SteerProgram};
-use engine::testbed::floor::write_udp_frame;
 use engine::testbed::netns::{PairConfig, Side, VethPair};
 
-use crate::support::{flush_until_completed, require_root};
+use crate::support::{flush_until_completed, require_root, write_frame};
 
 const PACKETS: u8 = 24;
 const AHEAD: u32 = 3;
 
-/// Packet `tag`: a UDP/4791 frame of 60 + tag bytes whose payload bytes
-/// are all `tag`.
+/// Packet `tag`: a UDP/4791 frame of 60 + tag bytes (its first payload
+/// byte is `tag`: [`write_frame`]'s pattern).
 fn frame(buf: &mut [u8], src: &Side, dst: &Side, tag: u8) -> usize {
-    let len = 60 + usize::from(tag);
-    write_udp_frame(buf, src, dst, 4791, len);
-    buf[42..len].fill(tag);
-    len
+    write_frame(buf, src, dst, 60 + usize::from(tag), tag)
 }
 
 #[test]

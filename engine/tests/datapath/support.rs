@@ -129,3 +129,19 @@ pub fn flush_until_completed(sock: &mut engine::io::XskSocket) {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
+
+/// Writes an Ethernet/IPv4/UDP frame to port 4791 of `len` bytes into
+/// `buf` (payload byte i = i as u8 ^ tag); returns `len`.
+pub fn write_frame(
+    buf: &mut [u8],
+    src: &engine::testbed::netns::Side,
+    dst: &engine::testbed::netns::Side,
+    len: usize,
+    tag: u8,
+) -> usize {
+    engine::testbed::floor::write_udp_frame(buf, src, dst, 4791, len);
+    for (i, b) in buf[42..len].iter_mut().enumerate() {
+        *b = i as u8 ^ tag;
+    }
+    len
+}

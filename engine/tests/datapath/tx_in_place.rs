@@ -11,20 +11,9 @@ use std::time::{Duration, Instant};
 
 use engine::io::{InPlace, XskConfig, XskSocket};
 use engine::nic::{AttachMode, SteerProgram};
-use engine::testbed::floor::write_udp_frame;
-use engine::testbed::netns::{PairConfig, Side, VethPair};
+use engine::testbed::netns::{PairConfig, VethPair};
 
-use crate::support::{flush_until_completed, frames_conserved, require_root};
-
-/// Writes an Ethernet/IPv4/UDP frame to port 4791 of `len` bytes into
-/// `buf` (payload byte i = i as u8 ^ tag); returns `len`.
-fn write_frame(buf: &mut [u8], src: &Side, dst: &Side, len: usize, tag: u8) -> usize {
-    write_udp_frame(buf, src, dst, 4791, len);
-    for (i, b) in buf[42..len].iter_mut().enumerate() {
-        *b = i as u8 ^ tag;
-    }
-    len
-}
+use crate::support::{flush_until_completed, frames_conserved, require_root, write_frame};
 
 #[test]
 #[ignore = "needs root"]
