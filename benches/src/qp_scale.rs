@@ -36,7 +36,7 @@ use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge,
 };
-use engine::sim::{run_workload, WorkloadConfig};
+use engine::sim::{run_workload, SplitMix64, WorkloadConfig};
 use engine::time::Instant;
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +48,8 @@ pub const PACKETS: usize = 65_536;
 pub const BATCH: usize = 32;
 /// Message size.
 pub const SIZE: u32 = 64;
+/// Seed of the [`QpOrder::Shuffled`] order.
+const SHUFFLE_SEED: u64 = 0x5EED_0A11_0C8E;
 /// Messages of each `roce-xdp sim` row.
 pub const SIM_MESSAGES: u64 = 262_144;
 
@@ -202,14 +204,11 @@ impl Rig {
             qps.push((qa, qb));
         }
         if order == QpOrder::Shuffled {
-            // Fisher-Yates with a fixed xorshift64 sequence: the same
+            // Fisher-Yates with the simulator's seeded generator: the same
             // order in every run.
-            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+            let mut rng = SplitMix64::new(SHUFFLE_SEED);
             for i in (1..qps.len()).rev() {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                qps.swap(i, (x % (i as u64 + 1)) as usize);
+                qps.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
             }
         }
         let src = a

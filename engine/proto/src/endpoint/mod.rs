@@ -480,7 +480,7 @@ impl Endpoint {
     /// For a receiver that prefetches the QP's state a few frames ahead of
     /// [`Endpoint::receive`]: with thousands of QPs each frame finds its QP
     /// out of the caches, and received in no particular order the hardware
-    /// cannot guess which (the engine's driver does, `driver::prefetch`).
+    /// cannot guess which (the engine's driver does, `driver::prefetch_qp`).
     #[inline]
     pub fn qp_hint(&self, frame: &[u8]) -> Option<&Qp> {
         self.qps.get(peek_dest_qp(frame)?)
