@@ -120,6 +120,9 @@ pub struct RunToCompletion {
     coalesce_replies: bool,
     /// The last `poll_cq` left its transmissions to the next call.
     deferred: bool,
+    /// The application posted (or reached the endpoint) since the last
+    /// poll: the next one transmits before it receives.
+    posted: bool,
     queue: u32,
     ifname: String,
     netns: Option<String>,
@@ -196,6 +199,7 @@ impl RunToCompletion {
             loops: 0,
             coalesce_replies: cfg.coalesce_replies,
             deferred: false,
+            posted: false,
             queue: cfg.queue,
             ifname: cfg.ifname,
             netns: cfg.netns,
@@ -287,11 +291,13 @@ impl RunToCompletion {
     /// returned here. The packets leave on the next
     /// [`RunToCompletion::poll_cq`].
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
+        self.posted = true;
         self.ep.post_send(qpn, wr)
     }
 
     /// Posts a receive work request.
     pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        self.posted = true;
         self.ep.post_recv(qpn, wr)
     }
 
@@ -300,6 +306,8 @@ impl RunToCompletion {
     /// owns registered through [`Endpoint::reg_mr`], `modify_qp`,
     /// `destroy_qp`) and drives the I/O with [`RunToCompletion::progress`].
     pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+        // It may post: the next poll transmits first.
+        self.posted = true;
         &mut self.ep
     }
 
@@ -312,6 +320,7 @@ impl RunToCompletion {
     pub fn progress(&mut self) -> bool {
         self.loops += 1;
         self.deferred = false;
+        self.posted = false;
         let origin = self.origin;
         let clock = move || Instant::from_nanos(origin.elapsed().as_nanos() as u64);
         self.step
@@ -326,9 +335,10 @@ impl RunToCompletion {
     /// With [`InlineConfig::coalesce_replies`] (the default), a call that
     /// received packets and returns completions leaves what those packets
     /// made due (their ACKs, READ responses) for the next call, which
-    /// always transmits: the application's answer, posted in between,
-    /// leaves in the same batch and system call as the ACK, so a
-    /// request/response exchange costs one TX kick per direction, not two.
+    /// transmits them first, before it receives: the application's answer,
+    /// posted in between, leaves in the same batch and system call as the
+    /// ACK, so a request/response exchange costs one TX kick per direction,
+    /// not two, and the packets that came meanwhile do not hold it back.
     /// The ACK is late by the application's time between two calls.
     pub fn poll_cq(&mut self, out: &mut [WorkCompletion]) -> usize {
         let cq = self.cq;
@@ -346,18 +356,26 @@ impl RunToCompletion {
     pub fn poll_with(&mut self, take: impl FnOnce(&mut Endpoint) -> usize) -> (usize, bool) {
         self.loops += 1;
         let now = self.now();
+        // What the application posted since the last call, and what that
+        // call held back for it, leave first: packets that came meanwhile
+        // (in a ping-pong, the peer's ACK of our last message, which
+        // completes it) are handled after the answer is on its way, and do
+        // not hold it back for one more call.
+        let mut sent = 0;
+        if std::mem::take(&mut self.posted) | std::mem::take(&mut self.deferred) {
+            sent = self.step.transmit(&mut self.sock, &mut self.ep, now);
+        }
         let received = self.step.receive(&mut self.sock, &mut self.ep, now);
         // Nothing received: the time read before receiving is still now
         // (one clock read per empty poll, not two).
         let now = if received > 0 { self.now() } else { now };
         let timers = self.step.timers(&mut self.ep, now);
         let n = take(&mut self.ep);
-        if self.coalesce_replies && n > 0 && received > 0 && !self.deferred {
+        if self.coalesce_replies && n > 0 && received > 0 {
             self.deferred = true;
             return (n, true);
         }
-        self.deferred = false;
-        let sent = self.step.transmit(&mut self.sock, &mut self.ep, now);
+        sent += self.step.transmit(&mut self.sock, &mut self.ep, now);
         (n, received > 0 || timers || sent > 0)
     }
 

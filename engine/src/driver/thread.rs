@@ -482,6 +482,14 @@ impl Core {
     /// application work, receive (frames for QPs another queue holds are
     /// handed off), timers. Returns (progress, packets received).
     fn take_in(&mut self) -> (bool, usize) {
+        let (progress, now) = self.take_posts();
+        let (more, received) = self.take_packets(now);
+        (progress | more, received)
+    }
+
+    /// Hand-offs from other queues and the application's work. Returns
+    /// whether there was any, and the time to go on with.
+    fn take_posts(&mut self) -> (bool, Instant) {
         self.stats.loops += 1;
         // One clock read for an iteration that finds nothing (most of a
         // busy-polling loop's): each further one only after work that took
@@ -491,6 +499,13 @@ impl Core {
         let took = self.take_work();
         progress |= took;
         let now = if took { self.now() } else { now };
+        self.last_now = now;
+        (progress, now)
+    }
+
+    /// Receive (frames for QPs another queue holds are handed off), then
+    /// the timers that are due. Returns (progress, packets received).
+    fn take_packets(&mut self, now: Instant) -> (bool, usize) {
         let (dir, me, stats) = (&*self.dir, self.me, &mut self.stats);
         let received =
             self.step
@@ -506,8 +521,7 @@ impl Core {
         // to sleep at once.
         let timers_ran =
             self.ep.poll_timeout().is_some_and(|t| t <= now) && self.ep.handle_timeout(now);
-        progress |= timers_ran || received > 0;
-        (progress, received)
+        (timers_ran || received > 0, received)
     }
 
     fn transmit(&mut self) -> bool {
@@ -536,8 +550,10 @@ impl Core {
     }
 
     /// One iteration on an application thread ([`DrivenQueue::poll_cq`]):
-    /// as [`Core::iterate`], but completions are delivered before
-    /// transmitting, and when packets received now delivered completions,
+    /// as [`Core::iterate`], but work the application posted since the
+    /// last poll is transmitted first, before receiving (with what the last
+    /// iteration held for it), completions are delivered before the
+    /// second transmit, and when packets received now delivered completions,
     /// what they made due (their ACKs) waits for the next iteration, to
     /// leave with the application's answer, posted before its next poll.
     /// Packets that delivered no completion (a READ or atomic request, a
@@ -549,7 +565,17 @@ impl Core {
     /// answer (the application's WRITE, posted when it sees the data land)
     /// then leaves with the ACK.
     fn iterate_inline(&mut self) -> bool {
-        let (mut progress, received) = self.take_in();
+        let (mut progress, _) = self.take_posts();
+        if progress {
+            // The application's answer leaves at once, with the ACKs the
+            // last iteration held for it: packets that came meanwhile (the
+            // peer's ACK of our last message, in a ping-pong) are handled
+            // after, off the round trip's path.
+            self.deferred = false;
+            progress |= self.transmit();
+        }
+        let (more, received) = self.take_packets(self.last_now);
+        progress |= more;
         let delivered = self.deliver_completions();
         if received > 0 && (delivered || self.hold_acks) && !self.deferred {
             self.deferred = true;

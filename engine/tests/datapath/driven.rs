@@ -100,3 +100,50 @@ fn spinning_cq_wait_times_out_empty_and_returns_completions() {
     r.a.close();
     r.b.close();
 }
+
+/// A poll of a driven queue that takes the application's post sends it
+/// at once, even when packets that complete work wait in the RX ring
+/// (they are handled after it): the answer of a ping-pong does not wait
+/// for another poll because the peer's ACK of the last message came
+/// meanwhile. Here a's post meets the peer's SEND in a's ring; b gets
+/// a's SEND while a does not poll again.
+#[test]
+#[ignore = "needs root"]
+fn a_driven_poll_sends_the_post_before_handling_what_arrived() {
+    let pair = crate::support::veth_pair();
+    let r = rig(&pair, CqWait::Park);
+    r.la.write(4096, &[0xa5; 64]);
+    r.rb.write(4096, &[0x5a; 100]);
+    r.qb.post_recv(recv(&r.rb, 1)).unwrap();
+    let mut wcs = [WorkCompletion::default(); 16];
+    let mut driven = r.a.run_to_completion(0).unwrap();
+    r.qa.post_recv(recv(&r.la, 2)).unwrap();
+    assert_eq!(driven.poll_cq(&mut wcs), 0);
+    // b's SEND lands in a's RX ring; nothing takes it while a does not poll.
+    r.qb.post_send(SendWr::new(3, SendOp::Send, r.rb.sge(4096, 100)))
+        .unwrap();
+    let t = Instant::now();
+    while r.b.stats(0).unwrap().socket.tx_packets == 0 {
+        assert!(t.elapsed() < Duration::from_secs(5), "b did not send");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    // One poll: it takes a's SEND and b's, and sends a's.
+    r.qa.post_send(SendWr::new(4, SendOp::Send, r.la.sge(4096, 64)))
+        .unwrap();
+    let n = driven.poll_cq(&mut wcs);
+    assert!(
+        wcs[..n]
+            .iter()
+            .any(|wc| wc.opcode == WcOpcode::Recv && wc.byte_len == 100),
+        "the poll took b's SEND: {:?}",
+        &wcs[..n]
+    );
+    assert_eq!(until_recv(&mut wcs, |w| r.b.poll_cq(0, w)), 64);
+    let mut got = [0u8; 64];
+    assert!(r.rb.read(0, &mut got));
+    assert_eq!(got, [0xa5; 64]);
+    drop(driven);
+    r.a.close();
+    r.b.close();
+}
