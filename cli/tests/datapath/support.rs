@@ -89,13 +89,16 @@ impl Net {
         serde_json::from_str(&text(&st.stdout)).unwrap()
     }
 
-    /// Server side (namespace b).
-    pub fn server(&self, args: &[&str]) -> Child {
-        self.cmd(&self.pair.b.netns, args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawning the server")
+    /// Server side (namespace b), killed if the test ends (or fails)
+    /// while it still runs.
+    pub fn server(&self, args: &[&str]) -> Server {
+        Server(Some(
+            self.cmd(&self.pair.b.netns, args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawning the server"),
+        ))
     }
 
     /// Client side (namespace a), to completion.
@@ -156,7 +159,45 @@ impl Drop for Net {
 }
 
 /// Waits for a child with a deadline, killing it on timeout.
-pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
+/// A server process of a test ([`Net::server`]): a `Child` that is killed
+/// and reaped when dropped still running, so that a test that fails
+/// before it stops its server does not leave it behind, holding its
+/// namespace, its XDP program and the binary. [`wait_output`] takes it
+/// (then the test waits for it as before).
+pub struct Server(Option<Child>);
+
+impl std::ops::Deref for Server {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("a server not yet taken")
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a server not yet taken")
+    }
+}
+
+impl From<Server> for Child {
+    fn from(mut s: Server) -> Child {
+        s.0.take().expect("a server not yet taken")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            if matches!(c.try_wait(), Ok(None)) {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+pub fn wait_output(child: impl Into<Child>, timeout: Duration) -> Output {
+    let mut child: Child = child.into();
     let deadline = Instant::now() + timeout;
     loop {
         if child.try_wait().expect("try_wait").is_some() {
