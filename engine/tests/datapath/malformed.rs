@@ -4,7 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use engine::io::{XskConfig, XskSocket};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::testbed::netns::{PairConfig, VethPair};
 use engine::verbs::{Device, DeviceConfig, QpCaps};
@@ -12,7 +11,7 @@ use engine::wire::{
     emit_frame, BthRepr, Ecn, EthRepr, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr,
 };
 
-use crate::support::{connect_qps, require_root};
+use crate::support::{connect_qps, require_root, send_all};
 
 fn write_only(pair: &VethPair, dest_qp: u32) -> Vec<u8> {
     let h = RoceHeaders {
@@ -85,16 +84,10 @@ fn bad_frames_are_counted_and_dropped_and_the_engine_keeps_running() {
     let a = pair.a.clone();
     std::thread::spawn(move || {
         a.enter().unwrap();
-        let mut s = XskSocket::open(&XskConfig::new(&a.ifname, 0)).unwrap();
-        for _ in 0..10 {
-            for f in [&unknown_qp, &bad_icrc, &truncated] {
-                assert!(s.send(f));
-            }
-        }
-        while s.tx_in_flight() > 0 {
-            s.flush().unwrap();
-            s.complete();
-        }
+        let frames: Vec<&[u8]> = (0..10)
+            .flat_map(|_| [&unknown_qp[..], &bad_icrc[..], &truncated[..]])
+            .collect();
+        send_all(&a, &frames);
     })
     .join()
     .unwrap();

@@ -8,11 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::io::{Rx, XskConfig, XskSocket};
-use engine::nic::{AttachMode, SteerProgram};
+use engine::io::Rx;
 use engine::testbed::netns::{PairConfig, Side, VethPair};
 
-use crate::support::{flush_until_completed, require_root, write_frame};
+use crate::support::{attach_queue0, flush_until_completed, require_root, write_frame};
 
 const PACKETS: u8 = 24;
 const AHEAD: u32 = 3;
@@ -42,9 +41,7 @@ fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
     let (a_side, b_side) = (pair.a.clone(), pair.b.clone());
     let receiver = std::thread::spawn(move || {
         b.enter().unwrap();
-        let mut prog = SteerProgram::attach(&b.ifname, AttachMode::Native, false).unwrap();
-        let mut sock = XskSocket::open(&XskConfig::new(&b.ifname, 0)).unwrap();
-        prog.register_socket(0, &sock).unwrap();
+        let (_prog, mut sock) = attach_queue0(&b);
         ready2.store(true, Ordering::SeqCst);
         // Let most packets queue up, so that calls see several at once.
         while !sent2.load(Ordering::SeqCst) {
@@ -92,9 +89,7 @@ fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
     let (src, dst) = (pair.a.clone(), pair.b.clone());
     let sender = std::thread::spawn(move || {
         a.enter().unwrap();
-        let mut prog = SteerProgram::attach(&a.ifname, AttachMode::Native, false).unwrap();
-        let mut sock = XskSocket::open(&XskConfig::new(&a.ifname, 0)).unwrap();
-        prog.register_socket(0, &sock).unwrap();
+        let (prog, mut sock) = attach_queue0(&a);
         let mut buf = vec![0u8; 2048];
         for tag in 0..PACKETS {
             let n = frame(&mut buf, &src, &dst, tag);

@@ -14,7 +14,7 @@ use engine::io::{XskConfig, XskSocket};
 use engine::nic::{AttachMode, SteerProgram};
 use engine::testbed::netns::{PairConfig, VethPair};
 
-use crate::support::require_root;
+use crate::support::{attach_queue0, require_root, send_all};
 
 #[derive(Clone, Copy)]
 struct FrameSpec {
@@ -183,21 +183,12 @@ fn steers_roce_and_passes_everything_else() {
 
     let receiver = std::thread::spawn(move || {
         b.enter().unwrap();
-        let mut prog = SteerProgram::attach(&b.ifname, AttachMode::Native, false).unwrap();
-        let mut sock = XskSocket::open(&XskConfig::new(&b.ifname, 0)).unwrap();
-        prog.register_socket(0, &sock).unwrap();
+        let (prog, mut sock) = attach_queue0(&b);
         let before = prog.counters().unwrap();
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let sender = std::thread::spawn(move || {
             a.enter().unwrap();
-            let mut s = XskSocket::open(&XskConfig::new(&a.ifname, 0)).unwrap();
-            for f in &frames {
-                assert!(s.send(f));
-            }
-            while s.tx_in_flight() > 0 {
-                s.flush().unwrap();
-                s.complete();
-            }
+            send_all(&a, &frames);
             rx.recv().ok();
         });
         let mut got = Vec::new();
@@ -247,9 +238,7 @@ fn ping_and_tcp_work_while_attached() {
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let holder = std::thread::spawn(move || {
         b.enter().unwrap();
-        let mut prog = SteerProgram::attach(&b.ifname, AttachMode::Native, false).unwrap();
-        let sock = XskSocket::open(&XskConfig::new(&b.ifname, 0)).unwrap();
-        prog.register_socket(0, &sock).unwrap();
+        let (prog, _sock) = attach_queue0(&b);
         // A TCP server in b.
         let listener = std::net::TcpListener::bind((b.ipv4, 18515)).unwrap();
         tx.send(()).unwrap();
@@ -443,14 +432,7 @@ fn ce_marking_rewrites_ecn_and_fixes_the_checksum() {
         prog.register_socket(0, &sock).unwrap();
         std::thread::spawn(move || {
             a.enter().unwrap();
-            let mut s = XskSocket::open(&XskConfig::new(&a.ifname, 0)).unwrap();
-            for f in &sent {
-                assert!(s.send(f));
-            }
-            while s.tx_in_flight() > 0 {
-                s.flush().unwrap();
-                s.complete();
-            }
+            send_all(&a, &sent);
         })
         .join()
         .unwrap();

@@ -118,6 +118,29 @@ pub fn connect_qps(
         .unwrap();
 }
 
+/// The steering program attached (native mode) to `side`'s veth end and
+/// queue 0's socket registered with it. Call it from a thread that
+/// entered `side`'s namespace; both stay attached while held.
+pub fn attach_queue0(side: &Side) -> (engine::nic::SteerProgram, engine::io::XskSocket) {
+    let mut prog =
+        engine::nic::SteerProgram::attach(&side.ifname, engine::nic::AttachMode::Native, false)
+            .unwrap();
+    let sock = engine::io::XskSocket::open(&engine::io::XskConfig::new(&side.ifname, 0)).unwrap();
+    prog.register_socket(0, &sock).unwrap();
+    (prog, sock)
+}
+
+/// Sends `frames` from queue 0 of `side` (a socket of its own, no
+/// program needed to send) and waits until the kernel completed them.
+/// Call it from a thread that entered `side`'s namespace.
+pub fn send_all<F: AsRef<[u8]>>(side: &Side, frames: &[F]) {
+    let mut s = engine::io::XskSocket::open(&engine::io::XskConfig::new(&side.ifname, 0)).unwrap();
+    for f in frames {
+        assert!(s.send(f.as_ref()), "room for every frame");
+    }
+    flush_until_completed(&mut s);
+}
+
 /// Publishes the queued TX frames and waits (up to 5 s) until the kernel
 /// has completed every frame in flight.
 pub fn flush_until_completed(sock: &mut engine::io::XskSocket) {

@@ -9,11 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::io::{InPlace, XskConfig, XskSocket};
-use engine::nic::{AttachMode, SteerProgram};
+use engine::io::InPlace;
 use engine::testbed::netns::{PairConfig, VethPair};
 
-use crate::support::{flush_until_completed, frames_conserved, require_root, write_frame};
+use crate::support::{
+    attach_queue0, flush_until_completed, frames_conserved, require_root, write_frame,
+};
 
 #[test]
 #[ignore = "needs root"]
@@ -33,9 +34,7 @@ fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
     let (a_side, b_side) = (pair.a.clone(), pair.b.clone());
     let receiver = std::thread::spawn(move || {
         b.enter().unwrap();
-        let mut prog = SteerProgram::attach(&b.ifname, AttachMode::Native, false).unwrap();
-        let mut sock = XskSocket::open(&XskConfig::new(&b.ifname, 0)).unwrap();
-        prog.register_socket(0, &sock).unwrap();
+        let (_prog, mut sock) = attach_queue0(&b);
         ready2.store(true, Ordering::SeqCst);
         let mut got = Vec::new();
         let mut expect = vec![0u8; 9216];
@@ -59,9 +58,7 @@ fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
     let (src, dst) = (pair.a.clone(), pair.b.clone());
     let sender = std::thread::spawn(move || {
         a.enter().unwrap();
-        let mut prog = SteerProgram::attach(&a.ifname, AttachMode::Native, false).unwrap();
-        let mut sock = XskSocket::open(&XskConfig::new(&a.ifname, 0)).unwrap();
-        prog.register_socket(0, &sock).unwrap();
+        let (_prog, mut sock) = attach_queue0(&a);
         let fs = sock.frame_size() as usize;
         let before = sock.accounting();
         assert_eq!(before.in_tx_or_completion, 0);
