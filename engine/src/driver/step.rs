@@ -179,18 +179,6 @@ impl DriverStep {
         ep: &mut Endpoint,
         now: Instant,
     ) -> usize {
-        self.transmit_first_alone(sock, ep, now, false)
-    }
-
-    /// [`DriverStep::transmit`]; if `first_alone`, the first packet is
-    /// published (a TX kick) before the next is written.
-    pub(crate) fn transmit_first_alone(
-        &mut self,
-        sock: &mut XskSocket,
-        ep: &mut Endpoint,
-        now: Instant,
-        first_alone: bool,
-    ) -> usize {
         sock.complete();
         let room = IN_PLACE_ROOM.min(sock.max_packet());
         let mut sent = 0;
@@ -218,9 +206,6 @@ impl DriverStep {
                 }
             }
             sent += 1;
-            if first_alone && sent == 1 {
-                let _ = sock.flush();
-            }
         }
         if sent > 0 || sock.tx_in_flight() > 0 {
             let _ = sock.flush();

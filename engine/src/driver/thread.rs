@@ -294,19 +294,6 @@ impl DrivenQueue {
         }
     }
 
-    /// Whether the first frame of what the application posted leaves in a
-    /// TX kick of its own, before the frames behind it (the ACKs the last
-    /// poll held for it) are even built (off by default). For a ping-pong
-    /// (the latency tools): the peer waits for that frame only, and in one
-    /// kick it left after the ACK was built. Costs one more system call
-    /// per poll that takes posts, so leave it off for streaming. Reset when
-    /// the claim ends.
-    pub fn answer_alone(&self, on: bool) {
-        if let Some(core) = lock(&self.core).as_mut() {
-            core.answer_alone = on;
-        }
-    }
-
     /// Runs one engine iteration and takes up to `out.len()` completions
     /// of the queue. Never blocks.
     pub fn poll_cq(&mut self, out: &mut [WorkCompletion]) -> usize {
@@ -330,7 +317,6 @@ impl Drop for DrivenQueue {
         if let Some(core) = lock(&self.core).as_mut() {
             core.flush_deferred();
             core.hold_acks = false;
-            core.answer_alone = false;
             core.publish(false);
         }
         let shared = &self.shared;
@@ -451,9 +437,6 @@ pub(crate) struct Core {
     /// A driven iteration that received packets leaves its transmissions
     /// to the next even without completions ([`DrivenQueue::hold_acks`]).
     hold_acks: bool,
-    /// The first frame of the application's answer leaves in a TX kick of
-    /// its own ([`DrivenQueue::answer_alone`]).
-    answer_alone: bool,
 }
 
 impl Core {
@@ -488,7 +471,6 @@ impl Core {
             dirty: true,
             deferred: false,
             hold_acks: false,
-            answer_alone: false,
         })
     }
 
@@ -547,16 +529,6 @@ impl Core {
         self.step.transmit(&mut self.sock, &mut self.ep, now) > 0
     }
 
-    /// Transmits the application's answer, taken in this iteration: its
-    /// first frame in a TX kick of its own if [`DrivenQueue::answer_alone`]
-    /// asked for it.
-    fn transmit_answer(&mut self) -> bool {
-        let now = self.last_now;
-        self.step
-            .transmit_first_alone(&mut self.sock, &mut self.ep, now, self.answer_alone)
-            > 0
-    }
-
     /// Publishes the statistics every [`STATS_PERIOD`] while there is work.
     fn maybe_publish(&mut self, progress: bool, engine_thread: bool) {
         self.dirty |= progress;
@@ -600,7 +572,7 @@ impl Core {
             // peer's ACK of our last message, in a ping-pong) are handled
             // after, off the round trip's path.
             self.deferred = false;
-            progress |= self.transmit_answer();
+            progress |= self.transmit();
         }
         let (more, received) = self.take_packets(self.last_now);
         progress |= more;

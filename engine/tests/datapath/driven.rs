@@ -147,38 +147,3 @@ fn a_driven_poll_sends_the_post_before_handling_what_arrived() {
     r.a.close();
     r.b.close();
 }
-
-/// `DrivenQueue::answer_alone` (the latency tools' setting): the first
-/// frame of what the application posted leaves in a TX kick of its own,
-/// then the ACK the last poll held for it. In this ping-pong every frame
-/// a sends is either a ping or an ACK behind one, so every frame gets its
-/// own kick; without the setting the ping and the ACK share one.
-#[test]
-#[ignore = "needs root"]
-fn answer_alone_sends_the_first_frame_of_an_answer_in_its_own_kick() {
-    let pair = crate::support::veth_pair();
-    let r = rig(&pair, CqWait::Park);
-    let kicks_per_packet = |alone: bool, from: u64| {
-        let before = r.a.stats(0).unwrap().socket;
-        {
-            let mut driven = r.a.run_to_completion(0).unwrap();
-            driven.answer_alone(alone);
-            for i in from..from + 100 {
-                ping_pong(&r, i, &mut |w| driven.poll_cq(w));
-            }
-        }
-        let after = r.a.stats(0).unwrap().socket;
-        let (kicks, packets) = (
-            after.tx_kicks - before.tx_kicks,
-            after.tx_packets - before.tx_packets,
-        );
-        assert!(packets >= 199, "a sent 100 pings and their ACKs: {packets}");
-        kicks as f64 / packets as f64
-    };
-    let shared = kicks_per_packet(false, 0);
-    let alone = kicks_per_packet(true, 100);
-    assert!(shared < 0.75, "without: {shared} kicks per packet");
-    assert!(alone > 0.95, "with answer_alone: {alone} kicks per packet");
-    r.a.close();
-    r.b.close();
-}

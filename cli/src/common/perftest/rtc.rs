@@ -113,9 +113,6 @@ pub fn claim(kind: Kind, dev: &Arc<Device>, q: u32) -> Option<Claim> {
     // A WRITE ping-pong answers what lands in memory: the ACK of the
     // peer's WRITE leaves with our WRITE, in one kick.
     driven.hold_acks(kind == Kind::WriteLat);
-    // The peer waits for our answer's first frame, not for the ACK behind
-    // it: that frame leaves in a kick of its own.
-    driven.answer_alone(true);
     let pumping = match router(q) {
         Some(route) => {
             PUMP.with(|p| {
