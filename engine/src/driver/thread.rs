@@ -109,6 +109,13 @@ const MAX_SLEEP: Duration = Duration::from_secs(1);
 /// that it still does (it is woken when the claim ends).
 const CLAIM_POLL: Duration = Duration::from_millis(100);
 
+/// The longest a driven queue holds the ACKs due from packets that made
+/// completions for the application's answer ([`Core::hold_for_answer`]):
+/// far below any retransmission timeout, and long enough for a loop that
+/// waits for its own ACK (which comes right behind the peer's message)
+/// before it answers.
+const ANSWER_HOLD: Duration = Duration::from_micros(20);
+
 impl Driver {
     /// Starts the engine thread of queue `cfg.xsk.queue` of a device whose
     /// queues share `directory` (which holds this queue's [`Shared`]): it
@@ -434,6 +441,9 @@ pub(crate) struct Core {
     dirty: bool,
     /// The last driven iteration left its transmissions to the next.
     deferred: bool,
+    /// When the transmissions held for the application's answer were
+    /// first held ([`Core::hold_for_answer`]).
+    deferred_at: Instant,
     /// A driven iteration that received packets leaves its transmissions
     /// to the next even without completions ([`DrivenQueue::hold_acks`]).
     hold_acks: bool,
@@ -470,6 +480,7 @@ impl Core {
             last_now: Instant::from_nanos(0),
             dirty: true,
             deferred: false,
+            deferred_at: Instant::from_nanos(0),
             hold_acks: false,
         })
     }
@@ -577,8 +588,8 @@ impl Core {
         let (more, received) = self.take_packets(self.last_now);
         progress |= more;
         let delivered = self.deliver_completions();
-        if received > 0 && (delivered || self.hold_acks) && !self.deferred {
-            self.deferred = true;
+        if self.hold_for_answer(received > 0 && (delivered || self.hold_acks), received) {
+            // Held for the application's answer.
         } else {
             self.deferred = false;
             progress |= self.transmit();
@@ -586,6 +597,29 @@ impl Core {
         progress |= delivered | self.drain_backlog();
         self.maybe_publish(progress, false);
         progress
+    }
+
+    /// Whether this driven iteration leaves its transmissions (the ACKs
+    /// its packets made due) for the application's answer: from an
+    /// iteration whose packets made completions (`took_completions`), for
+    /// the polls after it that receive nothing else to answer at once, at
+    /// most [`ANSWER_HOLD`]. A ping-pong whose application waits for the
+    /// ACK of its own message before it answers (perftest's latency
+    /// loops) polls a few times between the peer's message and that ACK;
+    /// releasing the held ACK at the first of them cost a TX kick of its
+    /// own on each side per round trip. A packet that made no completion
+    /// (a READ request) ends the hold: its answer goes now.
+    fn hold_for_answer(&mut self, took_completions: bool, received: usize) -> bool {
+        let now = self.last_now;
+        if !self.deferred {
+            self.deferred = took_completions;
+            self.deferred_at = now;
+            return took_completions;
+        }
+        let hold = (took_completions || received == 0)
+            && now.saturating_duration_since(self.deferred_at) < ANSWER_HOLD;
+        self.deferred = hold;
+        hold
     }
 
     /// Sends what the last driven iteration left for the next one.

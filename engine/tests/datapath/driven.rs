@@ -147,3 +147,41 @@ fn a_driven_poll_sends_the_post_before_handling_what_arrived() {
     r.a.close();
     r.b.close();
 }
+
+/// A driven queue holds the ACK of the peer's message for the
+/// application's answer across the polls in between (at most
+/// `ANSWER_HOLD`, 20 µs): a loop that polls a few more times before it
+/// answers (perftest's latency loops wait for the ACK of their own
+/// message first) still sends its answer and that ACK in one TX kick.
+/// Released at the first such poll, each ACK took a kick of its own.
+#[test]
+#[ignore = "needs root"]
+fn a_held_ack_waits_for_the_answer_across_empty_polls() {
+    let pair = crate::support::veth_pair();
+    let r = rig(&pair, CqWait::Park);
+    let before = r.a.stats(0).unwrap().socket;
+    {
+        let mut driven = r.a.run_to_completion(0).unwrap();
+        let mut spare = [WorkCompletion::default(); 16];
+        for i in 0..100 {
+            ping_pong(&r, i, &mut |w| driven.poll_cq(w));
+            // Polls that find nothing to answer, as a loop waiting for
+            // its own ACK makes (it came with the pong here).
+            for _ in 0..3 {
+                driven.poll_cq(&mut spare);
+            }
+        }
+    }
+    let after = r.a.stats(0).unwrap().socket;
+    let (kicks, packets) = (
+        after.tx_kicks - before.tx_kicks,
+        after.tx_packets - before.tx_packets,
+    );
+    assert!(packets >= 199, "a sent 100 pings and their ACKs: {packets}");
+    assert!(
+        (kicks as f64) < 0.75 * packets as f64,
+        "{kicks} kicks for {packets} packets: the held ACKs left on their own"
+    );
+    r.a.close();
+    r.b.close();
+}
