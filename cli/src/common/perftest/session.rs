@@ -440,7 +440,7 @@ impl Side {
             self.await_first_write(size)?;
         }
         let mut i = 0u64;
-        let mut writes_done = 0u64;
+        let (mut writes_done, mut sends_done) = (0u64, 0u64);
         let mut last_old: Option<u64> = None;
         while i < total && end.is_none_or(|e| Instant::now() < e) {
             if self.stop.load(Ordering::Relaxed) {
@@ -457,9 +457,18 @@ impl Side {
             }
             let mut spins = 0;
             // write-lat: the server wrote first; no answer comes to our
-            // last WRITE (perftest's order).
-            // Our last WRITE must be acknowledged before we leave.
+            // last WRITE (perftest's order), which must still be
+            // acknowledged before we leave.
             let last_write = kind == Kind::WriteLat && i + 1 == total;
+            // perftest's loop (run_iter_lat_send, run_iter_lat_write):
+            // after each post it polls the send CQ for that message's
+            // completion, so a round trip ends when both the answer and
+            // the ACK of our message are in. Without that wait, send-lat
+            // and write-lat reported less than ib_send_lat and
+            // ib_write_lat do on the same engine (here the ACK travels
+            // behind the peer's answer).
+            let mut acked = !matches!(kind, Kind::SendLat | Kind::WriteLat);
+            let mut answered = false;
             let mut done = false;
             let mut byte = [0u8];
             while !done {
@@ -486,18 +495,25 @@ impl Side {
                         (Kind::SendLat, WcOpcode::Recv) => {
                             self.recvs[0] = self.recvs[0].saturating_sub(1);
                             self.post_recv(&qp)?;
-                            done = true;
+                            answered = true;
+                        }
+                        (Kind::SendLat, WcOpcode::Send) => {
+                            sends_done += 1;
+                            acked |= sends_done == i + 1;
                         }
                         (Kind::WriteLat, WcOpcode::Write) => {
                             writes_done += 1;
-                            done |= last_write && writes_done == i + 1;
+                            acked |= writes_done == i + 1;
                         }
                         _ => {}
                     }
                 }
-                if kind == Kind::WriteLat && !last_write {
+                if kind == Kind::WriteLat && !answered {
                     self.mr.read((size - 1) as usize, &mut byte);
-                    done = byte[0] == marker(i + 1);
+                    answered = last_write || byte[0] == marker(i + 1);
+                }
+                if matches!(kind, Kind::SendLat | Kind::WriteLat) {
+                    done = answered && acked;
                 }
                 if !done && n == 0 {
                     if rtc.is_some() && spins < 64 {
