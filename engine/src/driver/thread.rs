@@ -588,10 +588,7 @@ impl Core {
         let (more, received) = self.take_packets(self.last_now);
         progress |= more;
         let delivered = self.deliver_completions();
-        if self.hold_for_answer(received > 0 && (delivered || self.hold_acks), received) {
-            // Held for the application's answer.
-        } else {
-            self.deferred = false;
+        if !self.hold_for_answer(received > 0 && (delivered || self.hold_acks), received) {
             progress |= self.transmit();
         }
         progress |= delivered | self.drain_backlog();
@@ -611,15 +608,14 @@ impl Core {
     /// (a READ request) ends the hold: its answer goes now.
     fn hold_for_answer(&mut self, took_completions: bool, received: usize) -> bool {
         let now = self.last_now;
-        if !self.deferred {
-            self.deferred = took_completions;
+        self.deferred = if self.deferred {
+            (took_completions || received == 0)
+                && now.saturating_duration_since(self.deferred_at) < ANSWER_HOLD
+        } else {
             self.deferred_at = now;
-            return took_completions;
-        }
-        let hold = (took_completions || received == 0)
-            && now.saturating_duration_since(self.deferred_at) < ANSWER_HOLD;
-        self.deferred = hold;
-        hold
+            took_completions
+        };
+        self.deferred
     }
 
     /// Sends what the last driven iteration left for the next one.

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engine::io::Rx;
-use engine::testbed::netns::{PairConfig, Side, VethPair};
+use engine::testbed::netns::Side;
 
-use crate::support::{attach_queue0, flush_until_completed, require_root, write_frame};
+use crate::support::{attach_queue0, flush_until_completed, veth_pair, write_frame};
 
 const PACKETS: u8 = 24;
 const AHEAD: u32 = 3;
@@ -25,12 +25,7 @@ fn frame(buf: &mut [u8], src: &Side, dst: &Side, tag: u8) -> usize {
 #[test]
 #[ignore = "needs root"]
 fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
-    let _exclusive = require_root();
-    let pair = VethPair::create(&PairConfig {
-        mtu: 1500,
-        queues: 1,
-    })
-    .expect("veth pair");
+    let pair = veth_pair();
     let (ready, sent) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),

@@ -10,21 +10,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engine::io::InPlace;
-use engine::testbed::netns::{PairConfig, VethPair};
 
 use crate::support::{
-    attach_queue0, flush_until_completed, frames_conserved, require_root, write_frame,
+    attach_queue0, flush_until_completed, frames_conserved, veth_pair, write_frame,
 };
 
 #[test]
 #[ignore = "needs root"]
 fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
-    let _exclusive = require_root();
-    let pair = VethPair::create(&PairConfig {
-        mtu: 4200,
-        queues: 1,
-    })
-    .expect("veth pair");
+    let pair = veth_pair();
     let ready = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
 

@@ -467,8 +467,8 @@ impl Side {
             // and write-lat reported less than ib_send_lat and
             // ib_write_lat do on the same engine (here the ACK travels
             // behind the peer's answer).
-            let mut acked = !matches!(kind, Kind::SendLat | Kind::WriteLat);
-            let mut answered = false;
+            let ping_pong = matches!(kind, Kind::SendLat | Kind::WriteLat);
+            let (mut answered, mut acked) = (false, false);
             let mut done = false;
             let mut byte = [0u8];
             while !done {
@@ -512,7 +512,7 @@ impl Side {
                     self.mr.read((size - 1) as usize, &mut byte);
                     answered = last_write || byte[0] == marker(i + 1);
                 }
-                if matches!(kind, Kind::SendLat | Kind::WriteLat) {
+                if ping_pong {
                     done = answered && acked;
                 }
                 if !done && n == 0 {
