@@ -689,6 +689,10 @@ fn qp_scale_profile(n: u32) {
     );
 }
 
+/// Large tables (an endpoint's QPs) in huge pages: `engine::io::HugePageAlloc`.
+#[global_allocator]
+static ALLOC: engine::io::HugePageAlloc = engine::io::HugePageAlloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--qp-scale-profile") {

@@ -163,4 +163,9 @@ fn sim_qp_scale(c: &mut Criterion) {
 }
 
 criterion_group!(benches, simulator, sim_qp_scale);
+
+/// Large tables (an endpoint's QPs) in huge pages: `engine::io::HugePageAlloc`.
+#[global_allocator]
+static ALLOC: engine::io::HugePageAlloc = engine::io::HugePageAlloc;
+
 criterion_main!(benches);

@@ -8,6 +8,10 @@ fn rss() -> u64 {
     s.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 4096
 }
 
+/// Large tables (an endpoint's QPs) in huge pages: `engine::io::HugePageAlloc`.
+#[global_allocator]
+static ALLOC: engine::io::HugePageAlloc = engine::io::HugePageAlloc;
+
 fn main() {
     let wr: u32 = std::env::args().nth(1).unwrap().parse().unwrap();
     let connect = std::env::args().nth(2).as_deref() == Some("rts");

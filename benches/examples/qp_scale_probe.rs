@@ -9,10 +9,27 @@
 //! valgrind --tool=cachegrind --cache-sim=yes \
 //!     target/release/examples/qp_scale_probe 65536 2 [req] [reset] [shuffled]
 //! ```
-use roce_xdp_benches::qp_scale::{QpOrder, Rig};
+//!
+//! `qp_scale_probe rows [PASSES]` prints the rows `roce-xdp bench` reports
+//! under `qp_scale` (3 passes by default, as the full run), alone.
+use roce_xdp_benches::qp_scale::{measure, QpOrder, Rig, QP_COUNTS, SIM_MESSAGES};
+
+/// Large tables (an endpoint's QPs) in huge pages: `engine::io::HugePageAlloc`.
+#[global_allocator]
+static ALLOC: engine::io::HugePageAlloc = engine::io::HugePageAlloc;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("rows") {
+        let passes = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(3);
+        for r in measure(&QP_COUNTS, passes, SIM_MESSAGES).expect("qp_scale rows") {
+            println!(
+                "{:9} {:8} {:6} QPs {:8.1} ns {:5.2}x",
+                r.path, r.order, r.qps, r.ns_per_packet, r.ratio
+            );
+        }
+        return;
+    }
     let usage = "usage: qp_scale_probe QPS PASSES [req] [reset] [shuffled]";
     let n: u32 = args.get(1).and_then(|a| a.parse().ok()).expect(usage);
     let passes: usize = args.get(2).and_then(|a| a.parse().ok()).expect(usage);

@@ -24,14 +24,15 @@
 //! CPU's own prefetchers follow), and in a seeded shuffled order (as
 //! traffic from many peers arrives: each packet's QP anywhere in memory).
 //! The responder pass receives as the engine's driver does: with
-//! [`engine::driver::PREFETCH_MIN_QPS`] QPs or more, each frame's QP state is prefetched
-//! [`engine::driver::PREFETCH_AHEAD`] frames ahead
-//! ([`engine::driver::prefetch_qp`]).
+//! [`engine::driver::PREFETCH_MIN_QPS`] QPs or more, each frame's QP is
+//! prefetched in the two stages of [`engine::driver::PREFETCH_AHEAD`]
+//! ([`engine::driver::prefetch_qp_index`], then
+//! [`engine::driver::prefetch_qp_state`]).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallInstant;
 
-use engine::driver::{prefetch_distance, prefetch_qp};
+use engine::driver::{prefetch_distance, prefetch_qp_index, prefetch_qp_state};
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge,
@@ -284,14 +285,22 @@ impl Rig {
         let mut tx = vec![0u8; 2048];
         let now = Instant::ZERO;
         let (mut best, mut total) = (f64::MAX, 0u128);
-        // As the driver receives (`engine::driver`, receive step).
-        let ahead = prefetch_distance(&self.b) as usize;
+        // As the driver receives (`engine::driver`, receive step): both
+        // prefetch stages, each frame first `far` then `near` frames ahead.
+        let ahead = prefetch_distance(&self.b);
+        let (near, far) = (ahead.near as usize, ahead.far as usize);
         for (i, batch) in self.frames.chunks(BATCH).enumerate() {
             let start = WallInstant::now();
             for (j, f) in batch.iter().enumerate() {
-                if ahead > 0 {
-                    if let Some(next) = self.frames.get(i * BATCH + j + ahead) {
-                        prefetch_qp(&self.b, next);
+                let k = i * BATCH + j;
+                if far > 0 {
+                    if let Some(next) = self.frames.get(k + far) {
+                        prefetch_qp_index(&self.b, next);
+                    }
+                }
+                if near > 0 {
+                    if let Some(next) = self.frames.get(k + near) {
+                        prefetch_qp_state(&self.b, next);
                     }
                 }
                 self.b.handle_packet(now, f);

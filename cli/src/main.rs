@@ -26,6 +26,10 @@ struct Cli {
     command: commands::Command,
 }
 
+/// Large tables (an endpoint's QPs) in huge pages: `engine::io::HugePageAlloc`.
+#[global_allocator]
+static ALLOC: engine::io::HugePageAlloc = engine::io::HugePageAlloc;
+
 fn main() {
     let cli = match Cli::try_parse() {
         Ok(c) => c,

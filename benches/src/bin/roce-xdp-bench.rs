@@ -3,6 +3,10 @@
 
 use roce_xdp_benches::frontend::{self, BenchArgs};
 
+/// Large tables (an endpoint's QPs) in huge pages: `engine::io::HugePageAlloc`.
+#[global_allocator]
+static ALLOC: engine::io::HugePageAlloc = engine::io::HugePageAlloc;
+
 fn main() {
     let args = match BenchArgs::parse(std::env::args().skip(1)) {
         Ok(a) => a,

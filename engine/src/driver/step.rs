@@ -9,8 +9,8 @@
 //!
 //! [`DriverStep::step`] runs the three in that order.
 
-use crate::endpoint::{Endpoint, Received};
-use crate::io::{InPlace, Rx, XskSocket, MAX_PACKET};
+use crate::endpoint::{Endpoint, Received, PREFETCH_FAR, PREFETCH_NEAR};
+use crate::io::{InPlace, Lookahead, Rx, XskSocket, MAX_PACKET};
 use crate::time::Instant;
 
 use super::capture::CaptureSink;
@@ -24,38 +24,56 @@ pub(crate) const BATCH: usize = 64;
 /// ImmDt and ICRC), rounded up. Two adjacent 4096-byte frames.
 const IN_PLACE_ROOM: usize = 4096 + 256;
 
-/// How many frames ahead of the one it hands the endpoint the receive step
-/// prefetches a frame's QP state ([`prefetch_qp`]), once the endpoint
-/// holds [`PREFETCH_MIN_QPS`] QPs or more: then each frame finds its QP
-/// out of the caches, and frames from many peers come in no order the CPU
-/// could guess.
-pub const PREFETCH_AHEAD: u32 = 4;
+/// How far ahead of the frame it hands the endpoint the receive step
+/// prefetches, once the endpoint holds [`PREFETCH_MIN_QPS`] QPs or more:
+/// then each frame finds its QP out of the caches, and frames from many
+/// peers come in no order the CPU could guess. Two stages, as the lookup
+/// is two dependent reads: [`PREFETCH_FAR`] frames ahead the bucket of the
+/// QP number index ([`prefetch_qp_index`]), [`PREFETCH_NEAR`] ahead the
+/// QP's state and schedule entry that the bucket names
+/// ([`prefetch_qp_state`]).
+pub const PREFETCH_AHEAD: Lookahead = Lookahead {
+    near: PREFETCH_NEAR,
+    far: PREFETCH_FAR,
+};
 
-/// The fewest QPs for which the receive step prefetches. Measured with
-/// `examples/qp_scale_probe` (responder, 64 B WRITEs, each QP once per
-/// pass, 4 alternating runs on the 2-core development VM): at 1 QP no
-/// change; at 16K QPs 5 % less in shuffled order but 10 % more in slot
-/// order, where the CPU's own prefetchers already follow the QPs through
-/// memory; at 64K QPs about 25 % less in shuffled order (650-680 to
-/// 480-515 ns a packet) and 5 % less in slot order. So from 32K QPs on.
-pub const PREFETCH_MIN_QPS: usize = 32_768;
+/// The fewest QPs for which the receive step prefetches: below, the QPs'
+/// state stays in the caches and the early looks (two more header parses
+/// a frame) are pure cost. Measured with `examples/qp_scale_probe N 3
+/// [shuffled]` (responder, 64 B WRITEs, each QP once per pass, QP state
+/// in huge pages), four alternating runs with and without, median of the
+/// mean ns a packet, on the 2-core development VM: 1 QP 100 without, 117
+/// with; 1,024 QPs in shuffled order 116 / 142; 4,096 shuffled 205 / 168;
+/// 16,384 shuffled 246 / 192, but in slot order (where the CPU's own
+/// prefetchers follow the QPs through memory) 141 / 155. Frames from many
+/// peers come in no order, so from 4,096 QPs on.
+pub const PREFETCH_MIN_QPS: usize = 4_096;
 
 /// How far ahead the receive step looks for an endpoint of `ep`'s size.
 #[inline]
-pub fn prefetch_distance(ep: &Endpoint) -> u32 {
+pub fn prefetch_distance(ep: &Endpoint) -> Lookahead {
     if ep.qp_count() >= PREFETCH_MIN_QPS {
         PREFETCH_AHEAD
     } else {
-        0
+        Lookahead::default()
     }
 }
 
-/// Prefetches the state of the QP that `frame` is for
-/// ([`Endpoint::qp_hint`]; nothing if it is for none).
+/// Stage one: prefetches where the lookup of `frame`'s QP reads
+/// ([`Endpoint::qp_index_hint`]; nothing if the frame names no QP).
 #[inline]
-pub fn prefetch_qp(ep: &Endpoint, frame: &[u8]) {
-    if let Some(qp) = ep.qp_hint(frame) {
-        crate::io::prefetch(qp);
+pub fn prefetch_qp_index(ep: &Endpoint, frame: &[u8]) {
+    if let Some(r) = ep.qp_index_hint(frame) {
+        crate::io::prefetch_range(r);
+    }
+}
+
+/// Stage two: prefetches the state of the QP that `frame` is for
+/// ([`Endpoint::qp_state_hint`]; nothing if it is for none).
+#[inline]
+pub fn prefetch_qp_state(ep: &Endpoint, frame: &[u8]) {
+    for r in ep.qp_state_hint(frame).into_iter().flatten() {
+        crate::io::prefetch_range(r);
     }
 }
 
@@ -149,7 +167,8 @@ impl DriverStep {
         let capture = &self.capture;
         let ahead = prefetch_distance(ep);
         sock.recv_ahead(BATCH, ahead, |r| match r {
-            Rx::Ahead(frame) => prefetch_qp(ep, frame),
+            Rx::Far(frame) => prefetch_qp_index(ep, frame),
+            Rx::Ahead(frame) => prefetch_qp_state(ep, frame),
             Rx::Packet(frame) => {
                 if let Some(c) = capture {
                     c.record(frame);

@@ -4,12 +4,14 @@
 //!
 //! This is the only module of the engine that uses `unsafe` (system calls,
 //! shared-memory rings, the UMEM, the SIMD one-pass copy + CRC of
-//! [`copy_crc`], and the prefetch hint of [`prefetch`]); each unsafe item carries a `# Safety` note and each
+//! [`copy_crc`], the prefetch hint of [`prefetch`], and the huge-page
+//! mappings of the global allocator [`HugePageAlloc`]); each unsafe item carries a `# Safety` note and each
 //! unsafe block a `SAFETY:` comment. Everything it exports is safe to use.
 
 pub mod copy_crc;
 mod cpu;
 pub mod ethtool;
+mod huge_alloc;
 mod prefetch;
 mod ring;
 mod socket;
@@ -21,10 +23,11 @@ pub mod region;
 pub mod udp;
 
 pub use cpu::{process_cpu_time, thread_cpu_time, CpuSet};
-pub use prefetch::prefetch;
+pub use huge_alloc::{HugePageAlloc, HUGE_ALLOC_MIN};
+pub use prefetch::{prefetch, prefetch_range};
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{
-    InPlace, Rx, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,
+    InPlace, Lookahead, Rx, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,
     DEFAULT_BUSY_WAIT, MAX_PACKET,
 };
 pub use sys::{if_index, set_thread_netns, wait_readable_any, MAX_WAIT_FDS};

@@ -285,8 +285,22 @@ fn setup(step: &'static str) -> impl FnOnce(io::Error) -> XskError {
 pub enum Rx<'a> {
     /// A received packet, to handle.
     Packet(&'a [u8]),
-    /// A packet that comes a few later, to prepare for (prefetch).
+    /// A packet that comes [`Lookahead::near`] later, to prepare for
+    /// (prefetch).
     Ahead(&'a [u8]),
+    /// A packet that comes [`Lookahead::far`] later: an earlier look, for
+    /// a first stage of preparing (a prefetch whose line the `Ahead` stage
+    /// then reads).
+    Far(&'a [u8]),
+}
+
+/// How far ahead [`XskSocket::recv_ahead`] shows packets: each packet is
+/// shown as [`Rx::Far`] `far` descriptors before it is handed and as
+/// [`Rx::Ahead`] `near` before (0: not shown that way).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lookahead {
+    pub near: u32,
+    pub far: u32,
 }
 
 impl XskSocket {
@@ -521,7 +535,7 @@ impl XskSocket {
     /// go back to the fill ring afterwards. Returns the number of packets
     /// received.
     pub fn recv<F: FnMut(&[u8])>(&mut self, max_packets: usize, mut f: F) -> usize {
-        self.recv_ahead(max_packets, 0, |r| {
+        self.recv_ahead(max_packets, Lookahead::default(), |r| {
             if let Rx::Packet(b) = r {
                 f(b)
             }
@@ -529,19 +543,23 @@ impl XskSocket {
     }
 
     /// As [`XskSocket::recv`], and `f` also sees, as [`Rx::Ahead`], the
-    /// packet `ahead` descriptors after each one it is handed (the first
-    /// `ahead` before the first), so that it can prefetch what that packet
-    /// will need: an early look, the packet comes again as [`Rx::Packet`].
-    /// Only single-frame packets are shown ahead.
+    /// packet `ahead.near` descriptors after each one it is handed (the
+    /// first `ahead.near` before the first), and as [`Rx::Far`] the one
+    /// `ahead.far` after, so that it can prefetch what that packet will
+    /// need: early looks, the packet comes again as [`Rx::Packet`]. Only
+    /// single-frame packets are shown ahead.
     pub fn recv_ahead<F: FnMut(Rx<'_>)>(
         &mut self,
         max_packets: usize,
-        ahead: u32,
+        ahead: Lookahead,
         mut f: F,
     ) -> usize {
         let avail = self.rx.available(u32::MAX);
-        for k in 0..ahead.min(avail) {
-            self.look_ahead(k, &mut f);
+        for k in 0..ahead.far.min(avail) {
+            self.look_ahead(k, true, &mut f);
+        }
+        for k in 0..ahead.near.min(avail) {
+            self.look_ahead(k, false, &mut f);
         }
         if avail == 0 {
             if self.need_wakeup && self.fill.needs_wakeup() {
@@ -553,8 +571,11 @@ impl XskSocket {
         let mut i = 0u32;
         let mut packets = 0usize;
         while i < avail && packets < max_packets {
-            if ahead > 0 && i + ahead < avail {
-                self.look_ahead(i + ahead, &mut f);
+            if ahead.far > 0 && i + ahead.far < avail {
+                self.look_ahead(i + ahead.far, true, &mut f);
+            }
+            if ahead.near > 0 && i + ahead.near < avail {
+                self.look_ahead(i + ahead.near, false, &mut f);
             }
             // The packet spans descriptors i..=j (XDP_PKT_CONTD on all but the last).
             let mut j = i;
@@ -624,13 +645,13 @@ impl XskSocket {
     }
 
     /// Shows `f` the packet in RX descriptor `k` (published, not yet
-    /// released) as [`Rx::Ahead`], if it is one whole frame.
+    /// released) as [`Rx::Far`] or [`Rx::Ahead`], if it is one whole frame.
     #[inline]
-    fn look_ahead<F: FnMut(Rx<'_>)>(&self, k: u32, f: &mut F) {
+    fn look_ahead<F: FnMut(Rx<'_>)>(&self, k: u32, far: bool, f: &mut F) {
         let d = self.rx.read(k);
         if d.options & libc::XDP_PKT_CONTD == 0 {
             if let Some(b) = self.umem.bytes(d.addr, d.len) {
-                f(Rx::Ahead(b));
+                f(if far { Rx::Far(b) } else { Rx::Ahead(b) });
             }
         }
     }

@@ -1,20 +1,21 @@
 //! `XskSocket::recv_ahead`, the receive loop's early look at the packets
 //! that come next (the driver prefetches their QPs' state with it): over a
 //! veth pair in namespaces this test creates, every packet is handed once,
-//! in order and intact, and each one was shown ahead, with its own bytes,
-//! before it was handed and at most `ahead` packets early. Needs root.
+//! in order and intact, and each one was shown far ahead, then ahead, with
+//! its own bytes, before it was handed and at most `far` (`near`) packets
+//! early. Needs root.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::io::Rx;
+use engine::io::{Lookahead, Rx};
 use engine::testbed::netns::Side;
 
 use crate::support::{attach_queue0, flush_until_completed, veth_pair, write_frame};
 
 const PACKETS: u8 = 24;
-const AHEAD: u32 = 3;
+const AHEAD: Lookahead = Lookahead { near: 3, far: 6 };
 
 /// Packet `tag`: a UDP/4791 frame of 60 + tag bytes (its first payload
 /// byte is `tag`: [`write_frame`]'s pattern).
@@ -45,16 +46,33 @@ fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
         std::thread::sleep(Duration::from_millis(50));
         let mut expect = vec![0u8; 2048];
         let (mut handed, mut shown) = (Vec::new(), vec![false; usize::from(PACKETS)]);
-        let mut ahead_events = 0;
+        let mut shown_far = vec![false; usize::from(PACKETS)];
+        let (mut ahead_events, mut far_events) = (0, 0);
         let deadline = Instant::now() + Duration::from_secs(5);
         while handed.len() < usize::from(PACKETS) && Instant::now() < deadline {
             sock.recv_ahead(64, AHEAD, |r| match r {
+                Rx::Far(p) => {
+                    let tag = p[42];
+                    let next = handed.len() as u8;
+                    assert!(
+                        tag >= next && u32::from(tag - next) <= AHEAD.far,
+                        "packet {tag} shown far ahead while {next} is next"
+                    );
+                    let n = frame(&mut expect, &a_side, &b_side, tag);
+                    assert_eq!(p, &expect[..n], "packet {tag} shown with its own bytes");
+                    shown_far[usize::from(tag)] = true;
+                    far_events += 1;
+                }
                 Rx::Ahead(p) => {
                     let tag = p[42];
                     let next = handed.len() as u8;
                     assert!(
-                        tag >= next && u32::from(tag - next) <= AHEAD,
+                        tag >= next && u32::from(tag - next) <= AHEAD.near,
                         "packet {tag} shown ahead while {next} is next"
+                    );
+                    assert!(
+                        shown_far[usize::from(tag)],
+                        "packet {tag} was shown far ahead before ahead"
                     );
                     let n = frame(&mut expect, &a_side, &b_side, tag);
                     assert_eq!(p, &expect[..n], "packet {tag} shown with its own bytes");
@@ -74,7 +92,11 @@ fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
             });
             std::thread::sleep(Duration::from_millis(1));
         }
-        (handed, ahead_events, sock.counters().rx_packets)
+        (
+            handed,
+            (ahead_events, far_events),
+            sock.counters().rx_packets,
+        )
     });
     while !ready.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(5));
@@ -96,7 +118,7 @@ fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
         (prog, sock)
     });
 
-    let (handed, ahead_events, rx_packets) = receiver.join().expect("receiver");
+    let (handed, (ahead_events, far_events), rx_packets) = receiver.join().expect("receiver");
     assert_eq!(
         handed,
         (0..PACKETS).collect::<Vec<_>>(),
@@ -108,8 +130,8 @@ fn packets_shown_ahead_come_in_order_and_each_was_shown_first() {
         "an early look is not a packet"
     );
     assert!(
-        ahead_events >= usize::from(PACKETS),
-        "{ahead_events} looks ahead"
+        ahead_events >= usize::from(PACKETS) && far_events >= usize::from(PACKETS),
+        "{ahead_events} looks ahead, {far_events} far ahead"
     );
     drop(sender.join().expect("sender"));
 }

@@ -16,6 +16,8 @@
 //! Which numbers are in the table is chosen by the endpoint (at random
 //! over the 24-bit space), never by a peer: a packet can only look up.
 
+use super::MemoryRange;
+
 /// Bucket value of an empty bucket; a used one holds `(qpn + 1) << 32 | slot`.
 const EMPTY: u64 = 0;
 /// The fewest buckets of a table that holds anything.
@@ -95,6 +97,17 @@ impl QpnIndex {
             }
             i = (i + 1) & mask;
         }
+    }
+
+    /// Where `qpn`'s probe run starts: the bucket a lookup reads first
+    /// (the run almost always ends in its cache line), as an address, for
+    /// a receiver to prefetch. Nothing is read.
+    #[inline]
+    pub fn home_range(&self, qpn: u32) -> Option<MemoryRange> {
+        if self.buckets.is_empty() {
+            return None;
+        }
+        Some(MemoryRange::of(&self.buckets[self.home(qpn)]))
     }
 
     /// The slot of `qpn`.

@@ -535,8 +535,9 @@ fn reads_beyond_max_dest_rd_atomic_are_dropped_unexecuted_and_retried() {
     assert_eq!(p.read_a(IOVA_A, 200), src);
 }
 
-/// `Endpoint::qp_hint`, the receive path's early look (the driver
-/// prefetches the QP's state with it): the QP a frame is for, from its
+/// `Endpoint::qp_hint`, `qp_index_hint` and `qp_state_hint`, the receive
+/// path's early looks (the driver prefetches the QP with them): the QP a
+/// frame is for, from its
 /// headers alone, even with a bad ICRC; nothing for a QP the endpoint does
 /// not hold or a frame that is not RoCE; and it changes nothing (the frame
 /// is then handled as if never looked at).
@@ -566,6 +567,19 @@ fn qp_hint_names_the_frames_qp_and_changes_nothing() {
     let mut udp = f[0].clone();
     udp[36..38].copy_from_slice(&9999u16.to_be_bytes()); // UDP dst port
     assert!(p.b.qp_hint(&udp).is_none());
+    // The two prefetch stages: the index bucket, then the QP's state
+    // (its first lines, starting at the QP) and its schedule entry; none
+    // for a frame that is not RoCE or whose QP is not held (stage one
+    // names a bucket whatever the number: it reads nothing to know).
+    let qp_at = p.b.qp_hint(&f[0]).map(|q| q as *const _ as usize);
+    let [state, meta] = p.b.qp_state_hint(&f[0]).expect("stage two");
+    assert_eq!(Some(state.addr), qp_at);
+    assert!(state.len > 0 && state.len <= std::mem::size_of::<proto::rc::Qp>());
+    assert!(meta.len > 0 && meta.addr != state.addr);
+    assert!(p.b.qp_index_hint(&f[0]).is_some_and(|r| r.len == 8));
+    assert!(p.b.qp_state_hint(&other).is_none());
+    assert!(p.b.qp_index_hint(&udp).is_none() && p.b.qp_state_hint(&udp).is_none());
+    assert!(p.b.qp_index_hint(&[]).is_none() && p.b.qp_state_hint(&[]).is_none());
     assert_eq!(p.b.counters(), before, "looking counts nothing");
     p.deliver_b(&f);
     assert_eq!(p.tx_b().len(), 1, "the frame is handled as usual: its ACK");
