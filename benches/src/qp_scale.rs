@@ -27,12 +27,18 @@
 //! [`engine::driver::PREFETCH_MIN_QPS`] QPs or more, each frame's QP is
 //! prefetched in the two stages of [`engine::driver::PREFETCH_AHEAD`]
 //! ([`engine::driver::prefetch_qp_index`], then
-//! [`engine::driver::prefetch_qp_state`]).
+//! [`engine::driver::prefetch_qp_state`]); the requester pass takes its
+//! posts as the driver takes the application's, [`BATCH`] at a time, each
+//! post's QP prefetched the same way a few posts ahead in the batch
+//! ([`engine::driver::prefetch_qpn_index`],
+//! [`engine::driver::prefetch_qpn_state`]).
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallInstant;
 
-use engine::driver::{prefetch_distance, prefetch_qp_index, prefetch_qp_state};
+use engine::driver::{
+    prefetch_distance, prefetch_qp_index, prefetch_qp_state, prefetch_qpn_index, prefetch_qpn_state,
+};
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge,
@@ -326,11 +332,22 @@ impl Rig {
         let now = Instant::ZERO;
         let n = self.qps.len();
         let (mut best, mut total) = (f64::MAX, 0u128);
+        // As the driver takes the application's posts, a batch at a time
+        // (`engine::driver`, `take_work`): the QP of the post `far`, then
+        // `near`, places ahead in the batch prefetched.
+        let ahead = prefetch_distance(&self.a);
+        let (near, far) = (ahead.near as usize, ahead.far as usize);
         let mut k = 0;
         while k < PACKETS {
             let end = (k + BATCH).min(PACKETS);
             let start = WallInstant::now();
             for j in k..end {
+                if far > 0 && j + far < end {
+                    prefetch_qpn_index(&self.a, self.qps[(j + far) % n].0);
+                }
+                if near > 0 && j + near < end {
+                    prefetch_qpn_state(&self.a, self.qps[(j + near) % n].0);
+                }
                 let (qa, _) = self.qps[j % n];
                 let _ = self.a.post_send(qa, wr(j, self.src, self.dst));
                 std::hint::black_box(self.a.poll_transmit(now, &mut tx));

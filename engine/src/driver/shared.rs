@@ -39,6 +39,20 @@ pub enum Work {
     },
 }
 
+impl Work {
+    /// The QP this work is about (`None` for a control operation that is
+    /// about none).
+    #[inline]
+    pub(crate) fn qpn(&self) -> Option<u32> {
+        match self {
+            Work::Send { qpn, .. } | Work::Recv { qpn, .. } | Work::QpControl { qpn, .. } => {
+                Some(*qpn)
+            }
+            Work::Control(_) => None,
+        }
+    }
+}
+
 /// A post the endpoint refused (returned to the application).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PostError {

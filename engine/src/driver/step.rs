@@ -77,6 +77,22 @@ pub fn prefetch_qp_state(ep: &Endpoint, frame: &[u8]) {
     }
 }
 
+/// [`prefetch_qp_index`] for QP `qpn` (a post's, taken in a batch).
+#[inline]
+pub fn prefetch_qpn_index(ep: &Endpoint, qpn: u32) {
+    if let Some(r) = ep.qpn_index_hint(qpn) {
+        crate::io::prefetch_range(r);
+    }
+}
+
+/// [`prefetch_qp_state`] for QP `qpn` (a post's, taken in a batch).
+#[inline]
+pub fn prefetch_qpn_state(ep: &Endpoint, qpn: u32) {
+    for r in ep.qpn_state_hint(qpn).into_iter().flatten() {
+        crate::io::prefetch_range(r);
+    }
+}
+
 /// What one [`DriverStep::step`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct StepOutcome {

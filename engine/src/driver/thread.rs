@@ -33,7 +33,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::endpoint::{Endpoint, EndpointConfig, Received};
-use crate::io::{XskConfig, XskError, XskSocket};
+use crate::io::{Lookahead, XskConfig, XskError, XskSocket};
 use crate::nic::SteerProgram;
 use crate::rc::WorkCompletion;
 use crate::time::Instant;
@@ -41,7 +41,7 @@ use crate::time::Instant;
 use super::capture::CaptureSink;
 use super::directory::Directory;
 use super::shared::{FrameBuf, Handoff, PostError, QueueStats, Shared, Work};
-use super::step::{DriverStep, BATCH};
+use super::step::{prefetch_distance, prefetch_qpn_index, prefetch_qpn_state, DriverStep, BATCH};
 use super::PollMode;
 
 /// Configuration of one engine thread.
@@ -429,6 +429,9 @@ pub(crate) struct Core {
     /// application work is taken (the application sees `WouldBlock`).
     backlog: VecDeque<(u32, Handoff)>,
     backlog_limit: usize,
+    /// The posts [`Core::take_work`] takes at once (kept for its
+    /// capacity: no allocation a batch).
+    work_batch: Vec<Work>,
     /// Completions an application's queue had no room for, in order.
     spilled: VecDeque<(u32, WorkCompletion)>,
     wcs: Vec<WorkCompletion>,
@@ -473,6 +476,7 @@ impl Core {
             stats: QueueStats::default(),
             backlog: VecDeque::with_capacity(cfg.queue_depth.max(16)),
             backlog_limit: cfg.queue_depth.max(16),
+            work_batch: Vec::with_capacity(BATCH),
             spilled: VecDeque::new(),
             wcs: vec![WorkCompletion::default(); BATCH],
             origin,
@@ -749,32 +753,51 @@ impl Core {
     }
 
     /// Takes up to [`BATCH`] posts of this queue's application (unless
-    /// hand-offs to other queues are backed up).
+    /// hand-offs to other queues are backed up), in order. With many QPs,
+    /// each post's QP is prefetched a few posts ahead, in the receive
+    /// step's two stages ([`prefetch_distance`]): an application that
+    /// posts to thousands of QPs finds each one out of the caches.
     fn take_work(&mut self) -> bool {
         if self.backlog.len() >= self.backlog_limit {
             return false;
         }
-        let mut any = false;
-        for _ in 0..BATCH {
+        let mut batch = std::mem::take(&mut self.work_batch);
+        while batch.len() < BATCH {
             let Some(work) = self.shared.work.pop() else {
                 break;
             };
-            any = true;
+            batch.push(work);
+        }
+        let any = !batch.is_empty();
+        let ahead = prefetch_distance(&self.ep);
+        let mut qpns = [None; BATCH];
+        if ahead != Lookahead::default() {
+            for (q, w) in qpns.iter_mut().zip(&batch) {
+                *q = w.qpn();
+            }
+        }
+        let qpn_at = |k: usize| qpns.get(k).copied().flatten();
+        for (i, work) in batch.drain(..).enumerate() {
+            if ahead.far > 0 {
+                if let Some(q) = qpn_at(i + ahead.far as usize) {
+                    prefetch_qpn_index(&self.ep, q);
+                }
+            }
+            if ahead.near > 0 {
+                if let Some(q) = qpn_at(i + ahead.near as usize) {
+                    prefetch_qpn_state(&self.ep, q);
+                }
+            }
             self.apply(self.me, work);
         }
+        self.work_batch = batch;
         any
     }
 
     /// Runs one post or control operation from the application of queue
     /// `origin`; one for a QP another queue holds is passed on to it.
     fn apply(&mut self, origin: u32, work: Work) {
-        let qpn = match &work {
-            Work::Send { qpn, .. } | Work::Recv { qpn, .. } | Work::QpControl { qpn, .. } => {
-                Some(*qpn)
-            }
-            Work::Control(_) => None,
-        };
-        if let Some(qpn) = qpn.filter(|&q| !self.ep.has_qp(q)) {
+        if let Some(qpn) = work.qpn().filter(|&q| !self.ep.has_qp(q)) {
             match self.dir.owner(qpn) {
                 Some(owner) if owner != self.me => {
                     self.stats.work_forwarded += 1;

@@ -535,6 +535,21 @@ impl Endpoint {
         self.qps.state_ranges(peek_dest_qp(frame)?)
     }
 
+    /// [`Endpoint::qp_index_hint`] for QP `qpn`: for a driver that takes
+    /// the application's posts in a batch and prefetches the QP of each a
+    /// few posts ahead.
+    #[inline]
+    pub fn qpn_index_hint(&self, qpn: u32) -> Option<MemoryRange> {
+        self.qps.index_range(qpn)
+    }
+
+    /// [`Endpoint::qp_state_hint`] for QP `qpn` (as
+    /// [`Endpoint::qpn_index_hint`]).
+    #[inline]
+    pub fn qpn_state_hint(&self, qpn: u32) -> Option<[MemoryRange; 2]> {
+        self.qps.state_ranges(qpn)
+    }
+
     /// Count a frame for a QP that no endpoint of the device holds
     /// (`dropped_unknown_qp`); see [`Endpoint::receive`].
     pub fn note_unknown_qp(&mut self) {
