@@ -49,4 +49,10 @@ fn main() {
             (true, true) => rig.reset_a(),
         }
     }
+    // How much of the process is in huge pages (engine::io::HugePageAlloc).
+    if let Ok(s) = std::fs::read_to_string("/proc/self/smaps_rollup") {
+        for l in s.lines().filter(|l| l.starts_with("Rss") || l.starts_with("AnonHuge")) {
+            eprintln!("{l}");
+        }
+    }
 }
