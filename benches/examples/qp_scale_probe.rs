@@ -51,7 +51,10 @@ fn main() {
     }
     // How much of the process is in huge pages (engine::io::HugePageAlloc).
     if let Ok(s) = std::fs::read_to_string("/proc/self/smaps_rollup") {
-        for l in s.lines().filter(|l| l.starts_with("Rss") || l.starts_with("AnonHuge")) {
+        for l in s
+            .lines()
+            .filter(|l| l.starts_with("Rss") || l.starts_with("AnonHuge"))
+        {
             eprintln!("{l}");
         }
     }
