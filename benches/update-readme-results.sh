@@ -18,6 +18,10 @@ if [ "${1:-}" = "--from" ]; then
         cp "$src/$f" "$out/$f"
     done
 else
+    # The drop-in libibverbs first: the stock-perftest rows run perftest's
+    # binaries against it (`roce-xdp exec`); without it a fresh checkout
+    # reports those rows as not measured.
+    cargo build --release -q -p roce-xdp-ibverbs
     cargo run --release -q -p roce-xdp -- bench --out "$out" "$@"
 fi
 commit=${BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
