@@ -1,4 +1,8 @@
 //! Memory per QP: RSS growth of one endpoint holding 65,536 connected QPs.
+//!
+//! `qp_memory WR [created|rts|full]`: WR send and receive work requests
+//! per QP; the QPs left in RESET (`created`, the default), connected and
+//! idle (`rts`), or connected with both queues full (`full`).
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use engine::rc::{QpInitAttr, RecvWr, SendOp, SendWr, Sge};
 use std::net::{IpAddr, Ipv4Addr};
@@ -13,9 +17,18 @@ fn rss() -> u64 {
 static ALLOC: engine::io::HugePageAlloc = engine::io::HugePageAlloc;
 
 fn main() {
-    let wr: u32 = std::env::args().nth(1).unwrap().parse().unwrap();
-    let connect = std::env::args().nth(2).as_deref() == Some("rts");
-    let full = std::env::args().nth(2).as_deref() == Some("full");
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(2).map_or("created", String::as_str);
+    let wr = args.get(1).and_then(|w| w.parse::<u32>().ok());
+    let (Some(wr), true) = (wr, matches!(mode, "created" | "rts" | "full")) else {
+        eprintln!(
+            "usage: qp_memory WR [created|rts|full]: resident memory per QP of 65,536 QPs \
+             with WR send and receive work requests each (e.g. `qp_memory 64 rts`)"
+        );
+        std::process::exit(2);
+    };
+    let connect = mode == "rts";
+    let full = mode == "full";
     let n = 65_536u32;
     let before = rss();
     let mut ep = Endpoint::new(EndpointConfig {
