@@ -191,7 +191,7 @@ zc_stats() {
     d=$(vm_dir vm1)
     vm_exec vm1 30 "/host/roce-xdp stats --iface $ZC_NIC --json > /share/$1.stats.json" > "$OUT/$1.stats.err" 2>&1
     cp "$d/$1.stats.json" "$OUT/$1.stats.json" 2>/dev/null
-    vm_exec vm1 30 "ss --xdp -a -e -m 2>&1; echo; ethtool -S $ZC_NIC | grep -E '^ *(rx[0-9]+_xdp_(packets|redirects)|tx[0-9]+_xdp_tx):'" \
+    vm_exec vm1 30 "ss --xdp -a -e -m 2>&1; echo; ethtool -S $ZC_NIC | grep -E '^ *(rx[0-9]+_xdp_(packets|redirects)|tx[0-9]+_(packets|kicks|timeouts|xdp_tx)):'" \
         > "$OUT/$1.kernel.txt" 2>&1
 }
 

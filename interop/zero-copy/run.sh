@@ -34,6 +34,9 @@ SIZE=${SIZE:-4096} ITERS=${ITERS:-256} QPS=${QPS:-8} MTU=${MTU:-1024}
 RDMA_SIZE=${RDMA_SIZE:-65536} RDMA_ITERS=${RDMA_ITERS:-16}
 MQ_TIMEOUT=${MQ_TIMEOUT:-20}
 RESULTS=() FAILED=0 KNOWN=0 CHECKS=0
+# Lines the summary prints after a failed tool run: where its packets went
+# (a CI log keeps them; $OUT does not outlive the machine).
+DIAG=()
 
 record() {   # record PASS|FAIL|KNOWN TEXT
     RESULTS+=("$(printf '%-5s %s' "$1" "$2")")
@@ -76,6 +79,23 @@ counters() {
     zc_json "$OUT/$1.stats.json" '", ".join("q%d rx %d unknown_qp %d" % (q["queue"], q["counters"].get("xsk_rx_packets", 0), q["counters"].get("dropped_unknown_qp", 0)) for q in d["queues"])'
 }
 
+# diagnose NAME TOOL: after a failed tool run NAME.TOOL, the counters that
+# say where its packets stopped, as lines for the summary: the host
+# client's last words, the guest engine's counters per queue (what it took
+# in, answered, sent), the guest NIC's transmit counters per queue, and the
+# host side's links (the bridge's ports, the tap, the engine's veth).
+diagnose() {
+    local name=$1 tool=$2 stats=$OUT/$1-$2.stats.json links=$OUT/$1-$2.links.txt
+    {
+        ip -n "$VM_NS" -s link show
+        ip -n "$ZC_ENG_NS" -s link show "$ZC_ENG_IF"
+    } > "$links" 2>&1
+    DIAG+=("$name $tool: host client: $(tail -1 "$OUT/$name.$tool.err" 2>/dev/null)")
+    DIAG+=("$name $tool: guest engine: $(zc_json "$stats" '", ".join("q%d rx %d rcvd/dup %d/%d acks %d tx queued/completed %d/%d kicks %d" % (q["queue"], c.get("xsk_rx_packets", 0), c.get("rcvd_pkts", 0), c.get("duplicate_request", 0), c.get("acks_sent", 0), c.get("xsk_tx_packets", 0), c.get("xsk_tx_completed_frames", 0), c.get("xsk_tx_kicks", 0)) for q in d["queues"] for c in [q["counters"]])')")
+    DIAG+=("$name $tool: guest NIC: $(grep -E '^ *tx[0-9]+_(packets|kicks|timeouts|xdp_tx):' "$OUT/$name-$tool.kernel.txt" 2>/dev/null | tr -s ' ' | tr '\n' ' ')")
+    DIAG+=("$name $tool: host links (RX/TX packets): $(awk '/^[0-9]+:/ {dev=$2} /RX:/ {getline; rx=$2} /TX:/ {getline; print dev, rx "/" $2}' "$links" | tr '\n' ' ')")
+}
+
 zc_setup
 
 # ------------------------------------------------------------------ 1. one queue
@@ -89,7 +109,11 @@ if zc_serve_start one-queue --queues 0 --zero-copy on -m "$MTU"; then
     check_zero_copy one-queue-before True 1
     for tool in write-bw read-bw send-bw; do
         if bw_case one-queue $tool; then record PASS "one queue, zero-copy: $BW_LINE"
-        else record FAIL "one queue, zero-copy: $BW_LINE (log $OUT/one-queue.$tool.err)"; fi
+        else
+            record FAIL "one queue, zero-copy: $BW_LINE (log $OUT/one-queue.$tool.err)"
+            zc_stats "one-queue-$tool"
+            diagnose one-queue "$tool"
+        fi
     done
     zc_stats one-queue-after
     record INFO "one queue: counters after: $(counters one-queue-after)"
@@ -199,6 +223,7 @@ if zc_serve_start all-queues --queues "0-$LAST" --zero-copy on -m "$MTU"; then
             record PASS "all queues, zero-copy: $BW_LINE (QPs moved to the queue their packets arrive on so far: ${moved:-?})"
         else
             record FAIL "all queues, zero-copy: $BW_LINE (dropped_unknown_qp ${unk:-?}; log $OUT/all-queues.$tool.err)"
+            diagnose all-queues "$tool"
         fi
     done
     zc_stats all-queues-after
@@ -224,6 +249,7 @@ sed -n 's/^/  /; /virtio features\|channels\|mtu\|ethtool -x/p' "$OUT/guest-fact
 echo "host peer: roce-xdp on veth $ZC_ENG_IF (copy mode), $("$ROCE_XDP" --version 2>/dev/null)"
 for r in "${RESULTS[@]}"; do echo "  $r"; done
 [ -s "$OUT/guest-kernel-messages.txt" ] && sed 's/^/  guest kernel| /' "$OUT/guest-kernel-messages.txt" | head -12
+for l in "${DIAG[@]}"; do echo "  diagnostics| $l"; done
 echo "checks: $((CHECKS - FAILED - KNOWN)) passed, $KNOWN known failure(s), $FAILED failed"
 echo "logs: $OUT"
 if [ $FAILED = 0 ]; then

@@ -158,6 +158,11 @@ pub struct XskCounters {
     pub tx_full: u64,
     pub tx_kicks: u64,
     pub rx_kicks: u64,
+    /// Frames the kernel returned on the completion ring: sent (or
+    /// dropped) by the driver. Behind `tx_packets` (counted when queued)
+    /// by what is still in flight; a gap that keeps growing means the
+    /// driver does not send what it is given.
+    pub tx_completed_frames: u64,
     /// Packets written in place ([`XskSocket::send_in_place`]), included
     /// in `tx_packets`.
     pub tx_in_place: u64,
@@ -178,6 +183,7 @@ impl XskCounters {
             tx_full,
             tx_kicks,
             rx_kicks,
+            tx_completed_frames,
             tx_in_place,
         } = *other;
         self.rx_packets += rx_packets;
@@ -190,6 +196,7 @@ impl XskCounters {
         self.tx_full += tx_full;
         self.tx_kicks += tx_kicks;
         self.rx_kicks += rx_kicks;
+        self.tx_completed_frames += tx_completed_frames;
         self.tx_in_place += tx_in_place;
     }
 }
@@ -894,6 +901,7 @@ impl XskSocket {
             self.pool.return_tx(addr);
         }
         self.comp.release(n);
+        self.counters.tx_completed_frames += u64::from(n);
         n
     }
 
@@ -1022,6 +1030,7 @@ mod counter_tests {
             tx_full: 7,
             tx_kicks: 8,
             rx_kicks: 9,
+            tx_completed_frames: 12,
             tx_in_place: 10,
         };
         let mut sum = one;
@@ -1039,6 +1048,7 @@ mod counter_tests {
                 tx_full: 14,
                 tx_kicks: 16,
                 rx_kicks: 18,
+                tx_completed_frames: 24,
                 tx_in_place: 20,
             }
         );

@@ -26,6 +26,7 @@ pub fn queue_counters(s: &crate::driver::QueueStats) -> Vec<(String, u64)> {
         ("xsk_tx_full", k.tx_full),
         ("xsk_tx_kicks", k.tx_kicks),
         ("xsk_rx_kicks", k.rx_kicks),
+        ("xsk_tx_completed_frames", k.tx_completed_frames),
     ] {
         v.push((n.into(), x));
     }

@@ -101,6 +101,8 @@ fn in_place_packets_keep_frame_accounting_exact_and_arrive_intact() {
         let c = sock.counters();
         assert_eq!((c.tx_packets, c.tx_in_place), (3, 3));
         assert_eq!(c.tx_bytes, (100 + 4154 + fs) as u64);
+        // Three packets in four frames, all back on the completion ring.
+        assert_eq!(c.tx_completed_frames, 4);
 
         // Completed frames go back so that small packets keep finding a
         // run of two adjacent frames (none falls back to a copy).
