@@ -82,8 +82,9 @@ counters() {
 # diagnose NAME TOOL: after a failed tool run NAME.TOOL, the counters that
 # say where its packets stopped, as lines for the summary: the host
 # client's last words, the guest engine's counters per queue (what it took
-# in, answered, sent), the guest NIC's transmit counters per queue, and the
-# host side's links (the bridge's ports, the tap, the engine's veth).
+# in, answered, sent), the guest NIC's transmit counters per queue, the
+# guest kernel's last messages, and the host side's links (the bridge's
+# ports, the tap, the engine's veth).
 diagnose() {
     local name=$1 tool=$2 stats=$OUT/$1-$2.stats.json links=$OUT/$1-$2.links.txt
     {
@@ -93,6 +94,8 @@ diagnose() {
     DIAG+=("$name $tool: host client: $(tail -1 "$OUT/$name.$tool.err" 2>/dev/null)")
     DIAG+=("$name $tool: guest engine: $(zc_json "$stats" '", ".join("q%d rx %d rcvd/dup %d/%d acks %d tx queued/completed %d/%d kicks %d" % (q["queue"], c.get("xsk_rx_packets", 0), c.get("rcvd_pkts", 0), c.get("duplicate_request", 0), c.get("acks_sent", 0), c.get("xsk_tx_packets", 0), c.get("xsk_tx_completed_frames", 0), c.get("xsk_tx_kicks", 0)) for q in d["queues"] for c in [q["counters"]])')")
     DIAG+=("$name $tool: guest NIC: $(grep -E '^ *tx[0-9]+_(packets|kicks|timeouts|xdp_tx):' "$OUT/$name-$tool.kernel.txt" 2>/dev/null | tr -s ' ' | tr '\n' ' ')")
+    vm_exec vm1 20 "dmesg | tail -40" > "$OUT/$name-$tool.dmesg.txt" 2>&1
+    DIAG+=("$name $tool: guest kernel log (virtio, XDP, IOMMU, errors): $(grep -iE 'virtio|xdp|xsk|iommu|dmar|error|fail' "$OUT/$name-$tool.dmesg.txt" | tail -5 | tr '\n' ' ')")
     DIAG+=("$name $tool: host links (RX/TX packets): $(awk '/^[0-9]+:/ {dev=$2} /RX:/ {getline; rx=$2} /TX:/ {getline; print dev, rx "/" $2}' "$links" | tr '\n' ' ')")
 }
 
