@@ -17,6 +17,10 @@
 #    three tools; the flows must land on more than one queue, and every QP
 #    works wherever its packets land (it moves to that queue:
 #    docs/multi-queue.md), with no packet dropped as `dropped_unknown_qp`.
+#    A tool run there that fails because the guest's transmitted frames
+#    never reached the host's tap (completed by the guest, not received
+#    by the tap: a QEMU/virtio-net loss seen in 2 boots of 52) is KNOWN,
+#    not FAIL (docs/zero-copy.md, "Repeated runs").
 # Zero-copy is asserted from the guest's `roce-xdp stats --json` (top level
 # and per queue) and, for the interop pair (no stats channel), from the
 # kernel's own view (`ss --xdp`: the UMEM's zc flag).
@@ -97,6 +101,27 @@ diagnose() {
     vm_exec vm1 20 "dmesg | tail -40" > "$OUT/$name-$tool.dmesg.txt" 2>&1
     DIAG+=("$name $tool: guest kernel log (virtio, XDP, IOMMU, errors): $(grep -iE 'virtio|xdp|xsk|iommu|dmar|error|fail' "$OUT/$name-$tool.dmesg.txt" | tail -5 | tr '\n' ' ')")
     DIAG+=("$name $tool: host links (RX/TX packets): $(awk '/^[0-9]+:/ {dev=$2} /RX:/ {getline; rx=$2} /TX:/ {getline; print dev, rx "/" $2}' "$links" | tr '\n' ' ')")
+}
+
+# tap_rx: packets the host's tap received from vm1 (what its NIC sent).
+tap_rx() {
+    ip -n "$VM_NS" -s -j link show vmtap1 2>/dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["packets"])' 2>/dev/null
+}
+
+# lost_below_socket BEFORE_STATS AFTER_STATS TAP_BEFORE TAP_AFTER: true when
+# the guest's sockets got back (completed) at least 100 frames since
+# BEFORE and the host's tap received under a quarter of them: the frames
+# were lost past the socket, between the guest's virtio-net and QEMU's tap
+# (docs/zero-copy.md, "Repeated runs"); roce-xdp had done its part. Prints
+# "completed C, tap received T".
+lost_below_socket() {
+    local sum='sum(q["counters"].get("xsk_tx_completed_frames", 0) for q in d["queues"])' c0 c1
+    c0=$(zc_json "$1" "$sum") c1=$(zc_json "$2" "$sum")
+    [ -n "$c0" ] && [ -n "$c1" ] && [ -n "$3" ] && [ -n "$4" ] || return 1
+    local done=$((c1 - c0)) got=$(($4 - $3))
+    echo "the guest's sockets completed $done frames, the host's tap received $got"
+    [ "$done" -ge 100 ] && [ $((got * 4)) -lt "$done" ]
 }
 
 zc_setup
@@ -209,6 +234,7 @@ sed 's/^/  guest| /' "$OUT/guest-facts.txt" | grep -E 'channels|ethtool -x|featu
 LAST=$((ZC_QUEUES - 1))
 if zc_serve_start all-queues --queues "0-$LAST" --zero-copy on -m "$MTU"; then
     zc_stats all-queues-before
+    TAP0=$(tap_rx)
     check_zero_copy all-queues-before True "$ZC_QUEUES"
     if [ "${ZC_RSS:-0}" = 1 ]; then
         # After the XDP attach: virtio_net's queue-pair update on attach
@@ -217,15 +243,20 @@ if zc_serve_start all-queues --queues "0-$LAST" --zero-copy on -m "$MTU"; then
     fi
     for tool in write-bw read-bw send-bw; do
         cp "$OUT/all-queues-before.stats.json" "$OUT/mq-prev.json" 2>/dev/null
-        ok=0
+        ok=0 lost=
         bw_case all-queues $tool --timeout "$MQ_TIMEOUT" && ok=1
         zc_stats "all-queues-$tool"
         unk=$(zc_json "$OUT/all-queues-$tool.stats.json" 'sum(q["counters"].get("dropped_unknown_qp", 0) for q in d["queues"])')
         moved=$(zc_json "$OUT/all-queues-$tool.stats.json" 'sum(q["counters"].get("qp_migrations", 0) for q in d["queues"])')
         if [ "$ok" = 1 ] && [ "${unk:-1}" = 0 ]; then
             record PASS "all queues, zero-copy: $BW_LINE (QPs moved to the queue their packets arrive on so far: ${moved:-?})"
+        elif [ "${unk:-1}" = 0 ] && lost=$(lost_below_socket "$OUT/all-queues-before.stats.json" \
+            "$OUT/all-queues-$tool.stats.json" "$TAP0" "$(tap_rx)"); then
+            # This environment's fault, not roce-xdp's (2 boots in 52 here).
+            record KNOWN "all queues, zero-copy: $BW_LINE: frames lost between the guest's virtio-net and QEMU's tap since this boot's first tool: $lost (docs/zero-copy.md, \"Repeated runs\")"
+            diagnose all-queues "$tool"
         else
-            record FAIL "all queues, zero-copy: $BW_LINE (dropped_unknown_qp ${unk:-?}; log $OUT/all-queues.$tool.err)"
+            record FAIL "all queues, zero-copy: $BW_LINE (dropped_unknown_qp ${unk:-?}${lost:+; $lost}; log $OUT/all-queues.$tool.err)"
             diagnose all-queues "$tool"
         fi
     done
