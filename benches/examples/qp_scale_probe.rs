@@ -3,11 +3,15 @@
 //! pairs, then runs PASSES responder (or, with `req`, requester) passes,
 //! printing each pass's (fastest batch, mean) ns per packet. With `reset`,
 //! the passes only reset the QPs (the untimed part), so that the
-//! difference of two runs is the timed part alone:
+//! difference of two runs is the timed part alone. With `snapshot`, each
+//! pass starts with the endpoint's counters summed and ends with the next
+//! sum, as the driver's statistics take it every few milliseconds, and
+//! prints both parts' ns per packet
+//! ([`roce_xdp_benches::qp_scale::Rig::pass_with_snapshot`]):
 //!
 //! ```text
 //! valgrind --tool=cachegrind --cache-sim=yes \
-//!     target/release/examples/qp_scale_probe 65536 2 [req] [reset] [shuffled]
+//!     target/release/examples/qp_scale_probe 65536 2 [req] [reset] [shuffled] [snapshot]
 //! ```
 //!
 //! `qp_scale_probe rows [PASSES]` prints the rows `roce-xdp bench` reports
@@ -30,11 +34,12 @@ fn main() {
         }
         return;
     }
-    let usage = "usage: qp_scale_probe QPS PASSES [req] [reset] [shuffled]";
+    let usage = "usage: qp_scale_probe QPS PASSES [req] [reset] [shuffled] [snapshot]";
     let n: u32 = args.get(1).and_then(|a| a.parse().ok()).expect(usage);
     let passes: usize = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
     let req = args.iter().any(|a| a == "req");
     let reset_only = args.iter().any(|a| a == "reset");
+    let snapshot = args.iter().any(|a| a == "snapshot");
     let order = if args.iter().any(|a| a == "shuffled") {
         QpOrder::Shuffled
     } else {
@@ -42,6 +47,14 @@ fn main() {
     };
     let mut rig = Rig::with_order(n, order);
     for _ in 0..passes {
+        if snapshot {
+            let (pass, look) = rig.pass_with_snapshot(req);
+            eprintln!(
+                "pass {pass:.1} + snapshot {look:.1} = {:.1} ns/packet",
+                pass + look
+            );
+            continue;
+        }
         match (req, reset_only) {
             (false, false) => eprintln!("{:?}", rig.responder_pass()),
             (true, false) => eprintln!("{:?}", rig.requester_pass()),

@@ -32,6 +32,15 @@
 //! post's QP prefetched the same way a few posts ahead in the batch
 //! ([`engine::driver::prefetch_qpn_index`],
 //! [`engine::driver::prefetch_qpn_state`]).
+//!
+//! The rows `responder+stats` and `requester+stats` (shuffled order) add
+//! what the driver's statistics cost: it publishes the endpoint's counters
+//! every few milliseconds while there is work, and that sum reads the
+//! counters of every QP active since the last one. Each pass starts just
+//! after such a sum and ends with the next, timed, its time shared over
+//! the pass's packets ([`Rig::pass_with_snapshot`]): with 64K QPs, as
+//! many QPs as packets, as a driver sees between two snapshots when that
+//! many QPs are active.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallInstant;
@@ -86,8 +95,11 @@ fn slot_order() -> String {
 /// One row of the JSON key `qp_scale`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct QpScaleRow {
-    /// `responder`, `requester` (in-memory protocol path, per packet) or
-    /// `sim` (`roce-xdp sim` wall time per message, setup included).
+    /// `responder`, `requester` (in-memory protocol path, per packet),
+    /// `responder+stats`, `requester+stats` (the same, each pass followed
+    /// by the statistics snapshot the driver takes every few milliseconds,
+    /// its cost shared over the pass's packets) or `sim` (`roce-xdp sim`
+    /// wall time per message, setup included).
     pub path: String,
     /// The order in which messages visit the QPs ([`QpOrder`]: `slot` or
     /// `shuffled`); `slot` for the sim rows and for results written before
@@ -277,6 +289,28 @@ impl Rig {
         }
     }
 
+    /// A pass (responder, or requester with `requester`) that starts with
+    /// every QP's counters summed, as after one of the driver's statistics
+    /// snapshots (every few milliseconds), and ends with the next: the
+    /// pass's mean ns per packet, and the snapshot's ns per packet. With
+    /// N QPs and [`PACKETS`] packets, the snapshot sums min(N, PACKETS)
+    /// QPs, as a driver's does when that many are active between two.
+    pub fn pass_with_snapshot(&mut self, requester: bool) -> (f64, f64) {
+        let mean = if requester {
+            self.reset_a();
+            std::hint::black_box(self.a.counters());
+            self.requester_run().1
+        } else {
+            self.reset_b();
+            std::hint::black_box(self.b.counters());
+            self.responder_run().1
+        };
+        let ep = if requester { &self.a } else { &self.b };
+        let t = WallInstant::now();
+        std::hint::black_box(ep.counters());
+        (mean, t.elapsed().as_nanos() as f64 / PACKETS as f64)
+    }
+
     /// One timed responder pass over [`PACKETS`] packets: the fastest
     /// batch's ns per packet, and the mean.
     pub fn responder_pass(&mut self) -> (f64, f64) {
@@ -388,6 +422,30 @@ pub fn protocol_points_in(counts: &[u32], passes: usize, order: QpOrder) -> Vec<
     best
 }
 
+/// [`protocol_points_in`] with each pass between two of the driver's
+/// statistics snapshots ([`Rig::pass_with_snapshot`]): (responder,
+/// requester) ns per packet, the pass and its share of the snapshot
+/// together. The driver sums the counters of the QPs active since its last
+/// snapshot every few milliseconds; with tens of thousands of active QPs
+/// that read is a cost per packet the rows without it do not show.
+pub fn protocol_points_with_snapshot(
+    counts: &[u32],
+    passes: usize,
+    order: QpOrder,
+) -> Vec<(f64, f64)> {
+    let mut rigs: Vec<Rig> = counts.iter().map(|&n| Rig::with_order(n, order)).collect();
+    let mut best = vec![(f64::MAX, f64::MAX); rigs.len()];
+    for _ in 0..passes.max(1) {
+        for (rig, (resp, req)) in rigs.iter_mut().zip(best.iter_mut()) {
+            let (pass, snapshot) = rig.pass_with_snapshot(false);
+            *resp = resp.min(pass + snapshot);
+            let (pass, snapshot) = rig.pass_with_snapshot(true);
+            *req = req.min(pass + snapshot);
+        }
+    }
+    best
+}
+
 /// `roce-xdp sim --messages SIM_MESSAGES --size 64 --qps n`: wall time per
 /// message, setup included (the whole run as the command runs it).
 pub fn sim_point(n: u32, messages: u64) -> Result<f64, String> {
@@ -447,6 +505,30 @@ pub fn measure(
             rows.push(row("requester", order, n, req, base_req));
         }
     }
+    // The shuffled order again, each pass with the driver's statistics
+    // snapshot after it (`Rig::pass_with_snapshot`).
+    let with_stats: Vec<(u32, (f64, f64))> = counts
+        .iter()
+        .copied()
+        .zip(protocol_points_with_snapshot(
+            counts,
+            passes,
+            QpOrder::Shuffled,
+        ))
+        .collect();
+    let (base_resp, base_req) = with_stats[0].1;
+    for &(n, (resp, _)) in &with_stats {
+        rows.push(row(
+            "responder+stats",
+            QpOrder::Shuffled,
+            n,
+            resp,
+            base_resp,
+        ));
+    }
+    for &(n, (_, req)) in &with_stats {
+        rows.push(row("requester+stats", QpOrder::Shuffled, n, req, base_req));
+    }
     let base_sim = sim[0].1;
     for &(n, ns) in &sim {
         rows.push(row("sim", QpOrder::Slot, n, ns, base_sim));
@@ -461,9 +543,15 @@ mod tests {
     #[test]
     fn every_row_moves_its_packets_and_has_a_ratio() {
         let rows = measure(&[1, 64], 1, 512).unwrap();
-        // responder and requester in both orders, and the sim.
-        assert_eq!(rows.len(), 10);
-        assert_eq!(rows.iter().filter(|r| r.order == "shuffled").count(), 4);
+        // responder and requester in both orders, the same shuffled with
+        // the statistics snapshot, and the sim.
+        assert_eq!(rows.len(), 14);
+        assert_eq!(rows.iter().filter(|r| r.order == "shuffled").count(), 8);
+        for path in ["responder+stats", "requester+stats"] {
+            let with: Vec<_> = rows.iter().filter(|r| r.path == path).collect();
+            assert_eq!(with.len(), 2, "{path}");
+            assert!(with.iter().all(|r| r.order == "shuffled"), "{path}");
+        }
         for r in &rows {
             assert!(r.ns_per_packet > 0.0 && r.ratio > 0.0, "{r:?}");
         }

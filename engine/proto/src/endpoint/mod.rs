@@ -596,13 +596,8 @@ impl Endpoint {
         let cqs = &mut self.cqs;
         let mut ran = false;
         self.qps.expire(now, |qp| {
-            if qp.poll_timeout().is_some_and(|t| t <= now) {
-                qp.handle_timeout(now, cqs);
-                ran = true;
-                true
-            } else {
-                false
-            }
+            qp.handle_timeout(now, cqs);
+            ran = true;
         });
         ran
     }

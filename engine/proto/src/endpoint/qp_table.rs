@@ -70,11 +70,17 @@ struct Meta {
 /// something happened to since the last look, so that reading the
 /// endpoint's counters (the driver does every few milliseconds) costs the
 /// active QPs, not all of them.
+///
+/// `sum` holds the counters of every slot not marked dirty. Marking a slot
+/// takes its QP's counters out of `sum` before anything can change them
+/// (every caller marks before it hands out the QP); the next look adds
+/// them back as they are then. So a look reads each marked QP's counters
+/// once and writes nothing per QP. (It used to keep a copy of each slot's
+/// counters as last added, and a look read both and wrote the copy: with
+/// 65,536 marked QPs, 7.2-7.7 ms a look, against 4 lines per QP now.)
 #[derive(Default)]
 struct CounterSum {
     sum: Counters,
-    /// Each slot's counters as last added into `sum`.
-    seen: Vec<Counters>,
     dirty: Vec<u32>,
 }
 
@@ -147,7 +153,7 @@ impl QpTable {
         };
         t.slots.reserve_exact(n);
         t.meta.reserve_exact(n);
-        t.counters.get_mut().seen.reserve_exact(n);
+        t.counters.get_mut().dirty.reserve_exact(n);
         t.by_qpn = QpnIndex::with_capacity(n);
         t
     }
@@ -200,6 +206,10 @@ impl QpTable {
         let qpn = qp.qpn();
         let i = match self.free.pop() {
             Some(i) => {
+                // Marked while empty: the slot holds nothing in the sum,
+                // and the next look adds the new QP's counters (a QP moved
+                // in from another queue brings them along).
+                self.mark_dirty(i as usize);
                 // A stale ready-list entry of the slot's previous QP may
                 // remain (`ready` is kept): it serves the new one.
                 self.slots[i as usize] = Some(qp);
@@ -207,13 +217,14 @@ impl QpTable {
                 i
             }
             None => {
-                self.slots.push(Some(qp));
+                self.slots.push(None);
                 self.meta.push(Meta::default());
-                self.counters.get_mut().seen.push(Counters::default());
-                (self.slots.len() - 1) as u32
+                let i = self.slots.len() - 1;
+                self.mark_dirty(i);
+                self.slots[i] = Some(qp);
+                i as u32
             }
         };
-        self.mark_dirty(i as usize);
         self.by_qpn.insert(qpn, i);
         self.mark_ready(i as usize);
         self.schedule(i as usize);
@@ -228,19 +239,26 @@ impl QpTable {
         // waiting-list entry, if any, goes stale.
         self.inflight -= u64::from(std::mem::take(&mut s.inflight));
         s.waiting = false;
+        // Its counters leave the sum with it (into another endpoint's).
+        self.mark_dirty(i);
         let qp = self.slots[i].take();
         self.free.push(i as u32);
-        self.mark_dirty(i);
         qp
     }
 
-    /// Slot `i`'s counters may have changed.
+    /// Slot `i`'s counters may change: called before its QP is handed
+    /// out (or put in, or taken out). The first mark since the last look
+    /// takes the QP's counters out of the sum ([`CounterSum`]).
     #[inline]
     fn mark_dirty(&mut self, i: usize) {
         let s = &self.meta[i];
         if !s.dirty.get() {
             s.dirty.set(true);
-            self.counters.get_mut().dirty.push(i as u32);
+            let c = self.counters.get_mut();
+            c.dirty.push(i as u32);
+            if let Some(qp) = &self.slots[i] {
+                c.sum.deduct(&qp.counters);
+            }
         }
     }
 
@@ -248,16 +266,13 @@ impl QpTable {
     /// marked since the last call.
     pub fn counters(&self) -> Counters {
         let mut c = self.counters.borrow_mut();
-        let CounterSum { sum, seen, dirty } = &mut *c;
+        let CounterSum { sum, dirty } = &mut *c;
         for i in dirty.drain(..) {
             let i = i as usize;
             self.meta[i].dirty.set(false);
-            sum.deduct(&seen[i]);
-            seen[i] = self.slots[i]
-                .as_ref()
-                .map(|q| q.counters)
-                .unwrap_or_default();
-            sum.accumulate(&seen[i]);
+            if let Some(qp) = &self.slots[i] {
+                sum.accumulate(&qp.counters);
+            }
         }
         *sum
     }
@@ -342,6 +357,7 @@ impl QpTable {
                 return None;
             }
             let i = self.front_waiting()?;
+            self.mark_dirty(i);
             let qp = self.slots[i].as_mut()?; // a held slot (front_waiting)
             let sent = f(qp, room);
             if sent.is_none() && qp.held_by_inflight_limit() {
@@ -349,7 +365,6 @@ impl QpTable {
             }
             self.waiting.pop_front();
             self.meta[i].waiting = false;
-            self.mark_dirty(i);
             self.schedule(i);
             // The rest of its message (and what else it has) from the
             // ready list.
@@ -390,10 +405,12 @@ impl QpTable {
         self.timers.peek().map(|Reverse((t, _))| *t)
     }
 
-    /// Visit every QP whose heap entry is due at `now` with `f`, which
-    /// returns whether it ran the QP's timers (the QP then joins the ready
-    /// list); each is re-armed at its next deadline.
-    pub fn expire(&mut self, now: Instant, mut f: impl FnMut(&mut Qp) -> bool) {
+    /// Run `f` (the QP's timers) on every QP whose deadline has come: its
+    /// heap entry due at `now` and its own deadline too (an entry whose
+    /// deadline moved later finds nothing due and is re-armed, unvisited).
+    /// A QP visited joins the ready list; each is re-armed at its next
+    /// deadline.
+    pub fn expire(&mut self, now: Instant, mut f: impl FnMut(&mut Qp)) {
         while let Some(&Reverse((t, i))) = self.timers.peek() {
             if t > now {
                 break;
@@ -405,12 +422,15 @@ impl QpTable {
                 continue; // superseded by an earlier entry, or the QP is gone
             }
             s.deadline = None;
-            let Some(qp) = self.slots[i].as_mut() else {
+            let Some(qp) = self.slots[i].as_ref() else {
                 continue;
             };
-            if f(qp) {
-                self.mark_ready(i);
+            if qp.poll_timeout().is_some_and(|d| d <= now) {
                 self.mark_dirty(i);
+                self.mark_ready(i);
+                if let Some(qp) = self.slots[i].as_mut() {
+                    f(qp);
+                }
             }
             // Timers may end the QP's sending (retries exhausted: error).
             self.account(i);
@@ -460,8 +480,12 @@ impl QpTable {
         for _ in 0..self.ready.len() {
             let i = self.ready.pop_front()? as usize;
             let room = self.room_for_ready();
-            let Some(qp) = self.slots[i].as_mut() else {
+            if self.slots[i].is_none() {
                 self.meta[i].ready = false;
+                continue;
+            }
+            self.mark_dirty(i);
+            let Some(qp) = self.slots[i].as_mut() else {
                 continue;
             };
             let sent = f(qp, room);
@@ -470,7 +494,6 @@ impl QpTable {
             if held && !self.meta[i].waiting {
                 qp.counters.tx_inflight_waits += 1;
             }
-            self.mark_dirty(i);
             if let Some(len) = sent {
                 self.ready.push_back(i as u32);
                 self.schedule(i);
@@ -565,5 +588,59 @@ mod tests {
         t.insert(moved);
         assert_eq!(t.counters().rcvd_pkts, 2);
         assert_eq!(t.counters(), brute_force(&t));
+    }
+
+    /// Every way a QP's counters can change between two sums (a touch, a
+    /// visit of `transmit`, a QP taken out or moved in, to a fresh or a
+    /// reused slot), in a seeded random order, with sums taken in between:
+    /// each sum equals the brute-force sum of the QPs held.
+    #[test]
+    fn the_counter_sum_stays_exact_under_random_changes() {
+        let mut rng = crate::sim::SplitMix64::new(0xC0_0A7E);
+        let mut t = QpTable::with_capacity(64, 0);
+        let mut held: Vec<u32> = Vec::new();
+        let mut out: Vec<Qp> = Vec::new();
+        let mut next_qpn = 0x100;
+        for step in 0..20_000 {
+            match rng.below(8) {
+                0 => {
+                    // A new QP, or one moved back in with its counters.
+                    let qp = match out.pop() {
+                        Some(qp) if rng.chance(0.5) => qp,
+                        _ => {
+                            next_qpn += 1;
+                            let mut qp = Qp::new(next_qpn, QpInitAttr::default());
+                            qp.counters.rcvd_pkts = rng.below(100);
+                            qp
+                        }
+                    };
+                    held.push(qp.qpn());
+                    t.insert(qp);
+                }
+                1 if !held.is_empty() => {
+                    let qpn = held.swap_remove(rng.below(held.len() as u64) as usize);
+                    out.push(t.remove(qpn).unwrap());
+                }
+                2..=4 if !held.is_empty() => {
+                    let qpn = held[rng.below(held.len() as u64) as usize];
+                    let c = &mut t.touch(qpn).unwrap().1.counters;
+                    c.sent_pkts += rng.below(5);
+                    c.naks_sent += 1;
+                }
+                5 => {
+                    // A visit that counts what it sent, whatever the QP.
+                    let _ = t.transmit(Instant::ZERO, |qp, _| {
+                        qp.counters.sent_pkts += 1;
+                        qp.counters.rp_cnp_ignored += 3;
+                        Some(1)
+                    });
+                }
+                _ => {
+                    assert_eq!(t.counters(), brute_force(&t), "step {step}");
+                }
+            }
+        }
+        assert_eq!(t.counters(), brute_force(&t));
+        assert!(t.counters().sent_pkts > 0 && !out.is_empty());
     }
 }

@@ -331,6 +331,10 @@ fn a_stale_deadline_runs_no_timer_and_is_dropped() {
     p.a.post_send(p.qa, write_wr(&p, 2, 100, 0)).unwrap();
     assert_eq!(p.tx_a().len(), 1);
     let t = p.a.poll_timeout().unwrap();
+    // The endpoint's sum, taken before the timer runs, then after: it
+    // follows what the timer counted on the QP.
+    assert_eq!(p.a.counters().timeouts, 0);
     assert!(p.a.handle_timeout(t), "the retransmit timer ran");
     assert_eq!(p.a.qp_counters(p.qa).unwrap().timeouts, 1);
+    assert_eq!(p.a.counters().timeouts, 1);
 }
