@@ -407,19 +407,9 @@ pub fn protocol_points(counts: &[u32], passes: usize) -> Vec<(f64, f64)> {
 
 /// [`protocol_points`] with the messages visiting the QPs in `order`.
 pub fn protocol_points_in(counts: &[u32], passes: usize, order: QpOrder) -> Vec<(f64, f64)> {
-    let mut rigs: Vec<Rig> = counts.iter().map(|&n| Rig::with_order(n, order)).collect();
-    let mut best = vec![(f64::MAX, f64::MAX); rigs.len()];
-    for _ in 0..passes.max(1) {
-        for (rig, (resp, req)) in rigs.iter_mut().zip(best.iter_mut()) {
-            *resp = resp.min(rig.responder_pass().1);
-            *req = req.min(rig.requester_pass().1);
-        }
-    }
-    for rig in &rigs {
-        let c = rig.b.counters();
-        assert_eq!(c.dropped_malformed + c.dropped_unknown_qp, 0, "{c:?}");
-    }
-    best
+    best_passes(counts, passes, order, |rig| {
+        (rig.responder_pass().1, rig.requester_pass().1)
+    })
 }
 
 /// [`protocol_points_in`] with each pass between two of the driver's
@@ -433,15 +423,34 @@ pub fn protocol_points_with_snapshot(
     passes: usize,
     order: QpOrder,
 ) -> Vec<(f64, f64)> {
+    best_passes(counts, passes, order, |rig| {
+        let (resp, resp_sum) = rig.pass_with_snapshot(false);
+        let (req, req_sum) = rig.pass_with_snapshot(true);
+        (resp + resp_sum, req + req_sum)
+    })
+}
+
+/// Builds a rig for each of `counts`, then runs `pass` (a responder and
+/// a requester figure) round the rigs `passes` times and keeps each
+/// rig's best of each figure; checks that no frame was dropped.
+fn best_passes(
+    counts: &[u32],
+    passes: usize,
+    order: QpOrder,
+    mut pass: impl FnMut(&mut Rig) -> (f64, f64),
+) -> Vec<(f64, f64)> {
     let mut rigs: Vec<Rig> = counts.iter().map(|&n| Rig::with_order(n, order)).collect();
     let mut best = vec![(f64::MAX, f64::MAX); rigs.len()];
     for _ in 0..passes.max(1) {
         for (rig, (resp, req)) in rigs.iter_mut().zip(best.iter_mut()) {
-            let (pass, snapshot) = rig.pass_with_snapshot(false);
-            *resp = resp.min(pass + snapshot);
-            let (pass, snapshot) = rig.pass_with_snapshot(true);
-            *req = req.min(pass + snapshot);
+            let (a, b) = pass(rig);
+            *resp = resp.min(a);
+            *req = req.min(b);
         }
+    }
+    for rig in &rigs {
+        let c = rig.b.counters();
+        assert_eq!(c.dropped_malformed + c.dropped_unknown_qp, 0, "{c:?}");
     }
     best
 }
