@@ -500,44 +500,30 @@ pub fn measure(
         ns_per_packet: ns,
         ratio: ns / base,
     };
+    // Each kind of pass gives a responder and a requester row per count,
+    // each against its own 1-QP row.
+    let mut paired = |resp_path: &str, req_path: &str, order: QpOrder, points: Vec<(f64, f64)>| {
+        let (base_resp, base_req) = points[0];
+        for (&n, &(resp, _)) in counts.iter().zip(&points) {
+            rows.push(row(resp_path, order, n, resp, base_resp));
+        }
+        for (&n, &(_, req)) in counts.iter().zip(&points) {
+            rows.push(row(req_path, order, n, req, base_req));
+        }
+    };
     for order in [QpOrder::Slot, QpOrder::Shuffled] {
-        let proto: Vec<(u32, (f64, f64))> = counts
-            .iter()
-            .copied()
-            .zip(protocol_points_in(counts, passes, order))
-            .collect();
-        let (base_resp, base_req) = proto[0].1;
-        for &(n, (resp, _)) in &proto {
-            rows.push(row("responder", order, n, resp, base_resp));
-        }
-        for &(n, (_, req)) in &proto {
-            rows.push(row("requester", order, n, req, base_req));
-        }
+        let points = protocol_points_in(counts, passes, order);
+        paired("responder", "requester", order, points);
     }
     // The shuffled order again, each pass with the driver's statistics
     // snapshot after it (`Rig::pass_with_snapshot`).
-    let with_stats: Vec<(u32, (f64, f64))> = counts
-        .iter()
-        .copied()
-        .zip(protocol_points_with_snapshot(
-            counts,
-            passes,
-            QpOrder::Shuffled,
-        ))
-        .collect();
-    let (base_resp, base_req) = with_stats[0].1;
-    for &(n, (resp, _)) in &with_stats {
-        rows.push(row(
-            "responder+stats",
-            QpOrder::Shuffled,
-            n,
-            resp,
-            base_resp,
-        ));
-    }
-    for &(n, (_, req)) in &with_stats {
-        rows.push(row("requester+stats", QpOrder::Shuffled, n, req, base_req));
-    }
+    let points = protocol_points_with_snapshot(counts, passes, QpOrder::Shuffled);
+    paired(
+        "responder+stats",
+        "requester+stats",
+        QpOrder::Shuffled,
+        points,
+    );
     let base_sim = sim[0].1;
     for &(n, ns) in &sim {
         rows.push(row("sim", QpOrder::Slot, n, ns, base_sim));

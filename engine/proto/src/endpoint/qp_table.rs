@@ -212,37 +212,31 @@ impl QpTable {
     pub fn touch(&mut self, qpn: u32) -> Option<(usize, &mut Qp)> {
         let i = self.slot(qpn)?;
         self.mark_ready(i);
-        self.mark_dirty(i);
-        Some((i, self.slots[i].as_mut()?))
+        Some((i, self.hand_out(i)?))
     }
 
     /// Put `qp` in a free slot (the caller checked that its number is free).
     pub fn insert(&mut self, qp: Qp) {
         let qpn = qp.qpn();
         let i = match self.free.pop() {
-            Some(i) => {
-                // Marked while empty: the slot holds nothing in the sum,
-                // and the next look adds the new QP's counters (a QP moved
-                // in from another queue brings them along).
-                self.mark_dirty(i as usize);
-                // A stale ready-list entry of the slot's previous QP may
-                // remain (`ready` is kept): it serves the new one.
-                self.slots[i as usize] = Some(qp);
-                self.meta[i as usize].deadline = None;
-                i
-            }
+            // A stale ready-list entry of the slot's previous QP may
+            // remain (`ready` is kept): it serves the new one.
+            Some(i) => i as usize,
             None => {
                 self.slots.push(None);
                 self.meta.push(Meta::default());
-                let i = self.slots.len() - 1;
-                self.mark_dirty(i);
-                self.slots[i] = Some(qp);
-                i as u32
+                self.slots.len() - 1
             }
         };
-        self.by_qpn.insert(qpn, i);
-        self.mark_ready(i as usize);
-        self.schedule(i as usize);
+        // Marked while empty: the slot holds nothing in the sum, and the
+        // next look adds the new QP's counters (a QP moved in from another
+        // queue brings them along).
+        self.mark_dirty(i);
+        self.slots[i] = Some(qp);
+        self.meta[i].deadline = None;
+        self.by_qpn.insert(qpn, i as u32);
+        self.mark_ready(i);
+        self.schedule(i);
     }
 
     /// Take QP `qpn` out; its ready-list and heap entries go stale.
@@ -261,8 +255,17 @@ impl QpTable {
         qp
     }
 
+    /// Slot `i`'s QP, to be changed: its slot marked first
+    /// ([`QpTable::mark_dirty`]). Every `&mut Qp` the table gives out
+    /// comes from here.
+    #[inline]
+    fn hand_out(&mut self, i: usize) -> Option<&mut Qp> {
+        self.mark_dirty(i);
+        self.slots[i].as_mut()
+    }
+
     /// Slot `i`'s counters may change: called before its QP is handed
-    /// out (or put in, or taken out). The first mark since the last look
+    /// out ([`QpTable::hand_out`]), put in or taken out. The first mark since the last look
     /// takes the QP's counters out of the sum ([`CounterSum`]).
     #[inline]
     fn mark_dirty(&mut self, i: usize) {
@@ -372,8 +375,7 @@ impl QpTable {
                 return None;
             }
             let i = self.front_waiting()?;
-            self.mark_dirty(i);
-            let qp = self.slots[i].as_mut()?; // a held slot (front_waiting)
+            let qp = self.hand_out(i)?; // a held slot (front_waiting)
             let sent = f(qp, room);
             if sent.is_none() && qp.held_by_inflight_limit() {
                 return None;
@@ -441,9 +443,8 @@ impl QpTable {
                 continue;
             };
             if qp.poll_timeout().is_some_and(|d| d <= now) {
-                self.mark_dirty(i);
                 self.mark_ready(i);
-                if let Some(qp) = self.slots[i].as_mut() {
+                if let Some(qp) = self.hand_out(i) {
                     f(qp);
                 }
             }
@@ -495,18 +496,15 @@ impl QpTable {
         for _ in 0..self.ready.len() {
             let i = self.ready.pop_front()? as usize;
             let room = self.room_for_ready();
-            if self.slots[i].is_none() {
+            let waiting = self.meta[i].waiting;
+            let Some(qp) = self.hand_out(i) else {
                 self.meta[i].ready = false;
-                continue;
-            }
-            self.mark_dirty(i);
-            let Some(qp) = self.slots[i].as_mut() else {
                 continue;
             };
             let sent = f(qp, room);
             let may = qp.may_transmit();
             let held = sent.is_none() && qp.held_by_inflight_limit();
-            if held && !self.meta[i].waiting {
+            if held && !waiting {
                 qp.counters.tx_inflight_waits += 1;
             }
             if let Some(len) = sent {
