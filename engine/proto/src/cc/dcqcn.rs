@@ -216,11 +216,7 @@ impl Dcqcn {
 
     /// As [`Dcqcn::new`], with parameters shared with other QPs.
     pub fn with_shared_params(params: Arc<DcqcnParams>, line_rate_bps: f64) -> Self {
-        let max_rate_bps = if params.max_rate_mbps > 0.0 {
-            (params.max_rate_mbps * 1e6).min(line_rate_bps)
-        } else {
-            line_rate_bps
-        };
+        let max_rate_bps = Self::max_rate_for(&params, line_rate_bps);
         let min_rate_bps = (params.min_rate_mbps * 1e6).min(max_rate_bps);
         Dcqcn {
             max_rate_bps,
@@ -237,6 +233,17 @@ impl Dcqcn {
             last_increase: None,
             pacer: Pacer::new(params.pacer_burst_bytes),
             params,
+        }
+    }
+
+    /// The maximum rate of a QP with `params` on a link of `line_rate_bps`
+    /// (`max_rate_mbps` if set and lower). Passing the result as the line
+    /// rate gives it back.
+    pub fn max_rate_for(params: &DcqcnParams, line_rate_bps: f64) -> f64 {
+        if params.max_rate_mbps > 0.0 {
+            (params.max_rate_mbps * 1e6).min(line_rate_bps)
+        } else {
+            line_rate_bps
         }
     }
 

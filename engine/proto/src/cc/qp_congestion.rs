@@ -10,13 +10,19 @@
 //!   for each CNP received; [`QpCongestion::next_send_time`] says when a
 //!   refused sender may retry.
 //!
-//! No allocation: a few words of state per QP.
+//! A few words of state per QP; the reaction point's DCQCN state (rates,
+//! alpha, stages, its pacer: [`Dcqcn`], 136 bytes) is allocated at the
+//! first CNP the QP handles, once in its life (or after a reset): most
+//! QPs of a large endpoint never see one, and until then a fresh
+//! [`Dcqcn`] would only say "unlimited". The counters of these events
+//! (`np_ecn_marked_roce_packets`, `np_cnp_sent`, `rp_cnp_handled`,
+//! `rp_cnp_ignored`) are the QP's transport counters (`rc::Counters`),
+//! kept by the QP that makes these calls.
 
 use core::time::Duration;
 use std::sync::Arc;
 
 use super::config::{CcConfig, EcnMarking};
-use super::counters::CcCounters;
 use super::dcqcn::{CnpOutcome, Dcqcn, DcqcnParams};
 use super::notification_point::CnpPacer;
 use crate::time::Instant;
@@ -33,10 +39,17 @@ pub struct QpCongestion {
     /// `min_time_between_cnps` is zero and marks arrive faster than the QP
     /// transmits).
     cnp_pending: u32,
-    rp: Dcqcn,
+    /// The DCQCN parameters, shared with the endpoint's other QPs.
+    params: Arc<DcqcnParams>,
+    /// Upper bound on the reaction point's rate, bit/s
+    /// ([`Dcqcn::max_rate_for`]).
+    max_rate_bps: f64,
+    /// The reaction point, from the first CNP handled on (never with DCQCN
+    /// off): `None` behaves exactly as a fresh [`Dcqcn`] (unlimited, no
+    /// timer, nothing paced).
+    rp: Option<Box<Dcqcn>>,
     /// Set when `may_send` refused: when to try again.
     blocked_until: Option<Instant>,
-    counters: CcCounters,
 }
 
 impl Default for QpCongestion {
@@ -66,23 +79,19 @@ impl QpCongestion {
             marking: config.marking,
             pacer: CnpPacer::default(),
             cnp_pending: 0,
-            rp: Dcqcn::with_shared_params(dcqcn, config.line_rate_gbps * 1e9),
+            max_rate_bps: Dcqcn::max_rate_for(&dcqcn, config.line_rate_gbps * 1e9),
+            params: dcqcn,
+            rp: None,
             blocked_until: None,
-            counters: CcCounters::default(),
         }
     }
 
     /// Back to the initial state (QP reset), keeping the configuration.
     pub fn reset(&mut self) {
-        let rp = Dcqcn::with_shared_params(self.rp.shared_params().clone(), self.rp.max_rate_bps());
-        *self = QpCongestion {
-            pacer: CnpPacer::default(),
-            cnp_pending: 0,
-            rp,
-            blocked_until: None,
-            counters: CcCounters::default(),
-            ..*self
-        };
+        self.pacer = CnpPacer::default();
+        self.cnp_pending = 0;
+        self.rp = None;
+        self.blocked_until = None;
     }
 
     /// A RoCE packet for this QP arrived with IP ECN `ecn`.
@@ -91,21 +100,19 @@ impl QpCongestion {
         if ecn != Ecn::Ce {
             return;
         }
-        self.counters.np_ecn_marked_roce_packets += 1;
         if self.pacer.allow(now, self.min_time_between_cnps) {
             self.cnp_pending = self.cnp_pending.saturating_add(1);
         }
     }
 
-    /// Whether a CNP should be sent now (consumes the request; counts it
-    /// as `np_cnp_sent`).
+    /// Whether a CNP should be sent now (consumes the request; the QP
+    /// counts the CNP it emits as `np_cnp_sent`).
     #[inline]
     pub fn poll_cnp(&mut self, _now: Instant) -> bool {
         if self.cnp_pending == 0 {
             return false;
         }
         self.cnp_pending -= 1;
-        self.counters.np_cnp_sent += 1;
         true
     }
 
@@ -124,17 +131,18 @@ impl QpCongestion {
     #[inline]
     pub fn on_cnp(&mut self, now: Instant) -> CnpOutcome {
         let outcome = if self.dcqcn_enabled {
-            self.rp.on_cnp(now)
+            let (params, max_rate_bps) = (&self.params, self.max_rate_bps);
+            self.rp
+                .get_or_insert_with(|| {
+                    Box::new(Dcqcn::with_shared_params(params.clone(), max_rate_bps))
+                })
+                .on_cnp(now)
         } else {
             CnpOutcome::Ignored
         };
-        match outcome {
-            CnpOutcome::Handled => {
-                self.counters.rp_cnp_handled += 1;
-                // The rate changed: a pending retry time is stale.
-                self.blocked_until = None;
-            }
-            CnpOutcome::Ignored => self.counters.rp_cnp_ignored += 1,
+        if outcome == CnpOutcome::Handled {
+            // The rate changed: a pending retry time is stale.
+            self.blocked_until = None;
         }
         outcome
     }
@@ -142,10 +150,10 @@ impl QpCongestion {
     /// May the QP send a data packet of `bytes` bytes (whole frame) at `now`?
     #[inline]
     pub fn may_send(&mut self, now: Instant, bytes: usize) -> bool {
-        if !self.dcqcn_enabled {
+        let Some(rp) = self.rp.as_mut() else {
             return true;
-        }
-        match self.rp.may_send(now, bytes as u64) {
+        };
+        match rp.may_send(now, bytes as u64) {
             Ok(()) => {
                 self.blocked_until = None;
                 true
@@ -166,8 +174,8 @@ impl QpCongestion {
     /// The QP sent a data packet of `bytes` bytes (whole frame) at `now`.
     #[inline]
     pub fn on_sent(&mut self, now: Instant, bytes: usize) {
-        if self.dcqcn_enabled {
-            self.rp.consume(now, bytes as u64);
+        if let Some(rp) = self.rp.as_mut() {
+            rp.consume(now, bytes as u64);
         }
     }
 
@@ -175,18 +183,14 @@ impl QpCongestion {
     /// pacer's retry time is [`Self::next_send_time`].)
     #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.dcqcn_enabled {
-            self.rp.next_deadline()
-        } else {
-            None
-        }
+        self.rp.as_ref().and_then(|rp| rp.next_deadline())
     }
 
     /// Run the rate-increase timers due at `now`.
     #[inline]
     pub fn handle_timeout(&mut self, now: Instant) {
-        if self.dcqcn_enabled {
-            self.rp.on_timer(now);
+        if let Some(rp) = self.rp.as_mut() {
+            rp.on_timer(now);
         }
         // The retry time has come: the QP will be asked again by the next
         // transmit; a past deadline must not stay in `poll_timeout`.
@@ -202,21 +206,25 @@ impl QpCongestion {
 
     /// Current rate, bit/s (the line rate when DCQCN is off or unlimited).
     pub fn rate_bps(&self) -> f64 {
-        if self.dcqcn_enabled {
-            self.rp.rate_bps()
-        } else {
-            self.rp.max_rate_bps()
+        match self.rp.as_ref() {
+            Some(rp) => rp.rate_bps(),
+            None => self.max_rate_bps,
         }
     }
 
-    /// The DCQCN state (rate, target, alpha, stages).
-    pub fn reaction_point(&self) -> &Dcqcn {
-        &self.rp
+    /// DCQCN's alpha as it would be at `now` (the parameters'
+    /// `initial_alpha` before the first CNP handled).
+    pub fn alpha(&self, now: Instant) -> f64 {
+        match &self.rp {
+            Some(rp) => rp.alpha(now),
+            None => self.params.initial_alpha,
+        }
     }
 
-    /// This QP's congestion counters.
-    pub fn counters(&self) -> CcCounters {
-        self.counters
+    /// The DCQCN state (rate, target, alpha, stages), from the first CNP
+    /// the QP handled on (`None` before: unlimited, at the maximum rate).
+    pub fn reaction_point(&self) -> Option<&Dcqcn> {
+        self.rp.as_deref()
     }
 }
 
@@ -240,8 +248,7 @@ mod tests {
         assert!(!q.poll_cnp(us(3)));
         q.on_packet_received(us(4), Ecn::Ce);
         assert!(q.poll_cnp(us(4)));
-        let c = q.counters();
-        assert_eq!((c.np_ecn_marked_roce_packets, c.np_cnp_sent), (5, 2));
+        assert!(!q.has_cnp_pending());
         assert_eq!(q.cnp_dscp(), 48);
     }
 
@@ -249,7 +256,11 @@ mod tests {
     fn cnp_limits_the_sender_and_reset_restores() {
         let mut q = QpCongestion::new();
         assert_eq!(q.rate_bps(), 100e9);
+        assert!(q.reaction_point().is_none(), "no DCQCN state before a CNP");
+        assert_eq!(q.alpha(us(0)), DcqcnParams::default().initial_alpha);
         assert_eq!(q.on_cnp(us(0)), CnpOutcome::Handled);
+        assert!(q.reaction_point().is_some_and(|rp| rp.is_limited()));
+        let first_cut = q.rate_bps();
         assert_eq!(q.on_cnp(us(1)), CnpOutcome::Ignored);
         assert!(q.rate_bps() < 51e9);
         assert_eq!(q.poll_timeout(), Some(us(300)));
@@ -264,7 +275,11 @@ mod tests {
         assert!(q.may_send(retry, 4096));
         q.reset();
         assert_eq!(q.rate_bps(), 100e9);
-        assert_eq!(q.counters(), CcCounters::default());
+        assert!(q.reaction_point().is_none());
+        assert_eq!(q.poll_timeout(), None);
+        // After a reset the first CNP starts from the initial alpha again.
+        assert_eq!(q.on_cnp(us(1_000_000)), CnpOutcome::Handled);
+        assert_eq!(q.rate_bps(), first_cut);
     }
 
     #[test]
@@ -274,12 +289,12 @@ mod tests {
             ..CcConfig::default()
         });
         assert_eq!(q.on_cnp(us(0)), CnpOutcome::Ignored);
+        assert!(q.reaction_point().is_none());
         for _ in 0..1000 {
             assert!(q.may_send(us(0), 4096));
             q.on_sent(us(0), 4096);
         }
         assert_eq!(q.poll_timeout(), None);
-        assert_eq!(q.counters().rp_cnp_ignored, 1);
         // The notification point still works.
         q.on_packet_received(us(0), Ecn::Ce);
         assert!(q.poll_cnp(us(0)));

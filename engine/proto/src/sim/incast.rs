@@ -449,7 +449,7 @@ pub fn run(cfg: &IncastConfig) -> IncastReport {
                     continue;
                 };
                 let rate = cc.rate_bps() / 1e9;
-                let alpha = cc.reaction_point().alpha(now);
+                let alpha = cc.alpha(now);
                 if active {
                     f.rate_time_sum += rate * dt;
                     f.active_time += dt;
