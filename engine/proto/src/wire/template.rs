@@ -49,10 +49,12 @@ pub struct HeaderTemplate {
     len: u8,
     /// Offset of the IP header.
     ip_at: u8,
+    /// IPv4 (else IPv6): the addresses, for IPv6's UDP checksum, are
+    /// read from `bytes` (a QP holds this template: no second copy).
+    v4: bool,
     /// One's-complement sum of the IPv4 header words with the total length
     /// and checksum fields zero (unused for IPv6).
     ipv4_sum: u64,
-    ip: IpRepr,
 }
 
 impl HeaderTemplate {
@@ -77,8 +79,8 @@ impl HeaderTemplate {
             bytes,
             len: len as u8,
             ip_at: ip_at as u8,
+            v4: matches!(ip, IpRepr::V4 { .. }),
             ipv4_sum,
-            ip: *ip,
         }
     }
 
@@ -92,12 +94,6 @@ impl HeaderTemplate {
             + payload_len
             + pad_for(payload_len)
             + ICRC_LEN
-    }
-
-    /// The IP header this template was made from.
-    #[inline]
-    pub fn ip(&self) -> &IpRepr {
-        &self.ip
     }
 }
 
@@ -138,7 +134,7 @@ pub fn emit_templated(
     let prefix = usize::from(t.len);
     let ip_hdr = prefix - udp::HEADER_LEN - ip_at;
     let udp_at = ip_at + ip_hdr;
-    let v4 = matches!(t.ip, IpRepr::V4 { .. });
+    let v4 = t.v4;
     let ip_len_field = if v4 {
         ipv4::HEADER_LEN + udp_len
     } else {
@@ -215,16 +211,18 @@ pub fn emit_templated(
     };
     f[icrc_at..].copy_from_slice(&crc.to_le_bytes());
 
-    match t.ip {
-        IpRepr::V4 { .. } => {
-            let sum = t.ipv4_sum + ip_len_field as u64;
-            let c = checksum::finish(sum);
-            f[ip_at + 10..ip_at + 12].copy_from_slice(&c.to_be_bytes());
-        }
-        IpRepr::V6 { src, dst, .. } => {
-            let c = checksum::udp_ipv6(&src.octets(), &dst.octets(), &f[udp_at..]);
-            UdpPacket::new_unchecked(&mut f[udp_at..]).set_checksum(c);
-        }
+    if v4 {
+        let sum = t.ipv4_sum + ip_len_field as u64;
+        let c = checksum::finish(sum);
+        f[ip_at + 10..ip_at + 12].copy_from_slice(&c.to_be_bytes());
+    } else {
+        // The IPv6 header's source and destination addresses (bytes 8..24
+        // and 24..40), as the template emitted them.
+        let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
+        src.copy_from_slice(&t.bytes[ip_at + 8..ip_at + 24]);
+        dst.copy_from_slice(&t.bytes[ip_at + 24..ip_at + 40]);
+        let c = checksum::udp_ipv6(&src, &dst, &f[udp_at..]);
+        UdpPacket::new_unchecked(&mut f[udp_at..]).set_checksum(c);
     }
     Ok(total)
 }
