@@ -327,13 +327,10 @@ vm_stop vm1
 log "capture: $PCAP ($(du -h "$PCAP" | cut -f1))"
 # One tshark pass: one line per RoCE frame (UDP dst port 4791) with the
 # source, the BTH opcode (empty if not decoded as InfiniBand), and whether
-# tshark flagged it malformed or raised an expert item >= warning.
-# --disable-heuristic rpcrdma_infiniband: tshark's RPC-over-RDMA heuristic
-# otherwise claims 1-byte SEND payloads and calls them malformed;
-# --disable-heuristic eth_over_ib: its Ethernet-over-InfiniBand heuristic
-# reads a payload's first two bytes as an EtherType and can call
-# application data malformed (see interop/README.md, "tshark note").
-TSHARK_ARGS=(-n -r "$PCAP" --disable-heuristic rpcrdma_infiniband --disable-heuristic eth_over_ib)
+# tshark flagged it malformed or raised an expert item >= warning; without
+# the heuristics that misread application data (interop/tshark-roce.sh).
+. "$HERE/tshark-roce.sh"
+TSHARK_ARGS=(-n -r "$PCAP" "${TSHARK_ROCE[@]}")
 tshark "${TSHARK_ARGS[@]}" -Y 'udp.dstport == 4791' -T fields -E occurrence=f \
     -e ip.src -e infiniband.bth.opcode -e _ws.malformed -e _ws.expert.severity \
     > "$OUT/tshark-frames.txt" 2>"$OUT/tshark.err"

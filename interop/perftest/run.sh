@@ -419,14 +419,12 @@ editcap -r "$PCAP_ALL" "$OUT/all-sizes-head.pcap" 1-5000 2>>"$OUT/tcpdump.log"
 # with an expert item of severity warning (6291456) or above; both sides
 # sent frames. tshark's CRTP dissector claims the 2-byte payload of
 # write-lat's WRITEs (from rxe and the engine alike) and calls it
-# malformed: it is off, as the RPC-over-RDMA heuristic and the
-# Ethernet-over-InfiniBand one, which reads a payload's first two bytes as
-# an EtherType and can call perftest's random data malformed
-# (interop/README.md, "tshark note").
+# malformed: it is off, as the heuristics interop/tshark-roce.sh turns
+# off (interop/README.md, "tshark note").
+. "$INTEROP/tshark-roce.sh"
 for p in "$PCAP" "$PCAP_ALL"; do
     [ -s "$p" ] || continue
-    tshark -n -r "$p" --disable-heuristic rpcrdma_infiniband --disable-heuristic eth_over_ib \
-        --disable-protocol crtp -Y 'udp.dstport == 4791' \
+    tshark -n -r "$p" "${TSHARK_ROCE[@]}" --disable-protocol crtp -Y 'udp.dstport == 4791' \
         -T fields -E occurrence=f -e ip.src -e infiniband.bth.opcode -e _ws.malformed \
         -e _ws.expert.severity 2>>"$OUT/tshark.err"
 done > "$OUT/tshark.txt"
