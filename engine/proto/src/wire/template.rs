@@ -26,6 +26,7 @@ use super::icrc::{self, IpVersion, ICRC_LEN};
 use super::immdt::ImmDt;
 use super::ip::IpRepr;
 use super::ipv4;
+use super::ipv6::Ipv6Packet;
 use super::reth::{Reth, RethRepr};
 use super::udp::{self, UdpPacket, UdpRepr};
 
@@ -216,11 +217,9 @@ pub fn emit_templated(
         let c = checksum::finish(sum);
         f[ip_at + 10..ip_at + 12].copy_from_slice(&c.to_be_bytes());
     } else {
-        // The IPv6 header's source and destination addresses (bytes 8..24
-        // and 24..40), as the template emitted them.
-        let (mut src, mut dst) = ([0u8; 16], [0u8; 16]);
-        src.copy_from_slice(&t.bytes[ip_at + 8..ip_at + 24]);
-        dst.copy_from_slice(&t.bytes[ip_at + 24..ip_at + 40]);
+        // The addresses as the template emitted them.
+        let ip6 = Ipv6Packet::new_unchecked(&t.bytes[ip_at..udp_at]);
+        let (src, dst) = (ip6.src_addr().octets(), ip6.dst_addr().octets());
         let c = checksum::udp_ipv6(&src, &dst, &f[udp_at..]);
         UdpPacket::new_unchecked(&mut f[udp_at..]).set_checksum(c);
     }
