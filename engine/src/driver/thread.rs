@@ -413,6 +413,20 @@ fn eng_route(
     }
 }
 
+/// What an iteration took from other queues and from the application.
+#[derive(Debug, Clone, Copy, Default)]
+struct Taken {
+    /// Anything at all (progress).
+    any: bool,
+    /// Something that may make packets due at once: a send-side post, a
+    /// control operation, a hand-off. Posted receives alone make none (a
+    /// responder sends nothing because a receive was posted; a requester
+    /// that met an RNR NAK retries on its own timer), so in a driven
+    /// iteration they do not release what was held for the application's
+    /// answer ([`Core::iterate_inline`]).
+    may_transmit: bool,
+}
+
 /// The engine of one queue: its socket and I/O steps, its endpoint, its
 /// statistics, and what it owes other queues. The engine thread runs it;
 /// an application thread may take it and run it itself ([`DrivenQueue`]).
@@ -497,25 +511,29 @@ impl Core {
     /// application work, receive (frames for QPs another queue holds are
     /// handed off), timers. Returns (progress, packets received).
     fn take_in(&mut self) -> (bool, usize) {
-        let (progress, now) = self.take_posts();
+        let (taken, now) = self.take_posts();
+        let progress = taken.any;
         let (more, received) = self.take_packets(now);
         (progress | more, received)
     }
 
     /// Hand-offs from other queues and the application's work. Returns
-    /// whether there was any, and the time to go on with.
-    fn take_posts(&mut self) -> (bool, Instant) {
+    /// what there was, and the time to go on with.
+    fn take_posts(&mut self) -> (Taken, Instant) {
         self.stats.loops += 1;
         // One clock read for an iteration that finds nothing (most of a
         // busy-polling loop's): each further one only after work that took
         // time (posts applied, packets received).
         let now = self.now();
-        let mut progress = self.take_handoffs(now);
-        let took = self.take_work();
-        progress |= took;
-        let now = if took { self.now() } else { now };
+        let handoffs = self.take_handoffs(now);
+        let work = self.take_work();
+        let now = if work.any { self.now() } else { now };
         self.last_now = now;
-        (progress, now)
+        let taken = Taken {
+            any: handoffs | work.any,
+            may_transmit: handoffs | work.may_transmit,
+        };
+        (taken, now)
     }
 
     /// Receive (frames for QPs another queue holds are handed off), then
@@ -567,7 +585,8 @@ impl Core {
     /// One iteration on an application thread ([`DrivenQueue::poll_cq`]):
     /// as [`Core::iterate`], but work the application posted since the
     /// last poll is transmitted first, before receiving (with what the last
-    /// iteration held for it), completions are delivered before the
+    /// iteration held for it; receives alone post nothing to transmit and
+    /// keep the hold: [`Taken::may_transmit`]), completions are delivered before the
     /// second transmit, and when packets received now delivered completions,
     /// what they made due (their ACKs) waits for the next iteration, to
     /// leave with the application's answer, posted before its next poll.
@@ -580,8 +599,9 @@ impl Core {
     /// answer (the application's WRITE, posted when it sees the data land)
     /// then leaves with the ACK.
     fn iterate_inline(&mut self) -> bool {
-        let (mut progress, _) = self.take_posts();
-        if progress {
+        let (taken, _) = self.take_posts();
+        let mut progress = taken.any;
+        if taken.may_transmit {
             // The application's answer leaves at once, with the ACKs the
             // last iteration held for it: packets that came meanwhile (the
             // peer's ACK of our last message, in a ping-pong) are handled
@@ -757,9 +777,9 @@ impl Core {
     /// each post's QP is prefetched a few posts ahead, in the receive
     /// step's two stages ([`prefetch_distance`]): an application that
     /// posts to thousands of QPs finds each one out of the caches.
-    fn take_work(&mut self) -> bool {
+    fn take_work(&mut self) -> Taken {
         if self.backlog.len() >= self.backlog_limit {
-            return false;
+            return Taken::default();
         }
         let mut batch = std::mem::take(&mut self.work_batch);
         while batch.len() < BATCH {
@@ -768,7 +788,10 @@ impl Core {
             };
             batch.push(work);
         }
-        let any = !batch.is_empty();
+        let taken = Taken {
+            any: !batch.is_empty(),
+            may_transmit: batch.iter().any(|w| !matches!(w, Work::Recv { .. })),
+        };
         let ahead = prefetch_distance(&self.ep);
         let mut qpns = [None; BATCH];
         if ahead != Lookahead::default() {
@@ -791,7 +814,7 @@ impl Core {
             self.apply(self.me, work);
         }
         self.work_batch = batch;
-        any
+        taken
     }
 
     /// Runs one post or control operation from the application of queue

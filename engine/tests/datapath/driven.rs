@@ -185,3 +185,52 @@ fn a_held_ack_waits_for_the_answer_across_empty_polls() {
     r.a.close();
     r.b.close();
 }
+
+/// A receive the application posts between the peer's message and its
+/// answer does not release the ACK held for that answer: the send-lat
+/// client re-posts its receive as soon as the pong lands, then polls for
+/// the ACK of its own ping before it sends again. A receive makes no
+/// packet; released by it, each ACK took a TX kick of its own, on the
+/// round trip's path.
+#[test]
+#[ignore = "needs root"]
+fn a_posted_receive_does_not_release_the_held_ack() {
+    let pair = crate::support::veth_pair();
+    let r = rig(&pair, CqWait::Park);
+    let before = r.a.stats(0).unwrap().socket;
+    {
+        let mut driven = r.a.run_to_completion(0).unwrap();
+        let mut spare = [WorkCompletion::default(); 16];
+        let mut wcs = [WorkCompletion::default(); 16];
+        r.qa.post_recv(recv(&r.la, 0)).unwrap();
+        for i in 0..100 {
+            r.qb.post_recv(recv(&r.rb, i)).unwrap();
+            r.qa.post_send(SendWr::new(i, SendOp::Send, r.la.sge(4096, 64)))
+                .unwrap();
+            let ping = until_recv(&mut wcs, |w| {
+                driven.poll_cq(&mut spare);
+                r.b.poll_cq(0, w)
+            });
+            assert_eq!(ping, 64);
+            r.qb.post_send(SendWr::new(i, SendOp::Send, r.rb.sge(4096, 100)))
+                .unwrap();
+            assert_eq!(until_recv(&mut wcs, |w| driven.poll_cq(w)), 100);
+            r.qa.post_recv(recv(&r.la, i + 1)).unwrap();
+            for _ in 0..3 {
+                driven.poll_cq(&mut spare);
+            }
+        }
+    }
+    let after = r.a.stats(0).unwrap().socket;
+    let (kicks, packets) = (
+        after.tx_kicks - before.tx_kicks,
+        after.tx_packets - before.tx_packets,
+    );
+    assert!(packets >= 199, "a sent 100 pings and their ACKs: {packets}");
+    assert!(
+        (kicks as f64) < 0.75 * packets as f64,
+        "{kicks} kicks for {packets} packets: a posted receive released the held ACKs"
+    );
+    r.a.close();
+    r.b.close();
+}
