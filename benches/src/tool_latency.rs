@@ -129,9 +129,11 @@ fn run_tool(
     })
 }
 
-/// The AF_XDP echo floor's 64 B ping-pong (with an ACK-sized second frame
-/// per ping if `with_ack`), `iterations` round trips; a failure is
-/// described in `missing` as `what`.
+/// The AF_XDP echo floor's 64 B ping-pong (if `with_ack`, with the frames
+/// of an RC ping-pong: an ACK-sized frame after the 64 B one each way,
+/// each round trip until the answer and the ACK-sized frame are back),
+/// `iterations` round trips; a failure is described in `missing` as
+/// `what`.
 fn echo_floor(
     pair: &VethPair,
     with_ack: bool,
@@ -379,7 +381,7 @@ pub fn measure(
         2.0
     ));
     notes.push(format!(
-        "request+ACK floor: the AF_XDP echo ping-pong with two frames per ping, the 64 B one then an ACK-sized one ({} B), sent in one TX kick and echoed as they arrive, {n} round trips, each ending when the 64 B frame's echo is back (the ACK-sized echo is taken when it comes, not waited for, as an RC side waits for the peer's request and not for the ACK that follows it), measured once before the tools: the wire cost of a SEND or WRITE ping-pong, which carries a request and then an ACK each way (send-lat and write-lat are compared with it in a column of their own; the targets stay against the one-frame floor)",
+        "request+ACK floor: the AF_XDP ping-pong of an RC SEND ping-pong's frames: each ping the 64 B frame then an ACK-sized one ({} B) in one TX kick, the peer answering each 64 B frame with its echo then an ACK-sized frame of its own in one kick (the ACK-sized frames it receives get no answer), {n} round trips, each ending when both the answer and the ACK-sized frame are back (send-lat and write-lat, as perftest's latency loops, wait for the peer's answer and for the ACK of their own message, which leaves behind that answer), measured once before the tools: the wire cost of a SEND or WRITE ping-pong (send-lat and write-lat are compared with it in a column of their own; the targets stay against the one-frame floor)",
         ACK_FRAME_LEN
     ));
     crate::report::ToolsReport {

@@ -268,37 +268,41 @@ pub fn pingpong(
     timeout: Duration,
     poll: PollMode,
 ) -> Result<Vec<Duration>, String> {
-    pingpong_frames(sock, &[frame], iterations, timeout, poll)
+    pingpong_frames(sock, frame, None, iterations, timeout, poll)
 }
 
-/// [`pingpong`] with several frames per ping: all of `frames` leave in one
-/// TX kick (the echo loop returns what it received in one kick too), and
-/// the round trip ends when the echo of the first is back. The others'
-/// echoes are taken whenever they come, this ping's or the next one's,
-/// and not waited for: as in an RC ping-pong, where a side waits for the
-/// peer's request, not for the ACK of its own that leaves after it. Their
-/// lengths must differ from the first's, which tells the echoes apart.
+/// [`pingpong`] with, if `ack` is given, the frames of an RC ping-pong:
+/// each ping is `frame` then `ack` (standing for the ACK of the peer's
+/// last answer) in one TX kick, the peer answers as
+/// [`engine::testbed::echo::answer_requests`] does (the echo of `frame`,
+/// then an ACK-sized frame of its own, in one kick), and the round trip
+/// ends when both are back: as in `send-lat` and `write-lat` (and
+/// perftest's latency loops), where a side waits for the peer's answer and
+/// for the ACK of its own message, which leaves behind that answer. The
+/// ACK's length must differ from `frame`'s, which tells them apart.
 pub fn pingpong_frames(
     sock: &mut XskSocket,
-    frames: &[&[u8]],
+    frame: &[u8],
+    ack: Option<&[u8]>,
     iterations: usize,
     timeout: Duration,
     poll: PollMode,
 ) -> Result<Vec<Duration>, String> {
-    let (first, rest) = frames.split_first().expect("at least one frame per ping");
-    let first = first.len();
+    let first = frame.len();
     assert!(
-        rest.iter().all(|f| f.len() != first),
-        "the first frame's length must tell its echo apart"
+        ack.is_none_or(|a| a.len() != first),
+        "the request's length must tell its echo from the ACK"
     );
+    let frames: &[&[u8]] = match &ack {
+        Some(a) => &[frame, a],
+        None => &[frame],
+    };
     let mut rtts = Vec::with_capacity(iterations);
-    // Echoes of the other frames that came back (all must, by the end).
-    let (mut others, expected) = (0usize, iterations * rest.len());
     for i in 0..iterations {
         sock.complete();
         let start = Instant::now();
-        for frame in frames {
-            while !sock.send(frame) {
+        for f in frames {
+            while !sock.send(f) {
                 sock.complete();
                 if start.elapsed() > timeout {
                     return Err(format!("no TX room for ping {i}"));
@@ -307,20 +311,27 @@ pub fn pingpong_frames(
         }
         let _ = sock.flush();
         let mut idle_since = None;
-        let mut back = false;
+        let (mut answer, mut acks) = (false, 0usize);
         loop {
             sock.recv(frames.len(), |echo| {
                 if echo.len() == first {
-                    back = true;
+                    answer = true;
                 } else {
-                    others += 1;
+                    acks += 1;
                 }
             });
-            if back {
+            if answer && acks + 1 >= frames.len() {
                 break;
             }
             if start.elapsed() > timeout {
-                return Err(format!("ping {i} not echoed within {timeout:?}"));
+                return Err(format!(
+                    "ping {i}: {} within {timeout:?}",
+                    if answer {
+                        "the answer came, its ACK-sized frame did not"
+                    } else {
+                        "not answered"
+                    }
+                ));
             }
             match poll {
                 // As the engine's application thread does: leave the core
@@ -332,17 +343,6 @@ pub fn pingpong_frames(
             }
         }
         rtts.push(start.elapsed());
-    }
-    // The last ping's other echoes may still be on their way.
-    let start = Instant::now();
-    while others < expected && start.elapsed() < timeout {
-        others += sock.recv(expected - others, |_| {});
-    }
-    if others < expected {
-        return Err(format!(
-            "{} of the {expected} second-frame echoes did not come back",
-            expected - others
-        ));
     }
     Ok(rtts)
 }
@@ -451,11 +451,13 @@ pub fn floor_pingpong(
 /// Length of an RC ACK frame (Ethernet, IPv4, UDP, BTH, AETH, ICRC).
 pub const ACK_FRAME_LEN: usize = ROCE_OVERHEAD + AETH_LEN;
 
-/// [`floor_pingpong`] with, if `with_ack`, a second frame the size of an
-/// RC ACK after the 64 B one in each ping (one TX kick for both), whose
-/// echo the round trip does not wait for ([`pingpong_frames`]): the floor
-/// of an exchange that carries a request and then an ACK each way, as a
-/// SEND or WRITE ping-pong over RC does.
+/// [`floor_pingpong`] with, if `with_ack`, the frames of an RC SEND
+/// ping-pong ([`pingpong_frames`]): each ping a 64 B frame then an
+/// ACK-sized one in one TX kick, the peer answering with the 64 B echo
+/// then an ACK-sized frame of its own in one kick
+/// ([`engine::testbed::echo::answer_requests`]), each round trip until
+/// both are back: the wire cost of `send-lat` and `write-lat`, which carry
+/// a request and then an ACK each way and wait for both.
 pub fn floor_pingpong_frames(
     pair: &VethPair,
     payload: usize,
@@ -467,31 +469,34 @@ pub fn floor_pingpong_frames(
     let (ready_tx, ready_rx) = mpsc::channel();
     let stop_echo = stop.clone();
     let b = pair.b.clone();
+    let (frame_len, _) = frame_len_for(payload, ROCE_PMTU as usize);
+    let ack_back = udp_frame(&pair.b, &pair.a, 4791, ACK_FRAME_LEN);
     let echo = spawn_in(&pair.b, move || {
         let (_prog, mut sock) = open_xsk(&b, 0)?;
         let _ = ready_tx.send(());
-        Ok(engine::testbed::echo::echo(&mut sock, &stop_echo, poll))
+        Ok(if with_ack {
+            engine::testbed::echo::answer_requests(
+                &mut sock, &stop_echo, poll, frame_len, &ack_back,
+            )
+        } else {
+            engine::testbed::echo::echo(&mut sock, &stop_echo, poll)
+        })
     });
     if ready_rx.recv_timeout(Duration::from_secs(10)).is_err() {
         return Err(join(echo)
             .err()
             .unwrap_or(HarnessError::Floor("the echo loop did not start".into())));
     }
-    let (frame_len, _) = frame_len_for(payload, ROCE_PMTU as usize);
     let frame = udp_frame(&pair.a, &pair.b, 4791, frame_len);
     let ack = udp_frame(&pair.a, &pair.b, 4791, ACK_FRAME_LEN);
     let a = pair.a.clone();
     let client = spawn_in(&pair.a, move || {
         let (_prog, mut sock) = open_xsk(&a, 0)?;
         let warm = iterations / 10;
-        let frames: Vec<&[u8]> = if with_ack {
-            vec![&frame, &ack]
-        } else {
-            vec![&frame]
-        };
         let mut rtts = pingpong_frames(
             &mut sock,
-            &frames,
+            &frame,
+            with_ack.then_some(&ack[..]),
             iterations + warm,
             Duration::from_secs(2),
             poll,
@@ -582,5 +587,22 @@ mod tests {
             eprintln!("floor ping-pong {poll:?}: {p:?}");
             assert_eq!(p.samples, 2000);
         }
+    }
+
+    /// The RC ping-pong floor: every ping's 64 B frame is answered with
+    /// its echo and an ACK-sized frame, and each round trip waits for
+    /// both (a missing ACK-sized frame ends the run with an error).
+    #[test]
+    #[ignore = "needs root"]
+    fn floor_pingpong_with_acks_gets_an_answer_and_an_ack_per_ping() {
+        let pair = veth_pair();
+        let poll = PollMode::default();
+        let with = floor_pingpong_frames(&pair, 64, true, 2000, poll)
+            .unwrap()
+            .unwrap();
+        let without = floor_pingpong(&pair, 64, 2000, poll).unwrap().unwrap();
+        eprintln!("request+ACK floor: {with:?}; one frame: {without:?}");
+        assert_eq!(with.samples, 2000);
+        assert!(with.p50_us > 0.0 && with.p50_us <= with.p99_us);
     }
 }

@@ -77,12 +77,14 @@ pub struct ToolsReport {
     /// The Device ping-pong with the polling option (`CqWait::Spin`).
     pub device_spin: Option<Percentiles>,
     pub idle: Option<IdleCost>,
-    /// The AF_XDP echo floor with an ACK-sized second frame after the
-    /// 64 B one in each ping, the round trip waiting for the 64 B one's
-    /// echo only (`floor_pingpong_frames`): what a SEND or WRITE
-    /// ping-pong, which carries a request and then an ACK each way, costs
-    /// on the wire alone. A diagnostic column; the targets stay against
-    /// the one-frame floor.
+    /// The AF_XDP floor of an RC ping-pong's frames
+    /// (`floor_pingpong_frames`): each ping a 64 B frame then an
+    /// ACK-sized one in one kick, the peer answering with the 64 B echo
+    /// then an ACK-sized frame of its own in one kick, the round trip
+    /// until both are back: what a SEND or WRITE ping-pong, which carries
+    /// a request and then an ACK each way and waits for both (as perftest
+    /// does), costs on the wire alone. A diagnostic column; the targets
+    /// stay against the one-frame floor.
     #[serde(default)]
     pub floor_with_ack: Option<Percentiles>,
 }
@@ -177,7 +179,7 @@ impl ToolsReport {
         }
         if let Some(p) = self.floor_with_ack {
             rows.push(rtt_row(
-                "AF_XDP floor, a 64 B frame then an ACK-sized one each way in one kick (round trip: until the 64 B echo)",
+                "AF_XDP floor, a 64 B frame then an ACK-sized one each way in one kick (round trip: until the answer and its ACK-sized frame are back)",
                 p,
             ));
         }

@@ -81,6 +81,34 @@ pub fn idle_wait(
 /// Echoes packets until `stop` is set: each received packet goes back out
 /// with destination and source MAC swapped.
 pub fn echo(sock: &mut XskSocket, stop: &AtomicBool, mode: PollMode) -> LoopStats {
+    echo_loop(sock, stop, mode, None)
+}
+
+/// The bare-I/O side of an RC ping-pong's responder, until `stop` is set:
+/// each received frame `request_len` bytes long goes back with its MAC
+/// addresses swapped, followed by `ack` (the frame standing for the ACK
+/// of that request), both in the TX kick of the batch it came in; other
+/// frames (the peer's ACKs) are taken and not answered. What a SEND
+/// ping-pong's wire carries: a request and then an ACK each way, one kick
+/// per side.
+pub fn answer_requests(
+    sock: &mut XskSocket,
+    stop: &AtomicBool,
+    mode: PollMode,
+    request_len: usize,
+    ack: &[u8],
+) -> LoopStats {
+    echo_loop(sock, stop, mode, Some((request_len, ack)))
+}
+
+/// [`echo`] (`answer` None) or [`answer_requests`] (`answer` the request
+/// length and the ACK frame).
+fn echo_loop(
+    sock: &mut XskSocket,
+    stop: &AtomicBool,
+    mode: PollMode,
+    answer: Option<(usize, &[u8])>,
+) -> LoopStats {
     let start = Instant::now();
     let mut stats = LoopStats::default();
     let mut arena = Arena::new(sock.max_packet());
@@ -104,18 +132,26 @@ pub fn echo(sock: &mut XskSocket, stop: &AtomicBool, mode: PollMode) -> LoopStat
         for (i, &len) in arena.lens.iter().enumerate() {
             stats.packets_received += 1;
             stats.bytes_received += len as u64;
-            while !sock.send(&arena.buf[i * slot..i * slot + len]) {
-                let _ = sock.flush();
-                sock.complete();
-                if stop.load(Ordering::Relaxed) {
-                    break;
+            let echoed = &arena.buf[i * slot..i * slot + len];
+            let out: [&[u8]; 2] = match answer {
+                None => [echoed, &[]],
+                Some((request_len, ack)) if len == request_len => [echoed, ack],
+                Some(_) => [&[], &[]],
+            };
+            for frame in out.into_iter().filter(|f| !f.is_empty()) {
+                while !sock.send(frame) {
+                    let _ = sock.flush();
+                    sock.complete();
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if mode != PollMode::Busy {
+                        // TX ring full: let the peer run (as the driver does).
+                        std::thread::yield_now();
+                    }
                 }
-                if mode != PollMode::Busy {
-                    // TX ring full: let the peer run (as the driver does).
-                    std::thread::yield_now();
-                }
+                stats.packets_sent += 1;
             }
-            stats.packets_sent += 1;
         }
         let _ = sock.flush();
         if n == 0 {
