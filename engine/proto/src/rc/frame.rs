@@ -14,15 +14,14 @@ use crate::wire::{
 /// Headers of one QP's packets, minus opcode, PSN and extension headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameTemplate {
-    pub eth: EthRepr,
-    pub ip: IpRepr,
-    pub udp: UdpRepr,
     pub pkey: u16,
     pub dest_qp: u32,
     /// The peer's UDP source port, when the QP checks it
     /// ([`super::RemoteAddress::udp_src_port`]).
     pub peer_udp_src_port: Option<u16>,
-    /// `eth`, `ip` and `udp` pre-emitted, for [`crate::wire::emit_templated`].
+    /// The Ethernet, IP and UDP headers, pre-emitted for
+    /// [`crate::wire::emit_templated`]; the only copy a QP keeps of them
+    /// ([`HeaderTemplate::reprs`] reads them back for the other emits).
     pub wire: HeaderTemplate,
 }
 
@@ -92,9 +91,6 @@ impl FrameTemplate {
             dst_port: ROCE_V2_UDP_PORT,
         };
         Some(FrameTemplate {
-            eth,
-            ip,
-            udp,
             pkey,
             dest_qp: dest_qpn & Psn::MASK,
             peer_udp_src_port: remote.udp_src_port,
@@ -119,13 +115,17 @@ impl FrameTemplate {
         }
     }
 
-    /// Headers for one packet: no extension headers yet.
+    /// Headers for one packet: no extension headers yet. For the packets
+    /// that do not go through [`crate::wire::emit_templated`] (CNPs,
+    /// atomics): the Ethernet, IP and UDP headers are read back from the
+    /// template's bytes.
     #[inline]
     pub fn headers(&self, opcode: Opcode, psn: Psn, ack_req: bool) -> RoceHeaders {
+        let (eth, ip, udp) = self.wire.reprs();
         RoceHeaders {
-            eth: self.eth,
-            ip: self.ip,
-            udp: self.udp,
+            eth,
+            ip,
+            udp,
             bth: self.bth(opcode, psn, ack_req),
             reth: None,
             aeth: None,
@@ -141,10 +141,7 @@ impl FrameTemplate {
     /// addresses from the frame bytes).
     #[inline(always)]
     pub fn is_from_peer_view(&self, f: &RoceFrameView<'_>) -> bool {
-        match &self.ip {
-            IpRepr::V4 { src, dst, .. } => f.ipv4_addrs() == Some((*dst, *src)),
-            IpRepr::V6 { src, dst, .. } => f.ipv6_addrs() == Some((*dst, *src)),
-        }
+        self.wire.is_reply(f)
     }
 
     /// The header checks of a packet for this QP, in rxe's `hdr_check`

@@ -21,14 +21,16 @@ use super::checksum;
 use super::crc32::{copy_and_update_after, crc32_update, LRH_CRC};
 use super::emit::pad_for;
 use super::error::EmitError;
-use super::eth::EthRepr;
+use super::eth::{self, EthRepr, EthernetFrame};
 use super::icrc::{self, IpVersion, ICRC_LEN};
 use super::immdt::ImmDt;
 use super::ip::IpRepr;
-use super::ipv4;
-use super::ipv6::Ipv6Packet;
+use super::ipv4::{self, Ipv4Packet};
+use super::ipv6::{self, Ipv6Packet};
 use super::reth::{Reth, RethRepr};
 use super::udp::{self, UdpPacket, UdpRepr};
+use super::view::RoceFrameView;
+use super::vlan::VlanHeader;
 
 /// Longest fixed prefix: Ethernet + 802.1Q tag + IPv6 + UDP.
 const MAX_PREFIX: usize = 14 + 4 + 40 + 8;
@@ -82,6 +84,45 @@ impl HeaderTemplate {
             ip_at: ip_at as u8,
             v4: matches!(ip, IpRepr::V4 { .. }),
             ipv4_sum,
+        }
+    }
+
+    /// The Ethernet, IP and UDP headers the template was made from, read
+    /// back from its bytes (the IPv4 identification is 0, as emitted):
+    /// for the packets [`emit_templated`] does not write (CNPs, atomics),
+    /// which go through [`super::emit_frame`]. A QP keeps only the bytes.
+    pub fn reprs(&self) -> (EthRepr, IpRepr, UdpRepr) {
+        let b = &self.bytes[..usize::from(self.len)];
+        let ip_at = usize::from(self.ip_at);
+        let udp_at = b.len() - udp::HEADER_LEN;
+        let e = EthernetFrame::new_unchecked(b);
+        let eth = EthRepr {
+            dst: e.dst_addr(),
+            src: e.src_addr(),
+            vlan: (ip_at > eth::HEADER_LEN)
+                .then(|| VlanHeader::new_unchecked(&b[eth::HEADER_LEN..]).tag()),
+        };
+        let ip = if self.v4 {
+            ipv4::repr(&Ipv4Packet::new_unchecked(&b[ip_at..udp_at]))
+        } else {
+            ipv6::repr(&Ipv6Packet::new_unchecked(&b[ip_at..udp_at]))
+        };
+        let udp = UdpRepr::parse(&UdpPacket::new_unchecked(&b[udp_at..]));
+        (eth, ip, udp)
+    }
+
+    /// Whether `f` travels the other way of this template's flow: its
+    /// source IP address is the template's destination and its
+    /// destination the template's source (reads the two addresses only).
+    #[inline(always)]
+    pub fn is_reply(&self, f: &RoceFrameView<'_>) -> bool {
+        let ip = &self.bytes[usize::from(self.ip_at)..usize::from(self.len) - udp::HEADER_LEN];
+        if self.v4 {
+            let h = Ipv4Packet::new_unchecked(ip);
+            f.ipv4_addrs() == Some((h.dst_addr(), h.src_addr()))
+        } else {
+            let h = Ipv6Packet::new_unchecked(ip);
+            f.ipv6_addrs() == Some((h.dst_addr(), h.src_addr()))
         }
     }
 

@@ -41,3 +41,72 @@ fn rejects_what_it_does_not_emit() {
     let r = emit_templated(&t, &h.bth, h.reth.as_ref(), None, None, &[0; 200], &mut buf);
     assert_eq!(r, Err(EmitError::BufferTooSmall));
 }
+
+/// `is_reply`: a frame of the opposite direction of the template's flow
+/// (IP addresses swapped) is one; the same direction, another peer, or
+/// the other IP family is not.
+#[test]
+fn is_reply_reads_the_swapped_addresses() {
+    use core::net::Ipv6Addr;
+    use proto::wire::{emit_frame, parse_frame_view, IpRepr};
+    let swap = |mut ip: IpRepr| {
+        match &mut ip {
+            IpRepr::V4 { src, dst, .. } => core::mem::swap(src, dst),
+            IpRepr::V6 { src, dst, .. } => core::mem::swap(src, dst),
+        }
+        ip
+    };
+    let mut buf = [0u8; 256];
+    for ip in [
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+        IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+    ] {
+        for vlan in [false, true] {
+            let h = headers(ip, vlan, Opcode::SendOnly, 1, 7);
+            let t = HeaderTemplate::new(&h.eth, &h.ip, &h.udp);
+            let mut back = h;
+            back.ip = swap(h.ip);
+            let n = emit_frame(&back, &[1, 2, 3, 4], &mut buf).unwrap();
+            assert!(t.is_reply(&parse_frame_view(&buf[..n]).unwrap()));
+            let n = emit_frame(&h, &[1, 2, 3, 4], &mut buf).unwrap();
+            assert!(
+                !t.is_reply(&parse_frame_view(&buf[..n]).unwrap()),
+                "same way"
+            );
+            let other = match ip {
+                IpAddr::V4(_) => headers(
+                    IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, 1)),
+                    vlan,
+                    Opcode::SendOnly,
+                    1,
+                    7,
+                ),
+                IpAddr::V6(_) => headers(
+                    IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+                    vlan,
+                    Opcode::SendOnly,
+                    1,
+                    7,
+                ),
+            };
+            let mut other_back = other;
+            other_back.ip = swap(other.ip);
+            let n = emit_frame(&other_back, &[1, 2, 3, 4], &mut buf).unwrap();
+            assert!(
+                !t.is_reply(&parse_frame_view(&buf[..n]).unwrap()),
+                "other family"
+            );
+            // Another peer: the reply's source address changed.
+            let mut stranger = back;
+            match &mut stranger.ip {
+                IpRepr::V4 { src, .. } => *src = Ipv4Addr::new(10, 9, 9, 9),
+                IpRepr::V6 { src, .. } => *src = Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 9, 9),
+            }
+            let n = emit_frame(&stranger, &[1, 2, 3, 4], &mut buf).unwrap();
+            assert!(
+                !t.is_reply(&parse_frame_view(&buf[..n]).unwrap()),
+                "another peer"
+            );
+        }
+    }
+}

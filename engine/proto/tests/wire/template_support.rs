@@ -118,6 +118,7 @@ pub fn check_templated_equals_emit_frame(sizes: &[usize]) {
                     let p = &payload[seed as usize % 7..][..n.min(4096 - 6)];
                     let want = emit_frame(&h, p, &mut a).unwrap();
                     let t = HeaderTemplate::new(&h.eth, &h.ip, &h.udp);
+                    assert_eq!(t.reprs(), (h.eth, h.ip, h.udp), "read back");
                     assert_eq!(t.frame_len(op, p.len()), want);
                     let got = emit_templated(
                         &t,
