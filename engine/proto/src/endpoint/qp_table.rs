@@ -35,17 +35,19 @@ use super::MemoryRange;
 use crate::rc::{Counters, InflightRoom, Qp};
 use crate::time::Instant;
 
-/// How much of a QP's state (about 1 KiB, 17 cache lines) a receiver
-/// prefetches ([`QpTable::state_ranges`]): its first lines, those the
-/// lookup reads first (the slot's `Option` tag) and what follows it.
-/// Prefetching all of it cost more than it saved: each line holds a fill
-/// buffer of the core (about 16) for a memory latency, and a packet that
-/// asks for 17 lines stalls on them. Measured with
-/// `examples/qp_scale_probe 65536 3 shuffled` (responder, 64 B WRITEs, QP
-/// state in huge pages), four alternating runs of each length, median of
-/// the mean ns a packet: no prefetch 470-555, the whole QP 470-495, its
-/// first 64 bytes 472, 128 454, 256 310-361, 384 291-370.
-const QP_PREFETCH_BYTES: usize = 384;
+/// How much of a QP's state a receiver prefetches with it
+/// ([`QpTable::state_ranges`]): all of it up to its counters, which are
+/// last in the QP and prefetched as a range of their own (a post's
+/// prefetch leaves them out). The QP lays out the state a received packet
+/// reads first (`rc/qp.rs`), so that nothing of it waits for memory
+/// after the lookup. Measured with `examples/qp_scale_probe 65536 6
+/// [req] shuffled` (64 B WRITEs, QP state in huge pages; 2026-12-04, the
+/// 13-line QP in this order, five alternating runs of each build, median
+/// of the runs' median pass, ns a packet): its first 384 bytes (what was
+/// prefetched before, when the QP had 17 lines and prefetching all of it
+/// measured no better) responder 351, requester 364; 448 bytes 303, 362;
+/// all 576 bytes before the counters 280, 337.
+const QP_PREFETCH_BYTES: usize = core::mem::offset_of!(Qp, counters);
 
 /// What the schedules keep per slot, apart from the QP: a dense array
 /// (24 bytes a slot, 1.5 MiB for 65,536 QPs) that stays in the caches when
@@ -197,7 +199,7 @@ impl QpTable {
         let i = self.slot(qpn)?;
         let slot = MemoryRange::of(self.slots.get(i)?);
         let qp = MemoryRange {
-            len: slot.len.min(QP_PREFETCH_BYTES),
+            len: QP_PREFETCH_BYTES,
             ..slot
         };
         let counters = MemoryRange {
