@@ -87,6 +87,13 @@ impl HeaderTemplate {
         }
     }
 
+    /// The pre-emitted IP header (its length fields and IPv4 checksum
+    /// zero; the addresses as sent).
+    #[inline(always)]
+    fn ip_header(&self) -> &[u8] {
+        &self.bytes[usize::from(self.ip_at)..usize::from(self.len) - udp::HEADER_LEN]
+    }
+
     /// The Ethernet, IP and UDP headers the template was made from, read
     /// back from its bytes (the IPv4 identification is 0, as emitted):
     /// for the packets [`emit_templated`] does not write (CNPs, atomics),
@@ -103,9 +110,9 @@ impl HeaderTemplate {
                 .then(|| VlanHeader::new_unchecked(&b[eth::HEADER_LEN..]).tag()),
         };
         let ip = if self.v4 {
-            ipv4::repr(&Ipv4Packet::new_unchecked(&b[ip_at..udp_at]))
+            ipv4::repr(&Ipv4Packet::new_unchecked(self.ip_header()))
         } else {
-            ipv6::repr(&Ipv6Packet::new_unchecked(&b[ip_at..udp_at]))
+            ipv6::repr(&Ipv6Packet::new_unchecked(self.ip_header()))
         };
         let udp = UdpRepr::parse(&UdpPacket::new_unchecked(&b[udp_at..]));
         (eth, ip, udp)
@@ -116,7 +123,7 @@ impl HeaderTemplate {
     /// destination the template's source (reads the two addresses only).
     #[inline(always)]
     pub fn is_reply(&self, f: &RoceFrameView<'_>) -> bool {
-        let ip = &self.bytes[usize::from(self.ip_at)..usize::from(self.len) - udp::HEADER_LEN];
+        let ip = self.ip_header();
         if self.v4 {
             let h = Ipv4Packet::new_unchecked(ip);
             f.ipv4_addrs() == Some((h.dst_addr(), h.src_addr()))
@@ -259,7 +266,7 @@ pub fn emit_templated(
         f[ip_at + 10..ip_at + 12].copy_from_slice(&c.to_be_bytes());
     } else {
         // The addresses as the template emitted them.
-        let ip6 = Ipv6Packet::new_unchecked(&t.bytes[ip_at..udp_at]);
+        let ip6 = Ipv6Packet::new_unchecked(t.ip_header());
         let (src, dst) = (ip6.src_addr().octets(), ip6.dst_addr().octets());
         let c = checksum::udp_ipv6(&src, &dst, &f[udp_at..]);
         UdpPacket::new_unchecked(&mut f[udp_at..]).set_checksum(c);
