@@ -17,6 +17,9 @@
 #    three tools; the flows must land on more than one queue, and every QP
 #    works wherever its packets land (it moves to that queue:
 #    docs/multi-queue.md), with no packet dropped as `dropped_unknown_qp`.
+#    A boot whose tap delivers every RoCE flow to one queue is KNOWN and
+#    step 3 runs again on a new boot, which must spread them (the spread
+#    is the host tun driver's choice: docs/zero-copy.md).
 # In steps 1 and 3, a tool run that fails because the guest's transmitted
 # frames never reached the host's tap (completed by the guest's sockets,
 # not received by the tap: a QEMU/virtio-net loss that lasts as long as
@@ -277,27 +280,47 @@ else
 fi
 
 # ------------------------------------------------------------------ 3. all queues
-zc_halt
-zc_boot "$ZC_QUEUES"
-zc_guest_facts
-sed 's/^/  guest| /' "$OUT/guest-facts.txt" | grep -E 'channels|ethtool -x|features'
-LAST=$((ZC_QUEUES - 1))
-STEP="all queues" STEP_QUEUES=$ZC_QUEUES STEP_ARGS=(--queues "0-$LAST" --zero-copy on -m "$MTU")
-if step_serve_start all-queues; then
+# all_queues NAME: boot the $ZC_QUEUES-queue NIC, serve on every queue, the
+# three tools. Sets SPREAD (queues whose socket received RoCE packets).
+all_queues() {
+    local name=$1 tool last=$((ZC_QUEUES - 1))
+    SPREAD=0
+    zc_halt
+    zc_boot "$ZC_QUEUES"
+    zc_guest_facts
+    sed 's/^/  guest| /' "$OUT/guest-facts.txt" | grep -E 'channels|ethtool -x|features'
+    STEP="all queues" STEP_QUEUES=$ZC_QUEUES STEP_ARGS=(--queues "0-$last" --zero-copy on -m "$MTU")
+    if ! step_serve_start "$name"; then
+        record FAIL "all queues: serve --queues 0-$last --zero-copy on did not start ($OUT/$name.serve.log)"
+        return 1
+    fi
     for tool in write-bw read-bw send-bw; do
         tool_case "$tool" --timeout "$MQ_TIMEOUT"
     done
-    zc_stats all-queues-after
-    SPREAD=$(zc_json "$OUT/all-queues-after.stats.json" 'sum(1 for q in d["queues"] if q["counters"].get("xsk_rx_packets", 0) > 0)')
-    NICQ=$(grep -cE 'rx[0-9]+_xdp_packets: [1-9]' "$OUT/all-queues-after.kernel.txt")
-    if [ "${SPREAD:-0}" -gt 1 ]; then
-        record PASS "all queues: the flows spread over the queues (host tun flow hash): $SPREAD of $ZC_QUEUES queues' sockets received RoCE packets ($(counters all-queues-after)); ethtool -S: $NICQ queues with rxN_xdp_packets > 0"
-    else
-        record FAIL "all queues: RoCE packets reached ${SPREAD:-0} queue socket(s) only ($(counters all-queues-after))"
-    fi
+    zc_stats "$name-after"
+    SPREAD=$(zc_json "$OUT/$name-after.stats.json" 'sum(1 for q in d["queues"] if q["counters"].get("xsk_rx_packets", 0) > 0)')
+    NICQ=$(grep -cE 'rx[0-9]+_xdp_packets: [1-9]' "$OUT/$name-after.kernel.txt")
     zc_serve_stop >/dev/null
-else
-    record FAIL "all queues: serve --queues 0-$LAST --zero-copy on did not start ($OUT/all-queues.serve.log)"
+}
+# Which tap queue a flow reaches is the host's tun driver's choice (no RSS
+# in the device): in one boot of eight on 2026-12-04 it delivered every
+# RoCE flow of the three tools to one queue (docs/zero-copy.md, "How flows
+# reach the queues"). The spread is the bed's, not roce-xdp's: one such
+# boot is KNOWN and the step runs again on a fresh boot, which must spread.
+if all_queues all-queues; then
+    if [ "${SPREAD:-0}" -le 1 ]; then
+        record KNOWN "all queues: the host's tap delivered the RoCE packets to ${SPREAD:-0} queue only in this boot ($(counters all-queues-after)); VM booted again to run the step again (docs/zero-copy.md, \"How flows reach the queues\")"
+        zc_halt
+        mv "$OUT/console-${ZC_QUEUES}q.log" "$OUT/console-first-${ZC_QUEUES}q.log" 2>/dev/null
+        all_queues all-queues-reboot && AQ=all-queues-reboot
+    else
+        AQ=all-queues
+    fi
+    if [ -n "${AQ:-}" ] && [ "${SPREAD:-0}" -gt 1 ]; then
+        record PASS "all queues: the flows spread over the queues (host tun flow hash): $SPREAD of $ZC_QUEUES queues' sockets received RoCE packets ($(counters "$AQ-after")); ethtool -S: $NICQ queues with rxN_xdp_packets > 0"
+    elif [ -n "${AQ:-}" ]; then
+        record FAIL "all queues: RoCE packets reached ${SPREAD:-0} queue socket(s) only, in two boots ($(counters "$AQ-after"))"
+    fi
 fi
 zc_halt
 grep -hiE 'virtio_net|xdp|xsk' "$OUT"/console-*q.log 2>/dev/null | sort -u > "$OUT/guest-kernel-messages.txt"
