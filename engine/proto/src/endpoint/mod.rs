@@ -332,7 +332,7 @@ impl Endpoint {
     pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
         let qp = self.qps.remove(qpn).ok_or(VerbsError::UnknownQp)?;
         // The device's counters keep what the QP counted (as rxe's).
-        self.counters.accumulate(&qp.counters);
+        qp.counters.add_to(&mut self.counters);
         Ok(())
     }
 
@@ -620,7 +620,7 @@ impl Endpoint {
 
     /// Counters of one QP.
     pub fn qp_counters(&self, qpn: u32) -> Option<Counters> {
-        self.qp(qpn).map(|q| q.counters)
+        self.qp(qpn).map(Qp::counters)
     }
 
     /// The congestion-control state of one QP.

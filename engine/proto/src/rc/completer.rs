@@ -25,7 +25,7 @@
 
 use super::attr::{rnr_delay, QpAttr};
 use super::context::RxContext;
-use super::counters::Counters;
+use super::counters::QpCounters;
 use super::cq::CompletionSink;
 use super::mr::Access;
 use super::psn::Psn;
@@ -81,7 +81,7 @@ impl Requester {
         &mut self,
         status: WcStatus,
         sink: &mut CompletionSink<'_>,
-        counters: &mut Counters,
+        counters: &mut QpCounters,
     ) {
         let Some(w) = self.wqes.pop_front() else {
             return;
@@ -125,7 +125,7 @@ impl Requester {
         &mut self,
         status: WcStatus,
         sink: &mut CompletionSink<'_>,
-        counters: &mut Counters,
+        counters: &mut QpCounters,
     ) -> Fatal {
         self.complete_front(status, sink, counters);
         Fatal
@@ -136,7 +136,7 @@ impl Requester {
         &mut self,
         upto: Psn,
         sink: &mut CompletionSink<'_>,
-        counters: &mut Counters,
+        counters: &mut QpCounters,
     ) -> (bool, bool) {
         let mut progressed = false;
         while let Some(front) = self.wqes.front() {
@@ -195,7 +195,7 @@ impl Requester {
         &mut self,
         forced: bool,
         sink: &mut CompletionSink<'_>,
-        counters: &mut Counters,
+        counters: &mut QpCounters,
     ) -> Result<(), Fatal> {
         if !forced && self.rewound_at == Some(self.acked_psn) {
             return Ok(());
@@ -204,7 +204,7 @@ impl Requester {
             return Ok(());
         }
         if self.retry_left == 0 {
-            counters.retry_exceeded_err += 1;
+            counters.rest().retry_exceeded_err += 1;
             return Err(self.fail_front(WcStatus::RetryExceeded, sink, counters));
         }
         // retry_cnt 7 = infinite, as in rxe (rxe_comp.c: "if (retry_cnt != 7)
@@ -212,7 +212,7 @@ impl Requester {
         if self.retry_left != 7 {
             self.retry_left -= 1;
         }
-        counters.completer_retry_err += 1;
+        counters.rest().completer_retry_err += 1;
         self.rewind();
         Ok(())
     }
@@ -324,19 +324,19 @@ impl Requester {
         let response = match self.check_response(psn, frame, attr.path_mtu.bytes()) {
             Ok(r) => r,
             Err(Unfit::Duplicate) => {
-                counters.duplicate_response += 1;
+                counters.rest().duplicate_response += 1;
                 return Ok(());
             }
             Err(Unfit::Unsent) => {
-                counters.dropped_unsent_psn += 1;
+                counters.rest().dropped_unsent_psn += 1;
                 return Ok(());
             }
             Err(Unfit::Kind) => {
-                counters.dropped_bad_response += 1;
+                counters.rest().dropped_bad_response += 1;
                 return Ok(());
             }
             Err(Unfit::Malformed) => {
-                counters.dropped_malformed += 1;
+                counters.rest().dropped_malformed += 1;
                 return Ok(());
             }
         };
@@ -358,7 +358,7 @@ impl Requester {
             Response::Ack(syndrome) => match syndrome {
                 Syndrome::RnrNak { timer } => self.on_rnr_nak(timer, cx),
                 Syndrome::Nak(nak_code::PSN_SEQUENCE_ERROR) => {
-                    counters.rcvd_seq_err += 1;
+                    counters.rest().rcvd_seq_err += 1;
                     self.go_back_n(false, sink, counters)
                 }
                 Syndrome::Nak(nak_code::REMOTE_ACCESS_ERROR) => {
@@ -378,7 +378,7 @@ impl Requester {
                 // check_response saw the atomic at this PSN, and everything
                 // before it is acknowledged: it is the front request.
                 let Some(front) = self.wqes.front().copied() else {
-                    counters.dropped_bad_response += 1;
+                    counters.rest().dropped_bad_response += 1;
                     return Ok(());
                 };
                 // Atomic results land little-endian, as MrTable::atomic stores them.
@@ -413,13 +413,13 @@ impl Requester {
         let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         // Everything before the READ is acknowledged: it is the front.
         let Some(front) = self.wqes.front().copied() else {
-            counters.dropped_bad_response += 1;
+            counters.rest().dropped_bad_response += 1;
             return Ok(());
         };
         let expected = front.first_psn.add(front.resp_pkts);
         let d = psn.diff(expected);
         if d < 0 {
-            counters.duplicate_response += 1;
+            counters.rest().duplicate_response += 1;
             return Ok(());
         }
         if d > 0 {
@@ -454,14 +454,14 @@ impl Requester {
     fn on_rnr_nak(&mut self, timer_code: u8, cx: &mut RxContext<'_>) -> Result<(), Fatal> {
         let (now, attr) = (cx.now, cx.attr);
         let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
-        counters.rcvd_rnr_err += 1;
+        counters.rest().rcvd_rnr_err += 1;
         if self.timers.is_armed(Timer::Rnr) {
             // Already waiting (a duplicate RNR NAK).
             return Ok(());
         }
         if attr.rnr_retry != 7 {
             if self.rnr_left == 0 {
-                counters.retry_rnr_exceeded_err += 1;
+                counters.rest().retry_rnr_exceeded_err += 1;
                 return Err(self.fail_front(WcStatus::RnrRetryExceeded, sink, counters));
             }
             self.rnr_left -= 1;
@@ -476,14 +476,14 @@ impl Requester {
         &mut self,
         now: Instant,
         sink: &mut CompletionSink<'_>,
-        counters: &mut Counters,
+        counters: &mut QpCounters,
     ) -> Result<(), Fatal> {
         // RNR wait over: the cursor already points at the NAK'd PSN.
         self.timers.take_expired(Timer::Rnr, now);
         if self.timers.take_expired(Timer::Retransmit, now)
             && self.acked_psn.before(self.max_sent_psn)
         {
-            counters.timeouts += 1;
+            counters.rest().timeouts += 1;
             return self.go_back_n(true, sink, counters);
         }
         Ok(())
@@ -491,7 +491,7 @@ impl Requester {
 
     /// Flush every request with `Flushed` (after the failing one, if any,
     /// has been completed with its error).
-    pub(crate) fn flush(&mut self, sink: &mut CompletionSink<'_>, counters: &mut Counters) {
+    pub(crate) fn flush(&mut self, sink: &mut CompletionSink<'_>, counters: &mut QpCounters) {
         while !self.wqes.is_empty() {
             self.complete_front(WcStatus::Flushed, sink, counters);
         }

@@ -36,16 +36,16 @@ impl Qp {
     /// in another state), not in `cnp_received`.
     pub(crate) fn handle_cnp(&mut self, now: Instant, f: &RoceFrameView<'_>) {
         if !matches!(self.attr.state, QpState::Rtr | QpState::Rts) {
-            self.counters.dropped_malformed += 1;
+            self.counters.rest().dropped_malformed += 1;
             return;
         }
         if !self.admit(f) {
             return;
         }
-        self.counters.cnp_received += 1;
+        self.counters.rest().cnp_received += 1;
         match self.cc.on_cnp(now) {
-            CnpOutcome::Handled => self.counters.rp_cnp_handled += 1,
-            CnpOutcome::Ignored => self.counters.rp_cnp_ignored += 1,
+            CnpOutcome::Handled => self.counters.rest().rp_cnp_handled += 1,
+            CnpOutcome::Ignored => self.counters.rest().rp_cnp_ignored += 1,
         }
     }
 }

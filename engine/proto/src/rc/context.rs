@@ -5,7 +5,7 @@
 
 use super::attr::QpAttr;
 use super::congestion::QpCongestion;
-use super::counters::Counters;
+use super::counters::QpCounters;
 use super::cq::CompletionSink;
 use super::frame::FrameTemplate;
 use super::mr::MrTable;
@@ -20,7 +20,7 @@ pub(crate) struct RxContext<'a> {
     pub mrs: &'a mut MrTable,
     /// The receive CQ (responder) or the send CQ (completer).
     pub sink: CompletionSink<'a>,
-    pub counters: &'a mut Counters,
+    pub counters: &'a mut QpCounters,
 }
 
 /// For emitting one frame: a request (requester) or an answer (responder).
@@ -33,7 +33,7 @@ pub(crate) struct TxContext<'a> {
     pub mrs: &'a MrTable,
     /// Asked before each data packet (rate limit), told after.
     pub cc: &'a mut QpCongestion,
-    pub counters: &'a mut Counters,
+    pub counters: &'a mut QpCounters,
     /// Room left under the endpoint's in-flight limit for new messages.
     pub inflight: InflightRoom,
 }

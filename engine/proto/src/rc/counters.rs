@@ -32,11 +32,10 @@ macro_rules! counters {
 }
 
 counters! {
-    /// Transport counters of one QP, or their sum over an endpoint.
+    /// Transport counters of one QP, or their sum over an endpoint. A QP
+    /// keeps them as [`QpCounters`].
     ///
-    /// Aligned to a cache line: 256 bytes in 4 lines, not 5, for the
-    /// statistics' sum that reads a QP's counters whole
-    /// (`endpoint/qp_table.rs`, `CounterSum`).
+    /// Aligned to a cache line: 256 bytes in 4 lines, not 5.
     #[repr(align(64))]
     Counters {
         /// RoCE packets transmitted (requests, responses, ACKs, NAKs).
@@ -124,9 +123,116 @@ counters! {
     }
 }
 
+/// A QP's counters as the QP keeps them: the three that a packet of the
+/// normal path changes (`sent_pkts`, `rcvd_pkts`, `acks_sent`) inline, in
+/// 32 bytes with the pointer to the rest; every other one (errors,
+/// retries, drops, congestion) in a [`Counters`] allocated the first time
+/// one of them counts ([`QpCounters::rest`]), as the QP's DCQCN state is
+/// at its first CNP. While nothing goes wrong, a QP holds 32 bytes of
+/// counters instead of 256, and the statistics' sum, which reads the
+/// counters of every QP a packet touched (`endpoint/qp_table.rs`,
+/// `CounterSum`), reads them from the QP's last line instead of four.
+/// The allocation happens once in a QP's life (its 256 bytes stay until
+/// the QP is destroyed), never per packet.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct QpCounters {
+    /// RoCE packets transmitted (as [`Counters::sent_pkts`]).
+    pub sent_pkts: u64,
+    /// RoCE packets received and accepted (as [`Counters::rcvd_pkts`]).
+    pub rcvd_pkts: u64,
+    /// Responder: ACK packets sent (as [`Counters::acks_sent`]).
+    pub acks_sent: u64,
+    /// Every other counter; its three fields above stay 0.
+    rest: Option<Box<Counters>>,
+}
+
+impl QpCounters {
+    /// The counters other than the three kept inline, allocated the first
+    /// time one of them counts.
+    #[inline]
+    pub fn rest(&mut self) -> &mut Counters {
+        self.rest.get_or_insert_with(Self::first_rest)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn first_rest() -> Box<Counters> {
+        Box::default()
+    }
+
+    /// Whether any counter other than the three inline ones has counted
+    /// (the rest is allocated).
+    pub fn has_rest(&self) -> bool {
+        self.rest.is_some()
+    }
+
+    /// All of them, as one [`Counters`].
+    pub fn snapshot(&self) -> Counters {
+        let mut c = Counters::default();
+        self.add_to(&mut c);
+        c
+    }
+
+    /// Add every counter to `sum`.
+    #[inline]
+    pub fn add_to(&self, sum: &mut Counters) {
+        sum.sent_pkts += self.sent_pkts;
+        sum.rcvd_pkts += self.rcvd_pkts;
+        sum.acks_sent += self.acks_sent;
+        if let Some(rest) = &self.rest {
+            sum.accumulate(rest);
+        }
+    }
+
+    /// Take every counter back out of `sum` (which holds them).
+    #[inline]
+    pub fn take_from(&self, sum: &mut Counters) {
+        sum.sent_pkts = sum.sent_pkts.wrapping_sub(self.sent_pkts);
+        sum.rcvd_pkts = sum.rcvd_pkts.wrapping_sub(self.rcvd_pkts);
+        sum.acks_sent = sum.acks_sent.wrapping_sub(self.acks_sent);
+        if let Some(rest) = &self.rest {
+            sum.deduct(rest);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_qps_counters_allocate_the_rest_at_its_first_count() {
+        let mut q = QpCounters::default();
+        q.sent_pkts += 3;
+        q.rcvd_pkts += 2;
+        q.acks_sent += 1;
+        assert!(!q.has_rest());
+        let c = q.snapshot();
+        assert_eq!((c.sent_pkts, c.rcvd_pkts, c.acks_sent), (3, 2, 1));
+        assert_eq!(c.iter().map(|(_, v)| v).sum::<u64>(), 6);
+        q.rest().naks_sent += 1;
+        q.rest().dropped_busy += 2;
+        assert!(q.has_rest());
+        let mut sum = Counters {
+            sent_pkts: 10,
+            naks_sent: 5,
+            ..Default::default()
+        };
+        q.add_to(&mut sum);
+        assert_eq!((sum.sent_pkts, sum.naks_sent, sum.dropped_busy), (13, 6, 2));
+        q.take_from(&mut sum);
+        assert_eq!(
+            sum,
+            Counters {
+                sent_pkts: 10,
+                naks_sent: 5,
+                ..Default::default()
+            }
+        );
+        // The QP keeps 32 bytes of them.
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(core::mem::size_of::<QpCounters>(), 32);
+    }
 
     #[test]
     fn names_match_fields_and_accumulate() {

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use super::counters::Counters;
+use super::counters::QpCounters;
 use super::wqe::WorkCompletion;
 
 /// One completion queue with a fixed capacity, preallocated.
@@ -83,10 +83,10 @@ pub(crate) struct CompletionSink<'a> {
 
 impl CompletionSink<'_> {
     /// Queue `wc`; a full CQ counts `cq_overflow` and drops it.
-    pub fn push(&mut self, wc: WorkCompletion, counters: &mut Counters) {
+    pub fn push(&mut self, wc: WorkCompletion, counters: &mut QpCounters) {
         if let Some(cq) = self.cq.as_deref_mut() {
             if !cq.push(wc) {
-                counters.cq_overflow += 1;
+                counters.rest().cq_overflow += 1;
             }
         }
     }

@@ -200,11 +200,11 @@ impl Qp {
         match verdict {
             Ok(()) => true,
             Err(Refused::WrongPeer) => {
-                self.counters.dropped_wrong_peer += 1;
+                self.counters.rest().dropped_wrong_peer += 1;
                 false
             }
             Err(Refused::BadPkey) => {
-                self.counters.dropped_bad_pkey += 1;
+                self.counters.rest().dropped_bad_pkey += 1;
                 false
             }
         }

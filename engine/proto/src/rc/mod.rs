@@ -44,7 +44,7 @@ mod wqe;
 
 pub use attr::{Mtu, QpAttr, QpAttrMask, QpState, RemoteAddress};
 pub(crate) use context::InflightRoom;
-pub use counters::Counters;
+pub use counters::{Counters, QpCounters};
 pub use cq::Cq;
 pub use error::VerbsError;
 pub use mr::{Access, AccessError, MrKeys, MrTable, RegionMemory};

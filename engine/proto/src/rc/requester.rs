@@ -374,7 +374,7 @@ impl Requester {
 
         let flen = tpl.wire.frame_len(bth.opcode, len as usize);
         if flen > buf.len() {
-            cx.counters.tx_buffer_too_small += 1;
+            cx.counters.rest().tx_buffer_too_small += 1;
             return TxOutcome::Idle;
         }
         if !cx.cc.may_send(now, flen) {
@@ -404,14 +404,14 @@ impl Requester {
         let written = match emitted {
             Ok(n) => n,
             Err(_) => {
-                cx.counters.tx_buffer_too_small += 1;
+                cx.counters.rest().tx_buffer_too_small += 1;
                 return TxOutcome::Idle;
             }
         };
         cx.cc.on_sent(now, written);
         cx.counters.sent_pkts += 1;
         if psn.before(self.max_sent_psn) {
-            cx.counters.retransmitted_packets += 1;
+            cx.counters.rest().retransmitted_packets += 1;
         }
         if bth.ack_req {
             self.since_ack_req = 0;

@@ -39,7 +39,7 @@ use std::collections::VecDeque;
 use super::attr::QpAttr;
 use super::completer::Fatal;
 use super::context::{RxContext, TxContext};
-use super::counters::Counters;
+use super::counters::QpCounters;
 use super::cq::CompletionSink;
 use super::mr::{Access, AccessError, MrTable};
 use super::psn::Psn;
@@ -355,14 +355,14 @@ impl Responder {
     }
 
     /// Queue a NAK with `code` for the current ePSN and report the error.
-    fn nak_fatal(&mut self, code: u8, counters: &mut Counters) -> Fatal {
+    fn nak_fatal(&mut self, code: u8, counters: &mut QpCounters) -> Fatal {
         // May exceed out_cap by one: the QP is going to error anyway.
         self.push(Answer::Ack {
             psn: self.e_psn,
             syndrome: Syndrome::Nak(code),
             msn: self.msn,
         });
-        counters.naks_sent += 1;
+        counters.rest().naks_sent += 1;
         Fatal
     }
 
@@ -794,7 +794,7 @@ impl Responder {
             // sent_psn_nak), then silence until the gap closes; nothing
             // else changes.
             RespError::OutOfSequence => {
-                counters.out_of_seq_request += 1;
+                counters.rest().out_of_seq_request += 1;
                 if !self.nak_sent && self.queued() < self.out_cap {
                     self.push(Answer::Ack {
                         psn: self.e_psn,
@@ -802,18 +802,18 @@ impl Responder {
                         msn: self.msn,
                     });
                     self.nak_sent = true;
-                    counters.naks_sent += 1;
+                    counters.rest().naks_sent += 1;
                 }
                 Ok(())
             }
             RespError::Duplicate => {
-                counters.duplicate_request += 1;
+                counters.rest().duplicate_request += 1;
                 self.duplicate(frame, Psn::new(frame.psn()), cx);
                 Ok(())
             }
             // Dropped unexecuted and unanswered: the requester retransmits.
             RespError::Busy => {
-                counters.dropped_busy += 1;
+                counters.rest().dropped_busy += 1;
                 Ok(())
             }
             // Class B: RNR NAK, nothing executed, the QP stays.
@@ -855,8 +855,8 @@ impl Responder {
     }
 
     /// RNR NAK for the current ePSN (nothing executed, ePSN unchanged).
-    fn rnr_nak(&mut self, attr: &QpAttr, counters: &mut Counters) {
-        counters.send_rnr_err += 1;
+    fn rnr_nak(&mut self, attr: &QpAttr, counters: &mut QpCounters) {
+        counters.rest().send_rnr_err += 1;
         // The packet is in order (a retry after an earlier RNR NAK too), so
         // it always gets its RNR NAK; the rest of its burst arrives out of
         // sequence and stays silent (nak_sent).
@@ -896,7 +896,7 @@ impl Responder {
     fn duplicate(&mut self, frame: &RoceFrameView<'_>, psn: Psn, cx: &mut RxContext<'_>) {
         let (attr, mrs, counters) = (cx.attr, &*cx.mrs, &mut *cx.counters);
         if self.queued() >= self.out_cap {
-            counters.dropped_busy += 1;
+            counters.rest().dropped_busy += 1;
             return;
         }
         let op = frame.opcode();
@@ -911,7 +911,7 @@ impl Responder {
             return;
         }
         if !self.rd_atomic_slot_free(attr) {
-            counters.dropped_busy += 1;
+            counters.rest().dropped_busy += 1;
             return;
         }
         let answer = match (self.find_resource(psn), frame.reth()) {
@@ -951,7 +951,7 @@ impl Responder {
                 }
             }
             _ => {
-                counters.dropped_duplicate_rd_atomic += 1;
+                counters.rest().dropped_duplicate_rd_atomic += 1;
                 return;
             }
         };
@@ -998,7 +998,7 @@ impl Responder {
                 let n = match emit_templated(&tpl.wire, &bth, None, None, Some(&a), &[], buf) {
                     Ok(n) => n,
                     Err(_) => {
-                        counters.tx_buffer_too_small += 1;
+                        counters.rest().tx_buffer_too_small += 1;
                         return Ok(None);
                     }
                 };
@@ -1020,7 +1020,7 @@ impl Responder {
                 let n = match emit_frame(&h, &[], buf) {
                     Ok(n) => n,
                     Err(_) => {
-                        counters.tx_buffer_too_small += 1;
+                        counters.rest().tx_buffer_too_small += 1;
                         return Ok(None);
                     }
                 };
@@ -1050,7 +1050,7 @@ impl Responder {
                     (opcode != Opcode::ReadRespMiddle).then(|| aeth(Syndrome::ACK_UNLIMITED, msn));
                 let flen = tpl.wire.frame_len(opcode, len as usize);
                 if flen > buf.len() {
-                    counters.tx_buffer_too_small += 1;
+                    counters.rest().tx_buffer_too_small += 1;
                     return Ok(None);
                 }
                 if !cc.may_send(now, flen) {
@@ -1070,7 +1070,7 @@ impl Responder {
                                 syndrome: Syndrome::Nak(nak_code::REMOTE_ACCESS_ERROR),
                                 msn,
                             });
-                            counters.naks_sent += 1;
+                            counters.rest().naks_sent += 1;
                             return Err(Fatal);
                         }
                     }
@@ -1079,7 +1079,7 @@ impl Responder {
                 {
                     Ok(n) => n,
                     Err(_) => {
-                        counters.tx_buffer_too_small += 1;
+                        counters.rest().tx_buffer_too_small += 1;
                         return Ok(None);
                     }
                 };
@@ -1106,7 +1106,7 @@ impl Responder {
     }
 
     /// Flush posted receives (QP to error): each completes `Flushed`.
-    pub(crate) fn flush(&mut self, sink: &mut CompletionSink<'_>, counters: &mut Counters) {
+    pub(crate) fn flush(&mut self, sink: &mut CompletionSink<'_>, counters: &mut QpCounters) {
         if let InProgress::Send { wr, .. } = self.in_progress {
             sink.push(recv_wc(wr, sink.qpn, WcStatus::Flushed, 0, None), counters);
         }

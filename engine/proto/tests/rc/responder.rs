@@ -576,9 +576,10 @@ fn qp_hint_names_the_frames_qp_and_changes_nothing() {
     let [state, counters, meta] = p.b.qp_state_hint(&f[0]).expect("stage two");
     assert_eq!(Some(state.addr), qp_at);
     assert!(state.len > 0 && state.len <= std::mem::size_of::<proto::rc::Qp>());
-    let held = p.b.qp(p.qb).unwrap().counters();
-    assert_eq!(counters.addr, held as *const _ as usize);
-    assert_eq!(counters.len, std::mem::size_of::<proto::rc::Counters>());
+    // The counters the QP keeps inline, after the first range, inside the QP.
+    let qp_end = state.addr + std::mem::size_of::<proto::rc::Qp>();
+    assert_eq!(counters.len, std::mem::size_of::<proto::rc::QpCounters>());
+    assert!(counters.addr >= state.addr + state.len && counters.addr + counters.len <= qp_end);
     assert!(meta.len > 0 && meta.addr != state.addr);
     // A post's stage two: the QP's first lines and its schedule entry.
     assert_eq!(p.b.qpn_state_hint(p.qb), Some([state, meta]));
