@@ -48,5 +48,5 @@ pub use self::notification_point::{
     CnpPacer, NotificationPoint, NpCounters, DEFAULT_MIN_TIME_BETWEEN_CNPS,
 };
 pub use self::pacer::Pacer;
-pub use self::qp_congestion::QpCongestion;
+pub use self::qp_congestion::{QpCcConfig, QpCongestion};
 pub use self::qp_table::{QpTable, TableFull};

@@ -28,28 +28,51 @@ use super::notification_point::CnpPacer;
 use crate::time::Instant;
 use crate::wire::Ecn;
 
-/// Per-QP congestion-control state (see the module docs).
-#[derive(Debug, Clone)]
-pub struct QpCongestion {
+/// What the congestion state of every QP of an endpoint reads from the
+/// endpoint's configuration: one copy per endpoint, shared by its QPs
+/// ([`QpCongestion::with_shared`]), so that a QP keeps a pointer to it
+/// instead of these 48 bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QpCcConfig {
     min_time_between_cnps: Duration,
     dcqcn_enabled: bool,
     marking: EcnMarking,
-    pacer: CnpPacer,
-    /// CNPs allowed by the pacer and not yet handed out (several when
-    /// `min_time_between_cnps` is zero and marks arrive faster than the QP
-    /// transmits).
-    cnp_pending: u32,
-    /// The DCQCN parameters, shared with the endpoint's other QPs.
+    /// The DCQCN parameters, also shared with each QP's [`Dcqcn`].
     params: Arc<DcqcnParams>,
     /// Upper bound on the reaction point's rate, bit/s
     /// ([`Dcqcn::max_rate_for`]).
     max_rate_bps: f64,
+}
+
+impl QpCcConfig {
+    /// What QPs of an endpoint configured with `config` read.
+    pub fn new(config: &CcConfig) -> QpCcConfig {
+        QpCcConfig {
+            min_time_between_cnps: config.min_time_between_cnps,
+            dcqcn_enabled: config.dcqcn_enabled,
+            marking: config.marking,
+            max_rate_bps: Dcqcn::max_rate_for(&config.dcqcn, config.line_rate_gbps * 1e9),
+            params: Arc::new(config.dcqcn),
+        }
+    }
+}
+
+/// Per-QP congestion-control state (see the module docs).
+#[derive(Debug, Clone)]
+pub struct QpCongestion {
+    pacer: CnpPacer,
+    /// Set when `may_send` refused: when to try again.
+    blocked_until: Option<Instant>,
+    /// The endpoint's configuration of it, shared with its other QPs.
+    config: Arc<QpCcConfig>,
     /// The reaction point, from the first CNP handled on (never with DCQCN
     /// off): `None` behaves exactly as a fresh [`Dcqcn`] (unlimited, no
     /// timer, nothing paced).
     rp: Option<Box<Dcqcn>>,
-    /// Set when `may_send` refused: when to try again.
-    blocked_until: Option<Instant>,
+    /// CNPs allowed by the pacer and not yet handed out (several when
+    /// `min_time_between_cnps` is zero and marks arrive faster than the QP
+    /// transmits).
+    cnp_pending: u32,
 }
 
 impl Default for QpCongestion {
@@ -66,23 +89,18 @@ impl QpCongestion {
 
     /// State for a QP of an endpoint configured with `config`.
     pub fn with_config(config: &CcConfig) -> QpCongestion {
-        Self::with_shared_params(config, Arc::new(config.dcqcn))
+        Self::with_shared(Arc::new(QpCcConfig::new(config)))
     }
 
-    /// As [`QpCongestion::with_config`], with the DCQCN parameters
-    /// (`config.dcqcn`) shared with the endpoint's other QPs.
-    pub fn with_shared_params(config: &CcConfig, dcqcn: Arc<DcqcnParams>) -> QpCongestion {
-        debug_assert_eq!(*dcqcn, config.dcqcn);
+    /// As [`QpCongestion::with_config`], the configuration shared with the
+    /// endpoint's other QPs.
+    pub fn with_shared(config: Arc<QpCcConfig>) -> QpCongestion {
         QpCongestion {
-            min_time_between_cnps: config.min_time_between_cnps,
-            dcqcn_enabled: config.dcqcn_enabled,
-            marking: config.marking,
             pacer: CnpPacer::default(),
-            cnp_pending: 0,
-            max_rate_bps: Dcqcn::max_rate_for(&dcqcn, config.line_rate_gbps * 1e9),
-            params: dcqcn,
-            rp: None,
             blocked_until: None,
+            config,
+            rp: None,
+            cnp_pending: 0,
         }
     }
 
@@ -100,7 +118,7 @@ impl QpCongestion {
         if ecn != Ecn::Ce {
             return;
         }
-        if self.pacer.allow(now, self.min_time_between_cnps) {
+        if self.pacer.allow(now, self.config.min_time_between_cnps) {
             self.cnp_pending = self.cnp_pending.saturating_add(1);
         }
     }
@@ -124,14 +142,14 @@ impl QpCongestion {
 
     /// DSCP to send CNPs with (they are always Not-ECT).
     pub fn cnp_dscp(&self) -> u8 {
-        self.marking.cnp_dscp
+        self.config.marking.cnp_dscp
     }
 
     /// A CNP for this QP arrived (reaction point).
     #[inline]
     pub fn on_cnp(&mut self, now: Instant) -> CnpOutcome {
-        let outcome = if self.dcqcn_enabled {
-            let (params, max_rate_bps) = (&self.params, self.max_rate_bps);
+        let outcome = if self.config.dcqcn_enabled {
+            let (params, max_rate_bps) = (&self.config.params, self.config.max_rate_bps);
             self.rp
                 .get_or_insert_with(|| {
                     Box::new(Dcqcn::with_shared_params(params.clone(), max_rate_bps))
@@ -201,14 +219,14 @@ impl QpCongestion {
 
     /// Whether the reaction point is on.
     pub fn dcqcn_enabled(&self) -> bool {
-        self.dcqcn_enabled
+        self.config.dcqcn_enabled
     }
 
     /// Current rate, bit/s (the line rate when DCQCN is off or unlimited).
     pub fn rate_bps(&self) -> f64 {
         match self.rp.as_ref() {
             Some(rp) => rp.rate_bps(),
-            None => self.max_rate_bps,
+            None => self.config.max_rate_bps,
         }
     }
 
@@ -217,7 +235,7 @@ impl QpCongestion {
     pub fn alpha(&self, now: Instant) -> f64 {
         match &self.rp {
             Some(rp) => rp.alpha(now),
-            None => self.params.initial_alpha,
+            None => self.config.params.initial_alpha,
         }
     }
 

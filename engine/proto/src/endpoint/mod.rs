@@ -47,7 +47,7 @@ pub use self::config::{
 use self::qp_table::QpTable;
 use std::sync::Arc;
 
-use crate::cc::{DcqcnParams, QpCongestion};
+use crate::cc::{QpCcConfig, QpCongestion};
 use crate::rc::{
     Access, Counters, Cq, MrKeys, MrTable, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr,
     RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
@@ -120,8 +120,8 @@ pub struct Endpoint {
     rng: Rng,
     /// Endpoint-level drops (frames that reached no QP).
     counters: Counters,
-    /// `config.cc.dcqcn`, shared by every QP's congestion state.
-    dcqcn: Arc<DcqcnParams>,
+    /// What every QP's congestion state reads of `config.cc`, shared.
+    qp_cc: Arc<QpCcConfig>,
 }
 
 impl Endpoint {
@@ -136,7 +136,7 @@ impl Endpoint {
             qps: QpTable::with_capacity(config.max_qps, config.max_inflight_packets),
             rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
-            dcqcn: Arc::new(config.cc.dcqcn),
+            qp_cc: Arc::new(QpCcConfig::new(&config.cc)),
             config,
         }
     }
@@ -280,7 +280,7 @@ impl Endpoint {
     }
 
     fn place_new_qp(&mut self, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
-        let cc = QpCongestion::with_shared_params(&self.config.cc, self.dcqcn.clone());
+        let cc = QpCongestion::with_shared(self.qp_cc.clone());
         let mut qp = Qp::with_congestion(qpn, init, cc);
         qp.initial_psn = self.rng.next_u24();
         // Data packets are marked as the endpoint says unless a

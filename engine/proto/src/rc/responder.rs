@@ -239,9 +239,9 @@ pub struct Responder {
     /// (see [`Resource`]).
     resources: Vec<Resource>,
     /// Next entry of `resources` to reuse once the ring is full.
-    res_next: usize,
+    res_next: u32,
     /// Entries of the ring: `max_dest_rd_atomic` (at least 1).
-    res_cap: usize,
+    res_cap: u32,
 }
 
 /// Answers the queue has room for when a QP connects (it grows from there
@@ -304,7 +304,7 @@ impl Responder {
         self.ack_pending = None;
         self.resources.clear();
         self.res_next = 0;
-        self.res_cap = rd;
+        self.res_cap = rd as u32;
     }
 
     /// Queue a receive. `false` when full.
@@ -874,10 +874,10 @@ impl Responder {
     /// `max_dest_rd_atomic` are kept (rxe `prepare_next_resource`).
     fn save_resource(&mut self, res: Resource) {
         let cap = self.res_cap;
-        if self.resources.len() < cap {
+        if self.resources.len() < cap as usize {
             self.resources.push(res);
         } else {
-            self.resources[self.res_next % cap] = res;
+            self.resources[(self.res_next % cap) as usize] = res;
             self.res_next = (self.res_next + 1) % cap;
         }
     }
