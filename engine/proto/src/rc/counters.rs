@@ -103,7 +103,9 @@ counters! {
         tx_buffer_too_small,
         /// Requester: times a request packet never sent before waited
         /// because the endpoint's QPs had their in-flight limit
-        /// (`EndpointConfig::max_inflight_packets`) outstanding.
+        /// (`EndpointConfig::max_inflight_packets`) outstanding. Counted
+        /// for the endpoint only (the limit is the endpoint's): 0 in a
+        /// QP's own counters.
         tx_inflight_waits,
         /// Work completions dropped because the CQ was full.
         cq_overflow,

@@ -244,10 +244,6 @@ pub struct Responder {
     res_cap: u32,
 }
 
-/// Answers the queue has room for when a QP connects (it grows from there
-/// up to `out_cap`): the ACKs of a QP that is only written to.
-const OUT_FIRST: usize = 2;
-
 impl Responder {
     /// A responder with `max_recv_wr` receive slots.
     pub fn new(max_recv_wr: usize) -> Responder {
@@ -295,12 +291,13 @@ impl Responder {
         self.out_cap = 2 * rd + 4;
         // The answer queue and the resource ring grow to these bounds on
         // first need, once per QP, and keep their memory (a QP connected
-        // again reuses it): a QP that is only written to holds room for a
-        // few ACKs, not for 2 * max_dest_rd_atomic + 4 answers and
-        // max_dest_rd_atomic resources (1.7 KB of the 3.1 KB a connected
-        // QP held, docs/architecture.md "QP limits").
+        // again reuses it): a QP that is only written to or sent to holds
+        // neither (its ACKs wait in `ack_pending`, which the queue only
+        // takes behind a NAK, READ response or atomic answer), not
+        // 2 * max_dest_rd_atomic + 4 answers and max_dest_rd_atomic
+        // resources (1.7 KB of the 3.1 KB a connected QP held,
+        // docs/architecture.md "QP limits").
         self.out.clear();
-        self.out.reserve(OUT_FIRST.min(self.out_cap + 1));
         self.ack_pending = None;
         self.resources.clear();
         self.res_next = 0;

@@ -170,6 +170,12 @@ fn a_thousand_qps_with_a_message_each_stay_within_the_limit() {
     let c = r.a.counters();
     assert!(c.tx_inflight_waits > 0, "{c:?}");
     assert_eq!((c.retransmitted_packets, c.timeouts), (0, 0), "{c:?}");
+    // The limit is the endpoint's, and so is the count: a QP's own
+    // counters leave it at 0 (counting it there allocated the QP's other
+    // counters on the transmit path, once for every QP that waited).
+    for &qpn in &r.qps {
+        assert_eq!(r.a.qp_counters(qpn).unwrap().tx_inflight_waits, 0);
+    }
 }
 
 #[test]
