@@ -50,7 +50,6 @@ pub use error::VerbsError;
 pub use mr::{Access, AccessError, MrKeys, MrTable, RegionMemory};
 pub use psn::Psn;
 pub use qp::{Qp, QpInitAttr};
-pub(crate) use random::NumberMap;
 pub use random::{KeyPermutation, Rng, Seed};
 pub use requester::MAX_MESSAGE_LEN;
 pub use wqe::{RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};

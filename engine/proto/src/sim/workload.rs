@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::rc::{
-    Access, Counters, MrKeys, Mtu, NumberMap, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcStatus,
+    Access, Counters, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcStatus,
     WorkCompletion,
 };
 use crate::time::Instant;
@@ -280,8 +280,6 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
         )
         .expect("reg B");
     let mut runs = Vec::with_capacity(qps as usize);
-    // QP number -> run, on each side (numbers are drawn at random).
-    let mut run_of: [NumberMap<u32>; 2] = Default::default();
     for q in 0..qps {
         let count =
             cfg.messages / u64::from(qps) + u64::from(u64::from(q) < cfg.messages % u64::from(qps));
@@ -336,8 +334,6 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
             .expect("connect B");
         let a_iova = a_base + stride * u64::from(q);
         let b_iova = b_base + stride * u64::from(q);
-        run_of[A].insert(qa, q);
-        run_of[B].insert(qb, q);
         runs.push(QpRun {
             qa,
             qb,
@@ -386,7 +382,13 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                         length: size,
                     };
                     sim.endpoint(B)
-                        .post_recv(qb, RecvWr { wr_id: m, sge })
+                        .post_recv(
+                            qb,
+                            RecvWr {
+                                wr_id: wr_id(q, m),
+                                sge,
+                            },
+                        )
                         .expect("post_recv");
                     r.recv_posted += 1;
                     busy = true;
@@ -403,7 +405,7 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                     addr: r.a_iova + off,
                     length: size,
                 };
-                let mut wr = SendWr::new(m, SendOp::Write, local);
+                let mut wr = SendWr::new(wr_id(q, m), SendOp::Write, local);
                 wr.rkey = r.b_mr.rkey;
                 wr.remote_addr = r.b_iova + off;
                 match cfg.op {
@@ -457,12 +459,18 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
                 }
                 busy = true;
                 for wc in &wcs[..n] {
-                    let Some(&q) = run_of[node].get(&wc.qpn) else {
+                    // The run comes from the work request's ID, and must
+                    // own the QP the completion names.
+                    let q = run_index(wc.wr_id);
+                    let owner = runs.get(q as usize).map(|r| [r.qa, r.qb][node]);
+                    if owner != Some(wc.qpn) {
                         rep.error_completions += 1;
-                        rep.first_error
-                            .get_or_insert(format!("completion for unknown QP {:#x}", wc.qpn));
+                        rep.first_error.get_or_insert(format!(
+                            "completion for QP {:#x} with wr_id {:#x}, which no run of that QP posted",
+                            wc.qpn, wc.wr_id
+                        ));
                         continue;
-                    };
+                    }
                     let r = &mut runs[q as usize];
                     check_completion(
                         cfg,
@@ -560,6 +568,28 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
     rep
 }
 
+/// Bits of a work request ID that hold the run's index (its QP pair).
+const RUN_BITS: u32 = 24;
+
+/// The work request ID of message `m` of run `q`: the run's index and the
+/// message's, so that a completion leads straight to both. (A map from QP
+/// number to run, looked up for every completion, cost the 65,536-QP sim
+/// a cache miss per message.)
+fn wr_id(q: u32, m: u64) -> u64 {
+    debug_assert!(q < 1 << RUN_BITS);
+    (m << RUN_BITS) | u64::from(q)
+}
+
+/// The run index of a work request ID made by [`wr_id`].
+fn run_index(wr_id: u64) -> u32 {
+    (wr_id & ((1 << RUN_BITS) - 1)) as u32
+}
+
+/// The message index of a work request ID made by [`wr_id`].
+fn message_index(wr_id: u64) -> u64 {
+    wr_id >> RUN_BITS
+}
+
 #[allow(clippy::too_many_arguments)]
 fn check_completion(
     cfg: &WorkloadConfig,
@@ -577,12 +607,13 @@ fn check_completion(
     if wc.status != WcStatus::Success {
         rep.error_completions += 1;
         rep.first_error.get_or_insert(format!(
-            "QP {q} node {node}: wr_id {} completed with {:?}",
-            wc.wr_id, wc.status
+            "QP {q} node {node}: message {} completed with {:?}",
+            message_index(wc.wr_id),
+            wc.status
         ));
         return;
     }
-    let m = wc.wr_id;
+    let m = message_index(wc.wr_id);
     let is_recv = node == B;
     let expected = if is_recv {
         r.recv_completed
@@ -592,13 +623,13 @@ fn check_completion(
     if m < expected {
         rep.duplicate_completions += 1;
         rep.first_error
-            .get_or_insert(format!("QP {q}: wr_id {m} completed twice"));
+            .get_or_insert(format!("QP {q}: message {m} completed twice"));
         return;
     }
     if m > expected {
         rep.out_of_order_completions += 1;
         rep.first_error
-            .get_or_insert(format!("QP {q}: wr_id {m} completed before {expected}"));
+            .get_or_insert(format!("QP {q}: message {m} completed before {expected}"));
         return;
     }
     let off = (m % u64::from(window)) * slot;
