@@ -19,6 +19,19 @@
 //! Timed in batches of [`BATCH`] packets, best of several passes; the QP
 //! resets between passes are not timed.
 //!
+//! Each batch's frames (data frames for the responder, ACKs for the
+//! requester) are copied into a receive ring ([`RxRing`]) just before the
+//! batch's timer starts, and handed to the endpoint from there, as the
+//! engine finds them in its AF_XDP ring: written there by the kernel's
+//! copy just before it polls (copy mode) or by the NIC into the
+//! last-level cache (zero copy on NICs with DDIO). Before 2026-12-04
+//! (third session) they were read from where the generation pass had
+//! stored them, 65,536 frames and as many ACKs out of the caches by then
+//! once the QPs' state had streamed through: with 64K QPs in shuffled
+//! order, a third of the responder's time went to reading the frames'
+//! headers (`perf record` of `examples/qp_scale_probe 65536 6 shuffled`),
+//! a cost of the rig, not of the engine.
+//!
 //! Two QP orders ([`QpOrder`]): message `k` on the `k % N`-th QP in slot
 //! order (the QPs' state walked through memory front to back, which the
 //! CPU's own prefetchers follow), and in a seeded shuffled order (as
@@ -68,6 +81,43 @@ pub const SIZE: u32 = 64;
 const SHUFFLE_SEED: u64 = 0x5EED_0A11_0C8E;
 /// Messages of each `roce-xdp sim` row.
 pub const SIM_MESSAGES: u64 = 262_144;
+
+/// Bytes a slot of [`RxRing`] holds, as an AF_XDP frame.
+const RING_SLOT: usize = 2048;
+
+/// A receive ring: the frames of one batch (and those the prefetch looks
+/// at ahead of it), each in a slot of its own in one buffer, as in an
+/// AF_XDP UMEM. See the module's documentation.
+struct RxRing {
+    buf: Vec<u8>,
+    lens: Vec<usize>,
+}
+
+impl RxRing {
+    fn new(slots: usize) -> RxRing {
+        RxRing {
+            buf: vec![0; slots * RING_SLOT],
+            lens: Vec::with_capacity(slots),
+        }
+    }
+
+    /// Copies `frames` into the first slots (untimed: the kernel's or the
+    /// NIC's work).
+    fn fill(&mut self, frames: &[Vec<u8>]) {
+        self.lens.clear();
+        for (i, f) in frames.iter().enumerate() {
+            self.buf[i * RING_SLOT..][..f.len()].copy_from_slice(f);
+            self.lens.push(f.len());
+        }
+    }
+
+    /// The frame in slot `i`, if one was filled.
+    #[inline]
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        let len = *self.lens.get(i)?;
+        Some(&self.buf[i * RING_SLOT..][..len])
+    }
+}
 
 /// Which QP each message goes to ([`Rig::with_order`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,28 +379,31 @@ impl Rig {
         // prefetch stages, each frame first `far` then `near` frames ahead.
         let ahead = prefetch_distance(&self.b);
         let (near, far) = (ahead.near as usize, ahead.far as usize);
-        for (i, batch) in self.frames.chunks(BATCH).enumerate() {
+        let mut ring = RxRing::new(BATCH + far);
+        for k0 in (0..PACKETS).step_by(BATCH) {
+            let end = (k0 + BATCH).min(PACKETS);
+            ring.fill(&self.frames[k0..(end + far).min(PACKETS)]);
             let start = WallInstant::now();
-            for (j, f) in batch.iter().enumerate() {
-                let k = i * BATCH + j;
+            for j in 0..end - k0 {
                 if far > 0 {
-                    if let Some(next) = self.frames.get(k + far) {
+                    if let Some(next) = ring.get(j + far) {
                         prefetch_qp_index(&self.b, next);
                     }
                 }
                 if near > 0 {
-                    if let Some(next) = self.frames.get(k + near) {
+                    if let Some(next) = ring.get(j + near) {
                         prefetch_qp_state(&self.b, next);
                     }
                 }
+                let f = ring.get(j).expect("a frame in the ring");
                 self.b.handle_packet(now, f);
                 std::hint::black_box(self.b.poll_transmit(now, &mut tx));
             }
             let ns = start.elapsed().as_nanos();
             total += ns;
-            best = best.min(ns as f64 / batch.len() as f64);
+            best = best.min(ns as f64 / (end - k0) as f64);
         }
-        (best, total as f64 / self.frames.len() as f64)
+        (best, total as f64 / PACKETS as f64)
     }
 
     /// One timed requester pass (as [`Rig::responder_pass`]).
@@ -371,9 +424,11 @@ impl Rig {
         // `near`, places ahead in the batch prefetched.
         let ahead = prefetch_distance(&self.a);
         let (near, far) = (ahead.near as usize, ahead.far as usize);
+        let mut ring = RxRing::new(BATCH);
         let mut k = 0;
         while k < PACKETS {
             let end = (k + BATCH).min(PACKETS);
+            ring.fill(&self.acks[k..end]);
             let start = WallInstant::now();
             for j in k..end {
                 if far > 0 && j + far < end {
@@ -385,7 +440,8 @@ impl Rig {
                 let (qa, _) = self.qps[j % n];
                 let _ = self.a.post_send(qa, wr(j, self.src, self.dst));
                 std::hint::black_box(self.a.poll_transmit(now, &mut tx));
-                self.a.handle_packet(now, &self.acks[j]);
+                let ack = ring.get(j - k).expect("an ACK in the ring");
+                self.a.handle_packet(now, ack);
             }
             let ns = start.elapsed().as_nanos();
             total += ns;
