@@ -58,10 +58,9 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallInstant;
 
-use engine::driver::{
-    prefetch_distance, prefetch_qp_index, prefetch_qp_state, prefetch_qpn_index, prefetch_qpn_state,
-};
+use engine::driver::{prefetch_distance, prefetch_posts, prefetch_qp_index, prefetch_qp_state};
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
+use engine::io::Lookahead;
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge,
 };
@@ -421,21 +420,25 @@ impl Rig {
         let (mut best, mut total) = (f64::MAX, 0u128);
         // As the driver takes the application's posts, a batch at a time
         // (`engine::driver`, `take_work`): the QP of the post `far`, then
-        // `near`, places ahead in the batch prefetched.
+        // `near`, places ahead in the batch prefetched, and the first
+        // posts' at the batch's start (`prefetch_posts`).
         let ahead = prefetch_distance(&self.a);
-        let (near, far) = (ahead.near as usize, ahead.far as usize);
+        let prefetch = ahead != Lookahead::default();
         let mut ring = RxRing::new(BATCH);
         let mut k = 0;
         while k < PACKETS {
             let end = (k + BATCH).min(PACKETS);
             ring.fill(&self.acks[k..end]);
             let start = WallInstant::now();
-            for j in k..end {
-                if far > 0 && j + far < end {
-                    prefetch_qpn_index(&self.a, self.qps[(j + far) % n].0);
+            let mut qpns = [None; BATCH];
+            if prefetch {
+                for (j, q) in (k..end).zip(qpns.iter_mut()) {
+                    *q = Some(self.qps[j % n].0);
                 }
-                if near > 0 && j + near < end {
-                    prefetch_qpn_state(&self.a, self.qps[(j + near) % n].0);
+            }
+            for j in k..end {
+                if prefetch {
+                    prefetch_posts(&self.a, &qpns, j - k, ahead);
                 }
                 let (qa, _) = self.qps[j % n];
                 let _ = self.a.post_send(qa, wr(j, self.src, self.dst));

@@ -93,6 +93,40 @@ pub fn prefetch_qpn_state(ep: &Endpoint, qpn: u32) {
     }
 }
 
+/// The prefetches to issue before the post at `i` of a batch of posts
+/// (`qpns`: each post's QP number, in order) is applied, `ahead` as
+/// [`prefetch_distance`] gives it: stage one for the post `far` places
+/// ahead, stage two for the one `near` ahead, as the receive step does.
+/// At `i == 0` also those of the first posts, which no earlier post of
+/// the batch asked for: stage one for the first `far`, then stage two for
+/// the first `near` (its reads of their index buckets wait for the first
+/// of them; the others come in meanwhile). Without that, the first
+/// `far` posts of every batch (a quarter of a 32-post batch) found their
+/// QP's index bucket out of the caches, and the first `near` their state.
+#[inline]
+pub fn prefetch_posts(ep: &Endpoint, qpns: &[Option<u32>], i: usize, ahead: Lookahead) {
+    let (near, far) = (ahead.near as usize, ahead.far as usize);
+    let at = |k: usize| qpns.get(k).copied().flatten();
+    if i == 0 {
+        for q in (0..far).filter_map(at) {
+            prefetch_qpn_index(ep, q);
+        }
+        for q in (0..near).filter_map(at) {
+            prefetch_qpn_state(ep, q);
+        }
+    }
+    if far > 0 {
+        if let Some(q) = at(i + far) {
+            prefetch_qpn_index(ep, q);
+        }
+    }
+    if near > 0 {
+        if let Some(q) = at(i + near) {
+            prefetch_qpn_state(ep, q);
+        }
+    }
+}
+
 /// What one [`DriverStep::step`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct StepOutcome {

@@ -41,7 +41,7 @@ use crate::time::Instant;
 use super::capture::CaptureSink;
 use super::directory::Directory;
 use super::shared::{FrameBuf, Handoff, PostError, QueueStats, Shared, Work};
-use super::step::{prefetch_distance, prefetch_qpn_index, prefetch_qpn_state, DriverStep, BATCH};
+use super::step::{prefetch_distance, prefetch_posts, DriverStep, BATCH};
 use super::PollMode;
 
 /// Configuration of one engine thread.
@@ -793,23 +793,16 @@ impl Core {
             may_transmit: batch.iter().any(|w| !matches!(w, Work::Recv { .. })),
         };
         let ahead = prefetch_distance(&self.ep);
+        let prefetch = ahead != Lookahead::default();
         let mut qpns = [None; BATCH];
-        if ahead != Lookahead::default() {
+        if prefetch {
             for (q, w) in qpns.iter_mut().zip(&batch) {
                 *q = w.qpn();
             }
         }
-        let qpn_at = |k: usize| qpns.get(k).copied().flatten();
         for (i, work) in batch.drain(..).enumerate() {
-            if ahead.far > 0 {
-                if let Some(q) = qpn_at(i + ahead.far as usize) {
-                    prefetch_qpn_index(&self.ep, q);
-                }
-            }
-            if ahead.near > 0 {
-                if let Some(q) = qpn_at(i + ahead.near as usize) {
-                    prefetch_qpn_state(&self.ep, q);
-                }
+            if prefetch {
+                prefetch_posts(&self.ep, &qpns, i, ahead);
             }
             self.apply(self.me, work);
         }
