@@ -20,7 +20,7 @@
 //! resets between passes are not timed.
 //!
 //! Each batch's frames (data frames for the responder, ACKs for the
-//! requester) are copied into a receive ring ([`RxRing`]) just before the
+//! requester) are copied into a receive ring (`RxRing`) just before the
 //! batch's timer starts, and handed to the endpoint from there, as the
 //! engine finds them in its AF_XDP ring: written there by the kernel's
 //! copy just before it polls (copy mode) or by the NIC into the
@@ -42,9 +42,8 @@
 //! ([`engine::driver::prefetch_qp_index`], then
 //! [`engine::driver::prefetch_qp_state`]); the requester pass takes its
 //! posts as the driver takes the application's, [`BATCH`] at a time, each
-//! post's QP prefetched the same way a few posts ahead in the batch
-//! ([`engine::driver::prefetch_qpn_index`],
-//! [`engine::driver::prefetch_qpn_state`]).
+//! post's QP prefetched the same way a few posts ahead in the batch, and
+//! the first posts' at the batch's start ([`engine::driver::prefetch_posts`]).
 //!
 //! The rows `responder+stats` and `requester+stats` (shuffled order) add
 //! what the driver's statistics cost: it publishes the endpoint's counters
