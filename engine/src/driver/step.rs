@@ -72,8 +72,8 @@ pub fn prefetch_qp_index(ep: &Endpoint, frame: &[u8]) {
 /// ([`Endpoint::qp_state_hint`]; nothing if it is for none).
 #[inline]
 pub fn prefetch_qp_state(ep: &Endpoint, frame: &[u8]) {
-    for r in ep.qp_state_hint(frame).into_iter().flatten() {
-        crate::io::prefetch_range(r);
+    if let Some(ranges) = ep.qp_state_hint(frame) {
+        ranges.into_iter().for_each(crate::io::prefetch_range);
     }
 }
 
@@ -88,8 +88,8 @@ pub fn prefetch_qpn_index(ep: &Endpoint, qpn: u32) {
 /// [`prefetch_qp_state`] for QP `qpn` (a post's, taken in a batch).
 #[inline]
 pub fn prefetch_qpn_state(ep: &Endpoint, qpn: u32) {
-    for r in ep.qpn_state_hint(qpn).into_iter().flatten() {
-        crate::io::prefetch_range(r);
+    if let Some(ranges) = ep.qpn_state_hint(qpn) {
+        ranges.into_iter().for_each(crate::io::prefetch_range);
     }
 }
 

@@ -523,15 +523,15 @@ impl Endpoint {
         self.qps.index_range(peek_dest_qp(frame)?)
     }
 
-    /// Stage two, [`PREFETCH_NEAR`] frames ahead: the QP's state, its
-    /// counters and its schedule entry, located through the index (which
+    /// Stage two, [`PREFETCH_NEAR`] frames ahead: the QP's state (its
+    /// counters included) and its schedule entry, located through the index (which
     /// stage one brought into the caches) but not read. Done in one stage, the lookup reads
     /// the QP to find it (its slot is an `Option`) and waits for both
     /// misses in turn before it can even ask for the rest: measured with
     /// `examples/qp_scale_probe 65536 N shuffled`, the QP's first line and
     /// its schedule entry were then most of the responder's time.
     #[inline]
-    pub fn qp_state_hint(&self, frame: &[u8]) -> Option<[MemoryRange; 3]> {
+    pub fn qp_state_hint(&self, frame: &[u8]) -> Option<[MemoryRange; 2]> {
         self.qps.state_ranges(peek_dest_qp(frame)?)
     }
 
@@ -544,14 +544,10 @@ impl Endpoint {
     }
 
     /// [`Endpoint::qp_state_hint`] for QP `qpn` (as
-    /// [`Endpoint::qpn_index_hint`]), without the QP's counters: for a
-    /// post, prefetching them too measured no better (2026-12-04,
-    /// `examples/qp_scale_probe 65536 3 req shuffled`, eight alternating
-    /// runs each, median of 16 passes: 266 against 233 ns a packet without
-    /// the statistics' sum, 273 against 296 with it).
+    /// [`Endpoint::qpn_index_hint`]).
     #[inline]
     pub fn qpn_state_hint(&self, qpn: u32) -> Option<[MemoryRange; 2]> {
-        self.qps.state_ranges(qpn).map(|[qp, _, meta]| [qp, meta])
+        self.qps.state_ranges(qpn)
     }
 
     /// Count a frame for a QP that no endpoint of the device holds

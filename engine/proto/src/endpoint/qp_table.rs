@@ -32,22 +32,24 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use super::qpn_index::QpnIndex;
 use super::MemoryRange;
-use crate::rc::{Counters, InflightRoom, Qp, QpCounters};
+use crate::rc::{Counters, InflightRoom, Qp};
 use crate::time::Instant;
 
 /// How much of a QP's state a receiver prefetches with it
-/// ([`QpTable::state_ranges`]): all of it up to its counters, which are
-/// last in the QP and prefetched as a range of their own (a post's
-/// prefetch leaves them out). The QP lays out the state a received packet
-/// reads first (`rc/qp.rs`), so that nothing of it waits for memory
-/// after the lookup. Measured with `examples/qp_scale_probe 65536 6
-/// [req] shuffled` (64 B WRITEs, QP state in huge pages; 2026-12-04, the
-/// 13-line QP in this order, five alternating runs of each build, median
-/// of the runs' median pass, ns a packet): its first 384 bytes (what was
-/// prefetched before, when the QP had 17 lines and prefetching all of it
-/// measured no better) responder 351, requester 364; 448 bytes 303, 362;
-/// all 576 bytes before the counters 280, 337.
-const QP_PREFETCH_BYTES: usize = core::mem::offset_of!(Qp, counters);
+/// ([`QpTable::state_ranges`]): all of it, its inline counters (in its
+/// last line) included. The QP lays out the state a received packet reads
+/// first (`rc/qp.rs`), so that nothing of it waits for memory after the
+/// lookup. Measured with `examples/qp_scale_probe 65536 6 [req] shuffled`
+/// (64 B WRITEs, QP state in huge pages; 2026-12-04, the 13-line QP in
+/// this order, five alternating runs of each build, median of the runs'
+/// median pass, ns a packet): its first 384 bytes (what was prefetched
+/// before, when the QP had 17 lines and prefetching all of it measured no
+/// better) responder 351, requester 364; 448 bytes 303, 362; all 576
+/// bytes before the counters 280, 337. Until 2026-12-04 (fourth session)
+/// the counters were
+/// a second range, though the first already ended in their line: the
+/// same lines, asked for twice.
+const QP_PREFETCH_BYTES: usize = core::mem::size_of::<Qp>();
 
 /// What the schedules keep per slot, apart from the QP: a dense array
 /// (24 bytes a slot, 1.5 MiB for 65,536 QPs) that stays in the caches when
@@ -191,31 +193,27 @@ impl QpTable {
         self.by_qpn.home_range(qpn)
     }
 
-    /// What a packet for QP `qpn` reads once the index gave its slot: the
-    /// first [`QP_PREFETCH_BYTES`] of the QP's state, its counters and its
-    /// slot's schedule entry (stage two; the index is read, none of these).
-    /// The counters: the packet's QP is the first time marked since the
-    /// driver's last statistics sum, as a rule with many active QPs, and
-    /// the mark reads them ([`CounterSum`]): the 32 bytes the QP keeps
-    /// inline, in its last line ([`QpCounters`]; the rest, allocated once
-    /// one of them counted, is not prefetched). Measured with
-    /// `examples/qp_scale_probe 65536 3 shuffled [snapshot]` (2026-12-04,
+    /// What a packet or a post for QP `qpn` reads once the index gave its
+    /// slot: the QP (all [`QP_PREFETCH_BYTES`] of it) and its slot's
+    /// schedule entry (stage two; the index is read, neither of these).
+    /// The QP's last line holds the 32 bytes of counters it keeps inline
+    /// ([`crate::rc::QpCounters`]; the rest, allocated once one of them counted, is
+    /// not prefetched): with many active QPs the packet's QP is, as a rule,
+    /// marked for the first time since the driver's last statistics sum,
+    /// and the mark reads them ([`CounterSum`]). When the counters were
+    /// first prefetched (a range of their own then), that measured 225
+    /// against 284 ns a packet with the sum, 215 against 264 without it
+    /// (`examples/qp_scale_probe 65536 3 shuffled [snapshot]`, 2026-12-04,
     /// builds with and without, eight alternating runs each, median of 16
-    /// passes, ns a packet): 225 against 284 with the sum, 215 against 264
-    /// without it.
+    /// passes).
     #[inline]
-    pub fn state_ranges(&self, qpn: u32) -> Option<[MemoryRange; 3]> {
+    pub fn state_ranges(&self, qpn: u32) -> Option<[MemoryRange; 2]> {
         let i = self.slot(qpn)?;
-        let slot = MemoryRange::of(self.slots.get(i)?);
         let qp = MemoryRange {
             len: QP_PREFETCH_BYTES,
-            ..slot
+            ..MemoryRange::of(self.slots.get(i)?)
         };
-        let counters = MemoryRange {
-            addr: slot.addr + core::mem::offset_of!(Qp, counters),
-            len: core::mem::size_of::<QpCounters>(),
-        };
-        Some([qp, counters, MemoryRange::of(self.meta.get(i)?)])
+        Some([qp, MemoryRange::of(self.meta.get(i)?)])
     }
 
     /// QP `qpn`, noted as possibly having work (it joins the ready list).

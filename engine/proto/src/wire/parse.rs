@@ -83,14 +83,53 @@ pub fn parse_frame_lenient(frame: &[u8]) -> Result<(RoceFrame<'_>, u32), ParseEr
     Ok((v.to_frame(), v.computed_icrc()))
 }
 
-/// The destination QP of a whole Ethernet frame, from its headers alone
-/// (every length checked as [`parse_frame_view`] does; the ICRC is not
-/// computed): `None` for anything that is not a RoCE v2 frame. A hint, for
-/// a receiver that wants the QP's state in the caches before it checks
-/// and handles the frame ([`crate::endpoint::Endpoint::qp_hint`]).
+/// The destination QP a whole Ethernet frame names, if its headers say
+/// RoCE v2: `None` for anything else. A hint, for a receiver that wants
+/// the QP's state in the caches before it checks and handles the frame
+/// ([`crate::endpoint::Endpoint::qp_hint`]), so it reads only the fields
+/// that say where the BTH is and that the frame is RoCE v2, by the same
+/// rules as [`parse_frame_view`] (EtherType with at most one 802.1Q tag,
+/// IPv4 without options and not a fragment or IPv6, UDP to port 4791,
+/// BTH transport version 0, a BTH within the frame): not the lengths the
+/// IP and UDP headers claim, the opcode's headers, the pad or the ICRC.
+/// A frame that passes here and fails there is dropped by
+/// [`parse_frame_view`] as usual; the hint only brought a QP's lines
+/// into the caches.
+///
+/// Until 2026-12-04 (fourth session) it checked everything [`parse_frame_view`] does but
+/// the ICRC, twice per frame (the driver's two prefetch stages):
+/// `examples/qp_scale_probe 1 N shuffled` with the prefetch forced on
+/// measured it as most of what the prefetch costs (`docs/architecture.md`,
+/// "What the prefetch costs").
 #[inline]
 pub fn peek_dest_qp(frame: &[u8]) -> Option<u32> {
-    validate(frame).ok().map(|v| v.dest_qp())
+    let (ethertype, ip_at) = EthernetFrame::new_checked(frame)
+        .ok()?
+        .network_header()
+        .ok()?;
+    let udp_at = match ethertype {
+        ethertype::IPV4 => {
+            Ipv4Packet::new_checked(frame.get(ip_at..)?)
+                .ok()?
+                .check_roce()
+                .ok()?;
+            ip_at + ipv4::HEADER_LEN
+        }
+        ethertype::IPV6 => {
+            Ipv6Packet::new_checked(frame.get(ip_at..)?)
+                .ok()?
+                .check_roce()
+                .ok()?;
+            ip_at + ipv6::HEADER_LEN
+        }
+        _ => return None,
+    };
+    let udp_hdr = UdpPacket::new_checked(frame.get(udp_at..)?).ok()?;
+    if udp_hdr.dst_port() != ROCE_V2_UDP_PORT {
+        return None;
+    }
+    let b = Bth::new_checked(frame.get(udp_at + udp::HEADER_LEN..)?).ok()?;
+    (b.tver() == 0).then(|| b.dest_qp())
 }
 
 /// The ICRC a whole Ethernet frame should carry, located from the frame's

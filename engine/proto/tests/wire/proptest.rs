@@ -7,8 +7,8 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use proptest::prelude::*;
 use proto::wire::{
     emit_frame, frame_len, parse_frame, parse_frame_lenient, parse_frame_unchecked_icrc, pcap,
-    AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn, EthRepr, IpRepr, Opcode, ParseError,
-    RethRepr, RoceHeaders, UdpRepr, VlanTag, ROCE_V2_UDP_PORT,
+    peek_dest_qp, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn, EthRepr, IpRepr, Opcode,
+    ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag, ROCE_V2_UDP_PORT,
 };
 
 fn ecn() -> impl Strategy<Value = Ecn> {
@@ -123,6 +123,12 @@ fn check_no_panic(bytes: &[u8]) {
             assert_eq!(e, e3);
         }
         other => panic!("entry points disagree: {other:?}"),
+    }
+    // The receive path's hint (it reads fewer fields than the parser)
+    // names the QP of every frame the parser takes.
+    let hint = peek_dest_qp(bytes);
+    if let Ok(f) = &unchecked {
+        assert_eq!(hint, Some(f.headers.bth.dest_qp));
     }
 }
 
