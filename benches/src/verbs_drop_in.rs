@@ -7,10 +7,10 @@
 //!   64 KiB, each run `-D` seconds, both sides with the same options
 //!   (`-s`, `-m` the link's IB MTU, one QP, perftest's default depth);
 //!   the figure is the client's "BW average" (MB/s, 2^20 bytes, both
-//!   tools); target ratio >= [`GOODPUT_TARGET`];
+//!   tools); target ratio >= [`GOODPUT_TARGET`](crate::report::GOODPUT_TARGET);
 //! - latency: `ib_send_lat` under `exec` / `roce-xdp send-lat`, 64 B, the
 //!   same `-n`; the figure is the client's `t_typical` (perftest's median,
-//!   half the round trip, both tools); target ratio <= [`LATENCY_TARGET`].
+//!   half the round trip, both tools); target ratio <= [`LATENCY_TARGET`](crate::report::LATENCY_TARGET).
 //!
 //! Each comparison is measured as pairs, the two runs of a pair back to
 //! back, the stock binary first in even-numbered pairs and the tool first
