@@ -524,12 +524,13 @@ impl Endpoint {
     }
 
     /// Stage two, [`PREFETCH_NEAR`] frames ahead: the QP's state (its
-    /// counters included) and its schedule entry, located through the index (which
-    /// stage one brought into the caches) but not read. Done in one stage, the lookup reads
-    /// the QP to find it (its slot is an `Option`) and waits for both
-    /// misses in turn before it can even ask for the rest: measured with
-    /// `examples/qp_scale_probe 65536 N shuffled`, the QP's first line and
-    /// its schedule entry were then most of the responder's time.
+    /// counters included) and its schedule entry, located through the
+    /// index (which stage one brought into the caches) but not read. Done
+    /// in one stage, the lookup reads the QP to find it (its slot is an
+    /// `Option`) and waits for both misses in turn before it can even ask
+    /// for the rest: measured with `examples/qp_scale_probe 65536 N
+    /// shuffled`, the QP's first line and its schedule entry were then
+    /// most of the responder's time.
     #[inline]
     pub fn qp_state_hint(&self, frame: &[u8]) -> Option<[MemoryRange; 2]> {
         self.qps.state_ranges(peek_dest_qp(frame)?)

@@ -45,10 +45,9 @@ use crate::time::Instant;
 /// median pass, ns a packet): its first 384 bytes (what was prefetched
 /// before, when the QP had 17 lines and prefetching all of it measured no
 /// better) responder 351, requester 364; 448 bytes 303, 362; all 576
-/// bytes before the counters 280, 337. Until 2026-12-04 (fourth session)
-/// the counters were
-/// a second range, though the first already ended in their line: the
-/// same lines, asked for twice.
+/// bytes before the counters 280, 337. Until 2026-12-04 (fourth
+/// session) the counters were a second range, though the first already
+/// ended in their line: the same lines, asked for twice.
 const QP_PREFETCH_BYTES: usize = core::mem::size_of::<Qp>();
 
 /// What the schedules keep per slot, apart from the QP: a dense array
@@ -197,10 +196,10 @@ impl QpTable {
     /// slot: the QP (all [`QP_PREFETCH_BYTES`] of it) and its slot's
     /// schedule entry (stage two; the index is read, neither of these).
     /// The QP's last line holds the 32 bytes of counters it keeps inline
-    /// ([`crate::rc::QpCounters`]; the rest, allocated once one of them counted, is
-    /// not prefetched): with many active QPs the packet's QP is, as a rule,
-    /// marked for the first time since the driver's last statistics sum,
-    /// and the mark reads them ([`CounterSum`]). When the counters were
+    /// ([`crate::rc::QpCounters`]; the rest, allocated once one of them
+    /// counted, is not prefetched): with many active QPs the packet's QP
+    /// is, as a rule, marked for the first time since the driver's last
+    /// statistics sum, and the mark reads them ([`CounterSum`]). When the counters were
     /// first prefetched (a range of their own then), that measured 225
     /// against 284 ns a packet with the sum, 215 against 264 without it
     /// (`examples/qp_scale_probe 65536 3 shuffled [snapshot]`, 2026-12-04,
