@@ -15,8 +15,9 @@
 //! ```
 //!
 //! `qp_scale_probe rows [PASSES]` prints the rows `roce-xdp bench` reports
-//! under `qp_scale` (3 passes by default, as the full run), alone.
-use roce_xdp_benches::qp_scale::{measure, QpOrder, Rig, QP_COUNTS, SIM_MESSAGES};
+//! under `qp_scale` and `qp_scale_memory` (3 passes by default, as the
+//! full run), alone.
+use roce_xdp_benches::qp_scale::{measure, memory_rows, QpOrder, Rig, QP_COUNTS, SIM_MESSAGES};
 
 /// Large tables (an endpoint's QPs) in huge pages: `engine::io::HugePageAlloc`.
 #[global_allocator]
@@ -30,6 +31,12 @@ fn main() {
             println!(
                 "{:9} {:8} {:6} QPs {:8.1} ns {:5.2}x",
                 r.path, r.order, r.qps, r.ns_per_packet, r.ratio
+            );
+        }
+        for r in memory_rows(&QP_COUNTS, passes) {
+            println!(
+                "memory    {:9} B {:6} QPs {:8.1} ns a dependent load",
+                r.bytes, r.qps, r.ns_per_load
             );
         }
         return;

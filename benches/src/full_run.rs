@@ -217,6 +217,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
             &mut missing_late,
         )),
         qp_scale: qp_scale_rows(opts, &mut missing_late),
+        qp_scale_memory: qp_scale_memory_rows(opts),
         verbs_drop_in,
         notes,
         missing,
@@ -362,6 +363,14 @@ fn qp_scale_rows(opts: &Options, missing: &mut Vec<String>) -> Vec<crate::qp_sca
         missing.push(format!("qp_scale rows: {e}"));
         Vec::new()
     })
+}
+
+/// The memory latency behind the `qp_scale` rows
+/// (`crate::qp_scale::memory_rows`), in memory, no I/O.
+fn qp_scale_memory_rows(opts: &Options) -> Vec<crate::qp_scale::MemoryRow> {
+    use crate::qp_scale::{memory_rows, QP_COUNTS};
+    progress(opts, "memory latency over as many QPs' state");
+    memory_rows(&QP_COUNTS, if opts.quick { 1 } else { 3 })
 }
 
 /// Wire bytes of one RoCE packet with 4096 B of payload: RoCE headers

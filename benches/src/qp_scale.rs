@@ -589,9 +589,91 @@ pub fn measure(
     Ok(rows)
 }
 
+/// One row of the machine's memory latency behind the `qp_scale` rows:
+/// dependent loads, one per cache line, in a seeded random order over a
+/// buffer as large as `qps` QPs' state on one side (each QP
+/// `size_of::<Qp>()` bytes), as a packet of a shuffled pass finds its
+/// QP. Whether 64K QPs' state comes from a cache or from memory is the
+/// machine's, and this row says which: on the development VM the loads
+/// took 35 ns up to 8 MiB and 124-139 ns from 16 MiB on (2026-12-04).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRow {
+    /// QPs whose state the buffer is as large as.
+    pub qps: u32,
+    /// Bytes of the buffer.
+    pub bytes: u64,
+    /// Nanoseconds per dependent load (the best of the passes).
+    pub ns_per_load: f64,
+}
+
+/// Dependent loads per pass of [`memory_latency`].
+const CHASE_LOADS: usize = 1 << 20;
+
+/// Nanoseconds per dependent load over a buffer of `bytes` (at least one
+/// cache line): each line holds the index of the next one to read, the
+/// lines in one seeded random cycle. Best of `passes`.
+pub fn memory_latency(bytes: usize, passes: usize) -> f64 {
+    const WORDS_PER_LINE: usize = 64 / 8;
+    let lines = (bytes / 64).max(1);
+    let mut order: Vec<u32> = (0..lines as u32).collect();
+    let mut rng = SplitMix64::new(SHUFFLE_SEED);
+    for i in (1..lines).rev() {
+        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    let mut next = vec![0u64; lines * WORDS_PER_LINE];
+    for (i, &line) in order.iter().enumerate() {
+        let to = order[(i + 1) % lines];
+        next[line as usize * WORDS_PER_LINE] = u64::from(to) * WORDS_PER_LINE as u64;
+    }
+    let mut at = u64::from(order[0]) * WORDS_PER_LINE as u64;
+    // One round first: the buffer's pages faulted in, the TLB as warm as
+    // it gets.
+    for _ in 0..lines {
+        at = next[at as usize];
+    }
+    let mut best = f64::MAX;
+    for _ in 0..passes.max(1) {
+        let t = WallInstant::now();
+        for _ in 0..CHASE_LOADS {
+            at = next[at as usize];
+        }
+        best = best.min(t.elapsed().as_nanos() as f64 / CHASE_LOADS as f64);
+    }
+    std::hint::black_box(at);
+    best
+}
+
+/// [`memory_latency`] for each of `counts` QPs' state.
+pub fn memory_rows(counts: &[u32], passes: usize) -> Vec<MemoryRow> {
+    counts
+        .iter()
+        .map(|&qps| {
+            let bytes = qps as usize * std::mem::size_of::<engine::rc::Qp>();
+            MemoryRow {
+                qps,
+                bytes: bytes as u64,
+                ns_per_load: memory_latency(bytes, passes),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_rows_cover_each_count_with_a_latency() {
+        let rows = memory_rows(&[1, 64], 1);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(
+            rows[1].bytes,
+            64 * std::mem::size_of::<engine::rc::Qp>() as u64
+        );
+        assert!(rows
+            .iter()
+            .all(|r| r.ns_per_load.is_finite() && r.ns_per_load > 0.0));
+    }
 
     #[test]
     fn every_row_moves_its_packets_and_has_a_ratio() {

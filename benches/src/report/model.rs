@@ -42,6 +42,11 @@ pub struct Report {
     /// absent from older reports.
     #[serde(default)]
     pub qp_scale: Vec<crate::qp_scale::QpScaleRow>,
+    /// The machine's memory latency over as many QPs' state as the
+    /// `qp_scale` rows use (`crate::qp_scale::memory_rows`); absent from
+    /// older reports.
+    #[serde(default)]
+    pub qp_scale_memory: Vec<crate::qp_scale::MemoryRow>,
     /// Stock perftest on the drop-in libibverbs against the engine's own
     /// tools (`crate::verbs_drop_in`); absent from older reports.
     #[serde(default)]

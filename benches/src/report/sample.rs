@@ -83,6 +83,7 @@ pub(crate) fn sample() -> Report {
         tools: ToolsReport::default(),
         projection: None,
         qp_scale: vec![],
+        qp_scale_memory: vec![],
         verbs_drop_in: Default::default(),
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],

@@ -343,6 +343,25 @@ impl Report {
                     .collect(),
             });
         }
+        if !self.qp_scale_memory.is_empty() {
+            t.push(Table {
+                title: "Memory behind those rows: dependent loads, one per cache line, in a random order, over as many bytes as N QPs' state on one side (whether the state of 64K QPs comes from a cache or from memory on this machine)".into(),
+                header: ["active QPs", "bytes", "ns per load"]
+                    .map(String::from)
+                    .to_vec(),
+                rows: self
+                    .qp_scale_memory
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.qps.to_string(),
+                            r.bytes.to_string(),
+                            num(Some(r.ns_per_load), 1),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
         t
     }
 }
