@@ -42,8 +42,12 @@
 //! ([`engine::driver::prefetch_qp_index`], then
 //! [`engine::driver::prefetch_qp_state`]); the requester pass takes its
 //! posts as the driver takes the application's, [`BATCH`] at a time, each
-//! post's QP prefetched the same way a few posts ahead in the batch, and
-//! the first posts' at the batch's start ([`engine::driver::prefetch_posts`]).
+//! post's QP (and its data) prefetched the same way a few posts ahead in
+//! the batch, and the first posts' at the batch's start
+//! ([`engine::driver::prefetch_posts`]). Stage two of both also asks for
+//! the payload's memory (the WRITE's target, the message's data): the
+//! region the messages cycle through stays in the caches at 1 QP and not
+//! with 64K QPs (`docs/architecture.md`, "The payload's memory").
 //!
 //! The rows `responder+stats` and `requester+stats` (shuffled order) add
 //! what the driver's statistics cost: it publishes the endpoint's counters
@@ -57,7 +61,9 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallInstant;
 
-use engine::driver::{prefetch_distance, prefetch_posts, prefetch_qp_index, prefetch_qp_state};
+use engine::driver::{
+    prefetch_distance, prefetch_posts, prefetch_qp_index, prefetch_qp_state, PostHint,
+};
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use engine::io::Lookahead;
 use engine::rc::{
@@ -429,15 +435,18 @@ impl Rig {
             let end = (k + BATCH).min(PACKETS);
             ring.fill(&self.acks[k..end]);
             let start = WallInstant::now();
-            let mut qpns = [None; BATCH];
+            let mut posts = [None; BATCH];
             if prefetch {
-                for (j, q) in (k..end).zip(qpns.iter_mut()) {
-                    *q = Some(self.qps[j % n].0);
+                for (j, p) in (k..end).zip(posts.iter_mut()) {
+                    *p = Some(PostHint {
+                        qpn: self.qps[j % n].0,
+                        payload: self.a.send_payload_hint(&wr(j, self.src, self.dst)),
+                    });
                 }
             }
             for j in k..end {
                 if prefetch {
-                    prefetch_posts(&self.a, &qpns, j - k, ahead);
+                    prefetch_posts(&self.a, &posts, j - k, ahead);
                 }
                 let (qa, _) = self.qps[j % n];
                 let _ = self.a.post_send(qa, wr(j, self.src, self.dst));

@@ -43,7 +43,7 @@ pub(crate) use shared::{Control, Shared, Work};
 pub use shared::{PostError, QpRates, QueueStats, MAX_REPORTED_QPS};
 pub use step::{
     prefetch_distance, prefetch_posts, prefetch_qp_index, prefetch_qp_state, prefetch_qpn_index,
-    prefetch_qpn_state, PREFETCH_AHEAD, PREFETCH_MIN_QPS,
+    prefetch_qpn_state, PostHint, PREFETCH_AHEAD, PREFETCH_MIN_QPS,
 };
 pub use thread::{DrivenQueue, DriverError};
 pub(crate) use thread::{Driver, QueueConfig};

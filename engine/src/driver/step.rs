@@ -9,7 +9,7 @@
 //!
 //! [`DriverStep::step`] runs the three in that order.
 
-use crate::endpoint::{Endpoint, Received, PREFETCH_FAR, PREFETCH_NEAR};
+use crate::endpoint::{Endpoint, MemoryRange, Received, PREFETCH_FAR, PREFETCH_NEAR};
 use crate::io::{InPlace, Lookahead, Rx, XskSocket, MAX_PACKET};
 use crate::time::Instant;
 
@@ -103,28 +103,43 @@ pub fn prefetch_qpn_state(ep: &Endpoint, qpn: u32) {
 /// of them; the others come in meanwhile). Without that, the first
 /// `far` posts of every batch (a quarter of a 32-post batch) found their
 /// QP's index bucket out of the caches, and the first `near` their state.
+///
+/// Stage two also asks for the post's data, where it names some
+/// ([`PostHint::payload`]): with many QPs the application's buffers are
+/// out of the caches as their QPs are.
 #[inline]
-pub fn prefetch_posts(ep: &Endpoint, qpns: &[Option<u32>], i: usize, ahead: Lookahead) {
+pub fn prefetch_posts(ep: &Endpoint, posts: &[Option<PostHint>], i: usize, ahead: Lookahead) {
     let (near, far) = (ahead.near as usize, ahead.far as usize);
-    let at = |k: usize| qpns.get(k).copied().flatten();
+    let at = |k: usize| posts.get(k).copied().flatten();
+    let stage_two = |p: PostHint| {
+        prefetch_qpn_state(ep, p.qpn);
+        crate::io::prefetch_range(p.payload);
+    };
     if i == 0 {
-        for q in (0..far).filter_map(at) {
-            prefetch_qpn_index(ep, q);
+        for p in (0..far).filter_map(at) {
+            prefetch_qpn_index(ep, p.qpn);
         }
-        for q in (0..near).filter_map(at) {
-            prefetch_qpn_state(ep, q);
-        }
+        (0..near).filter_map(at).for_each(stage_two);
     }
     if far > 0 {
-        if let Some(q) = at(i + far) {
-            prefetch_qpn_index(ep, q);
+        if let Some(p) = at(i + far) {
+            prefetch_qpn_index(ep, p.qpn);
         }
     }
     if near > 0 {
-        if let Some(q) = at(i + near) {
-            prefetch_qpn_state(ep, q);
+        if let Some(p) = at(i + near) {
+            stage_two(p);
         }
     }
+}
+
+/// What [`prefetch_posts`] asks for of one post: its QP, and the memory
+/// of its data ([`Endpoint::send_payload_hint`]; empty for a post with
+/// none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostHint {
+    pub qpn: u32,
+    pub payload: MemoryRange,
 }
 
 /// What one [`DriverStep::step`] did.

@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::endpoint::{Endpoint, EndpointConfig, Received};
+use crate::endpoint::{Endpoint, EndpointConfig, MemoryRange, Received};
 use crate::io::{Lookahead, XskConfig, XskError, XskSocket};
 use crate::nic::SteerProgram;
 use crate::rc::WorkCompletion;
@@ -41,7 +41,7 @@ use crate::time::Instant;
 use super::capture::CaptureSink;
 use super::directory::Directory;
 use super::shared::{FrameBuf, Handoff, PostError, QueueStats, Shared, Work};
-use super::step::{prefetch_distance, prefetch_posts, DriverStep, BATCH};
+use super::step::{prefetch_distance, prefetch_posts, DriverStep, PostHint, BATCH};
 use super::PollMode;
 
 /// Configuration of one engine thread.
@@ -794,15 +794,21 @@ impl Core {
         };
         let ahead = prefetch_distance(&self.ep);
         let prefetch = ahead != Lookahead::default();
-        let mut qpns = [None; BATCH];
+        let mut posts = [None; BATCH];
         if prefetch {
-            for (q, w) in qpns.iter_mut().zip(&batch) {
-                *q = w.qpn();
+            for (p, w) in posts.iter_mut().zip(&batch) {
+                *p = w.qpn().map(|qpn| PostHint {
+                    qpn,
+                    payload: match w {
+                        Work::Send { wr, .. } => self.ep.send_payload_hint(wr),
+                        _ => MemoryRange::EMPTY,
+                    },
+                });
             }
         }
         for (i, work) in batch.drain(..).enumerate() {
             if prefetch {
-                prefetch_posts(&self.ep, &qpns, i, ahead);
+                prefetch_posts(&self.ep, &posts, i, ahead);
             }
             self.apply(self.me, work);
         }

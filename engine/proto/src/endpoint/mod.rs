@@ -53,7 +53,10 @@ use crate::rc::{
     RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
 };
 use crate::time::Instant;
-use crate::wire::{parse_frame_view, peek_dest_qp, Opcode, ParseError};
+use crate::wire::{
+    parse_frame_view, peek_dest_qp, peek_remote_access, peek_request, Opcode, ParseError,
+    PeekedRequest,
+};
 
 /// What [`Endpoint::receive`] did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +88,11 @@ const QPN_DRAWS: u32 = 64;
 /// How many frames ahead of [`Endpoint::receive`] a receiver with many
 /// QPs asks for the lookup of a frame's QP ([`Endpoint::qp_index_hint`]).
 pub const PREFETCH_FAR: u32 = 8;
+/// The most bytes of a request's payload memory that the receive step
+/// prefetches with its QP ([`Endpoint::qp_state_hint`]): two lines. The
+/// CPU's own prefetchers follow a longer payload once its first lines are
+/// read.
+pub const PAYLOAD_PREFETCH_BYTES: usize = 128;
 /// How many frames ahead it asks for the QP's state
 /// ([`Endpoint::qp_state_hint`]); by then stage one's line has come.
 pub const PREFETCH_NEAR: u32 = 4;
@@ -99,6 +107,18 @@ pub struct MemoryRange {
 }
 
 impl MemoryRange {
+    /// No memory: nothing to prefetch.
+    pub const EMPTY: MemoryRange = MemoryRange { addr: 0, len: 0 };
+
+    /// The memory of `b`.
+    #[inline]
+    pub(crate) fn of_bytes(b: &[u8]) -> MemoryRange {
+        MemoryRange {
+            addr: b.as_ptr() as usize,
+            len: b.len(),
+        }
+    }
+
     /// The memory of `*v`.
     #[inline]
     pub(crate) fn of<T>(v: &T) -> MemoryRange {
@@ -531,9 +551,37 @@ impl Endpoint {
     /// for the rest: measured with `examples/qp_scale_probe 65536 N
     /// shuffled`, the QP's first line and its schedule entry were then
     /// most of the responder's time.
+    ///
+    /// The third range is the memory of the request's payload (the first
+    /// [`PAYLOAD_PREFETCH_BYTES`] of it): where a WRITE FIRST or ONLY
+    /// places its bytes, what a READ request reads, an atomic's 8 bytes,
+    /// as the frame's RETH or AtomicETH names them and the region allows;
+    /// empty for any other frame. The QP's lookup and the responder's
+    /// checks come later, as for the other two ranges. Measured with
+    /// `examples/qp_scale_probe 65536 N shuffled` (2026-12-04, fourth
+    /// session): the WRITEs' region stays in the caches with one QP and
+    /// not with 65,536 QPs, whose state pushes it out
+    /// (`docs/architecture.md`, "The payload's memory").
     #[inline]
-    pub fn qp_state_hint(&self, frame: &[u8]) -> Option<[MemoryRange; 2]> {
-        self.qps.state_ranges(peek_dest_qp(frame)?)
+    pub fn qp_state_hint(&self, frame: &[u8]) -> Option<[MemoryRange; 3]> {
+        let peeked = peek_request(frame)?;
+        let [qp, meta] = self.qps.state_ranges(peeked.dest_qp)?;
+        let payload = self.payload_hint(frame, &peeked);
+        Some([qp, meta, payload.unwrap_or(MemoryRange::EMPTY)])
+    }
+
+    /// The memory a request frame's payload goes to or comes from (see
+    /// [`Endpoint::qp_state_hint`]).
+    #[inline]
+    fn payload_hint(&self, frame: &[u8], peeked: &PeekedRequest) -> Option<MemoryRange> {
+        let (op, rkey, va, len) = peek_remote_access(frame, peeked)?;
+        let need = match op {
+            Opcode::ReadRequest => Access::REMOTE_READ,
+            Opcode::CompareSwap | Opcode::FetchAdd => Access::REMOTE_ATOMIC,
+            _ => Access::REMOTE_WRITE,
+        };
+        let len = len.min(PAYLOAD_PREFETCH_BYTES as u64) as usize;
+        self.mrs.range_hint(rkey, va, len, need)
     }
 
     /// [`Endpoint::qp_index_hint`] for QP `qpn`: for a driver that takes
@@ -542,6 +590,23 @@ impl Endpoint {
     #[inline]
     pub fn qpn_index_hint(&self, qpn: u32) -> Option<MemoryRange> {
         self.qps.index_range(qpn)
+    }
+
+    /// The memory a send request's data comes from (SEND and WRITE, with
+    /// or without immediate: the first [`PAYLOAD_PREFETCH_BYTES`] of its
+    /// scatter/gather entry, as the region allows); empty for the others
+    /// (a READ's and an atomic's entry is written when the answer comes).
+    /// For a driver that prefetches a post's QP a few posts ahead: the
+    /// transmit copies the data into the frame.
+    #[inline]
+    pub fn send_payload_hint(&self, wr: &SendWr) -> MemoryRange {
+        if wr.opcode.is_read_or_atomic() || wr.local.length == 0 {
+            return MemoryRange::EMPTY;
+        }
+        let len = (wr.local.length as usize).min(PAYLOAD_PREFETCH_BYTES);
+        self.mrs
+            .range_hint(wr.local.lkey, wr.local.addr, len, Access::NONE)
+            .unwrap_or(MemoryRange::EMPTY)
     }
 
     /// [`Endpoint::qp_state_hint`] for QP `qpn` (as

@@ -342,6 +342,23 @@ impl MrTable {
         Ok(offset as usize)
     }
 
+    /// Where the first `len` bytes at `addr` of the region of `key` lie
+    /// in memory, if the access `need` would be allowed (the checks of
+    /// [`MrTable::slice`]): for a receiver to prefetch them. Nothing is
+    /// read.
+    #[inline]
+    pub fn range_hint(
+        &self,
+        key: u32,
+        addr: u64,
+        len: usize,
+        need: Access,
+    ) -> Option<crate::endpoint::MemoryRange> {
+        self.slice(key, addr, len, need)
+            .ok()
+            .map(crate::endpoint::MemoryRange::of_bytes)
+    }
+
     /// The bytes `[addr, addr + len)` of the region, after the checks.
     #[inline]
     pub fn slice(

@@ -59,7 +59,7 @@ pub use self::error::{EmitError, ParseError};
 pub use self::frame::{RoceFrame, RoceHeaders};
 pub use self::parse::{
     frame_icrc, parse_frame, parse_frame_lenient, parse_frame_unchecked_icrc, parse_frame_view,
-    peek_dest_qp,
+    peek_dest_qp, peek_remote_access, peek_request, PeekedRequest,
 };
 pub use self::template::{emit_templated, HeaderTemplate};
 pub use self::view::RoceFrameView;

@@ -31,6 +31,7 @@
 //! - [`parse_frame`] and [`parse_frame_view`] then compare the carried ICRC
 //!   with the computed one: [`ParseError::BadIcrc`].
 
+use super::atomic::AtomicEth;
 use super::bth::{self, Bth};
 use super::cnp::RESERVED_LEN as CNP_RESERVED_LEN;
 use super::error::ParseError;
@@ -40,6 +41,7 @@ use super::icrc::{IpVersion, ICRC_LEN};
 use super::ipv4::{self, Ipv4Packet};
 use super::ipv6::{self, Ipv6Packet};
 use super::opcode::Opcode;
+use super::reth::Reth;
 use super::udp::{self, UdpPacket, ROCE_V2_UDP_PORT};
 use super::view::RoceFrameView;
 
@@ -104,6 +106,71 @@ pub fn parse_frame_lenient(frame: &[u8]) -> Result<(RoceFrame<'_>, u32), ParseEr
 /// (`docs/architecture.md`, "What the prefetch costs").
 #[inline]
 pub fn peek_dest_qp(frame: &[u8]) -> Option<u32> {
+    peek_request(frame).map(|p| p.dest_qp)
+}
+
+/// What a receiver's prefetch reads of a frame's headers
+/// ([`peek_request`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeekedRequest {
+    /// The BTH's destination QP.
+    pub dest_qp: u32,
+    /// The BTH's opcode, if one this parser knows.
+    pub opcode: Option<Opcode>,
+    /// Where the BTH starts in the frame.
+    bth_at: usize,
+}
+
+/// The BTH of a whole Ethernet frame, if its headers say RoCE v2 (the
+/// rules of [`peek_dest_qp`]): its destination QP and opcode, and where
+/// it lies, for [`peek_remote_access`]. One look at the headers for both
+/// hints of a receiver's prefetch.
+#[inline]
+pub fn peek_request(frame: &[u8]) -> Option<PeekedRequest> {
+    let bth_at = peek_bth(frame)?;
+    let b = Bth::new_checked(frame.get(bth_at..)?).ok()?;
+    Some(PeekedRequest {
+        dest_qp: b.dest_qp(),
+        opcode: b.opcode(),
+        bth_at,
+    })
+}
+
+/// The remote memory a request frame names in its extension header
+/// (`peeked`: what [`peek_request`] found in that frame): its opcode,
+/// and R_Key, virtual address and length of a RETH (WRITE FIRST or ONLY,
+/// with or without immediate: the bytes of it this packet carries; READ
+/// request: the bytes to read) or an AtomicETH (8 bytes). A hint, as
+/// [`peek_dest_qp`] is: the responder's checks come later.
+#[inline]
+pub fn peek_remote_access(frame: &[u8], peeked: &PeekedRequest) -> Option<(Opcode, u32, u64, u64)> {
+    let (at, op) = (peeked.bth_at, peeked.opcode?);
+    let ext = frame.get(at + bth::HEADER_LEN..)?;
+    match op {
+        Opcode::WriteFirst | Opcode::WriteOnly | Opcode::WriteOnlyImm => {
+            let r = Reth::new_checked(ext).ok()?;
+            let payload = frame
+                .len()
+                .saturating_sub(at + bth::HEADER_LEN + op.ext_headers_len());
+            let len = u64::from(r.dma_len()).min(payload as u64);
+            Some((op, r.rkey(), r.va(), len))
+        }
+        Opcode::ReadRequest => {
+            let r = Reth::new_checked(ext).ok()?;
+            Some((op, r.rkey(), r.va(), u64::from(r.dma_len())))
+        }
+        Opcode::CompareSwap | Opcode::FetchAdd => {
+            let a = AtomicEth::new_checked(ext).ok()?;
+            Some((op, a.rkey(), a.va(), 8))
+        }
+        _ => None,
+    }
+}
+
+/// Where a whole Ethernet frame's BTH starts, if its headers say RoCE v2
+/// (see [`peek_dest_qp`]; the BTH is whole and of transport version 0).
+#[inline]
+fn peek_bth(frame: &[u8]) -> Option<usize> {
     let (ethertype, ip_at) = EthernetFrame::new_checked(frame)
         .ok()?
         .network_header()
@@ -129,8 +196,9 @@ pub fn peek_dest_qp(frame: &[u8]) -> Option<u32> {
     if udp_hdr.dst_port() != ROCE_V2_UDP_PORT {
         return None;
     }
-    let b = Bth::new_checked(frame.get(udp_at + udp::HEADER_LEN..)?).ok()?;
-    (b.tver() == 0).then(|| b.dest_qp())
+    let at = udp_at + udp::HEADER_LEN;
+    let b = Bth::new_checked(frame.get(at..)?).ok()?;
+    (b.tver() == 0).then_some(at)
 }
 
 /// The ICRC a whole Ethernet frame should carry, located from the frame's

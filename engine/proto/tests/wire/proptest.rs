@@ -7,8 +7,9 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use proptest::prelude::*;
 use proto::wire::{
     emit_frame, frame_len, parse_frame, parse_frame_lenient, parse_frame_unchecked_icrc, pcap,
-    peek_dest_qp, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn, EthRepr, IpRepr, Opcode,
-    ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag, ROCE_V2_UDP_PORT,
+    peek_dest_qp, peek_remote_access, peek_request, AethRepr, AtomicAckEthRepr, AtomicEthRepr,
+    BthRepr, Ecn, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag,
+    ROCE_V2_UDP_PORT,
 };
 
 fn ecn() -> impl Strategy<Value = Ecn> {
@@ -129,6 +130,18 @@ fn check_no_panic(bytes: &[u8]) {
     let hint = peek_dest_qp(bytes);
     if let Ok(f) = &unchecked {
         assert_eq!(hint, Some(f.headers.bth.dest_qp));
+    }
+    // And the remote memory it names: a frame's RETH or AtomicETH as the
+    // parser reads them.
+    let access = peek_request(bytes).and_then(|p| peek_remote_access(bytes, &p));
+    if let Ok(f) = &unchecked {
+        let op = f.headers.bth.opcode;
+        let named = match (f.headers.reth, f.headers.atomic_eth) {
+            (Some(r), _) => Some((op, r.rkey, r.va)),
+            (None, Some(a)) => Some((op, a.rkey, a.va)),
+            (None, None) => None,
+        };
+        assert_eq!(access.map(|(op, rkey, va, _)| (op, rkey, va)), named);
     }
 }
 
