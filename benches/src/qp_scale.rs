@@ -435,12 +435,16 @@ impl Rig {
             let end = (k + BATCH).min(PACKETS);
             ring.fill(&self.acks[k..end]);
             let start = WallInstant::now();
+            // The batch's work requests, built once: the prefetch reads
+            // each one's data range, as the driver reads the posts it took
+            // (past `end`, a short last batch builds a few unused ones).
+            let wrs: [SendWr; BATCH] = std::array::from_fn(|b| wr(k + b, self.src, self.dst));
             let mut posts = [None; BATCH];
             if prefetch {
                 for (j, p) in (k..end).zip(posts.iter_mut()) {
                     *p = Some(PostHint {
                         qpn: self.qps[j % n].0,
-                        payload: self.a.send_payload_hint(&wr(j, self.src, self.dst)),
+                        payload: self.a.send_payload_hint(&wrs[j - k]),
                     });
                 }
             }
@@ -449,7 +453,7 @@ impl Rig {
                     prefetch_posts(&self.a, &posts, j - k, ahead);
                 }
                 let (qa, _) = self.qps[j % n];
-                let _ = self.a.post_send(qa, wr(j, self.src, self.dst));
+                let _ = self.a.post_send(qa, wrs[j - k]);
                 std::hint::black_box(self.a.poll_transmit(now, &mut tx));
                 let ack = ring.get(j - k).expect("an ACK in the ring");
                 self.a.handle_packet(now, ack);

@@ -35,25 +35,11 @@ use super::MemoryRange;
 use crate::rc::{Counters, InflightRoom, Qp};
 use crate::time::Instant;
 
-/// How much of a QP's state a receiver prefetches with it
-/// ([`QpTable::state_ranges`]): all of it, its inline counters (in its
-/// last line) included. The QP lays out the state a received packet reads
-/// first (`rc/qp.rs`), so that nothing of it waits for memory after the
-/// lookup. Measured with `examples/qp_scale_probe 65536 6 [req] shuffled`
-/// (64 B WRITEs, QP state in huge pages; 2026-12-04, the 13-line QP in
-/// this order, five alternating runs of each build, median of the runs'
-/// median pass, ns a packet): its first 384 bytes (what was prefetched
-/// before, when the QP had 17 lines and prefetching all of it measured no
-/// better) responder 351, requester 364; 448 bytes 303, 362; all 576
-/// bytes before the counters 280, 337. Until 2026-12-04 (fourth
-/// session) the counters were a second range, though the first already
-/// ended in their line: the same lines, asked for twice.
-const QP_PREFETCH_BYTES: usize = core::mem::size_of::<Qp>();
-
 /// What the schedules keep per slot, apart from the QP: a dense array
 /// (24 bytes a slot, 1.5 MiB for 65,536 QPs) that stays in the caches when
-/// the QPs themselves (576 bytes each, 36 MiB for 65,536) no longer do, so that marking a
-/// QP ready or dirty touches no line of the QP's own state.
+/// the QPs themselves (576 bytes each, 36 MiB for 65,536) no longer do,
+/// so that marking a QP ready or dirty touches no line of the QP's own
+/// state.
 #[derive(Default)]
 struct Meta {
     /// The deadline of this slot's live entry in the timer heap.
@@ -193,26 +179,37 @@ impl QpTable {
     }
 
     /// What a packet or a post for QP `qpn` reads once the index gave its
-    /// slot: the QP (all [`QP_PREFETCH_BYTES`] of it) and its slot's
-    /// schedule entry (stage two; the index is read, neither of these).
+    /// slot: the whole QP and its slot's schedule entry (stage two; the
+    /// index is read, neither of these). The QP lays out the state a
+    /// received packet reads first (`rc/qp.rs`), so that nothing of it
+    /// waits for memory after the lookup. Measured with
+    /// `examples/qp_scale_probe 65536 6 [req] shuffled` (64 B WRITEs, QP
+    /// state in huge pages; 2026-12-04, the 13-line QP in this order, five
+    /// alternating runs of each build, median of the runs' median pass, ns
+    /// a packet): its first 384 bytes (what was prefetched before, when the
+    /// QP had 17 lines and prefetching all of it measured no better)
+    /// responder 351, requester 364; 448 bytes 303, 362; all 576 bytes
+    /// before the counters 280, 337.
+    ///
     /// The QP's last line holds the 32 bytes of counters it keeps inline
     /// ([`crate::rc::QpCounters`]; the rest, allocated once one of them
     /// counted, is not prefetched): with many active QPs the packet's QP
     /// is, as a rule, marked for the first time since the driver's last
-    /// statistics sum, and the mark reads them ([`CounterSum`]). When the counters were
-    /// first prefetched (a range of their own then), that measured 225
-    /// against 284 ns a packet with the sum, 215 against 264 without it
-    /// (`examples/qp_scale_probe 65536 3 shuffled [snapshot]`, 2026-12-04,
-    /// builds with and without, eight alternating runs each, median of 16
-    /// passes).
+    /// statistics sum, and the mark reads them ([`CounterSum`]). When the
+    /// counters were first prefetched (a range of their own then), that
+    /// measured 225 against 284 ns a packet with the sum, 215 against 264
+    /// without it (`examples/qp_scale_probe 65536 3 shuffled [snapshot]`,
+    /// 2026-12-04, builds with and without, eight alternating runs each,
+    /// median of 16 passes). Until 2026-12-04 (fourth session) the
+    /// counters stayed a second range, though the first already ended in
+    /// their line: the same lines, asked for twice.
     #[inline]
     pub fn state_ranges(&self, qpn: u32) -> Option<[MemoryRange; 2]> {
         let i = self.slot(qpn)?;
-        let qp = MemoryRange {
-            len: QP_PREFETCH_BYTES,
-            ..MemoryRange::of(self.slots.get(i)?)
-        };
-        Some([qp, MemoryRange::of(self.meta.get(i)?)])
+        Some([
+            MemoryRange::of(self.slots.get(i)?),
+            MemoryRange::of(self.meta.get(i)?),
+        ])
     }
 
     /// QP `qpn`, noted as possibly having work (it joins the ready list).
