@@ -26,7 +26,6 @@
 //!   of QPs sending at once, nothing bounded the burst, and the
 //!   retransmissions overflowed it again (`loopback --qps 4096` stalled).
 
-use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -46,8 +45,6 @@ struct Meta {
     deadline: Option<Instant>,
     /// In the ready list.
     ready: bool,
-    /// Listed in [`CounterSum::dirty`]: its counters may have changed.
-    dirty: Cell<bool>,
     /// In the waiting list (held back by the in-flight limit).
     waiting: bool,
     /// The QP's outstanding request packets as last added into
@@ -55,23 +52,26 @@ struct Meta {
     inflight: u32,
 }
 
-/// The sum of every QP's counters, kept up to date only for the QPs
-/// something happened to since the last look, so that reading the
-/// endpoint's counters (the driver does every few milliseconds) costs the
-/// active QPs, not all of them.
+/// The sum of every QP's counters, kept so that reading the endpoint's
+/// counters (the driver does every few milliseconds) costs the same with
+/// 1 or 65,536 active QPs.
 ///
-/// `sum` holds the counters of every slot not marked dirty. Marking a slot
-/// takes its QP's counters out of `sum` before anything can change them
-/// (every caller marks before it hands out the QP); the next look adds
-/// them back as they are then. So a look reads each marked QP's counters
-/// (4 lines) once and writes nothing per QP. It used to keep a copy of
-/// each slot's counters as last added, and a look read both and wrote the
-/// copy: 7.2-7.7 ms for a look over 65,536 marked QPs
-/// (`docs/architecture.md`, "The statistics' sum over active QPs").
+/// `sum` holds the counters of every slot but `open`, the slot handed out
+/// last. Handing out a QP (or putting one in or taking one out) first
+/// puts the counters of the slot handed out before back into `sum`, as
+/// they are now, then takes the new slot's counters out of it before
+/// anything can change them: a look adds only the open slot's. The
+/// counters this reads are those of the QP just handled (in the caches)
+/// and those of the QP about to be (its stage-two prefetch covers them).
+/// Until 2026-12-04 (fifth session) `sum` left out every slot marked since the last look,
+/// listed, and a look read the counters of each: with 65,536 active QPs,
+/// one cold line per QP marked since the last look, paid in one go by the
+/// engine loop at each look (`docs/architecture.md`, "The statistics' sum
+/// over active QPs").
 #[derive(Default)]
 struct CounterSum {
     sum: Counters,
-    dirty: Vec<u32>,
+    open: Option<u32>,
 }
 
 /// The most slots [`QpTable::with_capacity`] reserves ahead: an engine's
@@ -130,7 +130,7 @@ pub(super) struct QpTable {
     /// in `roce-xdp sim --qps 65536`.
     inflight_waits: u64,
     timers: BinaryHeap<Reverse<(Instant, u32)>>,
-    counters: RefCell<CounterSum>,
+    counters: CounterSum,
 }
 
 impl QpTable {
@@ -150,7 +150,6 @@ impl QpTable {
         };
         t.slots.reserve_exact(n);
         t.meta.reserve_exact(n);
-        t.counters.get_mut().dirty.reserve_exact(n);
         t.by_qpn = QpnIndex::with_capacity(n);
         t
     }
@@ -194,8 +193,8 @@ impl QpTable {
     /// The QP's last line holds the 32 bytes of counters it keeps inline
     /// ([`crate::rc::QpCounters`]; the rest, allocated once one of them
     /// counted, is not prefetched): with many active QPs the packet's QP
-    /// is, as a rule, marked for the first time since the driver's last
-    /// statistics sum, and the mark reads them ([`CounterSum`]). When the
+    /// is, as a rule, not the one handed out last, and handing it out
+    /// reads them ([`CounterSum`]). When the
     /// counters were first prefetched (a range of their own then), that
     /// measured 225 against 284 ns a packet with the sum, 215 against 264
     /// without it (`examples/qp_scale_probe 65536 3 shuffled [snapshot]`,
@@ -233,10 +232,10 @@ impl QpTable {
                 self.slots.len() - 1
             }
         };
-        // Marked while empty: the slot holds nothing in the sum, and the
-        // next look adds the new QP's counters (a QP moved in from another
-        // queue brings them along).
-        self.mark_dirty(i);
+        // Opened while empty: the slot holds nothing in the sum, and a
+        // look or the next slot opened adds the new QP's counters (a QP
+        // moved in from another queue brings them along).
+        self.open_counters(i);
         self.slots[i] = Some(qp);
         self.meta[i].deadline = None;
         self.by_qpn.insert(qpn, i as u32);
@@ -254,50 +253,51 @@ impl QpTable {
         self.inflight -= u64::from(std::mem::take(&mut s.inflight));
         s.waiting = false;
         // Its counters leave the sum with it (into another endpoint's).
-        self.mark_dirty(i);
+        self.open_counters(i);
         let qp = self.slots[i].take();
         self.free.push(i as u32);
         qp
     }
 
-    /// Slot `i`'s QP, to be changed: its slot marked first
-    /// ([`QpTable::mark_dirty`]). Every `&mut Qp` the table gives out
+    /// Slot `i`'s QP, to be changed: its counters opened first
+    /// ([`QpTable::open_counters`]). Every `&mut Qp` the table gives out
     /// comes from here.
     #[inline]
     fn hand_out(&mut self, i: usize) -> Option<&mut Qp> {
-        self.mark_dirty(i);
+        self.open_counters(i);
         self.slots[i].as_mut()
     }
 
     /// Slot `i`'s counters may change: called before its QP is handed
-    /// out ([`QpTable::hand_out`]), put in or taken out. The first mark since the last look
-    /// takes the QP's counters out of the sum ([`CounterSum`]).
+    /// out ([`QpTable::hand_out`]), put in or taken out. Slot `i` becomes
+    /// the open one ([`CounterSum`]).
     #[inline]
-    fn mark_dirty(&mut self, i: usize) {
-        let s = &self.meta[i];
-        if !s.dirty.get() {
-            s.dirty.set(true);
-            let c = self.counters.get_mut();
-            c.dirty.push(i as u32);
-            if let Some(qp) = &self.slots[i] {
-                qp.counters.take_from(&mut c.sum);
+    fn open_counters(&mut self, i: usize) {
+        let c = &mut self.counters;
+        let i = i as u32;
+        if c.open == Some(i) {
+            return;
+        }
+        if let Some(j) = c.open.replace(i) {
+            if let Some(qp) = &self.slots[j as usize] {
+                qp.counters.add_to(&mut c.sum);
             }
+        }
+        if let Some(qp) = &self.slots[i as usize] {
+            qp.counters.take_from(&mut c.sum);
         }
     }
 
-    /// The sum of every QP's counters: brought up to date for the QPs
-    /// marked since the last call.
+    /// The sum of every QP's counters.
     pub fn counters(&self) -> Counters {
-        let mut c = self.counters.borrow_mut();
-        let CounterSum { sum, dirty } = &mut *c;
-        for i in dirty.drain(..) {
-            let i = i as usize;
-            self.meta[i].dirty.set(false);
-            if let Some(qp) = &self.slots[i] {
-                qp.counters.add_to(sum);
-            }
+        let mut c = self.counters.sum;
+        if let Some(qp) = self
+            .counters
+            .open
+            .and_then(|j| self.slots[j as usize].as_ref())
+        {
+            qp.counters.add_to(&mut c);
         }
-        let mut c = *sum;
         c.tx_inflight_waits += self.inflight_waits;
         c
     }
