@@ -51,12 +51,15 @@
 //!
 //! The rows `responder+stats` and `requester+stats` (shuffled order) add
 //! what the driver's statistics cost: it publishes the endpoint's counters
-//! every few milliseconds while there is work, and that sum reads the
-//! counters of every QP active since the last one. Each pass starts just
+//! every few milliseconds while there is work. Each pass starts just
 //! after such a sum and ends with the next, timed, its time shared over
 //! the pass's packets ([`Rig::pass_with_snapshot`]): with 64K QPs, as
 //! many QPs as packets, as a driver sees between two snapshots when that
-//! many QPs are active.
+//! many QPs are active. Until 2026-12-04 (fifth session) that sum read
+//! the counters of every QP active since the last one; now it reads one
+//! QP's, and the rest of its work is paid as QPs are handed out, in the
+//! pass (`docs/architecture.md`, "The statistics' sum over active QPs"),
+//! so these rows and the plain shuffled ones measure the same work.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as WallInstant;
@@ -347,8 +350,9 @@ impl Rig {
     /// every QP's counters summed, as after one of the driver's statistics
     /// snapshots (every few milliseconds), and ends with the next: the
     /// pass's mean ns per packet, and the snapshot's ns per packet. With
-    /// N QPs and [`PACKETS`] packets, the snapshot sums min(N, PACKETS)
-    /// QPs, as a driver's does when that many are active between two.
+    /// N QPs and [`PACKETS`] packets, min(N, PACKETS) QPs change between
+    /// the two snapshots, as between two of a driver's when that many are
+    /// active.
     pub fn pass_with_snapshot(&mut self, requester: bool) -> (f64, f64) {
         let mean = if requester {
             self.reset_a();

@@ -63,11 +63,11 @@ struct Meta {
 /// anything can change them: a look adds only the open slot's. The
 /// counters this reads are those of the QP just handled (in the caches)
 /// and those of the QP about to be (its stage-two prefetch covers them).
-/// Until 2026-12-04 (fifth session) `sum` left out every slot marked since the last look,
-/// listed, and a look read the counters of each: with 65,536 active QPs,
-/// one cold line per QP marked since the last look, paid in one go by the
-/// engine loop at each look (`docs/architecture.md`, "The statistics' sum
-/// over active QPs").
+/// Until 2026-12-04 (fifth session) `sum` left out every slot marked
+/// since the last look, listed, and a look read the counters of each:
+/// with 65,536 active QPs, one cold line per QP marked since the last
+/// look, paid in one go by the engine loop at each look
+/// (`docs/architecture.md`, "The statistics' sum over active QPs").
 #[derive(Default)]
 struct CounterSum {
     sum: Counters,
