@@ -324,7 +324,7 @@ impl Report {
         }
         if !self.qp_scale.is_empty() {
             t.push(Table {
-                title: "Per-packet cost with 1 / 1K / 16K / 64K active QPs (64 B WRITE; sim: wall time per message; QP order: slot = the QPs visited front to back in memory, shuffled = in a seeded random order, as traffic from many peers)".into(),
+                title: "Per-packet cost with 1 / 1K / 16K / 64K active QPs (64 B WRITE; sim: wall time per message; QP order: slot = the QPs visited front to back in memory, shuffled = in a seeded random order, as traffic from many peers; +stats = each pass timed from one of the driver's statistics snapshots to the next, that snapshot included)".into(),
                 header: ["path", "QP order", "active QPs", "ns per packet", "ratio to 1 QP"]
                     .map(String::from)
                     .to_vec(),
