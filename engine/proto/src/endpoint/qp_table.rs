@@ -193,15 +193,14 @@ impl QpTable {
     /// The QP's last line holds the 32 bytes of counters it keeps inline
     /// ([`crate::rc::QpCounters`]; the rest, allocated once one of them
     /// counted, is not prefetched): with many active QPs the packet's QP
-    /// is, as a rule, not the one handed out last, and handing it out
-    /// reads them ([`CounterSum`]). When the
-    /// counters were first prefetched (a range of their own then), that
-    /// measured 225 against 284 ns a packet with the sum, 215 against 264
-    /// without it (`examples/qp_scale_probe 65536 3 shuffled [snapshot]`,
-    /// 2026-12-04, builds with and without, eight alternating runs each,
-    /// median of 16 passes). Until 2026-12-04 (fourth session) the
-    /// counters stayed a second range, though the first already ended in
-    /// their line: the same lines, asked for twice.
+    /// is, as a rule, not the one handed out last, and handing it out reads
+    /// them ([`CounterSum`]). When the counters were first prefetched (a
+    /// range of their own then), that measured 225 against 284 ns a packet
+    /// with the sum, 215 against 264 without it (`examples/qp_scale_probe
+    /// 65536 3 shuffled [snapshot]`, 2026-12-04, builds with and without,
+    /// eight alternating runs each, median of 16 passes). Until 2026-12-04
+    /// (fourth session) the counters stayed a second range, though the
+    /// first already ended in their line: the same lines, asked for twice.
     #[inline]
     pub fn state_ranges(&self, qpn: u32) -> Option<[MemoryRange; 2]> {
         let i = self.slot(qpn)?;
