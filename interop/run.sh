@@ -133,10 +133,8 @@ if [ "$PEER" = engine ]; then
     ip -n $ENG_NS addr add $ENG_IP/24 dev $ENG_IF
     ip -n $ENG_NS link set $ENG_IF up
 fi
-VM_RXE=1 vm_start 1 || die "qemu failed to start vm1"
-[ "$PEER" = vm ] && { VM_RXE=1 vm_start 2 || die "qemu failed to start vm2"; }
-vm_wait_ready vm1 240 || die "vm1 did not boot"
-[ "$PEER" = vm ] && { vm_wait_ready vm2 240 || die "vm2 did not boot"; }
+VM_RXE=1 vm_boot 1 240 || die "vm1 did not boot"
+[ "$PEER" = vm ] && { VM_RXE=1 vm_boot 2 240 || die "vm2 did not boot"; }
 log "vm1 up ($(cat "$(vm_dir vm1)/ready"))"
 [ -n "$RDMA_OPS" ] && vm_copy vm1 "$OUT/rdma_target"   # /share/rdma_target in the guest
 RXE_VERSION=$(vm_exec vm1 20 'echo "kernel $(uname -r), rdma-core $(dpkg-query -W -f "\${Version}" rdma-core)"')

@@ -25,7 +25,7 @@ VM_IMAGE=$("$INTEROP/vm/build-image.sh" 2>/dev/null | tail -1) || { echo "image 
 . "$INTEROP/vm/vmlib.sh"
 trap 'vm_stop vm1; vm_net_down' EXIT
 mkdir -p "$VM_RUN" "$OUT"
-vm_net_up && VM_RXE=1 VM_MEM=512 vm_start 1 && vm_wait_ready vm1 400 || exit 1
+vm_net_up && VM_RXE=1 VM_MEM=512 vm_boot 1 400 || exit 1
 vm_exec vm1 20 'dpkg-query -W perftest; ib_write_bw --version'
 while [ $# -ge 2 ]; do
     name=$1 cmd=$2

@@ -123,8 +123,7 @@ ip -n "$VM_NS" link set $BR_VETH master "$VM_BR" up
 ip -n "$ENG_NS" link set lo up
 ip -n "$ENG_NS" addr add "$ENG_IP/24" dev $ENG_IF
 ip -n "$ENG_NS" link set $ENG_IF up
-VM_RXE=1 VM_MEM=512 vm_start 1 || die "qemu failed to start vm1 (run directory: $(vm_dir vm1))"
-vm_wait_ready vm1 400 || die "vm1 did not boot (console: $(vm_dir vm1)/console.log)"
+VM_RXE=1 VM_MEM=512 vm_boot 1 400 || die "vm1 did not boot (console: $(vm_dir vm1)/console.log)"
 PERFTEST_VERSION=$(vm_exec vm1 20 'echo "perftest $(dpkg-query -W -f "\${Version}" perftest) (protocol $(ib_write_bw --version | sed -n "s/^Version: //p")), kernel $(uname -r)"')
 log "vm1 up: $PERFTEST_VERSION"
 

@@ -115,8 +115,7 @@ zc_setup() {
 zc_boot() {
     ZC_BOOT_QUEUES=$1
     VM_QUEUES=$1 VM_SMP=${VM_SMP:-2} VM_MEM=${VM_MEM:-1024} VM_NIC_OPTS=$ZC_NIC_OPTS \
-        VM_HOST_DIR=$ZC_HOSTDIR vm_start 1 || zc_die "qemu failed to start vm1"
-    vm_wait_ready vm1 300 || zc_die "vm1 did not boot"
+        VM_HOST_DIR=$ZC_HOSTDIR vm_boot 1 300 || zc_die "vm1 did not boot"
     zc_log "vm1 up ($(cat "$(vm_dir vm1)/ready"))"
     ZC_NIC=$(sed -n 's/.* nic=\([^ ]*\).*/\1/p' "$(vm_dir vm1)/ready")
     [ -n "$ZC_NIC" ] && [ "$ZC_NIC" != none ] || zc_die "the guest has no NIC"
