@@ -280,12 +280,7 @@ impl Rig {
             qps.push((qa, qb));
         }
         if order == QpOrder::Shuffled {
-            // Fisher-Yates with the simulator's seeded generator: the same
-            // order in every run.
-            let mut rng = SplitMix64::new(SHUFFLE_SEED);
-            for i in (1..qps.len()).rev() {
-                qps.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
-            }
+            seeded_shuffle(&mut qps);
         }
         let src = a
             .reg_mr(Box::new(vec![0x5Au8; REGION]), IOVA, Access::LOCAL_WRITE)
@@ -623,6 +618,15 @@ pub struct MemoryRow {
     pub ns_per_load: f64,
 }
 
+/// Fisher-Yates with the simulator's seeded generator from
+/// [`SHUFFLE_SEED`]: the same order in every run.
+fn seeded_shuffle<T>(v: &mut [T]) {
+    let mut rng = SplitMix64::new(SHUFFLE_SEED);
+    for i in (1..v.len()).rev() {
+        v.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+}
+
 /// Dependent loads per pass of [`memory_latency`].
 const CHASE_LOADS: usize = 1 << 20;
 
@@ -633,10 +637,7 @@ pub fn memory_latency(bytes: usize, passes: usize) -> f64 {
     const WORDS_PER_LINE: usize = 64 / 8;
     let lines = (bytes / 64).max(1);
     let mut order: Vec<u32> = (0..lines as u32).collect();
-    let mut rng = SplitMix64::new(SHUFFLE_SEED);
-    for i in (1..lines).rev() {
-        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
-    }
+    seeded_shuffle(&mut order);
     let mut next = vec![0u64; lines * WORDS_PER_LINE];
     for (i, &line) in order.iter().enumerate() {
         let to = order[(i + 1) % lines];

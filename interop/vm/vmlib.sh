@@ -152,18 +152,12 @@ vm_boot() {
         vm_wait_ready "vm$n" "$timeout" && return 0
         grep -q "Kernel panic" "$d/console.log" 2>/dev/null || return 1
         [ "$k" -lt "${VM_BOOT_ATTEMPTS:-3}" ] || return 1
-        vm_stop_one "vm$n"
+        vm_stop "vm$n"
         kept+=("$(mktemp "/tmp/vm$n-console.failed-$k.XXXXXX")")
         cp "$d/console.log" "${kept[-1]}"
         echo "vm$n: its kernel panicked while booting (attempt $k; console kept in ${kept[-1]}): booting it again" >&2
         k=$((k + 1))
     done
-}
-vm_stop_one() {   # vm_stop_one vmN: kill its qemu, if it still runs
-    local pid
-    pid=$(cat "$(vm_dir "$1")/qemu.pid" 2>/dev/null) || return 0
-    grep -qa qemu-system "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null
-    return 0
 }
 vm_running() {   # vm_running vmN: its qemu is alive
     local pid

@@ -127,8 +127,7 @@ pub struct PeekedRequest {
 /// hints of a receiver's prefetch.
 #[inline]
 pub fn peek_request(frame: &[u8]) -> Option<PeekedRequest> {
-    let bth_at = peek_bth(frame)?;
-    let b = Bth::new_checked(frame.get(bth_at..)?).ok()?;
+    let (bth_at, b) = peek_bth(frame)?;
     Some(PeekedRequest {
         dest_qp: b.dest_qp(),
         opcode: b.opcode(),
@@ -167,10 +166,11 @@ pub fn peek_remote_access(frame: &[u8], peeked: &PeekedRequest) -> Option<(Opcod
     }
 }
 
-/// Where a whole Ethernet frame's BTH starts, if its headers say RoCE v2
-/// (see [`peek_dest_qp`]; the BTH is whole and of transport version 0).
+/// Where a whole Ethernet frame's BTH starts, and the BTH, if its
+/// headers say RoCE v2 (see [`peek_dest_qp`]; the BTH is whole and of
+/// transport version 0).
 #[inline]
-fn peek_bth(frame: &[u8]) -> Option<usize> {
+fn peek_bth(frame: &[u8]) -> Option<(usize, Bth<&[u8]>)> {
     let (ethertype, ip_at) = EthernetFrame::new_checked(frame)
         .ok()?
         .network_header()
@@ -198,7 +198,7 @@ fn peek_bth(frame: &[u8]) -> Option<usize> {
     }
     let at = udp_at + udp::HEADER_LEN;
     let b = Bth::new_checked(frame.get(at..)?).ok()?;
-    (b.tver() == 0).then_some(at)
+    (b.tver() == 0).then_some((at, b))
 }
 
 /// The ICRC a whole Ethernet frame should carry, located from the frame's
