@@ -16,8 +16,12 @@
 //!
 //! `qp_scale_probe rows [PASSES]` prints the rows `roce-xdp bench` reports
 //! under `qp_scale` and `qp_scale_memory` (3 passes by default, as the
-//! full run), alone.
-use roce_xdp_benches::qp_scale::{measure, memory_rows, QpOrder, Rig, QP_COUNTS, SIM_MESSAGES};
+//! full run), alone. `qp_scale_probe mem MIB...` prints the dependent
+//! load latency over buffers of those sizes (the memory rows' measure), to
+//! find where this machine's caches end.
+use roce_xdp_benches::qp_scale::{
+    measure, memory_latency, memory_rows, QpOrder, Rig, QP_COUNTS, SIM_MESSAGES,
+};
 
 /// Large tables (an endpoint's QPs) in huge pages: `engine::io::HugePageAlloc`.
 #[global_allocator]
@@ -37,6 +41,16 @@ fn main() {
             println!(
                 "memory    {:9} B {:6} QPs {:8.1} ns a dependent load",
                 r.bytes, r.qps, r.ns_per_load
+            );
+        }
+        return;
+    }
+    if args.get(1).map(String::as_str) == Some("mem") {
+        for mib in args[2..].iter().filter_map(|a| a.parse::<f64>().ok()) {
+            let bytes = (mib * (1 << 20) as f64) as usize;
+            println!(
+                "{mib:8.2} MiB {:8.1} ns a dependent load",
+                memory_latency(bytes, 3)
             );
         }
         return;

@@ -604,7 +604,8 @@ pub fn measure(
 /// One row of the machine's memory latency behind the `qp_scale` rows:
 /// dependent loads, one per cache line, in a seeded random order over a
 /// buffer as large as `qps` QPs' state on one side (each QP
-/// `size_of::<Qp>()` bytes), as a packet of a shuffled pass finds its
+/// [`engine::endpoint::QP_SLOT_BYTES`]: the QP and its schedule entry;
+/// `size_of::<Qp>()` until 2026-12-05), as a packet of a shuffled pass finds its
 /// QP. Whether 64K QPs' state comes from a cache or from memory is the
 /// machine's, and this row says which: on the development VM the loads
 /// took 35 ns up to 8 MiB and 124-139 ns from 16 MiB on (2026-12-04).
@@ -666,7 +667,7 @@ pub fn memory_rows(counts: &[u32], passes: usize) -> Vec<MemoryRow> {
     counts
         .iter()
         .map(|&qps| {
-            let bytes = qps as usize * std::mem::size_of::<engine::rc::Qp>();
+            let bytes = qps as usize * engine::endpoint::QP_SLOT_BYTES;
             MemoryRow {
                 qps,
                 bytes: bytes as u64,
@@ -684,10 +685,7 @@ mod tests {
     fn memory_rows_cover_each_count_with_a_latency() {
         let rows = memory_rows(&[1, 64], 1);
         assert_eq!(rows.len(), 2);
-        assert_eq!(
-            rows[1].bytes,
-            64 * std::mem::size_of::<engine::rc::Qp>() as u64
-        );
+        assert_eq!(rows[1].bytes, 64 * engine::endpoint::QP_SLOT_BYTES as u64);
         assert!(rows
             .iter()
             .all(|r| r.ns_per_load.is_finite() && r.ns_per_load > 0.0));

@@ -30,7 +30,7 @@ const IN_PLACE_ROOM: usize = 4096 + 256;
 /// peers come in no order the CPU could guess. Two stages, as the lookup
 /// is two dependent reads: [`PREFETCH_FAR`] frames ahead the bucket of the
 /// QP number index ([`prefetch_qp_index`]), [`PREFETCH_NEAR`] ahead the
-/// QP's state and schedule entry that the bucket names
+/// slot that the bucket names, the QP's state and its schedule entry
 /// ([`prefetch_qp_state`]).
 pub const PREFETCH_AHEAD: Lookahead = Lookahead {
     near: PREFETCH_NEAR,
@@ -88,8 +88,8 @@ pub fn prefetch_qpn_index(ep: &Endpoint, qpn: u32) {
 /// [`prefetch_qp_state`] for QP `qpn` (a post's, taken in a batch).
 #[inline]
 pub fn prefetch_qpn_state(ep: &Endpoint, qpn: u32) {
-    if let Some(ranges) = ep.qpn_state_hint(qpn) {
-        ranges.into_iter().for_each(crate::io::prefetch_range);
+    if let Some(r) = ep.qpn_state_hint(qpn) {
+        crate::io::prefetch_range(r);
     }
 }
 

@@ -85,6 +85,12 @@ pub const MAX_QPN: u32 = 0xFF_FFFF;
 /// number space gets there).
 const QPN_DRAWS: u32 = 64;
 
+/// The bytes each QP takes in its endpoint's slot array: the QP
+/// ([`crate::rc::Qp`], 576 bytes) and its schedule entry, 640 on x86-64
+/// (`docs/architecture.md`, "QP limits"). An endpoint reserves address
+/// space for `max_qps` slots (up to 65,536) when it is made.
+pub const QP_SLOT_BYTES: usize = core::mem::size_of::<qp_table::Slot>();
+
 /// How many frames ahead of [`Endpoint::receive`] a receiver with many
 /// QPs asks for the lookup of a frame's QP ([`Endpoint::qp_index_hint`]).
 pub const PREFETCH_FAR: u32 = 8;
@@ -543,31 +549,32 @@ impl Endpoint {
         self.qps.index_range(peek_dest_qp(frame)?)
     }
 
-    /// Stage two, [`PREFETCH_NEAR`] frames ahead: the QP's state (its
-    /// counters included) and its schedule entry, located through the
-    /// index (which stage one brought into the caches) but not read. Done
-    /// in one stage, the lookup reads the QP to find it (its slot is an
-    /// `Option`) and waits for both misses in turn before it can even ask
-    /// for the rest: measured with `examples/qp_scale_probe 65536 N
-    /// shuffled`, the QP's first line and its schedule entry were then
-    /// most of the responder's time.
+    /// Stage two, [`PREFETCH_NEAR`] frames ahead: the QP's slot, its state
+    /// (its counters included) and its schedule entry in one range, located
+    /// through the index (which stage one brought into the caches) but not
+    /// read. Done in one stage, the lookup reads the QP to find it (its
+    /// slot is an `Option`) and waits for both misses in turn before it
+    /// can even ask for the rest: measured with `examples/qp_scale_probe
+    /// 65536 N shuffled` (2026-12-03, when the schedule entries were an
+    /// array of their own), the QP's first line and its schedule entry
+    /// were then most of the responder's time.
     ///
-    /// The third range is the memory of the request's payload (the first
+    /// The second range is the memory of the request's payload (the first
     /// [`PAYLOAD_PREFETCH_BYTES`] of it): where a WRITE FIRST or ONLY
     /// places its bytes, what a READ request reads, an atomic's 8 bytes,
     /// as the frame's RETH or AtomicETH names them and the region allows;
     /// empty for any other frame. The QP's lookup and the responder's
-    /// checks come later, as for the other two ranges. Measured with
+    /// checks come later, as for the slot. Measured with
     /// `examples/qp_scale_probe 65536 N shuffled` (2026-12-04, fourth
     /// session): the WRITEs' region stays in the caches with one QP and
     /// not with 65,536 QPs, whose state pushes it out
     /// (`docs/architecture.md`, "The payload's memory").
     #[inline]
-    pub fn qp_state_hint(&self, frame: &[u8]) -> Option<[MemoryRange; 3]> {
+    pub fn qp_state_hint(&self, frame: &[u8]) -> Option<[MemoryRange; 2]> {
         let peeked = peek_request(frame)?;
-        let [qp, meta] = self.qps.state_ranges(peeked.dest_qp)?;
+        let slot = self.qps.state_range(peeked.dest_qp)?;
         let payload = self.payload_hint(frame, &peeked);
-        Some([qp, meta, payload.unwrap_or(MemoryRange::EMPTY)])
+        Some([slot, payload.unwrap_or(MemoryRange::EMPTY)])
     }
 
     /// The memory a request frame's payload goes to or comes from (see
@@ -612,8 +619,8 @@ impl Endpoint {
     /// [`Endpoint::qp_state_hint`] for QP `qpn` (as
     /// [`Endpoint::qpn_index_hint`]).
     #[inline]
-    pub fn qpn_state_hint(&self, qpn: u32) -> Option<[MemoryRange; 2]> {
-        self.qps.state_ranges(qpn)
+    pub fn qpn_state_hint(&self, qpn: u32) -> Option<MemoryRange> {
+        self.qps.state_range(qpn)
     }
 
     /// Count a frame for a QP that no endpoint of the device holds

@@ -34,11 +34,7 @@ use super::MemoryRange;
 use crate::rc::{Counters, InflightRoom, Qp};
 use crate::time::Instant;
 
-/// What the schedules keep per slot, apart from the QP: a dense array
-/// (24 bytes a slot, 1.5 MiB for 65,536 QPs) that stays in the caches when
-/// the QPs themselves (576 bytes each, 36 MiB for 65,536) no longer do,
-/// so that marking a QP ready or dirty touches no line of the QP's own
-/// state.
+/// What the schedules keep per slot beside the QP ([`Slot::meta`]).
 #[derive(Default)]
 struct Meta {
     /// The deadline of this slot's live entry in the timer heap.
@@ -50,6 +46,28 @@ struct Meta {
     /// The QP's outstanding request packets as last added into
     /// [`QpTable::inflight`].
     inflight: u32,
+}
+
+/// A slot of the table: the QP and, in the line after its last, its
+/// schedule entry (640 bytes, 10 cache lines: the QP's 9 and the entry's
+/// 24 bytes). Every packet and every post reads both, and the receive
+/// step's prefetch asks for the slot as one range
+/// ([`QpTable::state_range`]).
+///
+/// Until 2026-12-05 the schedule entries were a dense array of their own
+/// (24 bytes a slot, 1.5 MiB for 65,536 QPs), so that marking a QP ready
+/// touched no line of its state. With tens of thousands of active QPs
+/// that array is out of the caches too, and each packet then reached two
+/// places in memory instead of one. Alternating runs of
+/// `examples/qp_scale_probe 65536 4 [req] shuffled`, builds with the array
+/// and with this slot, medians in ns a packet: responder 181.4 to 179.1,
+/// requester 243.3 to 232.6 (`docs/architecture.md`, "QP limits", has
+/// the other rows and what else a packet's time goes to).
+#[derive(Default)]
+#[repr(C)]
+pub(super) struct Slot {
+    qp: Option<Qp>,
+    meta: Meta,
 }
 
 /// The sum of every QP's counters, kept so that reading the endpoint's
@@ -81,7 +99,7 @@ const RESERVED_SLOTS: usize = 1 << 16;
 
 /// The QPs of a [`QpTable`], in slot order ([`QpTable::iter`]).
 pub(super) struct Iter<'a> {
-    slots: std::slice::Iter<'a, Option<Qp>>,
+    slots: std::slice::Iter<'a, Slot>,
     left: usize,
 }
 
@@ -93,7 +111,7 @@ impl<'a> Iterator for Iter<'a> {
         if self.left == 0 {
             return None;
         }
-        let qp = self.slots.find_map(Option::as_ref)?;
+        let qp = self.slots.find_map(|s| s.qp.as_ref())?;
         self.left -= 1;
         Some(qp)
     }
@@ -109,10 +127,8 @@ impl ExactSizeIterator for Iter<'_> {}
 /// QPs by slot, their index by number, the ready list and the timer heap.
 #[derive(Default)]
 pub(super) struct QpTable {
-    /// The QPs, by slot.
-    slots: Vec<Option<Qp>>,
-    /// Their schedule state, by slot.
-    meta: Vec<Meta>,
+    /// The QPs and their schedule entries, by slot.
+    slots: Vec<Slot>,
     free: Vec<u32>,
     by_qpn: QpnIndex,
     ready: VecDeque<u32>,
@@ -149,7 +165,6 @@ impl QpTable {
             ..QpTable::default()
         };
         t.slots.reserve_exact(n);
-        t.meta.reserve_exact(n);
         t.by_qpn = QpnIndex::with_capacity(n);
         t
     }
@@ -167,7 +182,7 @@ impl QpTable {
 
     #[inline]
     pub fn get(&self, qpn: u32) -> Option<&Qp> {
-        self.slots[self.slot(qpn)?].as_ref()
+        self.slots[self.slot(qpn)?].qp.as_ref()
     }
 
     /// Where a packet for QP `qpn` first reads: the bucket of the number
@@ -178,9 +193,9 @@ impl QpTable {
     }
 
     /// What a packet or a post for QP `qpn` reads once the index gave its
-    /// slot: the whole QP and its slot's schedule entry (stage two; the
-    /// index is read, neither of these). The QP lays out the state a
-    /// received packet reads first (`rc/qp.rs`), so that nothing of it
+    /// slot: the whole slot, the QP and its schedule entry ([`Slot`];
+    /// stage two; the index is read, the slot is not). The QP lays out the
+    /// state a received packet reads first (`rc/qp.rs`), so that nothing of it
     /// waits for memory after the lookup. Measured with
     /// `examples/qp_scale_probe 65536 6 [req] shuffled` (64 B WRITEs, QP
     /// state in huge pages; 2026-12-04, the 13-line QP in this order, five
@@ -202,12 +217,8 @@ impl QpTable {
     /// (fourth session) the counters stayed a second range, though the
     /// first already ended in their line: the same lines, asked for twice.
     #[inline]
-    pub fn state_ranges(&self, qpn: u32) -> Option<[MemoryRange; 2]> {
-        let i = self.slot(qpn)?;
-        Some([
-            MemoryRange::of(self.slots.get(i)?),
-            MemoryRange::of(self.meta.get(i)?),
-        ])
+    pub fn state_range(&self, qpn: u32) -> Option<MemoryRange> {
+        Some(MemoryRange::of(self.slots.get(self.slot(qpn)?)?))
     }
 
     /// QP `qpn`, noted as possibly having work (it joins the ready list).
@@ -226,8 +237,7 @@ impl QpTable {
             // remain (`ready` is kept): it serves the new one.
             Some(i) => i as usize,
             None => {
-                self.slots.push(None);
-                self.meta.push(Meta::default());
+                self.slots.push(Slot::default());
                 self.slots.len() - 1
             }
         };
@@ -235,8 +245,8 @@ impl QpTable {
         // look or the next slot opened adds the new QP's counters (a QP
         // moved in from another queue brings them along).
         self.open_counters(i);
-        self.slots[i] = Some(qp);
-        self.meta[i].deadline = None;
+        self.slots[i].qp = Some(qp);
+        self.slots[i].meta.deadline = None;
         self.by_qpn.insert(qpn, i as u32);
         self.mark_ready(i);
         self.schedule(i);
@@ -245,7 +255,7 @@ impl QpTable {
     /// Take QP `qpn` out; its ready-list and heap entries go stale.
     pub fn remove(&mut self, qpn: u32) -> Option<Qp> {
         let i = self.by_qpn.remove(qpn)? as usize;
-        let s = &mut self.meta[i];
+        let s = &mut self.slots[i].meta;
         s.deadline = None;
         // Its outstanding packets go with it (into another endpoint); its
         // waiting-list entry, if any, goes stale.
@@ -253,7 +263,7 @@ impl QpTable {
         s.waiting = false;
         // Its counters leave the sum with it (into another endpoint's).
         self.open_counters(i);
-        let qp = self.slots[i].take();
+        let qp = self.slots[i].qp.take();
         self.free.push(i as u32);
         qp
     }
@@ -264,7 +274,7 @@ impl QpTable {
     #[inline]
     fn hand_out(&mut self, i: usize) -> Option<&mut Qp> {
         self.open_counters(i);
-        self.slots[i].as_mut()
+        self.slots[i].qp.as_mut()
     }
 
     /// Slot `i`'s counters may change: called before its QP is handed
@@ -278,11 +288,11 @@ impl QpTable {
             return;
         }
         if let Some(j) = c.open.replace(i) {
-            if let Some(qp) = &self.slots[j as usize] {
+            if let Some(qp) = &self.slots[j as usize].qp {
                 qp.counters.add_to(&mut c.sum);
             }
         }
-        if let Some(qp) = &self.slots[i as usize] {
+        if let Some(qp) = &self.slots[i as usize].qp {
             qp.counters.take_from(&mut c.sum);
         }
     }
@@ -293,7 +303,7 @@ impl QpTable {
         if let Some(qp) = self
             .counters
             .open
-            .and_then(|j| self.slots[j as usize].as_ref())
+            .and_then(|j| self.slots[j as usize].qp.as_ref())
         {
             qp.counters.add_to(&mut c);
         }
@@ -303,7 +313,7 @@ impl QpTable {
 
     #[inline]
     fn mark_ready(&mut self, i: usize) {
-        let s = &mut self.meta[i];
+        let s = &mut self.slots[i].meta;
         if !s.ready {
             s.ready = true;
             self.ready.push_back(i as u32);
@@ -315,8 +325,8 @@ impl QpTable {
     #[inline]
     pub fn schedule(&mut self, i: usize) -> Option<Instant> {
         self.account(i);
-        let d = self.slots[i].as_ref()?.poll_timeout()?;
-        let s = &mut self.meta[i];
+        let d = self.slots[i].qp.as_ref()?.poll_timeout()?;
+        let s = &mut self.slots[i].meta;
         if s.deadline.is_none_or(|t| d < t) {
             s.deadline = Some(d);
             self.timers.push(Reverse((d, i as u32)));
@@ -327,8 +337,8 @@ impl QpTable {
     /// Bring [`QpTable::inflight`] up to date with slot `i`'s QP.
     #[inline]
     fn account(&mut self, i: usize) {
-        let now = self.slots[i].as_ref().map_or(0, Qp::inflight_packets);
-        let s = &mut self.meta[i];
+        let now = self.slots[i].qp.as_ref().map_or(0, Qp::inflight_packets);
+        let s = &mut self.slots[i].meta;
         if now != s.inflight {
             self.inflight = self.inflight - u64::from(s.inflight) + u64::from(now);
             s.inflight = now;
@@ -387,7 +397,7 @@ impl QpTable {
                 return None;
             }
             self.waiting.pop_front();
-            self.meta[i].waiting = false;
+            self.slots[i].meta.waiting = false;
             self.schedule(i);
             // The rest of its message (and what else it has) from the
             // ready list.
@@ -403,7 +413,7 @@ impl QpTable {
     fn front_waiting(&mut self) -> Option<usize> {
         while let Some(&i) = self.waiting.front() {
             let i = i as usize;
-            if self.meta[i].waiting && self.slots[i].is_some() {
+            if self.slots[i].meta.waiting && self.slots[i].qp.is_some() {
                 return Some(i);
             }
             self.waiting.pop_front();
@@ -440,12 +450,12 @@ impl QpTable {
             }
             self.timers.pop();
             let i = i as usize;
-            let s = &mut self.meta[i];
+            let s = &mut self.slots[i].meta;
             if s.deadline != Some(t) {
                 continue; // superseded by an earlier entry, or the QP is gone
             }
             s.deadline = None;
-            let Some(qp) = self.slots[i].as_ref() else {
+            let Some(qp) = self.slots[i].qp.as_ref() else {
                 continue;
             };
             if qp.poll_timeout().is_some_and(|d| d <= now) {
@@ -458,7 +468,7 @@ impl QpTable {
             self.account(i);
             // A deadline still due means the QP can send now: the ready
             // list has it, and `poll_transmit` re-arms it.
-            if let Some(d) = self.slots[i].as_ref().and_then(Qp::poll_timeout) {
+            if let Some(d) = self.slots[i].qp.as_ref().and_then(Qp::poll_timeout) {
                 if d > now {
                     self.schedule(i);
                 }
@@ -475,10 +485,10 @@ impl QpTable {
                 break;
             }
             self.timers.pop();
-            let s = &mut self.meta[i as usize];
+            let s = &mut self.slots[i as usize].meta;
             if s.deadline == Some(t) {
                 s.deadline = None;
-                if self.slots[i as usize].is_some() {
+                if self.slots[i as usize].qp.is_some() {
                     self.mark_ready(i as usize);
                 }
             }
@@ -502,9 +512,9 @@ impl QpTable {
         for _ in 0..self.ready.len() {
             let i = self.ready.pop_front()? as usize;
             let room = self.room_for_ready();
-            let waiting = self.meta[i].waiting;
+            let waiting = self.slots[i].meta.waiting;
             let Some(qp) = self.hand_out(i) else {
-                self.meta[i].ready = false;
+                self.slots[i].meta.ready = false;
                 continue;
             };
             let sent = f(qp, room);
@@ -521,8 +531,8 @@ impl QpTable {
             let d = self.schedule(i);
             if held {
                 // Served from the waiting list when ACKs free room.
-                self.meta[i].ready = false;
-                if !std::mem::replace(&mut self.meta[i].waiting, true) {
+                self.slots[i].meta.ready = false;
+                if !std::mem::replace(&mut self.slots[i].meta.waiting, true) {
                     self.waiting.push_back(i as u32);
                 }
                 continue;
@@ -530,7 +540,7 @@ impl QpTable {
             if may && d.is_none_or(|d| d <= now) {
                 self.ready.push_back(i as u32);
             } else {
-                self.meta[i].ready = false;
+                self.slots[i].meta.ready = false;
             }
         }
         None
@@ -548,6 +558,7 @@ impl QpTable {
         let room = self.room();
         if let Some(i) = self.front_waiting() {
             if self.slots[i]
+                .qp
                 .as_ref()
                 .is_some_and(|q| q.next_message_fits(room))
             {
@@ -556,12 +567,12 @@ impl QpTable {
         }
         while let Some(&i) = self.ready.front() {
             let i = i as usize;
-            match self.slots[i].as_ref() {
+            match self.slots[i].qp.as_ref() {
                 Some(qp) if wants(qp) => return true,
                 Some(qp) if qp.may_transmit() => break,
                 _ => {
                     self.ready.pop_front();
-                    self.meta[i].ready = false;
+                    self.slots[i].meta.ready = false;
                     self.schedule(i);
                 }
             }
@@ -569,7 +580,7 @@ impl QpTable {
         // Past a QP that may send only a CNP (rare): look at the rest.
         self.ready
             .iter()
-            .any(|&i| self.slots[i as usize].as_ref().is_some_and(&mut wants))
+            .any(|&i| self.slots[i as usize].qp.as_ref().is_some_and(&mut wants))
     }
 }
 
@@ -577,6 +588,18 @@ impl QpTable {
 mod tests {
     use super::*;
     use crate::rc::QpInitAttr;
+
+    /// The slot size `docs/architecture.md` states ("QP limits"): the QP's
+    /// 9 lines and one for its schedule entry, the QP first (the receive
+    /// step's prefetch range starts at the QP).
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn a_slot_is_the_qp_then_its_schedule_entry_in_10_lines() {
+        assert_eq!(core::mem::size_of::<Slot>(), 10 * 64);
+        assert_eq!(core::mem::offset_of!(Slot, qp), 0);
+        assert_eq!(core::mem::offset_of!(Slot, meta), 9 * 64);
+        assert_eq!(super::super::QP_SLOT_BYTES, 10 * 64);
+    }
 
     fn brute_force(t: &QpTable) -> Counters {
         let mut c = Counters::default();

@@ -567,26 +567,28 @@ fn qp_hint_names_the_frames_qp_and_changes_nothing() {
     let mut udp = f[0].clone();
     udp[36..38].copy_from_slice(&9999u16.to_be_bytes()); // UDP dst port
     assert!(p.b.qp_hint(&udp).is_none());
-    // The two prefetch stages: the index bucket, then the QP's state (all
-    // of it, from the QP's start: its inline counters are in its last
-    // line), its schedule entry and the memory the WRITE's payload goes
-    // to; none for a frame that is not RoCE or whose QP is not held
+    // The two prefetch stages: the index bucket, then the QP's slot (all
+    // of the QP, from its start: its inline counters are in its last
+    // line; then its schedule entry) and the memory the WRITE's payload
+    // goes to; none for a frame that is not RoCE or whose QP is not held
     // (stage one names a bucket whatever the number: it reads nothing to
     // know).
     let qp_at = p.b.qp_hint(&f[0]).map(|q| q as *const _ as usize);
-    let [state, meta, payload] = p.b.qp_state_hint(&f[0]).expect("stage two");
-    assert_eq!(Some(state.addr), qp_at);
-    assert_eq!(state.len, std::mem::size_of::<proto::rc::Qp>());
-    assert!(meta.len > 0 && (meta.addr < state.addr || meta.addr >= state.addr + state.len));
+    let [slot, payload] = p.b.qp_state_hint(&f[0]).expect("stage two");
+    assert_eq!(Some(slot.addr), qp_at);
+    assert!(
+        slot.len > std::mem::size_of::<proto::rc::Qp>(),
+        "the QP and its schedule entry"
+    );
     let target = p.b.mr_slice(p.mr_b.lkey, IOVA_B, 8).unwrap();
     assert_eq!((payload.addr, payload.len), (target.as_ptr() as usize, 8));
-    // A post's stage two: the QP and its schedule entry.
-    assert_eq!(p.b.qpn_state_hint(p.qb), Some([state, meta]));
+    // A post's stage two: the same slot.
+    assert_eq!(p.b.qpn_state_hint(p.qb), Some(slot));
     // A WRITE whose R_Key names no region of B: no payload range (the
     // responder will NAK it).
     let mut bad_key = f[0].clone();
     bad_key[62..66].copy_from_slice(&(p.mr_b.rkey ^ 1).to_be_bytes()); // RETH R_Key
-    let [_, _, none] = p.b.qp_state_hint(&bad_key).expect("stage two");
+    let [_, none] = p.b.qp_state_hint(&bad_key).expect("stage two");
     assert_eq!(none, proto::endpoint::MemoryRange::EMPTY);
     assert!(p.b.qp_index_hint(&f[0]).is_some_and(|r| r.len == 8));
     assert!(p.b.qp_state_hint(&other).is_none());
