@@ -58,6 +58,12 @@ impl Options {
         self.by_mode(2_000, 20_000)
     }
 
+    /// Floor-then-tool pairs per latency tool (`tool_latency::tools`):
+    /// odd, so that one pair's ratio is the median.
+    pub fn latency_pairs(&self) -> usize {
+        self.by_mode(3, 5)
+    }
+
     /// Engine/baseline pairs per target of the paired step. Even, so that
     /// each order (baseline first, engine first) runs equally often. The
     /// full run's 20 make the median's 95 % interval x(6)..x(15) of the

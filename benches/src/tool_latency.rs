@@ -126,6 +126,7 @@ fn run_tool(
         p99_us: f("p99_us")?,
         p99_9_us: f("p99_9_us")?,
         floor: None,
+        pairs: Vec::new(),
     })
 }
 
@@ -148,12 +149,15 @@ fn echo_floor(
     })
 }
 
-/// Every latency tool, run-to-completion then `--threaded`, each just
-/// after an AF_XDP echo floor ping-pong of as many round trips (its
-/// ratios' baseline); a tool that fails is described in `missing`.
+/// Every latency tool, run-to-completion then `--threaded`, `pairs` times
+/// each, each time just after an AF_XDP echo floor ping-pong of as many
+/// round trips (its ratios' baseline): the row of a tool is its median
+/// run ([`ToolLatency::median_of`]), with every run's ratios. A run that
+/// fails is described in `missing`.
 pub fn tools(
     pair: &VethPair,
     iterations: usize,
+    pairs: usize,
     poll: PollMode,
     missing: &mut Vec<String>,
 ) -> Vec<ToolLatency> {
@@ -164,18 +168,22 @@ pub fn tools(
     let mut rows = Vec::new();
     for threaded in [false, true] {
         for tool in TOOLS {
-            let floor = echo_floor(
-                pair,
-                false,
-                iterations,
-                poll,
-                &format!("AF_XDP floor before {tool}"),
-                missing,
-            );
-            match run_tool(pair, &exe, tool, threaded, iterations) {
-                Ok(r) => rows.push(ToolLatency { floor, ..r }),
-                Err(e) => missing.push(format!("latency tool {e}")),
+            let mut runs = Vec::with_capacity(pairs);
+            for _ in 0..pairs.max(1) {
+                let floor = echo_floor(
+                    pair,
+                    false,
+                    iterations,
+                    poll,
+                    &format!("AF_XDP floor before {tool}"),
+                    missing,
+                );
+                match run_tool(pair, &exe, tool, threaded, iterations) {
+                    Ok(r) => runs.push(ToolLatency { floor, ..r }),
+                    Err(e) => missing.push(format!("latency tool {e}")),
+                }
             }
+            rows.extend(ToolLatency::median_of(runs));
         }
     }
     rows
@@ -346,7 +354,8 @@ pub fn measure(
         "AF_XDP floor with an ACK-sized frame",
         missing,
     );
-    let tools = tools(pair, n, opts.engine_poll, missing);
+    let pairs = opts.latency_pairs();
+    let tools = tools(pair, n, pairs, opts.engine_poll, missing);
     let device_spin = match device_spin(pair, n, opts.engine_poll) {
         Ok(p) => Some(p),
         Err(e) => {
@@ -367,7 +376,7 @@ pub fn measure(
         missing,
     );
     notes.push(format!(
-        "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF -s 64 -n {n} --json` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off --force: the test bed's veths have 2 RX queues and the tools serve queue 0), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included; each tool runs right after an AF_XDP echo ping-pong of as many round trips, the floor its ratios are taken against (a machine whose speed drifts over a run moves both)",
+        "latency tools: each of {} run as a user runs it (the roce-xdp binary; server `TOOL --iface IF -s 64 -n {n} --json` in namespace b, client `TOOL ADDR -s 64 -n {n} --json` in namespace a, --steer off --force: the test bed's veths have 2 RX queues and the tools serve queue 0), run-to-completion (the default) and --threaded; the figures are the tool's own JSON (t_min, t_typical = median, 99 %, 99.9 %, t_max; send-lat and write-lat report half the round trip, as perftest; their round trip, compared with the floor's, is twice that), so every sample comes from the tool's measurement loop, first iterations included; each tool runs {pairs} times, each right after an AF_XDP echo ping-pong of as many round trips, the floor that run's ratios are taken against (a machine whose speed drifts over a run moves both); its row is the run whose p50 / floor is the median, the last column every run's",
         TOOLS.join(", ")
     ));
     notes.push(format!(

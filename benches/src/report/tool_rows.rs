@@ -38,9 +38,60 @@ pub struct ToolLatency {
     /// one floor then.
     #[serde(default)]
     pub floor: Option<Percentiles>,
+    /// Every floor-then-tool pair the run measured for this tool, in the
+    /// order run: the tool's round trip against the floor's just before
+    /// it. The figures above are those of the pair whose p50 ratio is the
+    /// median ([`ToolLatency::median_of`]): one pair's ratio moved by
+    /// 1.15-2.0 from one run to the next on the development VM. Empty in
+    /// results written before 2026-12-05 (one pair).
+    #[serde(default)]
+    pub pairs: Vec<PairRatios>,
+}
+
+/// One floor-then-tool pair's ratios (round trip / the floor's).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PairRatios {
+    pub p50: f64,
+    pub p99: f64,
 }
 
 impl ToolLatency {
+    /// This tool's round trip against its floor, if it has one.
+    fn ratios(&self) -> Option<PairRatios> {
+        let b = self.floor?;
+        Some(PairRatios {
+            p50: self.rtt(self.t_typical_us) / b.p50_us,
+            p99: self.rtt(self.p99_us) / b.p99_us,
+        })
+    }
+
+    /// Of several measurements of one tool, each with the floor measured
+    /// just before it: the one whose p50 ratio is the median (the lower
+    /// middle one of an even count), with every pair's ratios in
+    /// [`ToolLatency::pairs`]; `None` for none.
+    pub fn median_of(mut runs: Vec<ToolLatency>) -> Option<ToolLatency> {
+        let pairs: Vec<PairRatios> = runs.iter().filter_map(ToolLatency::ratios).collect();
+        let key = |t: &ToolLatency| t.ratios().map_or(f64::INFINITY, |r| r.p50);
+        runs.sort_by(|a, b| key(a).total_cmp(&key(b)));
+        let mid = runs.len().checked_sub(1)? / 2;
+        let mut t = runs.swap_remove(mid);
+        t.pairs = pairs;
+        Some(t)
+    }
+
+    /// The range of the pairs' p50 ratios, as the table shows it.
+    fn pairs_p50(&self) -> String {
+        let r: Vec<f64> = self.pairs.iter().map(|p| p.p50).collect();
+        let (lo, hi) = r
+            .iter()
+            .fold((f64::INFINITY, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        match r.len() {
+            0 => "-".into(),
+            1 => format!("{lo:.2} (1)"),
+            n => format!("{lo:.2}-{hi:.2} ({n})"),
+        }
+    }
+
     /// A figure of the tool's as a round trip.
     fn rtt(&self, us: f64) -> f64 {
         if self.reports_half_round_trip {
@@ -151,6 +202,7 @@ impl ToolsReport {
                 },
                 r50_ack,
                 own.map_or("n/a".into(), |b| format!("{:.1}", b.p50_us)),
+                t.pairs_p50(),
             ]);
         }
         // Round-trip rows: the Device polling option, the floor itself.
@@ -168,6 +220,7 @@ impl ToolsReport {
                 r(fp99, p.p99_us),
                 "-".into(),
                 r(ack50, p.p50_us),
+                "-".into(),
                 "-".into(),
             ]
         };
@@ -188,7 +241,7 @@ impl ToolsReport {
         }
         let mut t = vec![Table {
             title: format!(
-                "Latency tools, 64 B, as perftest reports them (µs; send-lat and write-lat: half the round trip), against the AF_XDP floor's round trip measured just before each tool (target: p50 <= {P50_TARGET}x, p99 <= {P99_TARGET}x)"
+                "Latency tools, 64 B, as perftest reports them (µs; send-lat and write-lat: half the round trip), against the AF_XDP floor's round trip measured just before each tool (target: p50 <= {P50_TARGET}x, p99 <= {P99_TARGET}x); each tool runs several times, each run right after a floor, and its row is the run whose p50 / floor is the median"
             ),
             header: [
                 "tool",
@@ -203,6 +256,7 @@ impl ToolsReport {
                 "met (p50 / p99)?",
                 "p50 / request+ACK floor (measured once, before the tools)",
                 "floor p50 (measured just before the tool)",
+                "p50 / floor of every run (lowest-highest, runs)",
             ]
             .map(String::from)
             .to_vec(),
@@ -280,6 +334,7 @@ mod tests {
             p99_us: p99,
             p99_9_us: 50.0,
             floor: None,
+            pairs: Vec::new(),
         }
     }
 
@@ -338,9 +393,51 @@ mod tests {
         // floor; read-lat carries no ACK: no such ratio.
         assert_eq!((rows[0][10].as_str(), rows[1][10].as_str()), ("0.80", "-"));
         assert_eq!(rows[rows.len() - 2][7], "1.38", "the request+ACK floor row");
+        assert_eq!(rows[0][12], "-", "no pairs recorded");
         let idle = &t[1].rows;
         assert_eq!(idle[0][3], "yes");
         assert_eq!(idle[1][3], "NO");
         assert_eq!(idle[2][1], "n/a");
+    }
+
+    #[test]
+    fn several_runs_of_a_tool_report_the_median_one_and_every_ratio() {
+        let floor = |p50_us: f64| Percentiles {
+            samples: 1000,
+            p50_us,
+            p99_us: 10.0,
+            p999_us: 20.0,
+        };
+        let run = |typical: f64, floor_p50: f64| ToolLatency {
+            floor: Some(floor(floor_p50)),
+            ..tool("read-lat", false, false, typical, 12.0)
+        };
+        // p50 / floor: 1.5, 1.1, 1.3 (slow tool), 1.2.
+        let runs = vec![run(6.0, 4.0), run(4.4, 4.0), run(6.5, 5.0), run(4.8, 4.0)];
+        let t = ToolLatency::median_of(runs).expect("a run");
+        // Four runs: the lower middle one, 1.2.
+        assert_eq!(t.t_typical_us, 4.8);
+        assert_eq!(t.floor.map(|f| f.p50_us), Some(4.0));
+        let p50: Vec<f64> = t
+            .pairs
+            .iter()
+            .map(|p| (p.p50 * 100.0).round() / 100.0)
+            .collect();
+        assert_eq!(p50, vec![1.5, 1.1, 1.3, 1.2], "in the order run");
+        assert!(t.pairs.iter().all(|p| (p.p99 - 1.2).abs() < 1e-9));
+        let r = ToolsReport {
+            tools: vec![t],
+            ..ToolsReport::default()
+        };
+        let rows = &r.tables(None)[0].rows;
+        assert_eq!(rows[0][7], "1.20");
+        assert_eq!(rows[0][9], "yes / yes");
+        assert_eq!(rows[0][12], "1.10-1.50 (4)");
+        let three = vec![run(6.0, 4.0), run(4.4, 4.0), run(6.5, 5.0)];
+        assert_eq!(
+            ToolLatency::median_of(three).map(|t| t.t_typical_us),
+            Some(6.5)
+        );
+        assert!(ToolLatency::median_of(Vec::new()).is_none());
     }
 }
