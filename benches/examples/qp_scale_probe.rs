@@ -16,9 +16,9 @@
 //!
 //! `qp_scale_probe rows [PASSES]` prints the rows `roce-xdp bench` reports
 //! under `qp_scale` and `qp_scale_memory` (3 passes by default, as the
-//! full run), alone. `qp_scale_probe mem MIB...` prints the dependent
-//! load latency over buffers of those sizes (the memory rows' measure), to
-//! find where this machine's caches end.
+//! full run), alone. `qp_scale_probe mem [MIB...]` prints the dependent
+//! load latency over buffers of those sizes (the memory rows' measure; 1
+//! to 64 MiB by default), to find where this machine's caches end.
 use roce_xdp_benches::qp_scale::{
     measure, memory_latency, memory_rows, QpOrder, Rig, QP_COUNTS, SIM_MESSAGES,
 };
@@ -46,7 +46,11 @@ fn main() {
         return;
     }
     if args.get(1).map(String::as_str) == Some("mem") {
-        for mib in args[2..].iter().filter_map(|a| a.parse::<f64>().ok()) {
+        let mut sizes: Vec<f64> = args[2..].iter().filter_map(|a| a.parse().ok()).collect();
+        if sizes.is_empty() {
+            sizes = vec![1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0];
+        }
+        for mib in sizes {
             let bytes = (mib * (1 << 20) as f64) as usize;
             println!(
                 "{mib:8.2} MiB {:8.1} ns a dependent load",
@@ -55,7 +59,7 @@ fn main() {
         }
         return;
     }
-    let usage = "usage: qp_scale_probe QPS PASSES [req] [reset] [shuffled] [snapshot]";
+    let usage = "usage: qp_scale_probe QPS PASSES [req] [reset] [shuffled] [snapshot] | rows [PASSES] | mem [MIB...]";
     let n: u32 = args.get(1).and_then(|a| a.parse().ok()).expect(usage);
     let passes: usize = args.get(2).and_then(|a| a.parse().ok()).expect(usage);
     let req = args.iter().any(|a| a == "req");
