@@ -137,15 +137,16 @@ vm_wait_ready() {   # vm_wait_ready vmN TIMEOUT_S: until the guest is set up
 # vm_boot N TIMEOUT_S: vm_start N, then vm_wait_ready; a guest whose
 # kernel panicked while booting (its console says "Kernel panic") is
 # booted again, up to VM_BOOT_ATTEMPTS times in all (default 3), each
-# failed console kept as console.failed-K.log. Under TCG the guest kernel
-# has been seen to die at boot on an int3 in its own code patching (a
-# trap taken while another vCPU rewrote the instruction: "Oops: int3",
-# "Kernel panic - not syncing: Fatal exception in interrupt"; CI of
-# 2026-12-04, the zero-copy bed's second boot), nothing to do with what
-# the test then checks. Any other failure is returned at once. The variables vm_start reads apply
-# as for vm_start (VM_QUEUES=4 vm_boot 1 300).
+# failed console kept as /tmp/vmN-console.failed-K.XXXXXX (the path is
+# printed). Under TCG the guest kernel has been seen to die at boot on
+# an int3 in its own code patching (a trap taken while another vCPU
+# rewrote the instruction: "Oops: int3", "Kernel panic - not syncing:
+# Fatal exception in interrupt"; CI of 2026-12-04, the zero-copy bed's
+# second boot), nothing to do with what the test then checks. Any other
+# failure is returned at once. The variables vm_start reads apply as
+# for vm_start (VM_QUEUES=4 vm_boot 1 300).
 vm_boot() {
-    local n=$1 timeout=$2 k=1 d kept=()
+    local n=$1 timeout=$2 k=1 d kept
     d=$(vm_dir "vm$n")
     while :; do
         vm_start "$n" || return 1
@@ -153,9 +154,9 @@ vm_boot() {
         grep -q "Kernel panic" "$d/console.log" 2>/dev/null || return 1
         [ "$k" -lt "${VM_BOOT_ATTEMPTS:-3}" ] || return 1
         vm_stop "vm$n"
-        kept+=("$(mktemp "/tmp/vm$n-console.failed-$k.XXXXXX")")
-        cp "$d/console.log" "${kept[-1]}"
-        echo "vm$n: its kernel panicked while booting (attempt $k; console kept in ${kept[-1]}): booting it again" >&2
+        kept=$(mktemp "/tmp/vm$n-console.failed-$k.XXXXXX")
+        cp "$d/console.log" "$kept"
+        echo "vm$n: its kernel panicked while booting (attempt $k; console kept in $kept): booting it again" >&2
         k=$((k + 1))
     done
 }

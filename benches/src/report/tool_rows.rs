@@ -81,11 +81,13 @@ impl ToolLatency {
 
     /// The range of the pairs' p50 ratios, as the table shows it.
     fn pairs_p50(&self) -> String {
-        let r: Vec<f64> = self.pairs.iter().map(|p| p.p50).collect();
-        let (lo, hi) = r
+        let (lo, hi) = self
+            .pairs
             .iter()
-            .fold((f64::INFINITY, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-        match r.len() {
+            .fold((f64::INFINITY, 0f64), |(lo, hi), p| {
+                (lo.min(p.p50), hi.max(p.p50))
+            });
+        match self.pairs.len() {
             0 => "-".into(),
             1 => format!("{lo:.2} (1)"),
             n => format!("{lo:.2}-{hi:.2} ({n})"),
