@@ -145,25 +145,75 @@ vm_port_listening() {
 }
 
 RESULTS=() RUNS=0 FAILED=0
-# vm1 can break (seen once under TCG, in an engine-client read-bw -D 2
-# run: the guest's virtio_net TX queue stalled, "NETDEV WATCHDOG", and
-# rxe later oopsed in rxe_skb_tx_dtor): then every later run would wait
-# out its timeouts. vm_broken notices it (qemu gone, or a fault on the
-# console), says so once, and the remaining runs are recorded as not run.
-CONSOLE=$(vm_dir vm1)/console.log VM_BROKEN=
-vm_broken() {
+# vm1 can break under TCG, nothing to do with the run that was going on:
+# once, during `engine-client read-bw -s 4096 -D 2`, the guest's
+# virtio_net TX queue stalled ("NETDEV WATCHDOG") and rxe later oopsed in
+# rxe_skb_tx_dtor; once (CI of 2026-12-05), during the 4 MiB step of
+# `engine-server write-bw -a -n 5`, the guest stopped sending and
+# answering anything on eth0 (no ACK, no TCP, no ARP) while its kernel
+# and agent ran on, with nothing on its console. A failed run is checked
+# for it (vm_fault): vm1's qemu gone, a fault on its console or in its
+# kernel log (dmesg through the agent), its agent silent, or vm1 no
+# longer answering ping from the engine's namespace. Then vm1's kernel
+# log and console are kept ($OUT/vm1-fault-K.dmesg, .console), vm1 is
+# booted again and the run is run once more on the fresh boot: its result
+# line says so, and the summary lists every such fault. A run is run
+# again at most once, and vm1 booted again at most VM_FAULT_REBOOTS times
+# (default 2); past that, or when vm1 does not come back, the remaining
+# runs are recorded as not run instead of waiting out their timeouts.
+CONSOLE=$(vm_dir vm1)/console.log VM_BROKEN= VM_FAULTS=() RERUN_NOTE=
+VM_FAULT_REBOOTS=${VM_FAULT_REBOOTS:-2}
+vm_broken() {   # vm_broken: vm1 is known broken, or its qemu is gone
     [ -n "$VM_BROKEN" ] && return 0
-    local l
-    l=$(grep -a -m1 -E 'Kernel panic|BUG: |NETDEV WATCHDOG' "$CONSOLE" 2>/dev/null | tr -d '\r')
-    if ! vm_running vm1; then
-        VM_BROKEN="vm1's qemu exited${l:+, first fault: ${l#*] }}"
-    elif [ -n "$l" ]; then
-        VM_BROKEN="vm1's kernel: ${l#*] }"
-    else
-        return 1
-    fi
+    vm_running vm1 && return 1
+    VM_BROKEN="vm1's qemu exited"
     log "vm1 is broken: $VM_BROKEN (console: $CONSOLE); the remaining runs are not run"
     return 0
+}
+# vm_fault: prints why vm1 is broken; returns 1 when nothing shows it is.
+vm_fault() {
+    local l rc
+    vm_running vm1 || { echo "its qemu exited"; return 0; }
+    l=$(grep -a -m1 -E 'Kernel panic|BUG: |Oops|NETDEV WATCHDOG' "$CONSOLE" 2>/dev/null | tr -d '\r')
+    [ -n "$l" ] && { echo "its console: ${l#*] }"; return 0; }
+    l=$(vm_exec vm1 20 "dmesg | grep -m1 -E 'Kernel panic|BUG: |Oops|NETDEV WATCHDOG|transmit queue [0-9]+ timed out|soft lockup|blocked for more than|self-detected stall'")
+    rc=$?
+    [ $rc = 124 ] && { echo "its agent did not answer in 20 s"; return 0; }
+    l=$(printf '%s' "$l" | tr -d '\r')
+    [ -n "$l" ] && { echo "its kernel log: ${l#*] }"; return 0; }
+    ip netns exec "$ENG_NS" ping -q -c 3 -i 0.5 -W 2 "$VM_IP" > /dev/null 2>&1 ||
+        { echo "it no longer answered ping from $ENG_IP (its kernel and agent running)"; return 0; }
+    return 1
+}
+# again_after_vm_fault LABEL LOG...: after a failed run; when vm1 broke,
+# keeps its kernel log and console and the run's logs (LOG.first-run),
+# boots it again and returns 0 (run it again; RERUN_NOTE says why for
+# the result line). Returns 1 when the failure
+# stands: vm1 is fine, or the run was already run again, or vm1 cannot be
+# booted again (then VM_BROKEN is set).
+again_after_vm_fault() {
+    local label=$1 why k f
+    shift
+    [ -z "$RERUN_NOTE" ] || return 1
+    why=$(vm_fault) || return 1
+    for f in "$@"; do mv -f "$f" "$f.first-run" 2>/dev/null; done
+    k=$((${#VM_FAULTS[@]} + 1))
+    vm_exec vm1 20 dmesg > "$OUT/vm1-fault-$k.dmesg" 2>&1
+    cp "$CONSOLE" "$OUT/vm1-fault-$k.console" 2>/dev/null
+    VM_FAULTS+=("during $label: $why (kept: $OUT/vm1-fault-$k.dmesg, .console)")
+    if [ "$k" -gt "$VM_FAULT_REBOOTS" ]; then
+        VM_BROKEN="$why, after $VM_FAULT_REBOOTS reboots already"
+    else
+        log "$label: vm1 broke ($why; kernel log and console kept in $OUT/vm1-fault-$k.*): booting it again to run this once more"
+        vm_stop vm1
+        VM_RXE=1 VM_MEM=512 vm_boot 1 400 && {
+            RERUN_NOTE="run again on a fresh boot of vm1: the first run failed when vm1 broke ($why; its logs: *.first-run)"
+            return 0
+        }
+        VM_BROKEN="$why; booting it again failed"
+    fi
+    log "vm1 is broken: $VM_BROKEN (console: $CONSOLE); the remaining runs are not run"
+    return 1
 }
 not_run_if_vm_broken() {   # not_run_if_vm_broken LABEL: records it as not run, returns 0
     vm_broken || return 1
@@ -175,6 +225,8 @@ record() {
     local label=$1 ok=$2 detail=$3 f
     shift 3
     RUNS=$((RUNS + 1))
+    [ -z "$RERUN_NOTE" ] || detail+="; $RERUN_NOTE"
+    RERUN_NOTE=
     if [ "$ok" = 1 ]; then
         RESULTS+=("PASS $label${detail:+ ($detail)}")
     else
@@ -215,31 +267,35 @@ case_run() {
     [[ $label =~ $CASES_ONLY ]] || return 0
     not_run_if_vm_broken "$label" && return 0
     base=$OUT/$(echo "$label" | tr ' /' '__')
-    for attempt in $(seq $STOCK_CLOCK_ATTEMPTS); do
-        if [ "$role" = engine-server ]; then
-            ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --iface $ENG_IF --mode "$MODE" $args \
-                > "$base.engine" 2>&1 &
-            pid=$!
-            BG_PIDS+=($pid)
-            eng_listening || log "$label: the engine server did not listen on $ENG_IP:$PORT (log: $base.engine)"
-            vm_exec vm1 120 "timeout 100 $stock -x \$(vm-gid) $args $ENG_IP" > "$base.stock" 2>&1
-            src=$?
-            wait $pid
-            erc=$?
-        else
-            id=$(vm_spawn vm1 "timeout 100 $stock -x \$(vm-gid) $args")
-            vm_port_listening || log "$label: the stock server did not listen on $VM_IP:$PORT (log: $base.stock)"
-            ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --mode "$MODE" $args $VM_IP \
-                > "$base.engine" 2>&1
-            erc=$?
-            vm_wait vm1 "$id" 120 > "$base.stock" 2>&1
-            src=$?
-        fi
-        if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
-            log "$label: the stock tool's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
-            continue
-        fi
-        break
+    while :; do
+        for attempt in $(seq $STOCK_CLOCK_ATTEMPTS); do
+            if [ "$role" = engine-server ]; then
+                ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --iface $ENG_IF --mode "$MODE" $args \
+                    > "$base.engine" 2>&1 &
+                pid=$!
+                BG_PIDS+=($pid)
+                eng_listening || log "$label: the engine server did not listen on $ENG_IP:$PORT (log: $base.engine)"
+                vm_exec vm1 120 "timeout 100 $stock -x \$(vm-gid) $args $ENG_IP" > "$base.stock" 2>&1
+                src=$?
+                wait $pid
+                erc=$?
+            else
+                id=$(vm_spawn vm1 "timeout 100 $stock -x \$(vm-gid) $args")
+                vm_port_listening || log "$label: the stock server did not listen on $VM_IP:$PORT (log: $base.stock)"
+                ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" $tool --mode "$MODE" $args $VM_IP \
+                    > "$base.engine" 2>&1
+                erc=$?
+                vm_wait vm1 "$id" 120 > "$base.stock" 2>&1
+                src=$?
+            fi
+            if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
+                log "$label: the stock tool's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
+                continue
+            fi
+            break
+        done
+        [ $erc = 0 ] && [ $src = 0 ] && break
+        again_after_vm_fault "$label" "$base.engine" "$base.stock" || break
     done
     verdict "$label" $erc $src "$base.engine" "$base.stock"
 }
@@ -268,18 +324,22 @@ if [[ "serve" =~ $CASES_ONLY ]] || [ "$CASES_ONLY" = . ]; then
         "ib_atomic_lat -n 100" "ib_write_bw -s 4096 -n 100 -q 4"; do
         base=$OUT/serve_$(echo "$t" | tr ' ' '_')
         not_run_if_vm_broken "serve <- $t" && continue
-        for attempt in $(seq $STOCK_CLOCK_ATTEMPTS); do
-            vm_exec vm1 120 "timeout 100 $t -x \$(vm-gid) $ENG_IP" > "$base.stock" 2>&1
-            src=$?
-            if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
-                log "serve <- $t: the stock tool's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
-                continue
-            fi
-            break
+        while :; do
+            for attempt in $(seq $STOCK_CLOCK_ATTEMPTS); do
+                vm_exec vm1 120 "timeout 100 $t -x \$(vm-gid) $ENG_IP" > "$base.stock" 2>&1
+                src=$?
+                if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
+                    log "serve <- $t: the stock tool's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
+                    continue
+                fi
+                break
+            done
+            kill -0 $SERVE_PID 2>/dev/null
+            erc=$?
+            cp "$OUT/serve.log" "$base.engine"
+            [ $erc = 0 ] && [ $src = 0 ] && break
+            again_after_vm_fault "serve <- $t" "$base.engine" "$base.stock" || break
         done
-        kill -0 $SERVE_PID 2>/dev/null
-        erc=$?
-        cp "$OUT/serve.log" "$base.engine"
         verdict "serve <- $t" $erc $src "$base.engine" "$base.stock"
     done
     kill -INT $SERVE_PID
@@ -305,41 +365,45 @@ exec_case() {
     local host=(ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" exec --iface $ENG_IF --mode "$MODE" --
         $prog -d roce-xdp0 $gidf 1 $args)
     local vm="timeout 100 $prog -d rxe0 $gidf \$(vm-gid) $args"
-    for attempt in $(seq $STOCK_CLOCK_ATTEMPTS); do
-        if [ "$role" = exec-server ]; then
-            "${host[@]}" > "$base.exec" 2>&1 &
-            pid=$!
-            BG_PIDS+=($pid)
-            if eng_listening; then
-                vm_exec vm1 120 "$vm $ENG_IP" > "$base.rxe" 2>&1
-                vrc=$?
-            else
-                vrc=98
-                echo "run.sh: not started: nothing listened on $ENG_IP:$PORT in 10 s" > "$base.rxe"
-            fi
-            # A server whose client failed would wait out its timeout.
-            [ $vrc = 0 ] || kill $pid 2>/dev/null
-            wait $pid
-            hrc=$?
-        else
-            id=$(vm_spawn vm1 "$vm")
-            if vm_port_listening; then
-                "${host[@]}" $VM_IP > "$base.exec" 2>&1
+    while :; do
+        for attempt in $(seq $STOCK_CLOCK_ATTEMPTS); do
+            if [ "$role" = exec-server ]; then
+                "${host[@]}" > "$base.exec" 2>&1 &
+                pid=$!
+                BG_PIDS+=($pid)
+                if eng_listening; then
+                    vm_exec vm1 120 "$vm $ENG_IP" > "$base.rxe" 2>&1
+                    vrc=$?
+                else
+                    vrc=98
+                    echo "run.sh: not started: nothing listened on $ENG_IP:$PORT in 10 s" > "$base.rxe"
+                fi
+                # A server whose client failed would wait out its timeout.
+                [ $vrc = 0 ] || kill $pid 2>/dev/null
+                wait $pid
                 hrc=$?
             else
-                hrc=98
-                echo "run.sh: not started: nothing listened on $VM_IP:$PORT in 20 s" > "$base.exec"
+                id=$(vm_spawn vm1 "$vm")
+                if vm_port_listening; then
+                    "${host[@]}" $VM_IP > "$base.exec" 2>&1
+                    hrc=$?
+                else
+                    hrc=98
+                    echo "run.sh: not started: nothing listened on $VM_IP:$PORT in 20 s" > "$base.exec"
+                fi
+                [ $hrc = 0 ] || vm_exec vm1 10 "pkill -x $prog" > /dev/null 2>&1
+                vm_wait vm1 "$id" 120 > "$base.rxe" 2>&1
+                vrc=$?
             fi
-            [ $hrc = 0 ] || vm_exec vm1 10 "pkill -x $prog" > /dev/null 2>&1
-            vm_wait vm1 "$id" 120 > "$base.rxe" 2>&1
-            vrc=$?
-        fi
-        if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && { { [ $vrc != 0 ] && stock_clock_gave_up "$base.rxe"; } ||
-            { [ $hrc != 0 ] && stock_clock_gave_up "$base.exec"; }; }; then
-            log "$label: perftest's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
-            continue
-        fi
-        break
+            if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && { { [ $vrc != 0 ] && stock_clock_gave_up "$base.rxe"; } ||
+                { [ $hrc != 0 ] && stock_clock_gave_up "$base.exec"; }; }; then
+                log "$label: perftest's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
+                continue
+            fi
+            break
+        done
+        [ $hrc = 0 ] && [ $vrc = 0 ] && break
+        again_after_vm_fault "$label" "$base.exec" "$base.rxe" || break
     done
     ok=1
     why="exec exit $hrc, rxe exit $vrc"
@@ -451,6 +515,8 @@ PASS=0
     printf 'engine: %s %s (XDP %s), %s\n' $ENG_IF "$ENG_IP" "$MODE" "$("$ROCE_XDP" --version 2>/dev/null)"
     printf '  %s\n' "${RESULTS[@]}"
     printf 'runs: %d/%d passed\n' $((RUNS - FAILED)) $RUNS
+    [ ${#VM_FAULTS[@]} = 0 ] || printf 'vm1 broke %d time(s) and was booted again (its runs were run again):\n' ${#VM_FAULTS[@]}
+    [ ${#VM_FAULTS[@]} = 0 ] || printf '  %s\n' "${VM_FAULTS[@]}"
     printf 'tshark: %d RoCE frames, %d without a BTH, %d malformed/warning; from %s: %d, from %s: %d\n' \
         "$TOTAL" "$NO_BTH" "$BAD" "$ENG_IP" "$FROM_ENG" "$VM_IP" "$FROM_VM"
     grep -v '^/' "$OUT/icrc.txt" | sed 's/^/  /'
