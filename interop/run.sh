@@ -133,10 +133,15 @@ if [ "$PEER" = engine ]; then
     ip -n $ENG_NS addr add $ENG_IP/24 dev $ENG_IF
     ip -n $ENG_NS link set $ENG_IF up
 fi
-VM_RXE=1 vm_boot 1 240 || die "vm1 did not boot"
-[ "$PEER" = vm ] && { VM_RXE=1 vm_boot 2 240 || die "vm2 did not boot"; }
+# vm_up vmN: boots it (vm1 gets rdma_target in its share, /share/rdma_target).
+vm_up() {
+    VM_RXE=1 vm_boot "${1#vm}" 240 || return 1
+    [ "$1" = vm1 ] && [ -n "$RDMA_OPS" ] && vm_copy vm1 "$OUT/rdma_target"
+    return 0
+}
+vm_up vm1 || die "vm1 did not boot"
+[ "$PEER" = vm ] && { vm_up vm2 || die "vm2 did not boot"; }
 log "vm1 up ($(cat "$(vm_dir vm1)/ready"))"
-[ -n "$RDMA_OPS" ] && vm_copy vm1 "$OUT/rdma_target"   # /share/rdma_target in the guest
 RXE_VERSION=$(vm_exec vm1 20 'echo "kernel $(uname -r), rdma-core $(dpkg-query -W -f "\${Version}" rdma-core)"')
 
 ip netns exec $NS tcpdump -i $BR -s 0 -U -w "$PCAP" "udp port 4791 or tcp port $PORT" 2>"$OUT/tcpdump.log" &
@@ -164,6 +169,21 @@ PP_OPTS="-g 1 -m $MTU -n $ITERS"
 ENG_OPTS="--iface $ENG_IF --mode $MODE --log-level ${ENG_LOG:-info}"
 RESULTS=()
 RUNS=0 FAILED=0
+# A VM that breaks under a run (interop/README.md; vm_again_after_fault in
+# vmlib.sh): its kernel log and console are kept, it is booted again and
+# the run is run once more on the fresh boot, which its result line says
+# (RERUN_NOTE); the summary lists every such fault. Past
+# VM_FAULT_REBOOTS reboots (default 2) a failure stands.
+VM_FAULTS=() RERUN_NOTE= VM_BROKEN= VM_REBOOT=vm_up
+# again_after_vm_fault LABEL LOG...: for whichever VM broke (vm1, or vm2
+# with PEER=vm).
+again_after_vm_fault() {
+    [ -z "$VM_BROKEN" ] || return 1
+    vm_again_after_fault vm1 "$NS" "$@" && return 0
+    [ "$PEER" = vm ] && [ -z "$RERUN_NOTE" ] && [ -z "$VM_BROKEN" ] && vm_again_after_fault vm2 "$NS" "$@" && return 0
+    [ -z "$VM_BROKEN" ] || log "$VM_BROKEN: no more reboots; a failed run stands"
+    return 1
+}
 # The "engine side" of a case: roce-xdp in netns pr-eng (or, with PEER=vm,
 # ibv_rc_pingpong on vm2). eng_start ARGS... -> background; eng_wait -> rc.
 ENG_JOB= ENG_EXTRA=
@@ -190,39 +210,46 @@ run_case() {   # run_case DIRECTION SIZE [DROP_RATE] ; DIRECTION = engine-client
     local dir=$1 size=$2 drop=${3:-} base="$OUT/$1-$2${3:+-drop$3}" id erc=0 vrc=0
     ENG_EXTRA=${drop:+--drop-rate $drop}
     local vm_pp="timeout 90 ibv_rc_pingpong $PP_OPTS -s $size"
-    : > "$base.engine.log"; : > "$base.rxe.log"
-    if [ "$dir" = engine-client ]; then
-        # rxe on vm1 serves; the engine connects.
-        id=$(vm_spawn vm1 "$vm_pp")
-        if vm_listening vm1; then
-            eng_start "$base.engine.log" $VM_IP
-            eng_wait "$base.engine.log" || erc=$?
-        else
-            erc=98
-        fi
-        [ $erc = 0 ] || vm_abort vm1
-        vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
-    else
-        # the engine serves; rxe on vm1 connects.
-        eng_start "$base.engine.log"
-        if eng_listening_any; then
-            id=$(vm_spawn vm1 "$vm_pp $ENG_IP")
-            eng_wait "$base.engine.log" || erc=$?
+    local verdict
+    while :; do
+        erc=0 vrc=0
+        : > "$base.engine.log"; : > "$base.rxe.log"
+        if [ "$dir" = engine-client ]; then
+            # rxe on vm1 serves; the engine connects.
+            id=$(vm_spawn vm1 "$vm_pp")
+            if vm_listening vm1; then
+                eng_start "$base.engine.log" $VM_IP
+                eng_wait "$base.engine.log" || erc=$?
+            else
+                erc=98
+            fi
             [ $erc = 0 ] || vm_abort vm1
             vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
         else
-            erc=98
-            [ "$PEER" = vm ] && vm_abort vm2
-            eng_wait "$base.engine.log"
+            # the engine serves; rxe on vm1 connects.
+            eng_start "$base.engine.log"
+            if eng_listening_any; then
+                id=$(vm_spawn vm1 "$vm_pp $ENG_IP")
+                eng_wait "$base.engine.log" || erc=$?
+                [ $erc = 0 ] || vm_abort vm1
+                vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
+            else
+                erc=98
+                [ "$PEER" = vm ] && vm_abort vm2
+                eng_wait "$base.engine.log"
+            fi
         fi
-    fi
-    local verdict=PASS
-    { [ $erc = 0 ] && [ $vrc = 0 ] && check_output "$base.engine.log" $size && check_output "$base.rxe.log" $size; } || verdict=FAIL
+        verdict=PASS
+        { [ $erc = 0 ] && [ $vrc = 0 ] && check_output "$base.engine.log" $size && check_output "$base.rxe.log" $size; } || verdict=FAIL
+        [ $verdict = FAIL ] && again_after_vm_fault "$dir size $size${drop:+ drop $drop}" "$base.engine.log" "$base.rxe.log" && continue
+        break
+    done
     local eline vline
     eline=$(grep -h 'usec/iter' "$base.engine.log" 2>/dev/null | head -1)
     vline=$(grep -h 'usec/iter' "$base.rxe.log" 2>/dev/null | head -1)
-    RESULTS+=("$(printf '%-4s %-13s size %6s x %s%s: %s (exit %s) | rxe: %s (exit %s)' \
-        $verdict $dir $size $ITERS "${drop:+ drop $drop}" "${eline:-no result}" $erc "${vline:-no result}" $vrc)")
+    RESULTS+=("$(printf '%-4s %-13s size %6s x %s%s: %s (exit %s) | rxe: %s (exit %s)%s' \
+        $verdict $dir $size $ITERS "${drop:+ drop $drop}" "${eline:-no result}" $erc "${vline:-no result}" $vrc "${RERUN_NOTE:+; $RERUN_NOTE}")")
+    RERUN_NOTE=
     log "${RESULTS[-1]}"
     RUNS=$((RUNS + 1))
     if [ -n "$drop" ]; then
@@ -258,45 +285,52 @@ fi
 rdma_case() {   # rdma_case DIRECTION OP SIZE [DROP_RATE]; DIRECTION = engine-client | engine-target
     local dir=$1 op=$2 size=$3 drop=${4:-} base="$OUT/rdma-$1-$2-$3${4:+-drop$4}" id erc=0 vrc=0 job
     local bytes=$(( size * ITERS )) tgt=rdma_target
-    : > "$base.engine.log"; : > "$base.rxe.log"
-    if [ $dir = engine-client ]; then
-        id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -o $op -s $size -n $ITERS -m $MTU -g 1")
-        if vm_listening vm1; then
-            timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" interop rdma-client $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
-                ${drop:+--drop-rate $drop} $VM_IP > "$base.engine.log" 2>&1 || erc=$?
-        else
-            erc=98
-        fi
-        [ $erc = 0 ] || vm_abort vm1
-        vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
-    else
-        timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" interop rdma-target $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
-            ${drop:+--drop-rate $drop} > "$base.engine.log" 2>&1 &
-        job=$!
-        BG_PIDS+=($job)
-        if eng_listening; then
-            id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -c $ENG_IP -o $op -s $size -n $ITERS -m $MTU -g 1")
+    local verdict
+    while :; do
+        erc=0 vrc=0
+        : > "$base.engine.log"; : > "$base.rxe.log"
+        if [ $dir = engine-client ]; then
+            id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -o $op -s $size -n $ITERS -m $MTU -g 1")
+            if vm_listening vm1; then
+                timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" interop rdma-client $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
+                    ${drop:+--drop-rate $drop} $VM_IP > "$base.engine.log" 2>&1 || erc=$?
+            else
+                erc=98
+            fi
+            [ $erc = 0 ] || vm_abort vm1
             vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
-            [ $vrc = 0 ] || kill $job 2>/dev/null
         else
-            vrc=98
+            timeout 90 ip netns exec $ENG_NS "$ROCE_XDP" interop rdma-target $ENG_OPTS -o $op -s $size -n $ITERS -m $MTU \
+                ${drop:+--drop-rate $drop} > "$base.engine.log" 2>&1 &
+            job=$!
+            BG_PIDS+=($job)
+            if eng_listening; then
+                id=$(vm_spawn vm1 "timeout 90 /share/rdma_target -c $ENG_IP -o $op -s $size -n $ITERS -m $MTU -g 1")
+                vm_wait vm1 "$id" 150 > "$base.rxe.log" 2>&1 || vrc=$?
+                [ $vrc = 0 ] || kill $job 2>/dev/null
+            else
+                vrc=98
+            fi
+            wait $job || erc=$?
         fi
-        wait $job || erc=$?
-    fi
-    local verdict=PASS
-    if [ $dir = engine-client ]; then
-        { grep -q '^target: ok' "$base.engine.log" && grep -q "target $bytes bytes: ok $bytes\$" "$base.rxe.log"; } || verdict=FAIL
-        [ $op = read ] && { grep -q "^READ: verified $bytes bytes" "$base.engine.log" || verdict=FAIL; }
-    else
-        { grep -q "target $bytes bytes: ok $bytes\$" "$base.engine.log" && grep -q "^peer: ok $bytes\$" "$base.rxe.log"; } || verdict=FAIL
-        [ $op = read ] && { grep -q "^READ: verified $bytes bytes" "$base.rxe.log" || verdict=FAIL; }
-    fi
-    { [ $erc = 0 ] && [ $vrc = 0 ]; } || verdict=FAIL
+        verdict=PASS
+        if [ $dir = engine-client ]; then
+            { grep -q '^target: ok' "$base.engine.log" && grep -q "target $bytes bytes: ok $bytes\$" "$base.rxe.log"; } || verdict=FAIL
+            [ $op = read ] && { grep -q "^READ: verified $bytes bytes" "$base.engine.log" || verdict=FAIL; }
+        else
+            { grep -q "target $bytes bytes: ok $bytes\$" "$base.engine.log" && grep -q "^peer: ok $bytes\$" "$base.rxe.log"; } || verdict=FAIL
+            [ $op = read ] && { grep -q "^READ: verified $bytes bytes" "$base.rxe.log" || verdict=FAIL; }
+        fi
+        { [ $erc = 0 ] && [ $vrc = 0 ]; } || verdict=FAIL
+        [ $verdict = FAIL ] && again_after_vm_fault "rdma $dir $op size $size${drop:+ drop $drop}" "$base.engine.log" "$base.rxe.log" && continue
+        break
+    done
     local rate tline
     rate=$(grep -h 'Mbit/sec' "$base.engine.log" "$base.rxe.log" 2>/dev/null | head -1)
     tline=$(grep -ho 'target [0-9]* bytes: .*' "$base.engine.log" "$base.rxe.log" | head -1)
-    RESULTS+=("$(printf '%-4s %-13s %-5s size %6s x %s%s: %s | %s (exit engine %s, rxe %s)' \
-        $verdict $dir $op $size $ITERS "${drop:+ drop $drop}" "${rate:-no result}" "${tline:-no verdict}" $erc $vrc)")
+    RESULTS+=("$(printf '%-4s %-13s %-5s size %6s x %s%s: %s | %s (exit engine %s, rxe %s)%s' \
+        $verdict $dir $op $size $ITERS "${drop:+ drop $drop}" "${rate:-no result}" "${tline:-no verdict}" $erc $vrc "${RERUN_NOTE:+; $RERUN_NOTE}")")
+    RERUN_NOTE=
     log "${RESULTS[-1]}"
     RUNS=$((RUNS + 1))
     [ -n "$drop" ] && RESULTS+=("$(grep -h '^roce-xdp: ' "$base.engine.log" | sed 's/^roce-xdp: /       /')")
@@ -359,6 +393,8 @@ else
 fi
 for r in "${RESULTS[@]}"; do echo "  $r"; done
 echo "runs: $(( RUNS - FAILED ))/$RUNS passed"
+[ ${#VM_FAULTS[@]} = 0 ] || printf 'a VM broke %d time(s) and was booted again (its runs were run again):\n' ${#VM_FAULTS[@]}
+[ ${#VM_FAULTS[@]} = 0 ] || printf '  %s\n' "${VM_FAULTS[@]}"
 echo "tshark $(tshark --version 2>/dev/null | head -1 | awk '{print $3}'): $N_ROCE RoCE frames, $N_IB decoded as InfiniBand (BTH), $N_BAD malformed/expert>=warning; from $ENG_IP: $N_FROM_ENG, from $VM_IP: $N_FROM_VM"
 [ -s "$OUT/tshark-expert.txt" ] && grep -v '^$' "$OUT/tshark-expert.txt" | sed 's/^/  tshark expert| /'
 echo "  opcodes: $OPCODES"

@@ -123,7 +123,8 @@ ip -n "$VM_NS" link set $BR_VETH master "$VM_BR" up
 ip -n "$ENG_NS" link set lo up
 ip -n "$ENG_NS" addr add "$ENG_IP/24" dev $ENG_IF
 ip -n "$ENG_NS" link set $ENG_IF up
-VM_RXE=1 VM_MEM=512 vm_boot 1 400 || die "vm1 did not boot (console: $(vm_dir vm1)/console.log)"
+vm1_boot() { VM_RXE=1 VM_MEM=512 vm_boot 1 400; }
+vm1_boot || die "vm1 did not boot (console: $(vm_dir vm1)/console.log)"
 PERFTEST_VERSION=$(vm_exec vm1 20 'echo "perftest $(dpkg-query -W -f "\${Version}" perftest) (protocol $(ib_write_bw --version | sed -n "s/^Version: //p")), kernel $(uname -r)"')
 log "vm1 up: $PERFTEST_VERSION"
 
@@ -152,17 +153,16 @@ RESULTS=() RUNS=0 FAILED=0
 # `engine-server write-bw -a -n 5`, the guest stopped sending and
 # answering anything on eth0 (no ACK, no TCP, no ARP) while its kernel
 # and agent ran on, with nothing on its console. A failed run is checked
-# for it (vm_fault): vm1's qemu gone, a fault on its console or in its
-# kernel log (dmesg through the agent), its agent silent, or vm1 no
-# longer answering ping from the engine's namespace. Then vm1's kernel
-# log and console are kept ($OUT/vm1-fault-K.dmesg, .console), vm1 is
-# booted again and the run is run once more on the fresh boot: its result
-# line says so, and the summary lists every such fault. A run is run
-# again at most once, and vm1 booted again at most VM_FAULT_REBOOTS times
-# (default 2); past that, or when vm1 does not come back, the remaining
-# runs are recorded as not run instead of waiting out their timeouts.
-CONSOLE=$(vm_dir vm1)/console.log VM_BROKEN= VM_FAULTS=() RERUN_NOTE=
-VM_FAULT_REBOOTS=${VM_FAULT_REBOOTS:-2}
+# for it (vm_again_after_fault in vmlib.sh: vm1's qemu gone, a fault on
+# its console or in its kernel log, its agent silent, or no answer to
+# ping from the engine's namespace); then vm1's kernel log and console
+# are kept ($OUT/vm1-fault-K.dmesg, .console), vm1 is booted again and the
+# run is run once more on the fresh boot: its result line says so, and
+# the summary lists every such fault. A run is run again at most once,
+# and vm1 booted again at most VM_FAULT_REBOOTS times (default 2); past
+# that, or when vm1 does not come back, the remaining runs are recorded
+# as not run instead of waiting out their timeouts.
+CONSOLE=$(vm_dir vm1)/console.log VM_BROKEN= VM_FAULTS=() RERUN_NOTE= VM_REBOOT=vm1_boot
 vm_broken() {   # vm_broken: vm1 is known broken, or its qemu is gone
     [ -n "$VM_BROKEN" ] && return 0
     vm_running vm1 && return 1
@@ -170,49 +170,11 @@ vm_broken() {   # vm_broken: vm1 is known broken, or its qemu is gone
     log "vm1 is broken: $VM_BROKEN (console: $CONSOLE); the remaining runs are not run"
     return 0
 }
-# vm_fault: prints why vm1 is broken; returns 1 when nothing shows it is.
-vm_fault() {
-    local l rc
-    vm_running vm1 || { echo "its qemu exited"; return 0; }
-    l=$(grep -a -m1 -E 'Kernel panic|BUG: |Oops|NETDEV WATCHDOG' "$CONSOLE" 2>/dev/null | tr -d '\r')
-    [ -n "$l" ] && { echo "its console: ${l#*] }"; return 0; }
-    l=$(vm_exec vm1 20 "dmesg | grep -m1 -E 'Kernel panic|BUG: |Oops|NETDEV WATCHDOG|transmit queue [0-9]+ timed out|soft lockup|blocked for more than|self-detected stall'")
-    rc=$?
-    [ $rc = 124 ] && { echo "its agent did not answer in 20 s"; return 0; }
-    l=$(printf '%s' "$l" | tr -d '\r')
-    [ -n "$l" ] && { echo "its kernel log: ${l#*] }"; return 0; }
-    ip netns exec "$ENG_NS" ping -q -c 3 -i 0.5 -W 2 "$VM_IP" > /dev/null 2>&1 ||
-        { echo "it no longer answered ping from $ENG_IP (its kernel and agent running)"; return 0; }
-    return 1
-}
-# again_after_vm_fault LABEL LOG...: after a failed run; when vm1 broke,
-# keeps its kernel log and console and the run's logs (LOG.first-run),
-# boots it again and returns 0 (run it again; RERUN_NOTE says why for
-# the result line). Returns 1 when the failure
-# stands: vm1 is fine, or the run was already run again, or vm1 cannot be
-# booted again (then VM_BROKEN is set).
+# again_after_vm_fault LABEL LOG...: vm_again_after_fault (vmlib.sh) for
+# vm1, which says once when vm1 is past using.
 again_after_vm_fault() {
-    local label=$1 why k f
-    shift
-    [ -z "$RERUN_NOTE" ] || return 1
-    why=$(vm_fault) || return 1
-    for f in "$@"; do mv -f "$f" "$f.first-run" 2>/dev/null; done
-    k=$((${#VM_FAULTS[@]} + 1))
-    vm_exec vm1 20 dmesg > "$OUT/vm1-fault-$k.dmesg" 2>&1
-    cp "$CONSOLE" "$OUT/vm1-fault-$k.console" 2>/dev/null
-    VM_FAULTS+=("during $label: $why (kept: $OUT/vm1-fault-$k.dmesg, .console)")
-    if [ "$k" -gt "$VM_FAULT_REBOOTS" ]; then
-        VM_BROKEN="$why, after $VM_FAULT_REBOOTS reboots already"
-    else
-        log "$label: vm1 broke ($why; kernel log and console kept in $OUT/vm1-fault-$k.*): booting it again to run this once more"
-        vm_stop vm1
-        VM_RXE=1 VM_MEM=512 vm_boot 1 400 && {
-            RERUN_NOTE="run again on a fresh boot of vm1: the first run failed when vm1 broke ($why; its logs: *.first-run)"
-            return 0
-        }
-        VM_BROKEN="$why; booting it again failed"
-    fi
-    log "vm1 is broken: $VM_BROKEN (console: $CONSOLE); the remaining runs are not run"
+    vm_again_after_fault vm1 "$ENG_NS" "$@" && return 0
+    [ -n "$VM_BROKEN" ] && log "vm1 is broken: $VM_BROKEN (console: $CONSOLE); the remaining runs are not run"
     return 1
 }
 not_run_if_vm_broken() {   # not_run_if_vm_broken LABEL: records it as not run, returns 0

@@ -207,6 +207,65 @@ vm_stop() {   # vm_stop vmN: power off through the agent, kill qemu after 5 s
     vm_running "$1" && kill "$pid"   # only if that pid is still our qemu
     rm -f "$d/qemu.pid"
 }
+# A VM can break under TCG while a test runs, nothing to do with what the
+# test checks (interop/README.md lists what was seen: a virtio_net TX queue
+# stalled, rxe oopsed, eth0 went silent with the kernel running on). For a
+# test that then wants to run the failed run again on a fresh boot:
+#
+# vm_fault vmN NETNS: prints why vmN is broken; returns 1 when nothing
+# shows it is. Broken: its qemu exited; its console or its kernel log
+# (dmesg through the agent) shows a panic, BUG:, an oops, NETDEV WATCHDOG
+# or a stall; its agent does not answer in 20 s; or it does not answer
+# ping from network namespace NETNS (the test's own, on the same bridge).
+vm_fault() {
+    local vm=$1 ns=$2 l rc ip faults='Kernel panic|BUG: |Oops|NETDEV WATCHDOG|transmit queue [0-9]+ timed out|soft lockup|blocked for more than|self-detected stall'
+    ip=$(vm_ip "${vm#vm}")
+    vm_running "$vm" || { echo "its qemu exited"; return 0; }
+    l=$(grep -a -m1 -E "$faults" "$(vm_dir "$vm")/console.log" 2>/dev/null | tr -d '\r')
+    [ -n "$l" ] && { echo "its console: ${l#*] }"; return 0; }
+    l=$(vm_exec "$vm" 20 "dmesg | grep -m1 -E '$faults'")
+    rc=$?
+    [ $rc = 124 ] && { echo "its agent did not answer in 20 s"; return 0; }
+    l=$(printf '%s' "$l" | tr -d '\r')
+    [ -n "$l" ] && { echo "its kernel log: ${l#*] }"; return 0; }
+    ip netns exec "$ns" ping -q -c 3 -i 0.5 -W 2 "$ip" > /dev/null 2>&1 ||
+        { echo "it no longer answered ping from namespace $ns (its kernel and agent running)"; return 0; }
+    return 1
+}
+# vm_again_after_fault vmN NETNS LABEL LOG...: after run LABEL failed. When
+# vmN broke (vm_fault), keeps its kernel log and console
+# ($OUT/vmN-fault-K.dmesg, .console) and the run's logs (LOG.first-run),
+# boots it again with the caller's function $VM_REBOOT (called with vmN)
+# and returns 0: run it again. Returns 1 when the failure stands: vmN is
+# fine, or this run was already run again (RERUN_NOTE set), or vmN broke
+# more than VM_FAULT_REBOOTS [2] times or did not come back (then
+# VM_BROKEN says why). The caller's globals: OUT, VM_REBOOT, VM_FAULTS (an
+# array, a line per fault added), RERUN_NOTE (set on return 0, for the
+# run's result line; the caller clears it once recorded), VM_BROKEN.
+vm_again_after_fault() {
+    local vm=$1 ns=$2 label=$3 why k f msg
+    shift 3
+    [ -z "${RERUN_NOTE:-}" ] || return 1
+    why=$(vm_fault "$vm" "$ns") || return 1
+    for f in "$@"; do mv -f "$f" "$f.first-run" 2>/dev/null; done
+    k=$((${#VM_FAULTS[@]} + 1))
+    vm_exec "$vm" 20 dmesg > "$OUT/$vm-fault-$k.dmesg" 2>&1
+    cp "$(vm_dir "$vm")/console.log" "$OUT/$vm-fault-$k.console" 2>/dev/null
+    VM_FAULTS+=("during $label: $vm: $why (kept: $OUT/$vm-fault-$k.dmesg, .console)")
+    if [ "$k" -gt "${VM_FAULT_REBOOTS:-2}" ]; then
+        VM_BROKEN="$vm: $why, after ${VM_FAULT_REBOOTS:-2} reboots already"
+    else
+        msg="$label: $vm broke ($why; kernel log and console kept in $OUT/$vm-fault-$k.*): booting it again to run this once more"
+        if declare -F log > /dev/null; then log "$msg"; else echo "$msg" >&2; fi
+        vm_stop "$vm"
+        if "$VM_REBOOT" "$vm"; then
+            RERUN_NOTE="run again on a fresh boot of $vm: the first run failed when $vm broke ($why; its logs: *.first-run)"
+            return 0
+        fi
+        VM_BROKEN="$vm: $why; booting it again failed"
+    fi
+    return 1
+}
 vm_stop_all() {   # vm_stop_all: every VM with a run directory here
     local d
     for d in "$VM_RUN"/vm*; do
