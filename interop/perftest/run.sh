@@ -220,6 +220,13 @@ STOCK_CLOCK_ATTEMPTS=3
 stock_clock_gave_up() {   # stock_clock_gave_up FILE
     grep -q "Correlation coefficient r^2" "$1" && grep -q "Can't produce a report" "$1"
 }
+# stock_clock_again LABEL ATTEMPT RC FILE: 0 (run it again, said in the
+# log) when the stock tool of attempt ATTEMPT exited RC != 0 because its
+# clock sampling gave up (FILE: its output) and attempts are left.
+stock_clock_again() {
+    [ "$2" -lt $STOCK_CLOCK_ATTEMPTS ] && [ "$3" != 0 ] && stock_clock_gave_up "$4" || return 1
+    log "$1: the stock tool's CPU clock sampling gave up (r^2 < 0.9), attempt $2 of $STOCK_CLOCK_ATTEMPTS: again"
+}
 
 # case ROLE TOOL STOCK ARGS: ROLE engine-server (the stock tool is the
 # client, in vm1) or engine-client (the stock tool is the server).
@@ -250,10 +257,7 @@ case_run() {
                 vm_wait vm1 "$id" 120 > "$base.stock" 2>&1
                 src=$?
             fi
-            if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
-                log "$label: the stock tool's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
-                continue
-            fi
+            stock_clock_again "$label" $attempt $src "$base.stock" && continue
             break
         done
         [ $erc = 0 ] && [ $src = 0 ] && break
@@ -290,10 +294,7 @@ if [[ "serve" =~ $CASES_ONLY ]] || [ "$CASES_ONLY" = . ]; then
             for attempt in $(seq $STOCK_CLOCK_ATTEMPTS); do
                 vm_exec vm1 120 "timeout 100 $t -x \$(vm-gid) $ENG_IP" > "$base.stock" 2>&1
                 src=$?
-                if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && [ $src != 0 ] && stock_clock_gave_up "$base.stock"; then
-                    log "serve <- $t: the stock tool's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
-                    continue
-                fi
+                stock_clock_again "serve <- $t" $attempt $src "$base.stock" && continue
                 break
             done
             kill -0 $SERVE_PID 2>/dev/null
@@ -357,11 +358,9 @@ exec_case() {
                 vm_wait vm1 "$id" 120 > "$base.rxe" 2>&1
                 vrc=$?
             fi
-            if [ $attempt -lt $STOCK_CLOCK_ATTEMPTS ] && { { [ $vrc != 0 ] && stock_clock_gave_up "$base.rxe"; } ||
-                { [ $hrc != 0 ] && stock_clock_gave_up "$base.exec"; }; }; then
-                log "$label: perftest's CPU clock sampling gave up (r^2 < 0.9), attempt $attempt of $STOCK_CLOCK_ATTEMPTS: again"
-                continue
-            fi
+            # Either side is Debian's perftest (under exec on the host, or on rxe).
+            stock_clock_again "$label" $attempt $vrc "$base.rxe" && continue
+            stock_clock_again "$label" $attempt $hrc "$base.exec" && continue
             break
         done
         [ $hrc = 0 ] && [ $vrc = 0 ] && break
