@@ -111,13 +111,11 @@ mod tests {
     fn completions_keep_their_order_and_a_full_queue_counts_what_it_drops() {
         let mut cq = Cq::new(5);
         let mut model = std::collections::VecDeque::new();
-        let (mut next, mut dropped, mut x) = (0u64, 0u64, 0x2545_F491_4F6C_DD1Du64);
+        let mut rng = crate::sim::SplitMix64::new(7);
+        let (mut next, mut dropped) = (0u64, 0u64);
         let mut out = [WorkCompletion::default(); 4];
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            match x % 4 {
+            match rng.below(4) {
                 0 | 1 => {
                     let accepted = cq.push(wc(next));
                     assert_eq!(accepted, model.len() < 5);
@@ -129,7 +127,7 @@ mod tests {
                     next += 1;
                 }
                 2 => {
-                    let want = (x >> 8) as usize % (out.len() + 1);
+                    let want = rng.below(out.len() as u64 + 1) as usize;
                     let n = cq.poll(&mut out[..want]);
                     assert_eq!(n, want.min(model.len()));
                     for got in &out[..n] {
