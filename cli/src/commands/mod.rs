@@ -6,6 +6,7 @@ mod bench;
 mod capture;
 mod decode;
 mod exec;
+mod floor_lat;
 mod interop;
 mod loopback;
 mod perftest;
@@ -57,6 +58,8 @@ pub enum Command {
     AtomicLat(perftest::PerftestArgs),
     /// RC SEND/RECV ping-pong, wire-compatible with rdma-core's ibv_rc_pingpong.
     Pingpong(pingpong::PingpongArgs),
+    /// Bare AF_XDP round trip between two hosts, no RoCE: the floor the latency tools are measured against.
+    FloorLat(floor_lat::FloorLatArgs),
     /// Helpers of the interoperability tests against Linux Soft-RoCE (rxe): see interop/README.md.
     #[command(subcommand)]
     Interop(interop::InteropCommand),
@@ -84,6 +87,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::AtomicBw(a) => perftest::run(Kind::AtomicBw, a),
         Command::AtomicLat(a) => perftest::run(Kind::AtomicLat, a),
         Command::Pingpong(a) => pingpong::run(a),
+        Command::FloorLat(a) => floor_lat::run(a),
         Command::Interop(c) => interop::run(c),
         Command::Exec(a) => exec::run(a),
     }

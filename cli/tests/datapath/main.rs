@@ -1,7 +1,8 @@
 //! The commands that attach engines to interfaces, run on the binary
 //! between network namespaces the tests create (veth pairs): the
 //! perftest-style tools, `serve` with `stats` and `capture`, the error
-//! messages of the datapath, queue coverage (`--steer`), and the benchmark harness's smoke run.
+//! messages of the datapath, queue coverage (`--steer`), the bare AF_XDP
+//! round trip (`floor-lat`), and the benchmark harness's smoke run.
 //!
 //! Every test that needs root (namespaces, XDP, AF_XDP) is
 //! `#[ignore = "needs root"]`: run them as root with
@@ -9,6 +10,7 @@
 
 mod bench;
 mod errors;
+mod floor_lat;
 mod multi_queue;
 mod perftest;
 mod qp_scale;

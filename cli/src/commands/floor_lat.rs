@@ -1,0 +1,678 @@
+//! `roce-xdp floor-lat`: the bare AF_XDP round trip between two hosts, with
+//! no RoCE processing: the floor that `roce-xdp bench` measures the latency
+//! tools against on its veth pair, measured on any link, NIC queues
+//! included (`docs/latency-floor.md`).
+//!
+//! Without an address it echoes: every floor ping that reaches its
+//! AF_XDP sockets goes back with its MAC and IPv4 addresses swapped (and,
+//! for a ping of the request+ACK pattern, an ACK-sized frame after it, in
+//! the same TX kick), until Ctrl-C. With the peer's address it pings: one
+//! frame at a time, as long as the RoCE frame of a `-s` byte WRITE, and
+//! reports the round trips as the latency tools do (`t_min`, `t_max`,
+//! `t_typical`, percentiles; `--json` in the tools' schema).
+//!
+//! The frames are Ethernet/IPv4/UDP to port 4791, so the steering program
+//! hands them to the sockets as it does RoCE; their payload starts with a
+//! marker ([`MAGIC`]), what the echo answers to ([`PingKind`]) and the
+//! ping's sequence number. Anything else on port 4791 is counted and
+//! dropped.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Args;
+use engine::io::{wait_readable_any, XskConfig, XskSocket, MAX_WAIT_FDS};
+use engine::nic::{QueueOption, SteerProgram};
+use engine::testbed::floor::write_udp_frame;
+use engine::testbed::netns::Side;
+use roce_xdp_benches::baselines::floor::{frame_len_for, ACK_FRAME_LEN};
+
+use crate::common::args::{ModeArg, SteerArg, ZeroCopyArg};
+use crate::common::lists::{parse_list, CpuList};
+use crate::common::perftest::latency::LatencyStats;
+use crate::common::perftest::report::{self, LatRow, Rows, TestInfo};
+use crate::common::{preflight, steering};
+use crate::errors::{Interrupted, UserError};
+
+/// Options of `roce-xdp floor-lat`.
+#[derive(Debug, Args)]
+pub struct FloorLatArgs {
+    /// The echoing peer's IPv4 address (ping). Without it, echo the pings
+    /// that arrive until Ctrl-C.
+    pub server: Option<IpAddr>,
+    /// Network interface.
+    #[arg(short = 'd', long = "iface", value_name = "IF")]
+    pub iface: String,
+    /// Frames as long as the RoCE frame of a WRITE of this many bytes
+    /// (Ethernet to ICRC), as the latency rows of `roce-xdp bench` use.
+    #[arg(short = 's', long = "size", default_value_t = 64)]
+    pub size: usize,
+    /// Round trips to measure (after a warm-up of a tenth as many, at most
+    /// 1000, not measured).
+    #[arg(short = 'n', long = "iters", default_value_t = 1000)]
+    pub iters: u64,
+    /// The wire pattern of `send-lat` and `write-lat`: each ping is
+    /// followed by an ACK-sized frame in the same TX kick, the echo answers
+    /// with the ping and then an ACK-sized frame of its own, and a round
+    /// trip ends when both are back (RC has no piggybacked ACK).
+    #[arg(long = "acks")]
+    pub acks: bool,
+    /// NIC queues to open sockets on, starting at 0 (`0-3`), as `serve
+    /// --queues`: with RSS, every queue the pings (or their echoes) may
+    /// reach.
+    #[arg(long = "queues", value_parser = parse_list, default_value = "0")]
+    pub queues: CpuList,
+    /// UDP source port of the pings (which RX queue RSS picks for them).
+    #[arg(long = "sport", default_value_t = 49152)]
+    pub sport: u16,
+    /// XDP attach mode.
+    #[arg(long = "mode", value_enum, default_value_t = ModeArg::Auto)]
+    pub mode: ModeArg,
+    /// AF_XDP zero-copy.
+    #[arg(long = "zero-copy", value_enum, default_value_t = ZeroCopyArg::Auto)]
+    pub zero_copy: ZeroCopyArg,
+    /// Replace an XDP program another tool attached to the interface, and
+    /// start even if port 4791 may reach RX queues without a socket.
+    #[arg(long = "force")]
+    pub force: bool,
+    /// Keep port 4791 on the opened queues when the interface has more RX
+    /// queues: ntuple rules (auto, ntuple), or nothing (off).
+    #[arg(long = "steer", value_enum, default_value_t = SteerArg::Auto)]
+    pub steer: SteerArg,
+    /// Seconds to wait for the first echo, and for each one after it.
+    #[arg(long = "timeout", default_value_t = 5.0)]
+    pub timeout: f64,
+    /// Print one JSON document (the latency tools' schema) instead of the
+    /// table.
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+/// First bytes of a floor frame's UDP payload.
+pub const MAGIC: [u8; 4] = *b"RXFL";
+/// Ethernet + IPv4 + UDP headers.
+const HEADERS: usize = 42;
+/// Marker, kind and sequence number.
+const MARKER_LEN: usize = MAGIC.len() + 1 + 4;
+/// Frames a socket takes per `recv`.
+const BATCH: usize = 64;
+/// How long the echo yields the core between empty polls before it sleeps
+/// in poll(2) (as the engine's adaptive poll does).
+const ECHO_SPIN: Duration = Duration::from_millis(2);
+
+/// What a floor frame asks of the echo (the byte after [`MAGIC`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PingKind {
+    /// Echo it.
+    Echo = 0,
+    /// Echo it, then send an ACK-sized frame ([`PingKind::Ack`]).
+    EchoAck = 1,
+    /// An ACK-sized frame: not answered.
+    Ack = 2,
+}
+
+impl PingKind {
+    fn from_byte(b: u8) -> Option<PingKind> {
+        match b {
+            0 => Some(PingKind::Echo),
+            1 => Some(PingKind::EchoAck),
+            2 => Some(PingKind::Ack),
+            _ => None,
+        }
+    }
+}
+
+/// A floor frame's kind and sequence number, if `frame` is one: IPv4
+/// without options, UDP to port 4791, the marker at the payload's start.
+pub fn parse(frame: &[u8]) -> Option<(PingKind, u32)> {
+    if frame.len() < HEADERS + MARKER_LEN
+        || frame[12..14] != [0x08, 0x00]
+        || frame[14] != 0x45
+        || frame[23] != 17
+        || frame[36..38] != 4791u16.to_be_bytes()
+        || frame[HEADERS..HEADERS + 4] != MAGIC
+    {
+        return None;
+    }
+    let kind = PingKind::from_byte(frame[HEADERS + 4])?;
+    let seq = u32::from_le_bytes(frame[HEADERS + 5..HEADERS + 9].try_into().ok()?);
+    Some((kind, seq))
+}
+
+/// Writes a floor frame of `len` bytes from `src` to `dst` into
+/// `buf[..len]`: UDP source port `sport`, destination 4791, the marker,
+/// `kind` and `seq`.
+pub fn write_frame(
+    buf: &mut [u8],
+    src: &Side,
+    dst: &Side,
+    sport: u16,
+    len: usize,
+    kind: PingKind,
+    seq: u32,
+) {
+    write_udp_frame(buf, src, dst, 4791, len);
+    buf[34..36].copy_from_slice(&sport.to_be_bytes());
+    buf[HEADERS..HEADERS + 4].copy_from_slice(&MAGIC);
+    buf[HEADERS + 4] = kind as u8;
+    buf[HEADERS + 5..HEADERS + 9].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// Turns a received floor frame into its echo in place: MAC and IPv4
+/// addresses swapped (the checksums stay valid: the same 16-bit words,
+/// summed in another order).
+pub fn swap_addresses(frame: &mut [u8]) {
+    for k in 0..6 {
+        frame.swap(k, k + 6);
+    }
+    for k in 26..30 {
+        frame.swap(k, k + 4);
+    }
+}
+
+/// Writes into `out` the ACK-sized frame that follows the echo `echo` of
+/// a [`PingKind::EchoAck`] ping: the echo's headers with the lengths and
+/// the IPv4 checksum of an [`ACK_FRAME_LEN`]-byte frame, kind
+/// [`PingKind::Ack`], the ping's sequence number. Returns its length.
+pub fn write_ack_after(echo: &[u8], out: &mut [u8]) -> usize {
+    let len = ACK_FRAME_LEN;
+    let f = &mut out[..len];
+    f.fill(0);
+    f[..HEADERS + MARKER_LEN].copy_from_slice(&echo[..HEADERS + MARKER_LEN]);
+    f[HEADERS + 4] = PingKind::Ack as u8;
+    let ip_len = (len - 14) as u16;
+    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
+    f[24..26].fill(0);
+    let mut sum = 0u32;
+    for i in (14..34).step_by(2) {
+        sum += u16::from_be_bytes([f[i], f[i + 1]]) as u32;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
+    f[40..42].fill(0);
+    len
+}
+
+/// Runs `roce-xdp floor-lat`.
+pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
+    let queues: Vec<u32> = args.queues.0.iter().map(|&q| q as u32).collect();
+    if queues.iter().enumerate().any(|(i, &q)| q != i as u32) {
+        return Err(UserError::Usage(format!(
+            "--queues must start at 0 and have no gaps (0-{}): the sockets open on queues 0..N",
+            queues.len().saturating_sub(1)
+        ))
+        .into());
+    }
+    if queues.len() > MAX_WAIT_FDS {
+        return Err(UserError::Usage(format!(
+            "--queues: at most {MAX_WAIT_FDS} queues (one thread polls them all)"
+        ))
+        .into());
+    }
+    if !(args.timeout > 0.0 && args.timeout.is_finite()) {
+        return Err(
+            UserError::Usage("--timeout must be a positive number of seconds".into()).into(),
+        );
+    }
+    if let Some(IpAddr::V6(_)) = args.server {
+        return Err(UserError::Usage(
+            "floor-lat pings over IPv4: give the peer's IPv4 address".into(),
+        )
+        .into());
+    }
+    let (frame_len, _) = frame_len_for(args.size, usize::MAX);
+    let link = preflight::check(&preflight::Plan {
+        what: format!("floor-lat on {}", args.iface),
+        iface: &args.iface,
+        queues: &queues,
+        // The frame's length is checked below, in floor-lat's words.
+        pmtu: 0,
+        ipv6: false,
+        force: args.force,
+    })?;
+    if frame_len - 14 > link.mtu as usize {
+        return Err(UserError::Usage(format!(
+            "-s {}: the frame ({frame_len} bytes, {} inside the IP MTU) does not fit {}'s MTU of {}: use a smaller -s",
+            args.size,
+            frame_len - 14,
+            args.iface,
+            link.mtu
+        ))
+        .into());
+    }
+    if frame_len > 4096 {
+        return Err(UserError::Usage(format!(
+            "-s {}: a floor frame is one UMEM frame, at most 4096 bytes (this one is {frame_len})",
+            args.size
+        ))
+        .into());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+            .context("installing the signal handler")?;
+        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+    }
+    let steering = steering::steer(
+        &args.iface,
+        queues.len() as u32,
+        args.steer,
+        args.force,
+        false,
+        QueueOption::Range,
+    )?;
+    let (program, mut socks) = open(&args, queues.len() as u32)?;
+    let info = test_info(&args, &program, &socks, link.mtu);
+    let result = match args.server {
+        Some(IpAddr::V4(peer)) => ping(&args, peer, &mut socks, &stop, frame_len, info),
+        _ => echo(&args, &mut socks, &stop),
+    };
+    drop(socks);
+    drop(program);
+    drop(steering);
+    result
+}
+
+/// The steering program and one socket a queue.
+fn open(args: &FloorLatArgs, queues: u32) -> anyhow::Result<(SteerProgram, Vec<XskSocket>)> {
+    let mut program = SteerProgram::attach(&args.iface, args.mode.into(), args.force)?;
+    let mut socks = Vec::with_capacity(queues as usize);
+    for q in 0..queues {
+        let mut cfg = XskConfig::new(&args.iface, q);
+        cfg.zero_copy = args.zero_copy.into();
+        let sock = XskSocket::open(&cfg)?;
+        program.register_socket(q, &sock)?;
+        socks.push(sock);
+    }
+    Ok((program, socks))
+}
+
+fn test_info(
+    args: &FloorLatArgs,
+    program: &SteerProgram,
+    socks: &[XskSocket],
+    mtu: u32,
+) -> TestInfo {
+    TestInfo {
+        tool: "floor-lat".into(),
+        role: if args.server.is_some() {
+            "client"
+        } else {
+            "server"
+        }
+        .into(),
+        verb: if args.acks {
+            "AF_XDP echo, request+ACK"
+        } else {
+            "AF_XDP echo"
+        }
+        .into(),
+        kind: "lat".into(),
+        qps: 0,
+        mtu,
+        tx_depth: 1,
+        iface: args.iface.clone(),
+        local: String::new(),
+        remote: args.server.map(|a| a.to_string()).unwrap_or_default(),
+        xdp_mode: program.mode().to_string(),
+        zero_copy: socks.iter().all(XskSocket::is_zero_copy),
+    }
+}
+
+/// The echo, until `stop`: prints what it answered when it ends.
+fn echo(args: &FloorLatArgs, socks: &mut [XskSocket], stop: &AtomicBool) -> anyhow::Result<()> {
+    eprintln!(
+        "roce-xdp floor-lat: echoing floor pings on {} queues 0-{} (XDP, {}); Ctrl-C ends",
+        args.iface,
+        socks.len() - 1,
+        if socks.iter().all(XskSocket::is_zero_copy) {
+            "zero-copy"
+        } else {
+            "copy"
+        }
+    );
+    let slot = socks
+        .iter()
+        .map(XskSocket::max_packet)
+        .max()
+        .unwrap_or(4096);
+    let mut arena = vec![0u8; slot * BATCH];
+    let mut lens = Vec::with_capacity(BATCH);
+    let mut ack = vec![0u8; ACK_FRAME_LEN];
+    let (mut acks_sent, mut ignored) = (0u64, 0u64);
+    let mut echoed = vec![0u64; socks.len()];
+    let mut idle_since: Option<Instant> = None;
+    while !stop.load(Ordering::Relaxed) {
+        let mut got = 0;
+        for (q, sock) in socks.iter_mut().enumerate() {
+            sock.complete();
+            lens.clear();
+            got += sock.recv(BATCH, |pkt| {
+                let i = lens.len();
+                arena[i * slot..i * slot + pkt.len()].copy_from_slice(pkt);
+                lens.push(pkt.len());
+            });
+            for (i, &len) in lens.iter().enumerate() {
+                let frame = &mut arena[i * slot..i * slot + len];
+                let kind = match parse(frame) {
+                    Some((PingKind::Ack, _)) => continue,
+                    Some((kind, _)) => kind,
+                    None => {
+                        ignored += 1;
+                        continue;
+                    }
+                };
+                swap_addresses(frame);
+                let ack_len = (kind == PingKind::EchoAck).then(|| write_ack_after(frame, &mut ack));
+                for out in std::iter::once(&frame[..]).chain(ack_len.map(|l| &ack[..l])) {
+                    while !sock.send(out) {
+                        let _ = sock.flush();
+                        sock.complete();
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
+                }
+                echoed[q] += 1;
+                acks_sent += ack_len.is_some() as u64;
+            }
+            let _ = sock.flush();
+        }
+        if got > 0 {
+            idle_since = None;
+            continue;
+        }
+        let since = *idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < ECHO_SPIN {
+            std::thread::yield_now();
+        } else {
+            // Asleep until a frame comes (or a signal, or the timeout: then
+            // straight back to sleep, idle_since stays).
+            let fds: Vec<_> = socks.iter().map(|s| s.as_fd()).collect();
+            let _ = wait_readable_any(&fds, Duration::from_millis(500));
+        }
+    }
+    let per_queue: Vec<String> = echoed
+        .iter()
+        .enumerate()
+        .map(|(q, n)| format!("queue {q}: {n}"))
+        .collect();
+    eprintln!(
+        "roce-xdp floor-lat: echoed {} pings ({}), {acks_sent} of them with an ACK-sized frame after; {ignored} other frames on port 4791 dropped",
+        echoed.iter().sum::<u64>(),
+        per_queue.join(", ")
+    );
+    Ok(())
+}
+
+/// The pings, their round trips and the report.
+fn ping(
+    args: &FloorLatArgs,
+    peer: Ipv4Addr,
+    socks: &mut [XskSocket],
+    stop: &AtomicBool,
+    frame_len: usize,
+    mut info: TestInfo,
+) -> anyhow::Result<()> {
+    let local = match engine::nic::interface_addr(None, &args.iface, false)? {
+        IpAddr::V4(a) => a,
+        IpAddr::V6(_) => anyhow::bail!("{} has no IPv4 address", args.iface),
+    };
+    let peer_mac =
+        engine::nic::resolve_mac(None, &args.iface, IpAddr::V4(peer), Duration::from_secs(3))
+            .map_err(|e| UserError::PeerUnreachable {
+                addr: peer.to_string(),
+                detail: format!("no MAC for it on {}: {e}", args.iface),
+            })?;
+    let side = |mac: [u8; 6], ipv4: Ipv4Addr| Side {
+        netns: String::new(),
+        ifname: args.iface.clone(),
+        mac,
+        ipv4,
+        ipv6: Ipv6Addr::UNSPECIFIED,
+    };
+    let me = side(engine::nic::interface_mac(None, &args.iface)?, local);
+    let them = side(peer_mac, peer);
+    info.local = local.to_string();
+    let kind = if args.acks {
+        PingKind::EchoAck
+    } else {
+        PingKind::Echo
+    };
+    let mut frame = vec![0u8; frame_len];
+    let mut ack = vec![0u8; ACK_FRAME_LEN];
+    // The ACK-sized frame after our ping goes from us to them, as an
+    // engine's ACK of the peer's last answer would.
+    write_frame(
+        &mut ack,
+        &me,
+        &them,
+        args.sport,
+        ACK_FRAME_LEN,
+        PingKind::Ack,
+        0,
+    );
+    let timeout = Duration::from_secs_f64(args.timeout);
+    let warm = (args.iters / 10).min(1000);
+    let mut samples = Vec::with_capacity(args.iters as usize);
+    for seq in 0..warm + args.iters + 1 {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Interrupted.into());
+        }
+        write_frame(
+            &mut frame, &me, &them, args.sport, frame_len, kind, seq as u32,
+        );
+        // The first ping is sent again every 200 ms until answered (the
+        // echo may still be starting); the others once.
+        let resend = (seq == 0).then_some(Duration::from_millis(200));
+        let rtt = round_trip(socks, &frame, args.acks.then_some(&ack[..]), seq as u32, timeout, resend, stop)
+            .map_err(|e| match e {
+                RoundTrip::Interrupted => anyhow::Error::from(Interrupted),
+                RoundTrip::Timeout(what) => UserError::PeerUnreachable {
+                    addr: peer.to_string(),
+                    detail: format!(
+                        "ping {seq}: {what} within {timeout:?}; is `roce-xdp floor-lat --iface IF` running there, on every queue the pings reach (--queues)?"
+                    ),
+                }
+                .into(),
+                RoundTrip::NoTxRoom => anyhow::anyhow!("ping {seq}: the TX ring stayed full for {timeout:?}"),
+            })?;
+        if seq > warm {
+            samples.push(rtt.as_nanos() as u64);
+        }
+    }
+    let stats = LatencyStats::from_nanos(&samples).context("no round trip measured (-n 0)")?;
+    let row = LatRow {
+        bytes: args.size as u64,
+        iterations: args.iters,
+        stats,
+    };
+    if args.json {
+        println!("{}", report::to_json(&info, &Rows::Latency(vec![row]), &[]));
+    } else {
+        println!("{}", banner(&info, args.size, frame_len));
+        println!("{}", report::LAT_HEADER);
+        println!("{}", report::lat_line(&row));
+    }
+    Ok(())
+}
+
+/// Why a round trip did not end.
+enum RoundTrip {
+    Interrupted,
+    Timeout(&'static str),
+    NoTxRoom,
+}
+
+/// Sends `frame` (then `ack`, in the same kick) from the first socket and
+/// polls every socket until the echo of ping `seq` is back, and with
+/// `ack` the peer's ACK-sized frame too. `resend`: send again at that
+/// interval while nothing came back.
+fn round_trip(
+    socks: &mut [XskSocket],
+    frame: &[u8],
+    ack: Option<&[u8]>,
+    seq: u32,
+    timeout: Duration,
+    resend: Option<Duration>,
+    stop: &AtomicBool,
+) -> Result<Duration, RoundTrip> {
+    let start = Instant::now();
+    let mut sent_at = start;
+    let send = |sock: &mut XskSocket| -> Result<(), RoundTrip> {
+        sock.complete();
+        for f in std::iter::once(frame).chain(ack) {
+            while !sock.send(f) {
+                sock.complete();
+                if start.elapsed() > timeout {
+                    return Err(RoundTrip::NoTxRoom);
+                }
+            }
+        }
+        let _ = sock.flush();
+        Ok(())
+    };
+    send(&mut socks[0])?;
+    let (mut echo, mut acked) = (false, ack.is_none());
+    loop {
+        for sock in socks.iter_mut() {
+            sock.recv(BATCH, |pkt| match parse(pkt) {
+                Some((PingKind::Ack, s)) if s == seq => acked = true,
+                Some((_, s)) if s == seq && pkt.len() == frame.len() => echo = true,
+                _ => {}
+            });
+        }
+        if echo && acked {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() > timeout {
+            return Err(RoundTrip::Timeout(if echo {
+                "the echo came, its ACK-sized frame did not"
+            } else {
+                "no echo"
+            }));
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Err(RoundTrip::Interrupted);
+        }
+        if let Some(every) = resend {
+            if !echo && sent_at.elapsed() > every {
+                send(&mut socks[0])?;
+                sent_at = Instant::now();
+            }
+        }
+        // As the latency tools' driving thread does between empty polls.
+        std::thread::yield_now();
+    }
+}
+
+/// The banner above the table.
+fn banner(info: &TestInfo, size: usize, frame_len: usize) -> String {
+    let rule = "-".repeat(87);
+    format!(
+        "{rule}\n{:^87}\n Frame           : {frame_len}[B] (the RoCE frame of a {}-byte WRITE)\n Interface       : {:<10} XDP mode       : {}, {}\n local address   : {}\n remote address  : {}\n{rule}",
+        format!("{} Latency Test", info.verb),
+        size,
+        info.iface,
+        info.xdp_mode,
+        if info.zero_copy { "zero-copy" } else { "copy" },
+        info.local,
+        info.remote,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(last: u8) -> Side {
+        Side {
+            netns: String::new(),
+            ifname: "x".into(),
+            mac: [2, 0, 0, 0, 0, last],
+            ipv4: Ipv4Addr::new(10, 0, 0, last),
+            ipv6: Ipv6Addr::UNSPECIFIED,
+        }
+    }
+
+    fn frame_of(
+        src: &Side,
+        dst: &Side,
+        sport: u16,
+        len: usize,
+        kind: PingKind,
+        seq: u32,
+    ) -> Vec<u8> {
+        let mut f = vec![0u8; len];
+        write_frame(&mut f, src, dst, sport, len, kind, seq);
+        f
+    }
+
+    fn ipv4_checksum_ok(f: &[u8]) -> bool {
+        let mut sum = 0u32;
+        for i in (14..34).step_by(2) {
+            sum += u16::from_be_bytes([f[i], f[i + 1]]) as u32;
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum == 0xffff
+    }
+
+    #[test]
+    fn a_ping_parses_and_its_echo_goes_back_to_the_sender() {
+        let (a, b) = (side(1), side(2));
+        let mut f = frame_of(&a, &b, 50000, 144, PingKind::EchoAck, 7);
+        assert_eq!(parse(&f), Some((PingKind::EchoAck, 7)));
+        assert_eq!(f[34..36], 50000u16.to_be_bytes());
+        swap_addresses(&mut f);
+        assert_eq!((&f[0..6], &f[6..12]), (&a.mac[..], &b.mac[..]));
+        assert_eq!(f[26..30], b.ipv4.octets());
+        assert_eq!(f[30..34], a.ipv4.octets());
+        assert!(ipv4_checksum_ok(&f));
+        assert_eq!(parse(&f), Some((PingKind::EchoAck, 7)));
+    }
+
+    #[test]
+    fn the_ack_after_an_echo_has_its_own_lengths_and_a_valid_checksum() {
+        let mut echo = frame_of(&side(1), &side(2), 49152, 144, PingKind::EchoAck, 9);
+        swap_addresses(&mut echo);
+        let mut ack = vec![0xee; 200];
+        let n = write_ack_after(&echo, &mut ack);
+        let ack = &ack[..n];
+        assert_eq!(n, ACK_FRAME_LEN);
+        assert_eq!(parse(ack), Some((PingKind::Ack, 9)));
+        assert_eq!(u16::from_be_bytes([ack[16], ack[17]]) as usize, n - 14);
+        assert_eq!(u16::from_be_bytes([ack[38], ack[39]]) as usize, n - 34);
+        assert!(ipv4_checksum_ok(ack));
+        assert_eq!(ack[..12], echo[..12]);
+        assert!(ack[HEADERS + MARKER_LEN..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn other_frames_are_not_pings() {
+        let f = frame_of(&side(1), &side(2), 49152, 144, PingKind::Echo, 1);
+        let mut g = f.clone();
+        g[HEADERS] = b'x'; // no marker: RoCE, say
+        assert_eq!(parse(&g), None);
+        let mut g = f.clone();
+        g[36..38].copy_from_slice(&4792u16.to_be_bytes());
+        assert_eq!(parse(&g), None);
+        let mut g = f.clone();
+        g[HEADERS + 4] = 9; // unknown kind
+        assert_eq!(parse(&g), None);
+        assert_eq!(parse(&f[..HEADERS + MARKER_LEN - 1]), None);
+        for n in 0..f.len() {
+            let _ = parse(&f[..n]);
+        }
+    }
+}
