@@ -27,11 +27,11 @@ use anyhow::Context as _;
 use clap::Args;
 use engine::io::{wait_readable_any, XskConfig, XskSocket, MAX_WAIT_FDS};
 use engine::nic::{QueueOption, SteerProgram};
-use engine::testbed::floor::write_udp_frame;
+use engine::testbed::floor::{ipv4_checksum, write_udp_frame};
 use engine::testbed::netns::Side;
 use roce_xdp_benches::baselines::floor::{frame_len_for, ACK_FRAME_LEN};
 
-use crate::common::args::{ModeArg, SteerArg, ZeroCopyArg};
+use crate::common::args::AttachArgs;
 use crate::common::lists::{parse_list, CpuList};
 use crate::common::perftest::latency::LatencyStats;
 use crate::common::perftest::report::{self, LatRow, Rows, TestInfo};
@@ -69,20 +69,10 @@ pub struct FloorLatArgs {
     /// UDP source port of the pings (which RX queue RSS picks for them).
     #[arg(long = "sport", default_value_t = 49152)]
     pub sport: u16,
-    /// XDP attach mode.
-    #[arg(long = "mode", value_enum, default_value_t = ModeArg::Auto)]
-    pub mode: ModeArg,
-    /// AF_XDP zero-copy.
-    #[arg(long = "zero-copy", value_enum, default_value_t = ZeroCopyArg::Auto)]
-    pub zero_copy: ZeroCopyArg,
-    /// Replace an XDP program another tool attached to the interface, and
-    /// start even if port 4791 may reach RX queues without a socket.
-    #[arg(long = "force")]
-    pub force: bool,
-    /// Keep port 4791 on the opened queues when the interface has more RX
-    /// queues: ntuple rules (auto, ntuple), or nothing (off).
-    #[arg(long = "steer", value_enum, default_value_t = SteerArg::Auto)]
-    pub steer: SteerArg,
+    /// Attach mode, zero-copy, --force, --steer (port 4791 is what they
+    /// steer and cover, as for RoCE).
+    #[command(flatten)]
+    pub attach: AttachArgs,
     /// Seconds to wait for the first echo, and for each one after it.
     #[arg(long = "timeout", default_value_t = 5.0)]
     pub timeout: f64,
@@ -188,14 +178,8 @@ pub fn write_ack_after(echo: &[u8], out: &mut [u8]) -> usize {
     let ip_len = (len - 14) as u16;
     f[16..18].copy_from_slice(&ip_len.to_be_bytes());
     f[24..26].fill(0);
-    let mut sum = 0u32;
-    for i in (14..34).step_by(2) {
-        sum += u16::from_be_bytes([f[i], f[i + 1]]) as u32;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    f[24..26].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let sum = ipv4_checksum(&f[14..34]);
+    f[24..26].copy_from_slice(&sum.to_be_bytes());
     f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
     f[40..42].fill(0);
     len
@@ -236,7 +220,7 @@ pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
         // The frame's length is checked below, in floor-lat's words.
         pmtu: 0,
         ipv6: false,
-        force: args.force,
+        force: args.attach.force,
     })?;
     if frame_len - 14 > link.mtu as usize {
         return Err(UserError::Usage(format!(
@@ -264,8 +248,8 @@ pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
     let steering = steering::steer(
         &args.iface,
         queues.len() as u32,
-        args.steer,
-        args.force,
+        args.attach.steer,
+        args.attach.force,
         false,
         QueueOption::Range,
     )?;
@@ -283,11 +267,12 @@ pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
 
 /// The steering program and one socket a queue.
 fn open(args: &FloorLatArgs, queues: u32) -> anyhow::Result<(SteerProgram, Vec<XskSocket>)> {
-    let mut program = SteerProgram::attach(&args.iface, args.mode.into(), args.force)?;
+    let mut program =
+        SteerProgram::attach(&args.iface, args.attach.mode.into(), args.attach.force)?;
     let mut socks = Vec::with_capacity(queues as usize);
     for q in 0..queues {
         let mut cfg = XskConfig::new(&args.iface, q);
-        cfg.zero_copy = args.zero_copy.into();
+        cfg.zero_copy = args.attach.zero_copy.into();
         let sock = XskSocket::open(&cfg)?;
         program.register_socket(q, &sock)?;
         socks.push(sock);
@@ -618,14 +603,7 @@ mod tests {
     }
 
     fn ipv4_checksum_ok(f: &[u8]) -> bool {
-        let mut sum = 0u32;
-        for i in (14..34).step_by(2) {
-            sum += u16::from_be_bytes([f[i], f[i + 1]]) as u32;
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        sum == 0xffff
+        ipv4_checksum(&f[14..34]) == 0
     }
 
     #[test]

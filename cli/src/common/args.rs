@@ -68,10 +68,10 @@ pub enum OpArg {
 /// Valid path MTUs (`docs/wire-format.md`, "Frame layout").
 pub const VALID_PMTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 
-/// How the perftest-style tools and `serve` run the engine on their
-/// interface.
+/// How a command attaches to its interface's queues: XDP mode, zero-copy,
+/// `--force` and queue coverage (`--steer`).
 #[derive(Debug, Clone, Args)]
-pub struct EngineArgs {
+pub struct AttachArgs {
     /// XDP attach mode.
     #[arg(long = "mode", value_enum, default_value_t = ModeArg::Auto)]
     pub mode: ModeArg,
@@ -86,6 +86,15 @@ pub struct EngineArgs {
     /// queues: ntuple rules / an RSS context (auto, ntuple), or nothing (off).
     #[arg(long = "steer", value_enum, default_value_t = SteerArg::Auto)]
     pub steer: SteerArg,
+}
+
+/// How the perftest-style tools and `serve` run the engine on their
+/// interface.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Attach mode, zero-copy, --force, --steer.
+    #[command(flatten)]
+    pub attach: AttachArgs,
     /// Record the RoCE frames sent and received to this pcap file.
     #[arg(long = "pcap", value_name = "FILE")]
     pub pcap: Option<PathBuf>,

@@ -76,13 +76,13 @@ impl Datapath {
             queues: &queues,
             pmtu: o.pmtu,
             ipv6: o.ipv6,
-            force: o.engine.force,
+            force: o.engine.attach.force,
         })?;
         let steering = steer(
             &o.iface,
             o.queues.max(1),
-            o.engine.steer,
-            o.engine.force,
+            o.engine.attach.steer,
+            o.engine.attach.force,
             o.ipv6,
             o.queue_option,
         )?;
@@ -90,9 +90,9 @@ impl Datapath {
         let mut cfg = DeviceConfig::new(&o.iface);
         cfg.queues = o.queues.max(1);
         cfg.cores = o.cores.clone();
-        cfg.attach = o.engine.mode.into();
-        cfg.force = o.engine.force;
-        cfg.zero_copy = o.engine.zero_copy.into();
+        cfg.attach = o.engine.attach.mode.into();
+        cfg.force = o.engine.attach.force;
+        cfg.zero_copy = o.engine.attach.zero_copy.into();
         if o.engine.busy_poll {
             cfg.poll = PollMode::Busy;
         }

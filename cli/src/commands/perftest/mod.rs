@@ -473,13 +473,13 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         queues: &(0..args.queue_count()).collect::<Vec<_>>(),
         pmtu: args.mtu,
         ipv6: false,
-        force: args.engine.force,
+        force: args.engine.attach.force,
     })?;
     crate::common::steering::check_steer(
         &iface,
         args.queue_count(),
-        args.engine.steer,
-        args.engine.force,
+        args.engine.attach.steer,
+        args.engine.attach.force,
         engine::nic::QueueOption::Range,
     )?;
     let listener = listen(args.port)?;
