@@ -4,20 +4,20 @@
 //! included (`docs/latency-floor.md`).
 //!
 //! Without an address it echoes: every floor ping that reaches its
-//! AF_XDP sockets goes back with its MAC and IPv4 addresses swapped (and,
+//! AF_XDP sockets goes back with its MAC and IP addresses swapped (and,
 //! for a ping of the request+ACK pattern, an ACK-sized frame after it, in
 //! the same TX kick), until Ctrl-C. With the peer's address it pings: one
 //! frame at a time, as long as the RoCE frame of a `-s` byte WRITE, and
 //! reports the round trips as the latency tools do (`t_min`, `t_max`,
 //! `t_typical`, percentiles; `--json` in the tools' schema).
 //!
-//! The frames are Ethernet/IPv4/UDP to port 4791, so the steering program
-//! hands them to the sockets as it does RoCE; their payload starts with a
-//! marker ([`MAGIC`]), what the echo answers to ([`PingKind`]) and the
-//! ping's sequence number. Anything else on port 4791 is counted and
-//! dropped.
+//! The frames are UDP over IPv4 or IPv6 to port 4791, so the steering
+//! program hands them to the sockets as it does RoCE; their payload
+//! starts with a marker ([`MAGIC`]), what the echo answers to
+//! ([`PingKind`]) and the ping's sequence number. Anything else on port
+//! 4791 is counted and dropped.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -27,8 +27,7 @@ use anyhow::Context as _;
 use clap::Args;
 use engine::io::{wait_readable_any, XskConfig, XskSocket, MAX_WAIT_FDS};
 use engine::nic::{QueueOption, SteerProgram};
-use engine::testbed::floor::{ipv4_checksum, write_udp_frame};
-use engine::testbed::netns::Side;
+use engine::wire::checksum;
 use roce_xdp_benches::baselines::floor::{frame_len_for, ACK_FRAME_LEN};
 
 use crate::common::args::AttachArgs;
@@ -41,7 +40,7 @@ use crate::errors::{Interrupted, UserError};
 /// Options of `roce-xdp floor-lat`.
 #[derive(Debug, Args)]
 pub struct FloorLatArgs {
-    /// The echoing peer's IPv4 address (ping). Without it, echo the pings
+    /// The echoing peer's address, IPv4 or IPv6 (ping). Without it, echo the pings
     /// that arrive until Ctrl-C.
     pub server: Option<IpAddr>,
     /// Network interface.
@@ -84,8 +83,6 @@ pub struct FloorLatArgs {
 
 /// First bytes of a floor frame's UDP payload.
 pub const MAGIC: [u8; 4] = *b"RXFL";
-/// Ethernet + IPv4 + UDP headers.
-const HEADERS: usize = 42;
 /// Marker, kind and sequence number.
 const MARKER_LEN: usize = MAGIC.len() + 1 + 4;
 /// Frames a socket takes per `recv`.
@@ -117,71 +114,151 @@ impl PingKind {
     }
 }
 
-/// A floor frame's kind and sequence number, if `frame` is one: IPv4
-/// without options, UDP to port 4791, the marker at the payload's start.
+/// One end of the floor's path: its MAC and IP address (both ends of a
+/// frame are of one family).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct End {
+    pub mac: [u8; 6],
+    pub ip: IpAddr,
+}
+
+/// Where a frame's UDP header starts (Ethernet and IPv4 without options,
+/// or IPv6 without extension headers), if it is UDP over one of them.
+fn udp_at(frame: &[u8]) -> Option<usize> {
+    match (frame.get(12..14)?, frame.get(14)?) {
+        ([0x08, 0x00], 0x45) if *frame.get(23)? == 17 => Some(34),
+        ([0x86, 0xdd], v) if v >> 4 == 6 && *frame.get(20)? == 17 => Some(54),
+        _ => None,
+    }
+}
+
+/// Length of the frame that carries the RoCE frame of a `size`-byte
+/// RDMA WRITE (headers, RETH and ICRC around the payload), and of an RC
+/// ACK, over IPv4 or IPv6.
+pub fn frame_lens(size: usize, ipv6: bool) -> (usize, usize) {
+    let extra = if ipv6 { 20 } else { 0 };
+    (
+        frame_len_for(size, usize::MAX).0 + extra,
+        ACK_FRAME_LEN + extra,
+    )
+}
+
+/// A floor frame's kind and sequence number, if `frame` is one: UDP to
+/// port 4791 over IPv4 (no options) or IPv6 (no extension headers), the
+/// marker at the payload's start.
 pub fn parse(frame: &[u8]) -> Option<(PingKind, u32)> {
-    if frame.len() < HEADERS + MARKER_LEN
-        || frame[12..14] != [0x08, 0x00]
-        || frame[14] != 0x45
-        || frame[23] != 17
-        || frame[36..38] != 4791u16.to_be_bytes()
-        || frame[HEADERS..HEADERS + 4] != MAGIC
-    {
+    let udp = udp_at(frame)?;
+    let m = frame.get(udp + 8..udp + 8 + MARKER_LEN)?;
+    if frame[udp + 2..udp + 4] != 4791u16.to_be_bytes() || m[..4] != MAGIC {
         return None;
     }
-    let kind = PingKind::from_byte(frame[HEADERS + 4])?;
-    let seq = u32::from_le_bytes(frame[HEADERS + 5..HEADERS + 9].try_into().ok()?);
+    let kind = PingKind::from_byte(m[4])?;
+    let seq = u32::from_le_bytes([m[5], m[6], m[7], m[8]]);
     Some((kind, seq))
 }
 
 /// Writes a floor frame of `len` bytes from `src` to `dst` into
 /// `buf[..len]`: UDP source port `sport`, destination 4791, the marker,
-/// `kind` and `seq`.
+/// `kind` and `seq`, zeros after them; IPv4 with DF set and its header
+/// checksum (no UDP checksum), or IPv6 with the UDP checksum it requires.
+/// `src` and `dst` must be of one family, `len` at least the headers and
+/// the marker.
 pub fn write_frame(
     buf: &mut [u8],
-    src: &Side,
-    dst: &Side,
+    src: &End,
+    dst: &End,
     sport: u16,
     len: usize,
     kind: PingKind,
     seq: u32,
 ) {
-    write_udp_frame(buf, src, dst, 4791, len);
-    buf[34..36].copy_from_slice(&sport.to_be_bytes());
-    buf[HEADERS..HEADERS + 4].copy_from_slice(&MAGIC);
-    buf[HEADERS + 4] = kind as u8;
-    buf[HEADERS + 5..HEADERS + 9].copy_from_slice(&seq.to_le_bytes());
+    let f = &mut buf[..len];
+    f.fill(0);
+    f[0..6].copy_from_slice(&dst.mac);
+    f[6..12].copy_from_slice(&src.mac);
+    let udp = match (src.ip, dst.ip) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            f[12..14].copy_from_slice(&[0x08, 0x00]);
+            f[14] = 0x45;
+            f[20] = 0x40; // DF
+            f[22] = 64;
+            f[23] = 17;
+            f[26..30].copy_from_slice(&s.octets());
+            f[30..34].copy_from_slice(&d.octets());
+            34
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            f[12..14].copy_from_slice(&[0x86, 0xdd]);
+            f[14] = 0x60;
+            f[20] = 17;
+            f[21] = 64;
+            f[22..38].copy_from_slice(&s.octets());
+            f[38..54].copy_from_slice(&d.octets());
+            54
+        }
+        _ => panic!("floor frame between two address families"),
+    };
+    f[udp..udp + 2].copy_from_slice(&sport.to_be_bytes());
+    f[udp + 2..udp + 4].copy_from_slice(&4791u16.to_be_bytes());
+    f[udp + 8..udp + 12].copy_from_slice(&MAGIC);
+    f[udp + 12] = kind as u8;
+    f[udp + 13..udp + 17].copy_from_slice(&seq.to_le_bytes());
+    fix_lengths(f, udp);
 }
 
-/// Turns a received floor frame into its echo in place: MAC and IPv4
-/// addresses swapped (the checksums stay valid: the same 16-bit words,
-/// summed in another order).
+/// Sets the IP and UDP lengths of the frame `f` (UDP at `udp`) to its
+/// length, and its checksums: IPv4's header checksum, or IPv6's UDP
+/// checksum.
+fn fix_lengths(f: &mut [u8], udp: usize) {
+    let udp_len = (f.len() - udp) as u16;
+    f[udp + 4..udp + 6].copy_from_slice(&udp_len.to_be_bytes());
+    f[udp + 6..udp + 8].fill(0);
+    if udp == 34 {
+        f[16..18].copy_from_slice(&(udp_len + 20).to_be_bytes());
+        f[24..26].fill(0);
+        let c = checksum::checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+    } else {
+        f[18..20].copy_from_slice(&udp_len.to_be_bytes());
+        let (src, dst): ([u8; 16], [u8; 16]) = (
+            f[22..38].try_into().expect("16 bytes"),
+            f[38..54].try_into().expect("16 bytes"),
+        );
+        let c = checksum::udp_ipv6(&src, &dst, &f[udp..]);
+        f[udp + 6..udp + 8].copy_from_slice(&c.to_be_bytes());
+    }
+}
+
+/// Turns a received floor frame ([`parse`] took it) into its echo in
+/// place: MAC and IP addresses swapped (the checksums stay valid: the
+/// same 16-bit words, summed in another order).
 pub fn swap_addresses(frame: &mut [u8]) {
     for k in 0..6 {
         frame.swap(k, k + 6);
     }
-    for k in 26..30 {
-        frame.swap(k, k + 4);
+    let (at, n) = if udp_at(frame) == Some(54) {
+        (22, 16)
+    } else {
+        (26, 4)
+    };
+    for k in at..at + n {
+        frame.swap(k, k + n);
     }
 }
 
 /// Writes into `out` the ACK-sized frame that follows the echo `echo` of
-/// a [`PingKind::EchoAck`] ping: the echo's headers with the lengths and
-/// the IPv4 checksum of an [`ACK_FRAME_LEN`]-byte frame, kind
-/// [`PingKind::Ack`], the ping's sequence number. Returns its length.
+/// a [`PingKind::EchoAck`] ping ([`parse`] took it): the echo's headers
+/// with the lengths and checksums of an RC ACK's frame ([`frame_lens`]),
+/// kind [`PingKind::Ack`], the ping's sequence number, zeros after them.
+/// Returns its length.
 pub fn write_ack_after(echo: &[u8], out: &mut [u8]) -> usize {
-    let len = ACK_FRAME_LEN;
+    let udp = udp_at(echo).expect("a floor frame");
+    let len = frame_lens(0, udp == 54).1;
     let f = &mut out[..len];
     f.fill(0);
-    f[..HEADERS + MARKER_LEN].copy_from_slice(&echo[..HEADERS + MARKER_LEN]);
-    f[HEADERS + 4] = PingKind::Ack as u8;
-    let ip_len = (len - 14) as u16;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[24..26].fill(0);
-    let sum = ipv4_checksum(&f[14..34]);
-    f[24..26].copy_from_slice(&sum.to_be_bytes());
-    f[38..40].copy_from_slice(&(ip_len - 20).to_be_bytes());
-    f[40..42].fill(0);
+    f[..udp + 8 + MARKER_LEN].copy_from_slice(&echo[..udp + 8 + MARKER_LEN]);
+    f[udp + 12] = PingKind::Ack as u8;
+    fix_lengths(f, udp);
     len
 }
 
@@ -206,20 +283,15 @@ pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
             UserError::Usage("--timeout must be a positive number of seconds".into()).into(),
         );
     }
-    if let Some(IpAddr::V6(_)) = args.server {
-        return Err(UserError::Usage(
-            "floor-lat pings over IPv4: give the peer's IPv4 address".into(),
-        )
-        .into());
-    }
-    let (frame_len, _) = frame_len_for(args.size, usize::MAX);
+    let ipv6 = args.server.is_some_and(|a| a.is_ipv6());
+    let (frame_len, ack_len) = frame_lens(args.size, ipv6);
     let link = preflight::check(&preflight::Plan {
         what: format!("floor-lat on {}", args.iface),
         iface: &args.iface,
         queues: &queues,
         // The frame's length is checked below, in floor-lat's words.
         pmtu: 0,
-        ipv6: false,
+        ipv6,
         force: args.attach.force,
     })?;
     if frame_len - 14 > link.mtu as usize {
@@ -250,14 +322,14 @@ pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
         queues.len() as u32,
         args.attach.steer,
         args.attach.force,
-        false,
+        ipv6,
         QueueOption::Range,
     )?;
     let (program, mut socks) = open(&args, queues.len() as u32)?;
     let info = test_info(&args, &program, &socks, link.mtu);
     let result = match args.server {
-        Some(IpAddr::V4(peer)) => ping(&args, peer, &mut socks, &stop, frame_len, info),
-        _ => echo(&args, &mut socks, &stop),
+        Some(peer) => ping(&args, peer, &mut socks, &stop, (frame_len, ack_len), info),
+        None => echo(&args, &mut socks, &stop),
     };
     drop(socks);
     drop(program);
@@ -331,7 +403,7 @@ fn echo(args: &FloorLatArgs, socks: &mut [XskSocket], stop: &AtomicBool) -> anyh
         .unwrap_or(4096);
     let mut arena = vec![0u8; slot * BATCH];
     let mut lens = Vec::with_capacity(BATCH);
-    let mut ack = vec![0u8; ACK_FRAME_LEN];
+    let mut ack = vec![0u8; frame_lens(0, true).1];
     let (mut acks_sent, mut ignored) = (0u64, 0u64);
     let mut echoed = vec![0u64; socks.len()];
     let mut idle_since: Option<Instant> = None;
@@ -402,31 +474,26 @@ fn echo(args: &FloorLatArgs, socks: &mut [XskSocket], stop: &AtomicBool) -> anyh
 /// The pings, their round trips and the report.
 fn ping(
     args: &FloorLatArgs,
-    peer: Ipv4Addr,
+    peer: IpAddr,
     socks: &mut [XskSocket],
     stop: &AtomicBool,
-    frame_len: usize,
+    (frame_len, ack_len): (usize, usize),
     mut info: TestInfo,
 ) -> anyhow::Result<()> {
-    let local = match engine::nic::interface_addr(None, &args.iface, false)? {
-        IpAddr::V4(a) => a,
-        IpAddr::V6(_) => anyhow::bail!("{} has no IPv4 address", args.iface),
+    let local = engine::nic::interface_addr(None, &args.iface, peer.is_ipv6())?;
+    let peer_mac = engine::nic::resolve_mac(None, &args.iface, peer, Duration::from_secs(3))
+        .map_err(|e| UserError::PeerUnreachable {
+            addr: peer.to_string(),
+            detail: format!("no MAC for it on {}: {e}", args.iface),
+        })?;
+    let me = End {
+        mac: engine::nic::interface_mac(None, &args.iface)?,
+        ip: local,
     };
-    let peer_mac =
-        engine::nic::resolve_mac(None, &args.iface, IpAddr::V4(peer), Duration::from_secs(3))
-            .map_err(|e| UserError::PeerUnreachable {
-                addr: peer.to_string(),
-                detail: format!("no MAC for it on {}: {e}", args.iface),
-            })?;
-    let side = |mac: [u8; 6], ipv4: Ipv4Addr| Side {
-        netns: String::new(),
-        ifname: args.iface.clone(),
-        mac,
-        ipv4,
-        ipv6: Ipv6Addr::UNSPECIFIED,
+    let them = End {
+        mac: peer_mac,
+        ip: peer,
     };
-    let me = side(engine::nic::interface_mac(None, &args.iface)?, local);
-    let them = side(peer_mac, peer);
     info.local = local.to_string();
     let kind = if args.acks {
         PingKind::EchoAck
@@ -434,18 +501,10 @@ fn ping(
         PingKind::Echo
     };
     let mut frame = vec![0u8; frame_len];
-    let mut ack = vec![0u8; ACK_FRAME_LEN];
+    let mut ack = vec![0u8; ack_len];
     // The ACK-sized frame after our ping goes from us to them, as an
     // engine's ACK of the peer's last answer would.
-    write_frame(
-        &mut ack,
-        &me,
-        &them,
-        args.sport,
-        ACK_FRAME_LEN,
-        PingKind::Ack,
-        0,
-    );
+    write_frame(&mut ack, &me, &them, args.sport, ack_len, PingKind::Ack, 0);
     let timeout = Duration::from_secs_f64(args.timeout);
     let warm = (args.iters / 10).min(1000);
     let mut samples = Vec::with_capacity(args.iters as usize);
@@ -577,80 +636,129 @@ fn banner(info: &TestInfo, size: usize, frame_len: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
     use super::*;
 
-    fn side(last: u8) -> Side {
-        Side {
-            netns: String::new(),
-            ifname: "x".into(),
+    fn end(last: u8, ipv6: bool) -> End {
+        End {
             mac: [2, 0, 0, 0, 0, last],
-            ipv4: Ipv4Addr::new(10, 0, 0, last),
-            ipv6: Ipv6Addr::UNSPECIFIED,
+            ip: if ipv6 {
+                IpAddr::V6(Ipv6Addr::new(0xfd00, 0x47, 0, 0, 0, 0, 0, last as u16))
+            } else {
+                IpAddr::V4(Ipv4Addr::new(10, 0, 0, last))
+            },
         }
     }
 
-    fn frame_of(
-        src: &Side,
-        dst: &Side,
-        sport: u16,
-        len: usize,
-        kind: PingKind,
-        seq: u32,
-    ) -> Vec<u8> {
+    fn frame_of(a: &End, b: &End, len: usize, kind: PingKind, seq: u32) -> Vec<u8> {
         let mut f = vec![0u8; len];
-        write_frame(&mut f, src, dst, sport, len, kind, seq);
+        write_frame(&mut f, a, b, 50000, len, kind, seq);
         f
     }
 
-    fn ipv4_checksum_ok(f: &[u8]) -> bool {
-        ipv4_checksum(&f[14..34]) == 0
+    /// The frame's IPv4 header checksum, or IPv6 UDP checksum, checks;
+    /// its IP and UDP lengths are its own.
+    fn consistent(f: &[u8]) -> bool {
+        match udp_at(f) {
+            Some(34) => {
+                checksum::checksum(&f[14..34]) == 0
+                    && u16::from_be_bytes([f[16], f[17]]) as usize == f.len() - 14
+                    && u16::from_be_bytes([f[38], f[39]]) as usize == f.len() - 34
+            }
+            Some(54) => {
+                let mut z = f[54..].to_vec();
+                z[6..8].fill(0);
+                let want = checksum::udp_ipv6(
+                    &f[22..38].try_into().unwrap(),
+                    &f[38..54].try_into().unwrap(),
+                    &z,
+                );
+                u16::from_be_bytes([f[60], f[61]]) == want
+                    && u16::from_be_bytes([f[18], f[19]]) as usize == f.len() - 54
+                    && u16::from_be_bytes([f[58], f[59]]) as usize == f.len() - 54
+            }
+            _ => false,
+        }
+    }
+
+    #[test]
+    fn frame_lengths_are_the_roce_frames_of_a_write_and_an_ack() {
+        // Ethernet 14, IPv4 20 / IPv6 40, UDP 8, BTH 12, RETH 16, ICRC 4.
+        assert_eq!(frame_lens(64, false), (138, 62));
+        assert_eq!(frame_lens(64, true), (158, 82));
     }
 
     #[test]
     fn a_ping_parses_and_its_echo_goes_back_to_the_sender() {
-        let (a, b) = (side(1), side(2));
-        let mut f = frame_of(&a, &b, 50000, 144, PingKind::EchoAck, 7);
-        assert_eq!(parse(&f), Some((PingKind::EchoAck, 7)));
-        assert_eq!(f[34..36], 50000u16.to_be_bytes());
-        swap_addresses(&mut f);
-        assert_eq!((&f[0..6], &f[6..12]), (&a.mac[..], &b.mac[..]));
-        assert_eq!(f[26..30], b.ipv4.octets());
-        assert_eq!(f[30..34], a.ipv4.octets());
-        assert!(ipv4_checksum_ok(&f));
-        assert_eq!(parse(&f), Some((PingKind::EchoAck, 7)));
+        for ipv6 in [false, true] {
+            let (a, b) = (end(1, ipv6), end(2, ipv6));
+            let len = frame_lens(64, ipv6).0;
+            let mut f = frame_of(&a, &b, len, PingKind::EchoAck, 7);
+            assert_eq!(parse(&f), Some((PingKind::EchoAck, 7)));
+            assert!(consistent(&f), "ipv6 {ipv6}");
+            let echo_of = |f: &[u8]| {
+                let mut g = f.to_vec();
+                swap_addresses(&mut g);
+                g
+            };
+            let e = echo_of(&f);
+            // The echo is the frame b would have written to a.
+            let mut back = frame_of(&b, &a, len, PingKind::EchoAck, 7);
+            back[udp_at(&f).unwrap()..udp_at(&f).unwrap() + 2]
+                .copy_from_slice(&50000u16.to_be_bytes());
+            if ipv6 {
+                // Same UDP checksum: the pseudo-header sums the addresses
+                // in either order.
+                back[60..62].copy_from_slice(&f[60..62]);
+            }
+            assert_eq!(e, back, "ipv6 {ipv6}");
+            assert!(consistent(&e), "ipv6 {ipv6}");
+            swap_addresses(&mut f);
+            swap_addresses(&mut f);
+            assert_eq!(parse(&f), Some((PingKind::EchoAck, 7)));
+        }
     }
 
     #[test]
-    fn the_ack_after_an_echo_has_its_own_lengths_and_a_valid_checksum() {
-        let mut echo = frame_of(&side(1), &side(2), 49152, 144, PingKind::EchoAck, 9);
-        swap_addresses(&mut echo);
-        let mut ack = vec![0xee; 200];
-        let n = write_ack_after(&echo, &mut ack);
-        let ack = &ack[..n];
-        assert_eq!(n, ACK_FRAME_LEN);
-        assert_eq!(parse(ack), Some((PingKind::Ack, 9)));
-        assert_eq!(u16::from_be_bytes([ack[16], ack[17]]) as usize, n - 14);
-        assert_eq!(u16::from_be_bytes([ack[38], ack[39]]) as usize, n - 34);
-        assert!(ipv4_checksum_ok(ack));
-        assert_eq!(ack[..12], echo[..12]);
-        assert!(ack[HEADERS + MARKER_LEN..].iter().all(|&b| b == 0));
+    fn the_ack_after_an_echo_has_its_own_lengths_and_checksums() {
+        for ipv6 in [false, true] {
+            let (flen, alen) = frame_lens(64, ipv6);
+            let mut echo = frame_of(&end(1, ipv6), &end(2, ipv6), flen, PingKind::EchoAck, 9);
+            swap_addresses(&mut echo);
+            let mut out = vec![0xee; 200];
+            let n = write_ack_after(&echo, &mut out);
+            let ack = &out[..n];
+            assert_eq!(n, alen);
+            assert_eq!(parse(ack), Some((PingKind::Ack, 9)));
+            assert!(consistent(ack), "ipv6 {ipv6}");
+            assert_eq!(ack[..12], echo[..12]);
+            let marker_end = udp_at(ack).unwrap() + 8 + MARKER_LEN;
+            assert!(ack[marker_end..].iter().all(|&b| b == 0));
+        }
     }
 
     #[test]
     fn other_frames_are_not_pings() {
-        let f = frame_of(&side(1), &side(2), 49152, 144, PingKind::Echo, 1);
-        let mut g = f.clone();
-        g[HEADERS] = b'x'; // no marker: RoCE, say
-        assert_eq!(parse(&g), None);
-        let mut g = f.clone();
-        g[36..38].copy_from_slice(&4792u16.to_be_bytes());
-        assert_eq!(parse(&g), None);
-        let mut g = f.clone();
-        g[HEADERS + 4] = 9; // unknown kind
-        assert_eq!(parse(&g), None);
-        assert_eq!(parse(&f[..HEADERS + MARKER_LEN - 1]), None);
-        for n in 0..f.len() {
-            let _ = parse(&f[..n]);
+        for ipv6 in [false, true] {
+            let f = frame_of(&end(1, ipv6), &end(2, ipv6), 144, PingKind::Echo, 1);
+            let udp = udp_at(&f).unwrap();
+            let mut g = f.clone();
+            g[udp + 8] = b'x'; // no marker: RoCE, say
+            assert_eq!(parse(&g), None);
+            let mut g = f.clone();
+            g[udp + 2..udp + 4].copy_from_slice(&4792u16.to_be_bytes());
+            assert_eq!(parse(&g), None);
+            let mut g = f.clone();
+            g[udp + 12] = 9; // unknown kind
+            assert_eq!(parse(&g), None);
+            let mut g = f.clone();
+            g[12] = 0x88; // not IP
+            assert_eq!(parse(&g), None);
+            assert_eq!(parse(&f[..udp + 8 + MARKER_LEN - 1]), None);
+            for n in 0..f.len() {
+                let _ = parse(&f[..n]);
+            }
         }
     }
 }

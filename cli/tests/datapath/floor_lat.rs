@@ -1,8 +1,9 @@
 //! `roce-xdp floor-lat`, the bare AF_XDP round trip between two hosts:
 //! the echo on four queues a bridge spreads flows over (as RSS does on a
 //! NIC), pings from several UDP source ports, with and without the
-//! request+ACK pattern, a report in the latency tools' JSON schema, and
-//! the echo's count per queue when Ctrl-C ends it.
+//! request+ACK pattern, over IPv4 and IPv6, a report in the latency
+//! tools' JSON schema, and the echo's count per queue when Ctrl-C ends
+//! it.
 
 use std::process::Command;
 use std::time::Duration;
@@ -67,6 +68,19 @@ fn floor_lat_echoes_on_every_queue_and_reports_like_the_latency_tools() {
         );
         assert!(0.0 < min && min <= typ && typ <= p99 && p99 <= max, "{r}");
     }
+    // IPv6: the same, to the echo's IPv6 address.
+    let v6 = net.pair.b.ipv6.to_string();
+    for acks in [false, true] {
+        let mut args = vec!["floor-lat", &v6, "--iface", &a, "-n", "100", "--json"];
+        if acks {
+            args.push("--acks");
+        }
+        let out = net.client(&args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+        assert_eq!(v["test"]["remote"], v6.as_str(), "{v}");
+        assert_eq!(v["results"][0]["iterations"], 100, "{v}");
+    }
     // The table, as the latency tools print it.
     let out = net.client(&["floor-lat", &ip, "--iface", &a, "-n", "50"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -101,7 +115,7 @@ fn floor_lat_echoes_on_every_queue_and_reports_like_the_latency_tools() {
                 .unwrap()
         })
         .collect();
-    let expected = sports.len() as u64 * (200 + 20 + 1) + 50 + 5 + 1;
+    let expected = sports.len() as u64 * (200 + 20 + 1) + 2 * (100 + 10 + 1) + 50 + 5 + 1;
     assert!(counts.iter().sum::<u64>() >= expected, "{line}");
     assert!(
         counts.iter().filter(|&&n| n > 0).count() > 1,
@@ -113,5 +127,6 @@ fn floor_lat_echoes_on_every_queue_and_reports_like_the_latency_tools() {
         .and_then(|t| t.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no ACK count: {line}"));
-    assert!(acked >= 4 * (200 + 20 + 1), "{line}");
+    let acked_pings = 4 * (200 + 20 + 1) + (100 + 10 + 1);
+    assert!(acked >= acked_pings, "{line}");
 }
