@@ -283,6 +283,13 @@ pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
             UserError::Usage("--timeout must be a positive number of seconds".into()).into(),
         );
     }
+    if args.size > 4096 {
+        return Err(UserError::Usage(format!(
+            "-s {}: a floor frame is one UMEM frame, at most 4096 bytes: use -s 4000 or less",
+            args.size
+        ))
+        .into());
+    }
     let ipv6 = args.server.is_some_and(|a| a.is_ipv6());
     let (frame_len, ack_len) = frame_lens(args.size, ipv6);
     let link = preflight::check(&preflight::Plan {
@@ -329,7 +336,7 @@ pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
     let info = test_info(&args, &program, &socks, link.mtu);
     let result = match args.server {
         Some(peer) => ping(&args, peer, &mut socks, &stop, (frame_len, ack_len), info),
-        None => echo(&args, &mut socks, &stop),
+        None => echo(&args, &info.xdp_mode, &mut socks, &stop),
     };
     drop(socks);
     drop(program);
@@ -385,11 +392,17 @@ fn test_info(
 }
 
 /// The echo, until `stop`: prints what it answered when it ends.
-fn echo(args: &FloorLatArgs, socks: &mut [XskSocket], stop: &AtomicBool) -> anyhow::Result<()> {
+fn echo(
+    args: &FloorLatArgs,
+    mode: &str,
+    socks: &mut [XskSocket],
+    stop: &AtomicBool,
+) -> anyhow::Result<()> {
     eprintln!(
-        "roce-xdp floor-lat: echoing floor pings on {} queues 0-{} (XDP, {}); Ctrl-C ends",
+        "roce-xdp floor-lat: echoing floor pings on {} queues 0-{} (XDP {}, {}); Ctrl-C ends",
         args.iface,
         socks.len() - 1,
+        mode,
         if socks.iter().all(XskSocket::is_zero_copy) {
             "zero-copy"
         } else {

@@ -2,7 +2,8 @@
 //! without a threaded path of its own, and run-to-completion (the latency
 //! tools' default) on more than one queue, end with exit 2 and say what to
 //! use, before anything is attached or connected; so do `floor-lat`'s
-//! options it cannot serve (queues not from 0, no timeout).
+//! options it cannot serve (queues not from 0, no timeout, a frame larger
+//! than a UMEM frame).
 
 use crate::roce_xdp;
 
@@ -38,4 +39,13 @@ fn floor_lat_refuses_what_it_cannot_do_with_exit_2() {
     assert!(err.contains("start at 0"), "{err}");
     let err = usage_error(&["floor-lat", "--iface", "lo", "--timeout", "0"]);
     assert!(err.contains("--timeout"), "{err}");
+    let err = usage_error(&[
+        "floor-lat",
+        "192.0.2.1",
+        "--iface",
+        "lo",
+        "-s",
+        "18446744073709551615",
+    ]);
+    assert!(err.contains("UMEM frame"), "{err}");
 }
