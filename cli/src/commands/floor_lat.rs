@@ -20,7 +20,6 @@
 use std::net::IpAddr;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -318,12 +317,7 @@ pub fn run(args: FloorLatArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
-    }
+    let stop = crate::common::signals::stop_flag()?;
     let steering = steering::steer(
         &args.iface,
         queues.len() as u32,

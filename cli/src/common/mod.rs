@@ -9,6 +9,7 @@
 //!   a device and read back as a table or JSON (`stats`, `serve`)
 //! - `lists`: lists of queue and core numbers (`--queues 0-3`, `--cores`)
 //! - `steering`: `--steer` and queue coverage before the datapath opens
+//! - `signals`: the stop flag Ctrl-C and SIGTERM raise
 //! - `perftest`: the perftest-style sessions (the tools, `serve`)
 //! - `verbs_peer`, `rdma_target_exchange`: facing a libibverbs peer
 //!   (`pingpong`, `interop rdma-client`, `interop rdma-target`)
@@ -20,6 +21,7 @@ pub mod perftest;
 pub mod preflight;
 pub mod privileges;
 pub mod rdma_target_exchange;
+pub mod signals;
 pub mod snapshot;
 pub mod stats_document;
 pub mod steering;

@@ -27,18 +27,6 @@ use crate::common::{preflight, verbs_peer};
 use crate::errors::UserError;
 pub use options::PerftestArgs;
 
-/// A flag raised by SIGINT / SIGTERM, so a run stops, detaches and
-/// finishes its pcap file; a second signal ends the process at once.
-fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
-    }
-    Ok(stop)
-}
-
 /// Largest message the tools accept (the `-a` maximum).
 const MAX_SIZE: u64 = crate::common::perftest::sizes::ALL_SIZES_MAX;
 
@@ -409,7 +397,7 @@ fn setup<'a>(
         local: Some(local),
         side: None,
         mtu: pre.mtu,
-        stop: stop_flag()?,
+        stop: crate::common::signals::stop_flag()?,
         timeout,
         out: None,
         last: None,
