@@ -70,8 +70,16 @@ pub struct verbs_context {
     /// advise_mr .. create_cq_ex (25 ops), then `priv`.
     pub _ops1: [OpaqueFn; 25],
     pub _priv: *mut c_void,
-    /// query_device_ex .. close_xrcd (11 ops).
-    pub _ops2: [OpaqueFn; 11],
+    pub query_device_ex: Option<
+        unsafe extern "C" fn(
+            *mut ibv_context,
+            *const ibv_query_device_ex_input,
+            *mut ibv_device_attr_ex,
+            usize,
+        ) -> c_int,
+    >,
+    /// ibv_destroy_flow .. close_xrcd (10 ops).
+    pub _ops2: [OpaqueFn; 10],
     pub _abi_placeholder3: u64,
     pub sz: usize,
     pub context: ibv_context,
@@ -345,6 +353,43 @@ pub struct ibv_device_attr {
 }
 
 #[repr(C)]
+pub struct ibv_query_device_ex_input {
+    pub comp_mask: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct ibv_odp_caps {
+    pub general_caps: u64,
+    pub rc_odp_caps: u32,
+    pub uc_odp_caps: u32,
+    pub ud_odp_caps: u32,
+}
+
+/// `struct ibv_device_attr_ex`: the extended attributes after
+/// `orig_attr`. The capability structures the drop-in reports as zero
+/// (TSO, RSS, packet pacing, tag matching, CQ moderation, device memory,
+/// PCI atomics) are kept as plain words of their sizes.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_device_attr_ex {
+    pub orig_attr: ibv_device_attr,
+    pub comp_mask: u32,
+    pub odp_caps: ibv_odp_caps,
+    pub completion_timestamp_mask: u64,
+    pub hca_core_clock: u64,
+    pub device_cap_flags_ex: u64,
+    /// tso_caps (8), rss_caps (24), max_wq_type_rq (4),
+    /// packet_pacing_caps (12), raw_packet_caps (4), tm_caps (20),
+    /// cq_mod_caps (4): 76 bytes, then padding to 8.
+    pub _caps: [u32; 20],
+    pub max_dm_size: u64,
+    pub pci_atomic_caps: [u16; 3],
+    pub xrc_odp_caps: u32,
+    pub phys_port_cnt_ex: u32,
+}
+
+#[repr(C)]
 pub struct ibv_async_event {
     pub element: *mut c_void,
     pub event_type: c_int,
@@ -369,10 +414,14 @@ pub const IBV_QPT_RC: c_int = 2;
 pub const IBV_GID_TYPE_ROCE_V2: u32 = 2;
 pub const IBV_GID_TYPE_SYSFS_ROCE_V2: c_int = 1;
 
+/// `enum ibv_qp_attr_mask`.
 pub const IBV_QP_STATE: c_int = 1 << 0;
+pub const IBV_QP_CUR_STATE: c_int = 1 << 1;
+pub const IBV_QP_EN_SQD_ASYNC_NOTIFY: c_int = 1 << 2;
 pub const IBV_QP_ACCESS_FLAGS: c_int = 1 << 3;
 pub const IBV_QP_PKEY_INDEX: c_int = 1 << 4;
 pub const IBV_QP_PORT: c_int = 1 << 5;
+pub const IBV_QP_QKEY: c_int = 1 << 6;
 pub const IBV_QP_AV: c_int = 1 << 7;
 pub const IBV_QP_PATH_MTU: c_int = 1 << 8;
 pub const IBV_QP_TIMEOUT: c_int = 1 << 9;
@@ -380,10 +429,42 @@ pub const IBV_QP_RETRY_CNT: c_int = 1 << 10;
 pub const IBV_QP_RNR_RETRY: c_int = 1 << 11;
 pub const IBV_QP_RQ_PSN: c_int = 1 << 12;
 pub const IBV_QP_MAX_QP_RD_ATOMIC: c_int = 1 << 13;
+pub const IBV_QP_ALT_PATH: c_int = 1 << 14;
 pub const IBV_QP_MIN_RNR_TIMER: c_int = 1 << 15;
 pub const IBV_QP_SQ_PSN: c_int = 1 << 16;
 pub const IBV_QP_MAX_DEST_RD_ATOMIC: c_int = 1 << 17;
+pub const IBV_QP_PATH_MIG_STATE: c_int = 1 << 18;
+pub const IBV_QP_CAP: c_int = 1 << 19;
 pub const IBV_QP_DEST_QPN: c_int = 1 << 20;
+pub const IBV_QP_RATE_LIMIT: c_int = 1 << 25;
+
+/// `enum ibv_qp_state`.
+pub const IBV_QPS_RESET: c_int = 0;
+pub const IBV_QPS_INIT: c_int = 1;
+pub const IBV_QPS_RTR: c_int = 2;
+pub const IBV_QPS_RTS: c_int = 3;
+pub const IBV_QPS_SQD: c_int = 4;
+pub const IBV_QPS_SQE: c_int = 5;
+pub const IBV_QPS_ERR: c_int = 6;
+
+/// `enum ibv_access_flags`.
+pub const IBV_ACCESS_LOCAL_WRITE: c_uint = 1;
+pub const IBV_ACCESS_REMOTE_WRITE: c_uint = 1 << 1;
+pub const IBV_ACCESS_REMOTE_READ: c_uint = 1 << 2;
+pub const IBV_ACCESS_REMOTE_ATOMIC: c_uint = 1 << 3;
+pub const IBV_ACCESS_ON_DEMAND: c_uint = 1 << 6;
+
+/// `enum ibv_rereg_mr_flags` and `enum ibv_rereg_mr_err_code`.
+pub const IBV_REREG_MR_CHANGE_TRANSLATION: c_int = 1;
+pub const IBV_REREG_MR_CHANGE_PD: c_int = 1 << 1;
+pub const IBV_REREG_MR_CHANGE_ACCESS: c_int = 1 << 2;
+pub const IBV_REREG_MR_ERR_INPUT: c_int = -1;
+pub const IBV_REREG_MR_ERR_CMD: c_int = -4;
+
+/// `enum ibv_device_cap_flags` the drop-in reports.
+pub const IBV_DEVICE_RC_RNR_NAK_GEN: c_uint = 1 << 12;
+pub const IBV_DEVICE_SYS_IMAGE_GUID: c_uint = 1 << 10;
+pub const IBV_DEVICE_PORT_ACTIVE_EVENT: c_uint = 1 << 14;
 
 pub const IBV_WR_RDMA_WRITE: c_int = 0;
 pub const IBV_WR_RDMA_WRITE_WITH_IMM: c_int = 1;
@@ -465,6 +546,46 @@ pub const LAYOUT: &[(&str, usize)] = {
         (
             "offsetof(struct verbs_context, query_port)",
             offset_of!(verbs_context, query_port),
+        ),
+        (
+            "offsetof(struct verbs_context, query_device_ex)",
+            offset_of!(verbs_context, query_device_ex),
+        ),
+        (
+            "sizeof(struct ibv_device_attr_ex)",
+            size_of::<ibv_device_attr_ex>(),
+        ),
+        (
+            "offsetof(struct ibv_device_attr_ex, comp_mask)",
+            offset_of!(ibv_device_attr_ex, comp_mask),
+        ),
+        (
+            "offsetof(struct ibv_device_attr_ex, odp_caps)",
+            offset_of!(ibv_device_attr_ex, odp_caps),
+        ),
+        (
+            "offsetof(struct ibv_device_attr_ex, device_cap_flags_ex)",
+            offset_of!(ibv_device_attr_ex, device_cap_flags_ex),
+        ),
+        (
+            "offsetof(struct ibv_device_attr_ex, tso_caps)",
+            offset_of!(ibv_device_attr_ex, _caps),
+        ),
+        (
+            "offsetof(struct ibv_device_attr_ex, max_dm_size)",
+            offset_of!(ibv_device_attr_ex, max_dm_size),
+        ),
+        (
+            "offsetof(struct ibv_device_attr_ex, pci_atomic_caps)",
+            offset_of!(ibv_device_attr_ex, pci_atomic_caps),
+        ),
+        (
+            "offsetof(struct ibv_device_attr_ex, xrc_odp_caps)",
+            offset_of!(ibv_device_attr_ex, xrc_odp_caps),
+        ),
+        (
+            "offsetof(struct ibv_device_attr_ex, phys_port_cnt_ex)",
+            offset_of!(ibv_device_attr_ex, phys_port_cnt_ex),
         ),
         (
             "offsetof(struct verbs_context, priv)",

@@ -1,22 +1,67 @@
 //! The exported `ibv_*` functions: C pointers in, [`Shell`] calls out.
-//! Nothing here decides anything about the protocol; it converts the
-//! structures of `verbs.h` to the engine's and back.
-#![allow(clippy::missing_safety_doc)]
+//! Nothing here decides anything about the protocol; it checks what the
+//! program passes, converts the structures of `verbs.h` to the engine's and
+//! back, and answers with rdma-core's return conventions.
+//!
+//! # The contract with C callers
+//!
+//! Every exported function is `unsafe extern "C"`, and `verbs.h` is its
+//! contract. The drop-in relies on this of its callers, as rdma-core does,
+//! and on nothing else:
+//!
+//! 1. **Data pointers** (attribute structures, work request lists and
+//!    their SGE arrays, output arrays, names) are NULL or point to live,
+//!    aligned memory of the size `verbs.h` gives their type, for the
+//!    duration of the call; `ibv_poll_cq`'s array has room for
+//!    `num_entries` completions, `_ibv_query_gid_table`'s for
+//!    `max_entries` entries of `entry_size` bytes. NULL where a verb needs
+//!    data is refused (`EINVAL`).
+//! 2. **Object pointers** (device, context, PD, MR, completion channel,
+//!    CQ, QP) may be anything: each is looked up among the objects the
+//!    drop-in handed out ([`handles::get`]) before it is read, and NULL, a
+//!    pointer it never returned, an object of another kind or one already
+//!    destroyed is refused (`EINVAL`). Not detectable: a verb on an object
+//!    running concurrently with that object's destroy verb (the program's
+//!    race, as on rdma-core).
+//! 3. **Registered memory** stays mapped and is not freed until
+//!    `ibv_dereg_mr` (`memory.rs`); the engine reads and writes it in
+//!    place.
+//! 4. **Threads**: any verb may run on any thread, concurrently with any
+//!    other, as rdma-core allows; the engine sits behind one lock
+//!    (`shell.rs`). The fields of a `verbs.h` structure the drop-in writes
+//!    after handing it out (`qp->state`, an MR's `addr`/`length`/`pd` on
+//!    `ibv_rereg_mr`) are written as rdma-core writes them: not
+//!    synchronized with the program's own reads of those fields.
+//!
+//! Failures follow rdma-core: `int` verbs return the errno (0 on
+//! success); verbs returning a pointer return NULL with `errno` set; the
+//! `ibv_query_gid`/`ibv_query_pkey`/event calls return -1 with `errno`;
+//! `ibv_poll_cq` returns a negative value. The errnos are those rxe's
+//! kernel driver returns for the same arguments (`checks.rs`).
+//!
+//! The verbs are grouped by what they act on: the device and its context
+//! here, then `regions` (PDs, MRs), `completions` (channels, CQs, events)
+//! and `queue_pairs` (QPs, posting).
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::ptr::{null_mut, NonNull};
+mod completions;
+mod queue_pairs;
+mod regions;
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_char, c_int, c_uint};
+use std::ptr::null_mut;
 use std::sync::{Arc, OnceLock};
 
-use engine::rc::{
-    Access, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RemoteAddress, SendOp, SendWr,
-    Sge, VerbsError, WcOpcode, WcStatus, WorkCompletion,
-};
+use engine::rc::{Mtu, VerbsError};
 
 use crate::abi::*;
 use crate::config::Config;
-use crate::memory::ForeignMemory;
-use crate::shell::{Channel, Shell};
+use crate::handles::{self, Kind, Object};
+use crate::identity::{self, GID_TABLE_LEN};
+use crate::limits;
+use crate::shell::Shell;
+
+pub use crate::identity::DEVICE_NAME;
 
 /// Prints one line naming an unsupported verb, once per verb, and gives
 /// the errno to return.
@@ -34,11 +79,36 @@ macro_rules! unsupported {
 }
 pub(crate) use unsupported;
 
-fn set_errno(e: c_int) {
+pub(crate) fn set_errno(e: c_int) {
     // SAFETY: errno is thread-local and always valid.
     unsafe { *libc::__errno_location() = e };
 }
 
+/// An `int` verb's answer: 0, or the errno.
+fn status(r: Result<(), c_int>) -> c_int {
+    r.err().unwrap_or(0)
+}
+
+/// A pointer verb's answer: the pointer, or NULL with `errno` set.
+fn pointer<T>(r: Result<*mut T, c_int>) -> *mut T {
+    r.unwrap_or_else(|e| {
+        set_errno(e);
+        null_mut()
+    })
+}
+
+/// A verb answering -1 with `errno` (`ibv_query_gid`, the event calls).
+fn minus_one(r: Result<(), c_int>) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            set_errno(e);
+            -1
+        }
+    }
+}
+
+/// The errno an engine refusal maps to (rxe's for the same condition).
 fn errno_of(e: &VerbsError) -> c_int {
     match e {
         VerbsError::QueueFull | VerbsError::ResourceExhausted => libc::ENOMEM,
@@ -46,15 +116,24 @@ fn errno_of(e: &VerbsError) -> c_int {
     }
 }
 
+/// Borrows the live object of type `T` at `p` (the contract, point 2).
+fn object<'a, T: Object, P>(p: *const P) -> Result<&'a T, c_int> {
+    // SAFETY: `handles::get` reads nothing at `p` unless the drop-in
+    // handed out an object of kind `T` there that is not destroyed; the
+    // program does not destroy it during this verb (the contract).
+    unsafe { handles::get::<T, P>(p) }
+}
+
 // ---- the device ----
 
 struct Device {
     /// Owns what `list[0]` points to.
-    _dev: Box<ibv_device>,
+    dev: Box<ibv_device>,
     list: Box<[*mut ibv_device; 2]>,
 }
 // SAFETY: written once before it is shared, read-only afterwards.
 unsafe impl Send for Device {}
+// SAFETY: as above.
 unsafe impl Sync for Device {}
 
 static SHELL: OnceLock<Result<Arc<Shell>, String>> = OnceLock::new();
@@ -63,15 +142,19 @@ static EMPTY: OnceLock<EmptyList> = OnceLock::new();
 struct EmptyList(Box<[*mut ibv_device; 1]>);
 // SAFETY: an immutable array holding a NULL.
 unsafe impl Send for EmptyList {}
+// SAFETY: as above.
 unsafe impl Sync for EmptyList {}
-
-/// The device name programs see.
-pub const DEVICE_NAME: &str = "roce-xdp0";
 
 fn shell() -> Result<&'static Arc<Shell>, &'static String> {
     SHELL
         .get_or_init(|| Config::from_env().and_then(|c| Shell::open(&c)))
         .as_ref()
+}
+
+/// The engine, or `ENODEV` when it could not be opened (the reason was
+/// printed by `ibv_get_device_list`).
+fn engine() -> Result<&'static Shell, c_int> {
+    shell().map(|s| &**s).map_err(|_| libc::ENODEV)
 }
 
 fn copy_name(dst: &mut [c_char], s: &str) {
@@ -95,14 +178,22 @@ fn device() -> &'static Device {
         copy_name(&mut dev.ibdev_path, "/sys/class/infiniband/roce-xdp0");
         let p = &mut *dev as *mut ibv_device;
         Device {
-            _dev: dev,
+            dev,
             list: Box::new([p, null_mut()]),
         }
     })
 }
 
+/// `dev` is the one device this library lists.
+fn our_device(dev: *const ibv_device) -> Result<&'static Device, c_int> {
+    match DEVICE.get() {
+        Some(d) if std::ptr::eq(dev, &*d.dev) => Ok(d),
+        _ => Err(libc::EINVAL),
+    }
+}
+
 #[no_mangle]
-pub unsafe extern "C" fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device {
+unsafe extern "C" fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device {
     let (list, n) = match shell() {
         Ok(_) => (device().list.as_ptr() as *mut *mut ibv_device, 1),
         Err(reason) => {
@@ -113,127 +204,199 @@ pub unsafe extern "C" fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_d
         }
     };
     if !num.is_null() {
-        *num = n;
+        // SAFETY: a non-NULL `num` points to an int (the contract, point 1).
+        unsafe { *num = n };
     }
     list
 }
 
+/// The list is static: nothing to free.
 #[no_mangle]
-pub extern "C" fn ibv_free_device_list(_list: *mut *mut ibv_device) {}
+extern "C" fn ibv_free_device_list(_list: *mut *mut ibv_device) {}
 
 #[no_mangle]
-pub unsafe extern "C" fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_char {
-    if dev.is_null() {
-        return std::ptr::null();
+extern "C" fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_char {
+    match our_device(dev) {
+        Ok(d) => d.dev.name.as_ptr(),
+        Err(e) => {
+            set_errno(e);
+            std::ptr::null()
+        }
     }
-    (*dev).name.as_ptr()
 }
 
 #[no_mangle]
-pub extern "C" fn ibv_get_device_index(_dev: *mut ibv_device) -> c_int {
-    0
-}
-
-fn eui64(mac: [u8; 6]) -> [u8; 8] {
-    [
-        mac[0] ^ 2,
-        mac[1],
-        mac[2],
-        0xff,
-        0xfe,
-        mac[3],
-        mac[4],
-        mac[5],
-    ]
+extern "C" fn ibv_get_device_index(dev: *mut ibv_device) -> c_int {
+    match our_device(dev) {
+        Ok(_) => 0,
+        Err(_) => -1,
+    }
 }
 
 fn node_guid() -> u64 {
-    shell().map_or(0, |s| u64::from_ne_bytes(eui64(s.mac)))
+    shell().map_or(0, |s| identity::node_guid(s.mac))
 }
 
 #[no_mangle]
-pub extern "C" fn ibv_get_device_guid(_dev: *mut ibv_device) -> u64 {
-    node_guid()
+extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
+    match our_device(dev) {
+        Ok(_) => node_guid(),
+        Err(_) => 0,
+    }
 }
 
-/// `struct verbs_context` and what the shell needs back from a context.
+// ---- the context ----
+
+/// A device context: `struct verbs_context` (its extended ops in front of
+/// the `ibv_context` the program holds).
 #[repr(C)]
 struct Context {
-    vctx: verbs_context,
+    vctx: UnsafeCell<verbs_context>,
+}
+// SAFETY: the context is filled in before it is handed out and only read
+// afterwards, by the program and by the drop-in.
+unsafe impl Send for Context {}
+// SAFETY: as above.
+unsafe impl Sync for Context {}
+// SAFETY: the program holds `&vctx.context`.
+unsafe impl Object for Context {
+    const KIND: Kind = Kind::Context;
+    const PUBLIC: usize = std::mem::offset_of!(verbs_context, context);
 }
 
-unsafe fn zeroed<T>() -> T {
-    std::mem::zeroed()
+/// Checks that `ctx` is a context this library opened.
+fn context(ctx: *const ibv_context) -> Result<&'static Context, c_int> {
+    object::<Context, _>(ctx)
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context {
-    let Ok(shell) = shell() else {
-        set_errno(libc::ENODEV);
-        return null_mut();
-    };
-    let mut c: Box<Context> = Box::new(zeroed());
-    c.vctx.query_port = Some(query_port_ex);
-    c.vctx.sz = std::mem::size_of::<verbs_context>();
-    let ctx = &mut c.vctx.context;
+unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context {
+    pointer(open_device(dev))
+}
+
+fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
+    let shell = engine()?;
+    our_device(dev)?;
+    // SAFETY: verbs_context is plain data (pointers, integers, optional
+    // function pointers); all-zero is a valid value.
+    let mut v: verbs_context = unsafe { std::mem::zeroed() };
+    v.query_port = Some(query_port_ex);
+    v.query_device_ex = Some(query_device_ex);
+    v.sz = std::mem::size_of::<verbs_context>();
+    let ctx = &mut v.context;
     ctx.device = dev;
     ctx.cmd_fd = -1;
     ctx.async_fd = shell.async_events.fd.raw();
-    ctx.num_comp_vectors = 1;
+    ctx.num_comp_vectors = limits::NUM_COMP_VECTORS;
     ctx.abi_compat = VERBS_ABI_IS_EXTENDED;
-    ctx.ops.poll_cq = Some(poll_cq);
-    ctx.ops.req_notify_cq = Some(req_notify_cq);
-    ctx.ops.post_send = Some(post_send);
-    ctx.ops.post_recv = Some(post_recv);
-    ctx.ops.post_srq_recv = Some(post_srq_recv);
-    ctx.ops.bind_mw = Some(bind_mw);
-    let c = Box::into_raw(c);
-    &mut (*c).vctx.context
+    ctx.ops.poll_cq = Some(completions::poll_cq);
+    ctx.ops.req_notify_cq = Some(completions::req_notify_cq);
+    ctx.ops.post_send = Some(queue_pairs::post_send);
+    ctx.ops.post_recv = Some(queue_pairs::post_recv);
+    ctx.ops.post_srq_recv = Some(queue_pairs::post_srq_recv);
+    ctx.ops.bind_mw = Some(queue_pairs::bind_mw);
+    Ok(handles::publish(Box::new(Context {
+        vctx: UnsafeCell::new(v),
+    })))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn ibv_close_device(ctx: *mut ibv_context) -> c_int {
-    if ctx.is_null() {
-        return libc::EINVAL;
-    }
-    let off = std::mem::offset_of!(verbs_context, context);
-    drop(Box::from_raw((ctx as *mut u8).sub(off) as *mut Context));
-    0
+unsafe extern "C" fn ibv_close_device(ctx: *mut ibv_context) -> c_int {
+    // SAFETY: the program closes the context: it uses it no more.
+    status(unsafe { handles::retire::<Context, _>(ctx) }.map(drop))
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn ibv_query_device(
-    _ctx: *mut ibv_context,
-    attr: *mut ibv_device_attr,
-) -> c_int {
-    if attr.is_null() {
-        return libc::EINVAL;
-    }
-    let mut a: ibv_device_attr = zeroed();
+// ---- device and port attributes ----
+
+fn device_attr(shell: &Shell) -> ibv_device_attr {
+    // SAFETY: ibv_device_attr is plain data; all-zero is a valid value.
+    let mut a: ibv_device_attr = unsafe { std::mem::zeroed() };
     copy_name(
         &mut a.fw_ver,
         concat!("roce-xdp ", env!("CARGO_PKG_VERSION")),
     );
-    a.node_guid = node_guid();
+    a.node_guid = identity::node_guid(shell.mac);
     a.sys_image_guid = a.node_guid;
     a.max_mr_size = u64::MAX;
     a.page_size_cap = !0xfff;
-    a.max_qp = engine::endpoint::EndpointConfig::default().max_qps as c_int;
-    a.max_qp_wr = 1 << 16;
-    a.max_sge = 1;
-    a.max_sge_rd = 1;
-    a.max_cq = 1 << 16;
-    a.max_cqe = 1 << 20;
-    a.max_mr = 1 << 16;
-    a.max_pd = 1 << 16;
-    a.max_qp_rd_atom = 16;
-    a.max_qp_init_rd_atom = 16;
-    a.max_res_rd_atom = 16 * a.max_qp;
+    a.vendor_id = limits::VENDOR_ID;
+    a.max_qp = limits::MAX_QP;
+    a.max_qp_wr = limits::MAX_QP_WR;
+    a.device_cap_flags =
+        IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT;
+    a.max_sge = limits::MAX_SGE;
+    a.max_sge_rd = limits::MAX_SGE;
+    a.max_cq = limits::MAX_CQ;
+    a.max_cqe = limits::MAX_CQE;
+    a.max_mr = limits::MAX_MR;
+    a.max_pd = limits::MAX_PD;
+    a.max_qp_rd_atom = limits::MAX_QP_RD_ATOM;
+    a.max_qp_init_rd_atom = limits::MAX_QP_RD_ATOM;
+    a.max_res_rd_atom = limits::MAX_QP_RD_ATOM * limits::MAX_QP;
     a.atomic_cap = IBV_ATOMIC_HCA;
     a.max_pkeys = 1;
     a.local_ca_ack_delay = 15;
     a.phys_port_cnt = 1;
-    *attr = a;
+    a
+}
+
+#[no_mangle]
+unsafe extern "C" fn ibv_query_device(ctx: *mut ibv_context, attr: *mut ibv_device_attr) -> c_int {
+    let shell = match engine() {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    if let Err(e) = context(ctx) {
+        return e;
+    }
+    if attr.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: `attr` points to an ibv_device_attr (the contract, point 1).
+    unsafe { attr.write(device_attr(shell)) };
+    0
+}
+
+/// `verbs_context.query_device_ex`, which the inline `ibv_query_device_ex`
+/// calls: the attributes of `ibv_query_device` and the extended ones,
+/// written up to `attr_size` bytes (a program built against an older
+/// `verbs.h` passes a shorter structure; a newer one's extra bytes are
+/// zeroed).
+unsafe extern "C" fn query_device_ex(
+    ctx: *mut ibv_context,
+    input: *const ibv_query_device_ex_input,
+    attr: *mut ibv_device_attr_ex,
+    attr_size: usize,
+) -> c_int {
+    let shell = match engine() {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    if let Err(e) = context(ctx) {
+        return e;
+    }
+    // SAFETY: a non-NULL `input` points to the input structure (point 1).
+    if !input.is_null() && unsafe { (*input).comp_mask } != 0 {
+        return libc::EINVAL;
+    }
+    if attr.is_null() || attr_size < std::mem::size_of::<ibv_device_attr>() {
+        return libc::EINVAL;
+    }
+    // SAFETY: ibv_device_attr_ex is plain data; all-zero is valid.
+    let mut a: ibv_device_attr_ex = unsafe { std::mem::zeroed() };
+    a.orig_attr = device_attr(shell);
+    a.phys_port_cnt_ex = 1;
+    let ours = std::mem::size_of::<ibv_device_attr_ex>();
+    // SAFETY: `attr` has `attr_size` writable bytes (point 1); the copy
+    // takes at most `ours` bytes from `a` and zeroes the rest.
+    unsafe {
+        std::ptr::write_bytes(attr as *mut u8, 0, attr_size);
+        std::ptr::copy_nonoverlapping(
+            &a as *const ibv_device_attr_ex as *const u8,
+            attr as *mut u8,
+            attr_size.min(ours),
+        );
+    }
     0
 }
 
@@ -245,17 +408,6 @@ fn mtu_enum(m: Mtu) -> c_int {
         Mtu::Mtu2048 => 4,
         Mtu::Mtu4096 => 5,
     }
-}
-
-fn mtu_of(e: c_int) -> Option<Mtu> {
-    Some(match e {
-        1 => Mtu::Mtu256,
-        2 => Mtu::Mtu512,
-        3 => Mtu::Mtu1024,
-        4 => Mtu::Mtu2048,
-        5 => Mtu::Mtu4096,
-        _ => return None,
-    })
 }
 
 fn port_attr(shell: &Shell) -> ibv_port_attr {
@@ -277,928 +429,185 @@ fn port_attr(shell: &Shell) -> ibv_port_attr {
     }
 }
 
+/// `verbs_context.query_port`: the port's attributes, `len` bytes of them
+/// (programs built against older headers pass a shorter structure).
 unsafe extern "C" fn query_port_ex(
-    _ctx: *mut ibv_context,
+    ctx: *mut ibv_context,
     port: u8,
     attr: *mut ibv_port_attr,
     len: usize,
 ) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
+    let shell = match engine() {
+        Ok(s) => s,
+        Err(e) => return e,
     };
+    if let Err(e) = context(ctx) {
+        return e;
+    }
     if port != 1 || attr.is_null() {
         return libc::EINVAL;
     }
     let a = port_attr(shell);
     let n = len.min(std::mem::size_of::<ibv_port_attr>());
-    std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, attr as *mut u8, n);
+    // SAFETY: `attr` has `len` writable bytes (the contract, point 1).
+    unsafe { std::ptr::copy_nonoverlapping(&a as *const _ as *const u8, attr as *mut u8, n) };
     0
 }
 
 /// The compat entry point (`_compat_ibv_port_attr` ends at `link_layer`).
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_port(
+unsafe extern "C" fn ibv_query_port(
     ctx: *mut ibv_context,
     port: u8,
     attr: *mut ibv_port_attr,
 ) -> c_int {
-    query_port_ex(
-        ctx,
-        port,
-        attr,
-        std::mem::offset_of!(ibv_port_attr, link_layer) + 1,
-    )
+    let len = std::mem::offset_of!(ibv_port_attr, link_layer) + 1;
+    // SAFETY: the compat structure has `len` bytes (the contract).
+    unsafe { query_port_ex(ctx, port, attr, len) }
 }
 
-/// GID 0: the IPv6 link-local address from the MAC; GID 1: the
-/// IPv4-mapped address, both RoCE v2 (as `-g 1` on Soft-RoCE).
-const GID_TABLE_LEN: u32 = 2;
-
-fn gid(shell: &Shell, index: c_int) -> Option<[u8; 16]> {
-    match index {
-        0 => {
-            let mut g = [0u8; 16];
-            g[0] = 0xfe;
-            g[1] = 0x80;
-            g[8..].copy_from_slice(&eui64(shell.mac));
-            Some(g)
-        }
-        1 => Some(shell.ip.to_ipv6_mapped().octets()),
-        _ => None,
+/// GID `index` of port `port`, or the errno.
+fn gid(ctx: *const ibv_context, port: u32, index: u32) -> Result<[u8; 16], c_int> {
+    let shell = engine()?;
+    context(ctx)?;
+    if port != 1 {
+        return Err(libc::EINVAL);
     }
+    identity::gid(index, shell.mac, shell.ip).ok_or(libc::ENODATA)
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_gid(
-    _ctx: *mut ibv_context,
+unsafe extern "C" fn ibv_query_gid(
+    ctx: *mut ibv_context,
     port: u8,
     index: c_int,
     out: *mut [u8; 16],
 ) -> c_int {
-    let Ok(shell) = shell() else { return -1 };
-    match gid(shell, index) {
-        Some(g) if port == 1 && !out.is_null() => {
-            *out = g;
-            0
+    minus_one((|| {
+        if out.is_null() || index < 0 {
+            return Err(libc::EINVAL);
         }
-        _ => {
-            set_errno(libc::EINVAL);
-            -1
-        }
-    }
+        let g = gid(ctx, port.into(), index as u32).map_err(|_| libc::EINVAL)?;
+        // SAFETY: `out` points to a union ibv_gid (the contract, point 1).
+        unsafe { out.write(g) };
+        Ok(())
+    })())
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn _ibv_query_gid_ex(
-    _ctx: *mut ibv_context,
-    port: u32,
-    index: u32,
-    entry: *mut ibv_gid_entry,
-    _flags: u32,
-    entry_size: usize,
-) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    if entry.is_null() || entry_size < std::mem::size_of::<ibv_gid_entry>() || port != 1 {
-        return libc::EINVAL;
-    }
-    let Some(g) = gid(shell, index as c_int) else {
-        return libc::ENODATA;
-    };
-    *entry = ibv_gid_entry {
-        gid: g,
+fn gid_entry(ctx: *const ibv_context, port: u32, index: u32) -> Result<ibv_gid_entry, c_int> {
+    Ok(ibv_gid_entry {
+        gid: gid(ctx, port, index)?,
         gid_index: index,
         port_num: port,
         gid_type: IBV_GID_TYPE_ROCE_V2,
-        ndev_ifindex: shell.ifindex,
-    };
-    0
+        ndev_ifindex: engine()?.ifindex,
+    })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_gid_type(
-    _ctx: *mut ibv_context,
-    _port: u8,
+unsafe extern "C" fn _ibv_query_gid_ex(
+    ctx: *mut ibv_context,
+    port: u32,
+    index: u32,
+    entry: *mut ibv_gid_entry,
+    flags: u32,
+    entry_size: usize,
+) -> c_int {
+    status((|| {
+        if entry.is_null() || entry_size < std::mem::size_of::<ibv_gid_entry>() || flags != 0 {
+            return Err(libc::EINVAL);
+        }
+        let e = gid_entry(ctx, port, index)?;
+        // SAFETY: `entry` has `entry_size` bytes, at least one entry
+        // (checked above; the contract, point 1).
+        unsafe { entry.write(e) };
+        Ok(())
+    })())
+}
+
+/// `_ibv_query_gid_table` (IBVERBS_1.11): every GID of the device, as
+/// `_ibv_query_gid_ex` gives each; the count, or a negative errno
+/// (`-EINVAL` when `max_entries` cannot hold the table).
+#[no_mangle]
+unsafe extern "C" fn _ibv_query_gid_table(
+    ctx: *mut ibv_context,
+    entries: *mut ibv_gid_entry,
+    max_entries: usize,
+    flags: u32,
+    entry_size: usize,
+) -> isize {
+    let r = (|| {
+        if flags != 0
+            || entries.is_null()
+            || entry_size < std::mem::size_of::<ibv_gid_entry>()
+            || max_entries < GID_TABLE_LEN as usize
+        {
+            return Err(libc::EINVAL);
+        }
+        for i in 0..GID_TABLE_LEN {
+            let e = gid_entry(ctx, 1, i)?;
+            // SAFETY: `entries` has `max_entries` entries of `entry_size`
+            // bytes (point 1), and `i < GID_TABLE_LEN <= max_entries`.
+            unsafe {
+                let at = (entries as *mut u8).add(i as usize * entry_size);
+                (at as *mut ibv_gid_entry).write_unaligned(e);
+            }
+        }
+        Ok(GID_TABLE_LEN as isize)
+    })();
+    r.unwrap_or_else(|e| -(e as isize))
+}
+
+#[no_mangle]
+unsafe extern "C" fn ibv_query_gid_type(
+    ctx: *mut ibv_context,
+    port: u8,
     index: c_uint,
     ty: *mut c_int,
 ) -> c_int {
-    if index >= GID_TABLE_LEN || ty.is_null() {
-        set_errno(libc::EINVAL);
-        return -1;
-    }
-    *ty = IBV_GID_TYPE_SYSFS_ROCE_V2;
-    0
+    minus_one((|| {
+        if ty.is_null() {
+            return Err(libc::EINVAL);
+        }
+        gid(ctx, port.into(), index)?;
+        // SAFETY: `ty` points to an int (the contract, point 1).
+        unsafe { ty.write(IBV_GID_TYPE_SYSFS_ROCE_V2) };
+        Ok(())
+    })())
 }
 
 /// The default P_Key, 0xffff (network order is the same bytes).
 const PKEY: u16 = 0xffff;
 
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_pkey(
-    _ctx: *mut ibv_context,
-    _port: u8,
+unsafe extern "C" fn ibv_query_pkey(
+    ctx: *mut ibv_context,
+    port: u8,
     index: c_int,
     pkey: *mut u16,
 ) -> c_int {
-    if index != 0 || pkey.is_null() {
-        set_errno(libc::EINVAL);
-        return -1;
-    }
-    *pkey = PKEY;
-    0
-}
-
-#[no_mangle]
-pub extern "C" fn ibv_get_pkey_index(_ctx: *mut ibv_context, _port: u8, pkey: u16) -> c_int {
-    if pkey == PKEY {
-        0
-    } else {
-        set_errno(libc::ENOENT);
-        -1
-    }
-}
-
-// ---- protection domains and memory ----
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_alloc_pd(ctx: *mut ibv_context) -> *mut ibv_pd {
-    Box::into_raw(Box::new(ibv_pd {
-        context: ctx,
-        handle: 0,
-    }))
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
-    if !pd.is_null() {
-        drop(Box::from_raw(pd));
-    }
-    0
-}
-
-fn access_of(flags: c_uint) -> Access {
-    let mut a = Access::NONE;
-    for (bit, r) in [
-        (1, Access::LOCAL_WRITE),
-        (2, Access::REMOTE_WRITE),
-        (4, Access::REMOTE_READ),
-        (8, Access::REMOTE_ATOMIC),
-    ] {
-        if flags & bit != 0 {
-            a = a | r;
+    minus_one((|| {
+        context(ctx)?;
+        if port != 1 || index != 0 || pkey.is_null() {
+            return Err(libc::EINVAL);
         }
-    }
-    a
+        // SAFETY: `pkey` points to a __be16 (the contract, point 1).
+        unsafe { pkey.write(PKEY) };
+        Ok(())
+    })())
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn ibv_reg_mr_iova2(
-    pd: *mut ibv_pd,
-    addr: *mut c_void,
-    length: usize,
-    iova: u64,
-    access: c_uint,
-) -> *mut ibv_mr {
-    let Ok(shell) = shell() else {
-        set_errno(libc::ENODEV);
-        return null_mut();
-    };
-    if pd.is_null() || (addr.is_null() && length > 0) {
-        set_errno(libc::EINVAL);
-        return null_mut();
-    }
-    // SAFETY: the verbs contract: the memory stays the program's and
-    // mapped until ibv_dereg_mr.
-    let memory = Box::new(ForeignMemory::new(addr as *mut u8, length));
-    match shell.reg_mr(memory, iova, access_of(access)) {
-        Ok(keys) => Box::into_raw(Box::new(ibv_mr {
-            context: (*pd).context,
-            pd,
-            addr,
-            length,
-            handle: keys.lkey,
-            lkey: keys.lkey,
-            rkey: keys.rkey,
-        })),
-        Err(e) => {
-            set_errno(errno_of(&e));
-            null_mut()
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_reg_mr(
-    pd: *mut ibv_pd,
-    addr: *mut c_void,
-    length: usize,
-    access: c_int,
-) -> *mut ibv_mr {
-    ibv_reg_mr_iova2(pd, addr, length, addr as u64, access as c_uint)
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    if mr.is_null() {
-        return libc::EINVAL;
-    }
-    match shell.dereg_mr((*mr).lkey) {
-        Ok(()) => {
-            drop(Box::from_raw(mr));
-            0
-        }
-        Err(e) => errno_of(&e),
-    }
-}
-
-// ---- completion channels and CQs ----
-
-#[repr(C)]
-struct CompChannel {
-    ch: ibv_comp_channel,
-    inner: Arc<Channel>,
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_create_comp_channel(ctx: *mut ibv_context) -> *mut ibv_comp_channel {
-    match Channel::new() {
-        Ok(inner) => {
-            let inner = Arc::new(inner);
-            let c = Box::new(CompChannel {
-                ch: ibv_comp_channel {
-                    context: ctx,
-                    fd: inner.fd.raw(),
-                    refcnt: 0,
-                },
-                inner,
-            });
-            Box::into_raw(c) as *mut ibv_comp_channel
+extern "C" fn ibv_get_pkey_index(ctx: *mut ibv_context, port: u8, pkey: u16) -> c_int {
+    match context(ctx) {
+        Ok(_) if port == 1 && pkey == PKEY => 0,
+        Ok(_) => {
+            set_errno(libc::ENOENT);
+            -1
         }
         Err(e) => {
-            set_errno(e.raw_os_error().unwrap_or(libc::ENOMEM));
-            null_mut()
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_destroy_comp_channel(ch: *mut ibv_comp_channel) -> c_int {
-    if ch.is_null() {
-        return libc::EINVAL;
-    }
-    if (*ch).refcnt > 0 {
-        return libc::EBUSY;
-    }
-    drop(Box::from_raw(ch as *mut CompChannel));
-    0
-}
-
-#[repr(C)]
-struct Cq {
-    cq: ibv_cq,
-    id: u32,
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_create_cq(
-    ctx: *mut ibv_context,
-    cqe: c_int,
-    cq_context: *mut c_void,
-    channel: *mut ibv_comp_channel,
-    _comp_vector: c_int,
-) -> *mut ibv_cq {
-    let Ok(shell) = shell() else {
-        set_errno(libc::ENODEV);
-        return null_mut();
-    };
-    if cqe <= 0 {
-        set_errno(libc::EINVAL);
-        return null_mut();
-    }
-    let mut c: Box<Cq> = Box::new(zeroed());
-    c.cq.context = ctx;
-    c.cq.channel = channel;
-    c.cq.cq_context = cq_context;
-    c.cq.cqe = cqe;
-    let p = Box::into_raw(c);
-    let id = shell.create_cq(cqe as usize, p as usize);
-    (*p).id = id;
-    (*p).cq.handle = id;
-    if !channel.is_null() {
-        (*channel).refcnt += 1;
-        let ch = (*(channel as *mut CompChannel)).inner.clone();
-        shell.set_cq_channel(id, Some(ch));
-    }
-    p as *mut ibv_cq
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    if cq.is_null() {
-        return libc::EINVAL;
-    }
-    let c = Box::from_raw(cq as *mut Cq);
-    shell.destroy_cq(c.id);
-    if !c.cq.channel.is_null() {
-        (*c.cq.channel).refcnt -= 1;
-    }
-    0
-}
-
-fn wc_status(s: WcStatus) -> c_int {
-    match s {
-        WcStatus::Success => 0,
-        WcStatus::LocalLengthError => 1,
-        WcStatus::LocalProtectionError => 4,
-        WcStatus::Flushed => 5,
-        WcStatus::RemoteInvalidRequest => 9,
-        WcStatus::RemoteAccessError => 10,
-        WcStatus::RemoteOperationalError => 11,
-        WcStatus::RetryExceeded => 12,
-        WcStatus::RnrRetryExceeded => 13,
-    }
-}
-
-fn wc_opcode(o: WcOpcode) -> c_int {
-    match o {
-        WcOpcode::Send => 0,
-        WcOpcode::Write => 1,
-        WcOpcode::Read => 2,
-        WcOpcode::CompareSwap => 3,
-        WcOpcode::FetchAdd => 4,
-        WcOpcode::Recv => 128,
-        WcOpcode::RecvRdmaWithImm => 129,
-    }
-}
-
-fn to_wc(w: &WorkCompletion) -> ibv_wc {
-    ibv_wc {
-        wr_id: w.wr_id,
-        status: wc_status(w.status),
-        opcode: wc_opcode(w.opcode),
-        byte_len: w.byte_len,
-        imm_data: w.imm.map_or(0, u32::to_be),
-        qp_num: w.qpn,
-        wc_flags: if w.imm.is_some() { IBV_WC_WITH_IMM } else { 0 },
-        ..ibv_wc::default()
-    }
-}
-
-unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
-    let Ok(shell) = shell() else { return -1 };
-    if cq.is_null() || n < 0 || (wc.is_null() && n > 0) {
-        return -1;
-    }
-    let id = (*(cq as *mut Cq)).id;
-    // SAFETY: the program gave room for `n` entries at `wc`.
-    shell.poll_cq(id, n as usize, |i, w| unsafe { *wc.add(i) = to_wc(w) }) as c_int
-}
-
-unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, _solicited_only: c_int) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    if cq.is_null() {
-        return libc::EINVAL;
-    }
-    shell.req_notify((*(cq as *mut Cq)).id);
-    0
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_get_cq_event(
-    ch: *mut ibv_comp_channel,
-    cq: *mut *mut ibv_cq,
-    cq_context: *mut *mut c_void,
-) -> c_int {
-    if ch.is_null() {
-        return -1;
-    }
-    match (*(ch as *mut CompChannel)).inner.get_event() {
-        Ok(token) => {
-            let c = token as *mut ibv_cq;
-            if !cq.is_null() {
-                *cq = c;
-            }
-            if !cq_context.is_null() {
-                *cq_context = (*c).cq_context;
-            }
-            0
-        }
-        Err(e) => {
-            set_errno(e.raw_os_error().unwrap_or(libc::EIO));
+            set_errno(e);
             -1
         }
     }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_ack_cq_events(cq: *mut ibv_cq, n: c_uint) {
-    if !cq.is_null() {
-        (*cq).comp_events_completed = (*cq).comp_events_completed.wrapping_add(n);
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_get_async_event(
-    _ctx: *mut ibv_context,
-    event: *mut ibv_async_event,
-) -> c_int {
-    let Ok(shell) = shell() else { return -1 };
-    match shell.async_events.get() {
-        Ok((ty, token)) => {
-            if !event.is_null() {
-                (*event).element = token as *mut c_void;
-                (*event).event_type = ty;
-            }
-            0
-        }
-        Err(e) => {
-            set_errno(e.raw_os_error().unwrap_or(libc::EIO));
-            -1
-        }
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_ack_async_event(event: *mut ibv_async_event) {
-    if !event.is_null() && (*event).event_type == IBV_EVENT_QP_FATAL {
-        let qp = (*event).element as *mut ibv_qp;
-        if !qp.is_null() {
-            (*qp).events_completed += 1;
-        }
-    }
-}
-
-// ---- queue pairs ----
-
-#[repr(C)]
-struct Qp {
-    qp: ibv_qp,
-    cap: ibv_qp_cap,
-    sq_sig_all: c_int,
-    access: c_uint,
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_create_qp(
-    pd: *mut ibv_pd,
-    init: *mut ibv_qp_init_attr,
-) -> *mut ibv_qp {
-    let Ok(shell) = shell() else {
-        set_errno(libc::ENODEV);
-        return null_mut();
-    };
-    if pd.is_null() || init.is_null() || (*init).send_cq.is_null() || (*init).recv_cq.is_null() {
-        set_errno(libc::EINVAL);
-        return null_mut();
-    }
-    let a = &mut *init;
-    if a.qp_type != IBV_QPT_RC {
-        set_errno(unsupported!(
-            "ibv_create_qp of a QP type other than RC (UC, UD, XRC, raw packet)",
-            libc::EOPNOTSUPP
-        ));
-        return null_mut();
-    }
-    if !a.srq.is_null() {
-        set_errno(unsupported!("ibv_create_qp with an SRQ", libc::EOPNOTSUPP));
-        return null_mut();
-    }
-    if a.cap.max_send_sge > 1 || a.cap.max_recv_sge > 1 {
-        set_errno(unsupported!(
-            "ibv_create_qp with more than one SGE per work request",
-            libc::EINVAL
-        ));
-        return null_mut();
-    }
-    let init_attr = QpInitAttr {
-        send_cq: (*(a.send_cq as *mut Cq)).id,
-        recv_cq: (*(a.recv_cq as *mut Cq)).id,
-        max_send_wr: a.cap.max_send_wr.max(1),
-        max_recv_wr: a.cap.max_recv_wr.max(1),
-        sq_sig_all: a.sq_sig_all != 0,
-    };
-    let mut q: Box<Qp> = Box::new(zeroed());
-    let p = &mut *q as *mut Qp as usize;
-    let qpn = match shell.create_qp(init_attr, p) {
-        Ok(n) => n,
-        Err(e) => {
-            set_errno(errno_of(&e));
-            return null_mut();
-        }
-    };
-    // Report what the QP has (one SGE; inline data is sent from the
-    // registered buffer, see docs/verbs-drop-in.md).
-    a.cap.max_send_wr = init_attr.max_send_wr;
-    a.cap.max_recv_wr = init_attr.max_recv_wr;
-    a.cap.max_send_sge = 1;
-    a.cap.max_recv_sge = 1;
-    q.qp.context = (*pd).context;
-    q.qp.qp_context = a.qp_context;
-    q.qp.pd = pd;
-    q.qp.send_cq = a.send_cq;
-    q.qp.recv_cq = a.recv_cq;
-    q.qp.handle = qpn;
-    q.qp.qp_num = qpn;
-    q.qp.state = 0;
-    q.qp.qp_type = IBV_QPT_RC;
-    q.cap = a.cap;
-    q.sq_sig_all = a.sq_sig_all;
-    Box::into_raw(q) as *mut ibv_qp
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    if qp.is_null() {
-        return libc::EINVAL;
-    }
-    match shell.destroy_qp((*qp).qp_num) {
-        Ok(()) => {
-            drop(Box::from_raw(qp as *mut Qp));
-            0
-        }
-        Err(e) => errno_of(&e),
-    }
-}
-
-fn state_of(s: c_int) -> Option<QpState> {
-    Some(match s {
-        0 => QpState::Reset,
-        1 => QpState::Init,
-        2 => QpState::Rtr,
-        3 => QpState::Rts,
-        6 => QpState::Error,
-        _ => return None,
-    })
-}
-
-fn state_enum(s: QpState) -> c_int {
-    match s {
-        QpState::Reset => 0,
-        QpState::Init => 1,
-        QpState::Rtr => 2,
-        QpState::Rts => 3,
-        QpState::Error => 6,
-    }
-}
-
-fn ip_of_gid(g: [u8; 16]) -> IpAddr {
-    let v6 = Ipv6Addr::from(g);
-    match v6.to_ipv4_mapped() {
-        Some(v4) => IpAddr::V4(v4),
-        None => IpAddr::V6(v6),
-    }
-}
-
-fn modify_error(what: &str) -> c_int {
-    eprintln!("roce-xdp: ibv_modify_qp: {what}");
-    libc::EINVAL
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_modify_qp(
-    qp: *mut ibv_qp,
-    attr: *mut ibv_qp_attr,
-    mask: c_int,
-) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    if qp.is_null() || attr.is_null() {
-        return libc::EINVAL;
-    }
-    let a = &*attr;
-    let mut q = QpAttr::default();
-    let mut m = QpAttrMask(0);
-    let has = |bit: c_int| mask & bit != 0;
-    if has(IBV_QP_STATE) {
-        let Some(s) = state_of(a.qp_state) else {
-            return unsupported!("ibv_modify_qp to SQD/SQE", libc::EINVAL);
-        };
-        q.state = s;
-        m = m | QpAttrMask::STATE;
-    }
-    if has(IBV_QP_PATH_MTU) {
-        let Some(mtu) = mtu_of(a.path_mtu) else {
-            return modify_error("path_mtu is not one of IBV_MTU_256..IBV_MTU_4096");
-        };
-        q.path_mtu = mtu;
-        m = m | QpAttrMask::PATH_MTU;
-    }
-    if has(IBV_QP_TIMEOUT) {
-        q.timeout = a.timeout;
-        m = m | QpAttrMask::TIMEOUT;
-    }
-    if has(IBV_QP_RETRY_CNT) {
-        q.retry_cnt = a.retry_cnt;
-        m = m | QpAttrMask::RETRY_CNT;
-    }
-    if has(IBV_QP_RNR_RETRY) {
-        q.rnr_retry = a.rnr_retry;
-        m = m | QpAttrMask::RNR_RETRY;
-    }
-    if has(IBV_QP_MIN_RNR_TIMER) {
-        q.min_rnr_timer = a.min_rnr_timer;
-        m = m | QpAttrMask::MIN_RNR_TIMER;
-    }
-    if has(IBV_QP_MAX_QP_RD_ATOMIC) {
-        q.max_rd_atomic = a.max_rd_atomic.max(1);
-        m = m | QpAttrMask::MAX_QP_RD_ATOMIC;
-    }
-    if has(IBV_QP_MAX_DEST_RD_ATOMIC) {
-        q.max_dest_rd_atomic = a.max_dest_rd_atomic.max(1);
-        m = m | QpAttrMask::MAX_DEST_RD_ATOMIC;
-    }
-    if has(IBV_QP_SQ_PSN) {
-        q.sq_psn = a.sq_psn & 0xff_ffff;
-        m = m | QpAttrMask::SQ_PSN;
-    }
-    if has(IBV_QP_RQ_PSN) {
-        q.rq_psn = a.rq_psn & 0xff_ffff;
-        m = m | QpAttrMask::RQ_PSN;
-    }
-    if has(IBV_QP_DEST_QPN) {
-        q.dest_qpn = a.dest_qp_num & 0xff_ffff;
-        m = m | QpAttrMask::DEST_QPN;
-    }
-    if has(IBV_QP_AV) {
-        let ah = &a.ah_attr;
-        if ah.is_global == 0 {
-            return modify_error(
-                "the address vector has no GRH (is_global 0): on RoCE give a GID index (-g 1 / -x 1)",
-            );
-        }
-        let ip = ip_of_gid(ah.grh.dgid);
-        if !ip.is_ipv4() {
-            return modify_error("the destination GID is not an IPv4-mapped RoCE v2 GID");
-        }
-        let mac = match shell.resolve_mac(ip) {
-            Ok(mac) => mac,
-            Err(e) => return modify_error(&format!("cannot resolve the MAC of {ip}: {e}")),
-        };
-        q.remote = RemoteAddress {
-            mac,
-            ip,
-            vlan: None,
-            ..RemoteAddress::default()
-        };
-        m = m | QpAttrMask::AV;
-        if ah.grh.hop_limit > 0 {
-            q.hop_limit = ah.grh.hop_limit;
-            m = m | QpAttrMask::HOP_LIMIT;
-        }
-    }
-    let me = &mut *(qp as *mut Qp);
-    if has(IBV_QP_ACCESS_FLAGS) {
-        me.access = a.qp_access_flags;
-    }
-    // IBV_QP_PKEY_INDEX (one P_Key), IBV_QP_PORT (one port), IBV_QP_QKEY
-    // (UD only): nothing to apply.
-    match shell.modify_qp(me.qp.qp_num, &q, m) {
-        Ok(()) => {
-            if has(IBV_QP_STATE) {
-                me.qp.state = a.qp_state;
-            }
-            0
-        }
-        Err(e) => modify_error(&e.to_string()),
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn ibv_query_qp(
-    qp: *mut ibv_qp,
-    attr: *mut ibv_qp_attr,
-    _mask: c_int,
-    init: *mut ibv_qp_init_attr,
-) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    if qp.is_null() || attr.is_null() {
-        return libc::EINVAL;
-    }
-    let me = &mut *(qp as *mut Qp);
-    let Some((state, q)) = shell.query_qp(me.qp.qp_num) else {
-        return libc::EINVAL;
-    };
-    let mut a = ibv_qp_attr {
-        qp_state: state_enum(state),
-        cur_qp_state: state_enum(state),
-        path_mtu: mtu_enum(q.path_mtu),
-        rq_psn: q.rq_psn,
-        sq_psn: q.sq_psn,
-        dest_qp_num: q.dest_qpn,
-        qp_access_flags: me.access,
-        cap: me.cap,
-        max_rd_atomic: q.max_rd_atomic,
-        max_dest_rd_atomic: q.max_dest_rd_atomic,
-        min_rnr_timer: q.min_rnr_timer,
-        port_num: 1,
-        timeout: q.timeout,
-        retry_cnt: q.retry_cnt,
-        rnr_retry: q.rnr_retry,
-        ..ibv_qp_attr::default()
-    };
-    if let IpAddr::V4(v4) = q.remote.ip {
-        if v4 != Ipv4Addr::UNSPECIFIED {
-            a.ah_attr.is_global = 1;
-            a.ah_attr.grh.dgid = v4.to_ipv6_mapped().octets();
-            a.ah_attr.grh.sgid_index = 1;
-            a.ah_attr.grh.hop_limit = q.hop_limit;
-        }
-    }
-    a.ah_attr.port_num = 1;
-    *attr = a;
-    me.qp.state = a.qp_state;
-    if !init.is_null() {
-        *init = ibv_qp_init_attr {
-            qp_context: me.qp.qp_context,
-            send_cq: me.qp.send_cq,
-            recv_cq: me.qp.recv_cq,
-            srq: null_mut(),
-            cap: me.cap,
-            qp_type: IBV_QPT_RC,
-            sq_sig_all: me.sq_sig_all,
-        };
-    }
-    0
-}
-
-unsafe fn one_sge(list: *mut ibv_sge, n: c_int) -> Result<Sge, c_int> {
-    match n {
-        0 => Ok(Sge::default()),
-        1 if !list.is_null() => {
-            let s = &*list;
-            Ok(Sge {
-                lkey: s.lkey,
-                addr: s.addr,
-                length: s.length,
-            })
-        }
-        _ => Err(unsupported!(
-            "a work request with more than one SGE",
-            libc::EINVAL
-        )),
-    }
-}
-
-unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr, c_int> {
-    let opcode = match w.opcode {
-        IBV_WR_RDMA_WRITE => SendOp::Write,
-        IBV_WR_RDMA_WRITE_WITH_IMM => SendOp::WriteWithImm,
-        IBV_WR_SEND => SendOp::Send,
-        IBV_WR_SEND_WITH_IMM => SendOp::SendWithImm,
-        IBV_WR_RDMA_READ => SendOp::Read,
-        IBV_WR_ATOMIC_CMP_AND_SWP => SendOp::CompareSwap,
-        IBV_WR_ATOMIC_FETCH_AND_ADD => SendOp::FetchAdd,
-        _ => {
-            return Err(unsupported!(
-                "ibv_post_send of LOCAL_INV, BIND_MW, SEND_WITH_INV or TSO",
-                libc::EINVAL
-            ))
-        }
-    };
-    let mut wr = SendWr::new(w.wr_id, opcode, one_sge(w.sg_list, w.num_sge)?);
-    wr.signaled = w.send_flags & IBV_SEND_SIGNALED != 0;
-    wr.imm = u32::from_be(w.imm_data);
-    wr.remote_addr = w.wr.remote_addr;
-    if opcode.is_atomic() {
-        wr.compare_add = w.wr.rdma_rkey_or_compare_add;
-        wr.swap = w.wr.swap;
-        wr.rkey = w.wr.atomic_rkey;
-    } else {
-        // wr.rdma.rkey: the low half of the second word (little endian).
-        wr.rkey = w.wr.rdma_rkey_or_compare_add as u32;
-    }
-    Ok(wr)
-}
-
-/// Posts the linked list of work requests at `first` one by one with
-/// `post`; at the first refusal points `bad` at that request and returns
-/// its errno (the verbs contract of `ibv_post_send`/`ibv_post_recv`).
-unsafe fn post_list<W>(
-    first: *mut W,
-    bad: *mut *mut W,
-    next: impl Fn(&W) -> *mut W,
-    mut post: impl FnMut(&W) -> Result<(), c_int>,
-) -> c_int {
-    let mut cur = first;
-    while let Some(w) = NonNull::new(cur) {
-        let w = w.as_ptr();
-        if let Err(e) = post(&*w) {
-            if !bad.is_null() {
-                *bad = w;
-            }
-            return e;
-        }
-        cur = next(&*w);
-    }
-    0
-}
-
-unsafe extern "C" fn post_send(
-    qp: *mut ibv_qp,
-    wr: *mut ibv_send_wr,
-    bad: *mut *mut ibv_send_wr,
-) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    let qpn = (*qp).qp_num;
-    post_list(
-        wr,
-        bad,
-        |w| w.next,
-        |w| {
-            let s = send_wr(w)?;
-            shell.post_send(qpn, s).map_err(|e| errno_of(&e))
-        },
-    )
-}
-
-unsafe extern "C" fn post_recv(
-    qp: *mut ibv_qp,
-    wr: *mut ibv_recv_wr,
-    bad: *mut *mut ibv_recv_wr,
-) -> c_int {
-    let Ok(shell) = shell() else {
-        return libc::ENODEV;
-    };
-    let qpn = (*qp).qp_num;
-    post_list(
-        wr,
-        bad,
-        |w| w.next,
-        |w| {
-            let sge = one_sge(w.sg_list, w.num_sge)?;
-            let wr = RecvWr {
-                wr_id: w.wr_id,
-                sge,
-            };
-            shell.post_recv(qpn, wr).map_err(|e| errno_of(&e))
-        },
-    )
-}
-
-unsafe extern "C" fn post_srq_recv(
-    _srq: *mut c_void,
-    wr: *mut ibv_recv_wr,
-    bad: *mut *mut ibv_recv_wr,
-) -> c_int {
-    if !bad.is_null() {
-        *bad = wr;
-    }
-    unsupported!(
-        "ibv_post_srq_recv (shared receive queues)",
-        libc::EOPNOTSUPP
-    )
-}
-
-unsafe extern "C" fn bind_mw(_qp: *mut ibv_qp, _mw: *mut c_void, _bind: *mut c_void) -> c_int {
-    unsupported!("ibv_bind_mw (memory windows)", libc::EOPNOTSUPP)
-}
-
-#[no_mangle]
-pub extern "C" fn ibv_wc_status_str(status: c_int) -> *const c_char {
-    const S: [&str; 23] = [
-        "success\0",
-        "local length error\0",
-        "local QP operation error\0",
-        "local EE context operation error\0",
-        "local protection error\0",
-        "Work Request Flushed Error\0",
-        "memory management operation error\0",
-        "bad response error\0",
-        "local access error\0",
-        "remote invalid request error\0",
-        "remote access error\0",
-        "remote operation error\0",
-        "transport retry counter exceeded\0",
-        "RNR retry counter exceeded\0",
-        "local RDD violation error\0",
-        "remote invalid RD request\0",
-        "aborted error\0",
-        "invalid EE context number\0",
-        "invalid EE context state\0",
-        "fatal error\0",
-        "response timeout error\0",
-        "general error\0",
-        "TM error\0",
-    ];
-    S.get(status as usize)
-        .copied()
-        .unwrap_or("unknown\0")
-        .as_ptr() as *const c_char
 }

@@ -449,7 +449,12 @@ impl Shell {
     }
 
     /// The MAC of `ip` from the kernel's neighbour table.
+    /// The engine's own address is its own MAC, with no ARP: two QPs of
+    /// the device connected to each other (loopback).
     pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], String> {
+        if ip == IpAddr::V4(self.ip) {
+            return Ok(self.mac);
+        }
         // Resolution may take a while: not under the engine lock.
         engine::nic::resolve_mac(None, &self.iface, ip, Duration::from_secs(3))
             .map_err(|e| e.to_string())
@@ -497,6 +502,19 @@ impl Shell {
 
     pub fn dereg_mr(&self, lkey: u32) -> Result<(), VerbsError> {
         self.with(|ep| ep.dereg_mr(lkey).map(drop))
+    }
+
+    /// Registers `memory` in place of the region `lkey` under the same
+    /// keys (`ibv_rereg_mr`); if the engine refuses the new region, the old
+    /// one stays as it was.
+    pub fn rereg_mr(
+        &self,
+        lkey: u32,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+    ) -> Result<(), VerbsError> {
+        self.with(|ep| ep.rereg_mr(lkey, memory, iova, access).map(drop))
     }
 
     pub fn create_qp(&self, init: QpInitAttr, token: usize) -> Result<u32, VerbsError> {

@@ -4,17 +4,11 @@
 //! symbols (`IBVERBS_PRIVATE_34`), exported only so that the providers
 //! Debian's perftest links directly (libmlx5.so.1, libefa.so.1, linked
 //! with BIND_NOW) load; nothing calls them, since the one device is ours.
-#![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::null_mut;
 
-use crate::ffi::unsupported;
-
-fn set_errno(e: c_int) {
-    // SAFETY: errno is thread-local and always valid.
-    unsafe { *libc::__errno_location() = e };
-}
+use crate::ffi::{set_errno, unsupported};
 
 /// Unsupported verbs returning a pointer: NULL, errno set.
 macro_rules! null_verbs {
@@ -42,7 +36,11 @@ null_verbs! {
     ibv_create_ah: "ibv_create_ah (address handles: UD)", libc::EOPNOTSUPP;
     ibv_create_ah_from_wc: "ibv_create_ah_from_wc (address handles: UD)", libc::EOPNOTSUPP;
     ibv_qp_to_qp_ex: "ibv_qp_to_qp_ex (the ibv_wr_* send API)", libc::EOPNOTSUPP;
-    ibv_rereg_mr: "ibv_rereg_mr", libc::EOPNOTSUPP;
+    ibv_import_device: "ibv_import_device (a kernel verbs file descriptor)", libc::EOPNOTSUPP;
+    ibv_import_pd: "ibv_import_pd (objects of another process's context)", libc::EOPNOTSUPP;
+    ibv_import_mr: "ibv_import_mr (objects of another process's context)", libc::EOPNOTSUPP;
+    ibv_import_dm: "ibv_import_dm (device memory)", libc::EOPNOTSUPP;
+    ibv_reg_dmabuf_mr: "ibv_reg_dmabuf_mr (dma-buf memory)", libc::EOPNOTSUPP;
 }
 
 errno_verbs! {
@@ -54,6 +52,9 @@ errno_verbs! {
     ibv_set_ece: "ibv_set_ece", libc::EOPNOTSUPP;
     ibv_resolve_eth_l2_from_gid: "ibv_resolve_eth_l2_from_gid", libc::EOPNOTSUPP;
     ibv_resize_cq: "ibv_resize_cq", libc::EOPNOTSUPP;
+    ibv_modify_srq: "ibv_modify_srq (shared receive queues)", libc::EOPNOTSUPP;
+    ibv_query_srq: "ibv_query_srq (shared receive queues)", libc::EOPNOTSUPP;
+    ibv_init_ah_from_wc: "ibv_init_ah_from_wc (address handles: UD)", libc::EOPNOTSUPP;
 }
 
 /// Kernel-ABI copy helpers (for librdmacm's kernel path): nothing to copy.
@@ -69,7 +70,11 @@ macro_rules! void_verbs {
 void_verbs! {
     ibv_copy_ah_attr_from_kern: "ibv_copy_ah_attr_from_kern";
     ibv_copy_path_rec_from_kern: "ibv_copy_path_rec_from_kern";
+    ibv_copy_path_rec_to_kern: "ibv_copy_path_rec_to_kern";
     ibv_copy_qp_attr_from_kern: "ibv_copy_qp_attr_from_kern";
+    ibv_unimport_pd: "ibv_unimport_pd (objects of another process's context)";
+    ibv_unimport_mr: "ibv_unimport_mr (objects of another process's context)";
+    ibv_unimport_dm: "ibv_unimport_dm (device memory)";
 }
 
 /// No fork protection is needed: registered memory is not pinned.
@@ -85,6 +90,22 @@ pub extern "C" fn ibv_dontfork_range(_base: *mut c_void, _size: usize) -> c_int 
 
 #[no_mangle]
 pub extern "C" fn ibv_dofork_range(_base: *mut c_void, _size: usize) -> c_int {
+    0
+}
+
+/// `IBV_FORK_UNNEEDED`: the engine reads and writes registered memory
+/// through the process's own mappings, never pinned pages, so a fork
+/// needs no protection (copy-on-write keeps the parent's view).
+#[no_mangle]
+pub extern "C" fn ibv_is_fork_initialized() -> c_int {
+    2
+}
+
+/// 0, "not guaranteed", as rxe and every provider without the operation
+/// answer (rdma-core's default): the engine writes a message's packets in
+/// PSN order, but a program may not poll on its last byte for that.
+#[no_mangle]
+pub extern "C" fn ibv_query_qp_data_in_order(_qp: *mut c_void, _op: c_int, _flags: u32) -> c_int {
     0
 }
 
@@ -143,5 +164,7 @@ private_verbs! {
     ibv_cmd_query_device_any ibv_cmd_query_mr ibv_cmd_query_port ibv_cmd_query_qp
     ibv_cmd_query_srq ibv_cmd_read_counters ibv_cmd_reg_dm_mr ibv_cmd_reg_dmabuf_mr
     ibv_cmd_reg_mr ibv_cmd_rereg_mr ibv_cmd_resize_cq verbs_init_cq verbs_open_device
-    verbs_set_ops verbs_uninit_context
+    verbs_set_ops verbs_uninit_context __ioctl_final_num_attrs ibv_cmd_create_cq
+    ibv_cmd_create_qp ibv_cmd_poll_cq ibv_cmd_post_recv ibv_cmd_post_send
+    ibv_cmd_post_srq_recv ibv_cmd_req_notify_cq ibv_read_ibdev_sysfs_file
 }

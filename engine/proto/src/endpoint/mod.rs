@@ -202,6 +202,20 @@ impl Endpoint {
             .ok_or(VerbsError::ResourceExhausted)
     }
 
+    /// Reregister a region in place, keys kept (`ibv_rereg_mr`); the old
+    /// memory comes back.
+    pub fn rereg_mr(
+        &mut self,
+        lkey: u32,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+    ) -> Result<Box<dyn RegionMemory>, VerbsError> {
+        self.mrs
+            .reregister(lkey, memory, iova, access)
+            .ok_or(VerbsError::LocalProtection)
+    }
+
     /// Deregister a region and get its memory back.
     pub fn dereg_mr(&mut self, lkey: u32) -> Result<Box<dyn RegionMemory>, VerbsError> {
         self.mrs.deregister(lkey).ok_or(VerbsError::LocalProtection)

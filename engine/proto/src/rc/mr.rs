@@ -292,6 +292,29 @@ impl MrTable {
         Some(region.memory)
     }
 
+    /// Reregister the region whose L_Key is `lkey` (`ibv_rereg_mr`): new
+    /// memory, start address and rights, the same keys and slot. Returns
+    /// the memory it replaced; None (and nothing changed) for an unknown
+    /// key or a range that wraps.
+    pub fn reregister(
+        &mut self,
+        lkey: u32,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+    ) -> Option<Box<dyn RegionMemory>> {
+        iova.checked_add(memory.len() as u64)?;
+        let index = *self.by_key.get(&lkey)?;
+        let region = self.slots.get_mut(index as usize)?.as_mut()?;
+        if region.keys.lkey != lkey {
+            return None;
+        }
+        region.len = memory.len() as u64;
+        region.iova = iova;
+        region.access = access;
+        Some(core::mem::replace(&mut region.memory, memory))
+    }
+
     /// The region of `key`: its R_Key for a remote access (`need` has a
     /// remote right), its L_Key otherwise.
     #[inline]
@@ -482,6 +505,34 @@ mod tests {
             b.check(k.rkey, 0x2000, 1, Access::REMOTE_WRITE),
             Err(AccessError::UnknownKey)
         );
+    }
+
+    #[test]
+    fn reregister_keeps_the_keys_and_changes_range_and_rights() {
+        let mut t = MrTable::new();
+        let k = t
+            .register(Box::new(vec![0u8; 64]), 0x1000, Access::ALL)
+            .unwrap();
+        let old = t
+            .reregister(k.lkey, Box::new(vec![7u8; 16]), 0x5000, Access::REMOTE_READ)
+            .unwrap();
+        assert_eq!(old.len(), 64);
+        assert_eq!(t.check(k.rkey, 0x5000, 16, Access::REMOTE_READ), Ok(0));
+        assert!(t.check(k.rkey, 0x1000, 8, Access::REMOTE_READ).is_err());
+        assert!(t.check(k.rkey, 0x5000, 17, Access::REMOTE_READ).is_err());
+        assert!(t.check(k.rkey, 0x5000, 8, Access::REMOTE_WRITE).is_err());
+        // Only the L_Key names the region; nothing changes otherwise.
+        assert!(t
+            .reregister(k.rkey, Box::new(vec![0u8; 8]), 0, Access::ALL)
+            .is_none());
+        assert!(t
+            .reregister(k.lkey ^ 1, Box::new(vec![0u8; 8]), 0, Access::ALL)
+            .is_none());
+        assert!(t
+            .reregister(k.lkey, Box::new(vec![0u8; 8]), u64::MAX, Access::ALL)
+            .is_none());
+        assert_eq!(t.check(k.rkey, 0x5000, 16, Access::REMOTE_READ), Ok(0));
+        assert!(t.deregister(k.lkey).is_some());
     }
 
     #[test]

@@ -1,0 +1,31 @@
+//! What the device promises (`ibv_query_device`, `ibv_query_device_ex`)
+//! and the checks hold it to: each limit is one the engine really has.
+
+use std::ffi::c_int;
+
+/// QPs an engine holds (`EndpointConfig::max_qps`).
+pub const MAX_QP: c_int = engine::endpoint::MAX_QPS_PER_ENGINE as c_int;
+/// Work requests a queue holds (the endpoint's `check_init`: 1..=65536).
+pub const MAX_QP_WR: c_int = 1 << 16;
+/// Scatter/gather entries a work request carries.
+pub const MAX_SGE: c_int = 1;
+/// Bytes of `IBV_SEND_INLINE` data a QP accepts. The data is read from
+/// the work request's (registered) buffer when the engine sends it, not
+/// copied at post time (docs/verbs-drop-in.md, Limits).
+pub const MAX_INLINE_DATA: u32 = 1024;
+/// Completion queues: the engine's CQ ids are not reused, so this bounds
+/// the CQs a program creates over its life.
+pub const MAX_CQ: c_int = 1 << 16;
+/// Entries a completion queue holds.
+pub const MAX_CQE: c_int = 1 << 20;
+/// Memory regions a process registers at once.
+pub const MAX_MR: c_int = 1 << 16;
+/// Protection domains a process holds at once.
+pub const MAX_PD: c_int = 1 << 16;
+/// RDMA READ and atomic requests outstanding on a QP, each way.
+pub const MAX_QP_RD_ATOM: c_int = 16;
+/// Completion vectors (`ibv_context.num_comp_vectors`).
+pub const NUM_COMP_VECTORS: c_int = 1;
+/// `vendor_id` of software RoCE devices: Soft-RoCE reports 0xFFFFFF
+/// (`RXE_VENDOR_ID`), and programs that require a nonzero id accept it.
+pub const VENDOR_ID: u32 = 0xFF_FFFF;
