@@ -19,6 +19,10 @@
 //! - `directory.rs`: what the engine threads of one device share so that a
 //!   QP works whichever queue its packets arrive on: device-wide QP
 //!   numbers, which queue holds each QP, hand-off inboxes, a buffer pool.
+//! - `own_address.rs`: the engine's own MAC and IP, which a frame the
+//!   engine transmits is checked against: one addressed to the engine
+//!   itself (two of its QPs connected to each other) is received from its
+//!   TX frame instead of leaving (`loopback_frames`).
 //! - `capture.rs`: optional pcap capture of the frames the engines send
 //!   and receive ([`capture_channel`], [`PcapWriter`]).
 //! - `poll_mode.rs`: [`PollMode`], how a loop waits when idle, and
@@ -29,6 +33,7 @@
 
 mod capture;
 mod directory;
+mod own_address;
 mod poll_mode;
 mod run_to_completion;
 mod shared;
@@ -37,6 +42,7 @@ mod thread;
 
 pub use capture::{capture_channel, CaptureSink, CapturedFrame, PcapWriter, SNAPLEN};
 pub(crate) use directory::{os_seed, Directory};
+pub(crate) use own_address::OwnAddress;
 pub use poll_mode::{CqWait, PollMode};
 pub use run_to_completion::{InlineConfig, RunToCompletion};
 pub(crate) use shared::{Control, Shared, Work};

@@ -44,6 +44,7 @@ use crate::time::Instant;
 use crate::verbs::{DeviceError, MemoryRegion, QpCaps};
 
 use super::capture::CaptureSink;
+use super::own_address::OwnAddress;
 use super::shared::QueueStats;
 use super::step::DriverStep;
 use super::thread::DriverError;
@@ -123,6 +124,11 @@ pub struct RunToCompletion {
     /// The application posted (or reached the endpoint) since the last
     /// poll: the next one transmits before it receives.
     posted: bool,
+    /// Frames looped back to this engine ([`DriverStep::transmit`]) as of
+    /// the last time completions were taken (a poll, or the owner reaching
+    /// the endpoint): more since then may have left completions that
+    /// nobody took yet ([`RunToCompletion::wait`]).
+    looped_when_taken: u64,
     queue: u32,
     ifname: String,
     netns: Option<String>,
@@ -189,7 +195,7 @@ impl RunToCompletion {
             ..EndpointConfig::default()
         });
         let cq = ep.create_cq(cfg.cq_depth.max(16));
-        let step = DriverStep::new(&sock, cfg.capture);
+        let step = DriverStep::new(&sock, cfg.capture, OwnAddress::new(mac, ip));
         Ok(RunToCompletion {
             sock,
             ep,
@@ -200,6 +206,7 @@ impl RunToCompletion {
             coalesce_replies: cfg.coalesce_replies,
             deferred: false,
             posted: false,
+            looped_when_taken: 0,
             queue: cfg.queue,
             ifname: cfg.ifname,
             netns: cfg.netns,
@@ -241,8 +248,14 @@ impl RunToCompletion {
     }
 
     /// The MAC of `ip` from the kernel's neighbour table (resolving it with
-    /// ARP/ND through the kernel if needed).
+    /// ARP/ND through the kernel if needed); for this queue's own IP, its
+    /// own MAC, without asking: a QP connected to another QP of this
+    /// queue gets its frames back without the wire
+    /// (`loopback_frames` in [`RunToCompletion::stats`]).
     pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], DeviceError> {
+        if let Some(mac) = OwnAddress::new(self.mac, self.ip).mac_of(ip) {
+            return Ok(mac);
+        }
         Ok(crate::nic::resolve_mac(
             self.netns.as_deref(),
             &self.ifname,
@@ -308,6 +321,8 @@ impl RunToCompletion {
     pub fn endpoint_mut(&mut self) -> &mut Endpoint {
         // It may post: the next poll transmits first.
         self.posted = true;
+        // It may take completions, those of looped frames among them.
+        self.looped_when_taken = self.step.looped().frames;
         &mut self.ep
     }
 
@@ -370,6 +385,7 @@ impl RunToCompletion {
         // (one clock read per empty poll, not two).
         let now = if received > 0 { self.now() } else { now };
         let timers = self.step.timers(&mut self.ep, now);
+        self.looped_when_taken = self.step.looped().frames;
         let n = take(&mut self.ep);
         if self.coalesce_replies && n > 0 && received > 0 {
             self.deferred = true;
@@ -402,7 +418,7 @@ impl RunToCompletion {
             .poll_timeout()
             .map_or(timeout, |t| t.saturating_duration_since(now));
         let sleep = timeout.min(until_timer);
-        if sleep.is_zero() || self.ep.has_pending_transmit() || self.sock.tx_unconsumed() > 0 {
+        if sleep.is_zero() || self.has_work_due() {
             return;
         }
         let _ = self.sock.wait(sleep);
@@ -414,7 +430,7 @@ impl RunToCompletion {
     /// holding `&mut self` (a progress thread that lets other threads post
     /// meanwhile: it must wake on their posts itself).
     pub fn idle_for(&mut self, limit: Duration) -> Option<Duration> {
-        if self.ep.has_pending_transmit() || self.sock.tx_unconsumed() > 0 {
+        if self.has_work_due() {
             return None;
         }
         let sleep = match self.ep.poll_timeout() {
@@ -422,6 +438,17 @@ impl RunToCompletion {
             None => limit,
         };
         (!sleep.is_zero()).then_some(sleep)
+    }
+
+    /// Whether something waits for the next poll without a packet or a
+    /// timer to announce it: frames to transmit, frames the kernel has not
+    /// taken yet, or frames looped back to this engine after the last
+    /// poll took its completions (the completions they made wait in the
+    /// endpoint; no packet will wake poll(2) for them).
+    fn has_work_due(&mut self) -> bool {
+        self.ep.has_pending_transmit()
+            || self.sock.tx_unconsumed() > 0
+            || self.step.looped().frames != self.looped_when_taken
     }
 
     /// The AF_XDP socket's descriptor (readable when frames arrived), valid
@@ -436,6 +463,8 @@ impl RunToCompletion {
             transport: self.ep.counters(),
             socket: self.sock.counters(),
             loops: self.loops,
+            loopback_frames: self.step.looped().frames,
+            loopback_bytes: self.step.looped().bytes,
             ..QueueStats::default()
         };
         if let Ok(k) = self.sock.statistics() {

@@ -100,6 +100,11 @@ pub struct QueueStats {
     /// Posts and control operations this queue passed on to the queue
     /// that holds their QP.
     pub work_forwarded: u64,
+    /// Frames this queue's engine sent to its own address (two QPs of the
+    /// device connected to each other) and received itself instead of
+    /// putting them on the wire, and their bytes.
+    pub loopback_frames: u64,
+    pub loopback_bytes: u64,
     /// Current DCQCN rate of the queue's QPs (filled when published).
     pub qp_rates: QpRates,
 }

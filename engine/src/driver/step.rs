@@ -5,7 +5,9 @@
 //! 1. [`DriverStep::receive`]: `handle_packet` for a batch of received frames,
 //! 2. [`DriverStep::timers`]: `handle_timeout` when `poll_timeout` has passed,
 //! 3. [`DriverStep::transmit`]: `poll_transmit` into TX frames until the
-//!    endpoint has nothing due or the ring is full, then publish them.
+//!    endpoint has nothing due or the ring is full, then publish them; a
+//!    frame addressed to the engine itself is received from its TX frame
+//!    instead ([`OwnAddress`]).
 //!
 //! [`DriverStep::step`] runs the three in that order.
 
@@ -14,6 +16,7 @@ use crate::io::{InPlace, Lookahead, Rx, XskSocket, MAX_PACKET};
 use crate::time::Instant;
 
 use super::capture::CaptureSink;
+use super::own_address::{Looped, OwnAddress};
 
 /// Frames moved per batch (received packets, transmitted packets).
 pub(crate) const BATCH: usize = 64;
@@ -161,23 +164,38 @@ impl StepOutcome {
 }
 
 /// State the I/O steps keep between iterations (a scratch buffer for
-/// packets larger than one UMEM frame, the frame capture).
+/// packets larger than one UMEM frame, the frame capture, the engine's own
+/// address and the frames it sent itself).
 pub(crate) struct DriverStep {
     tx_buf: Box<[u8]>,
     /// TX frames the largest packet may need (checked before each
     /// `poll_transmit` so that a packet the endpoint emits always finds room).
     frames_per_packet: usize,
     capture: Option<CaptureSink>,
+    own: OwnAddress,
+    looped: Looped,
 }
 
 impl DriverStep {
-    /// Steps for `sock`, recording every frame to `capture` if set.
-    pub(crate) fn new(sock: &XskSocket, capture: Option<CaptureSink>) -> DriverStep {
+    /// Steps for `sock` of the engine at `own`, recording every frame to
+    /// `capture` if set.
+    pub(crate) fn new(
+        sock: &XskSocket,
+        capture: Option<CaptureSink>,
+        own: OwnAddress,
+    ) -> DriverStep {
         DriverStep {
             tx_buf: vec![0u8; MAX_PACKET].into_boxed_slice(),
             frames_per_packet: sock.max_packet().div_ceil(sock.frame_size() as usize),
             capture,
+            own,
+            looped: Looped::default(),
         }
+    }
+
+    /// Frames [`DriverStep::transmit`] delivered to the engine itself.
+    pub(crate) fn looped(&self) -> Looped {
+        self.looped
     }
 
     /// Receive, timers, transmit (in that order). `clock` is read once
@@ -211,11 +229,7 @@ impl DriverStep {
         ep: &mut Endpoint,
         now: Instant,
     ) -> usize {
-        self.receive_routed(sock, ep, now, |ep, _, r| {
-            if let Received::NotHere { .. } = r {
-                ep.note_unknown_qp();
-            }
-        })
+        self.receive_routed(sock, ep, now, note_unknown_qp)
     }
 
     /// Like [`DriverStep::receive`], but each frame goes through
@@ -253,47 +267,108 @@ impl DriverStep {
     }
 
     /// Queues up to [`BATCH`] packets the endpoint has due and publishes
-    /// them to the kernel; returns how many were queued. Each packet is
-    /// written straight into TX frames of the UMEM
+    /// them to the kernel; returns how many were queued or looped back.
+    /// Each packet is written straight into TX frames of the UMEM
     /// ([`XskSocket::send_in_place`]); only when no run of adjacent free
     /// frames is at hand does it go through the scratch buffer and a copy.
+    /// A packet addressed to the engine itself ([`OwnAddress`]) never
+    /// leaves: it is received from where it was written, as
+    /// [`DriverStep::receive`] receives (a frame for a QP the endpoint does
+    /// not hold counted `dropped_unknown_qp`), its frames go back to the
+    /// pool, and it is counted in [`DriverStep::looped`].
     pub(crate) fn transmit(
         &mut self,
         sock: &mut XskSocket,
         ep: &mut Endpoint,
         now: Instant,
     ) -> usize {
+        self.transmit_routed(sock, ep, now, note_unknown_qp)
+    }
+
+    /// Like [`DriverStep::transmit`], but a packet addressed to the engine
+    /// itself goes through [`Endpoint::receive`] and `route` sees what
+    /// became of it, as in [`DriverStep::receive_routed`]: how a device
+    /// with several queues hands a looped frame for a QP another queue
+    /// holds to that queue.
+    pub(crate) fn transmit_routed(
+        &mut self,
+        sock: &mut XskSocket,
+        ep: &mut Endpoint,
+        now: Instant,
+        mut route: impl FnMut(&mut Endpoint, &[u8], Received),
+    ) -> usize {
         sock.complete();
         let room = IN_PLACE_ROOM.min(sock.max_packet());
-        let mut sent = 0;
-        while sent < BATCH && sock.tx_room() >= self.frames_per_packet {
-            let capture = &self.capture;
+        let own = self.own;
+        let (mut queued, mut looped) = (0, 0);
+        while queued + looped < BATCH && sock.tx_room() >= self.frames_per_packet {
+            let (capture, counted) = (&self.capture, &mut self.looped);
+            let mut here = false;
             let outcome = sock.send_in_place(room, |buf| {
                 let len = ep.poll_transmit(now, buf)?;
+                let frame = &buf[..len];
                 if let Some(c) = capture {
-                    c.record(&buf[..len]);
+                    c.record(frame);
+                }
+                if own.is_destination_of(frame) {
+                    loop_back(ep, now, frame, &mut route, counted);
+                    here = true;
+                    // Nothing to send: the frames go back to the pool.
+                    return None;
                 }
                 Some(len)
             });
-            match outcome {
-                InPlace::Sent(_) => {}
-                InPlace::Nothing => break,
-                InPlace::NoRoom => {
+            match (outcome, here) {
+                (InPlace::Sent(_), _) => queued += 1,
+                (InPlace::Nothing, true) => looped += 1,
+                (InPlace::Nothing, false) => break,
+                (InPlace::NoRoom, _) => {
                     let Some(len) = ep.poll_transmit(now, &mut self.tx_buf) else {
                         break;
                     };
+                    let frame = &self.tx_buf[..len];
                     if let Some(c) = &self.capture {
-                        c.record(&self.tx_buf[..len]);
+                        c.record(frame);
                     }
-                    let queued = sock.send(&self.tx_buf[..len]);
-                    debug_assert!(queued, "room was checked");
+                    if own.is_destination_of(frame) {
+                        loop_back(ep, now, frame, &mut route, &mut self.looped);
+                        looped += 1;
+                    } else {
+                        let sent = sock.send(frame);
+                        debug_assert!(sent, "room was checked");
+                        queued += 1;
+                    }
                 }
             }
-            sent += 1;
         }
-        if sent > 0 || sock.tx_in_flight() > 0 {
+        if queued > 0 || sock.tx_in_flight() > 0 {
             let _ = sock.flush();
         }
-        sent
+        queued + looped
+    }
+}
+
+/// Receives `frame`, which the endpoint emitted to the engine's own
+/// address, as a frame from the wire is received (`route` sees what became
+/// of it), and counts it in `looped`.
+#[inline]
+fn loop_back(
+    ep: &mut Endpoint,
+    now: Instant,
+    frame: &[u8],
+    route: &mut impl FnMut(&mut Endpoint, &[u8], Received),
+    looped: &mut Looped,
+) {
+    let r = ep.receive(now, frame);
+    route(ep, frame, r);
+    looped.count(frame.len());
+}
+
+/// What [`DriverStep::receive`] and [`DriverStep::transmit`] do with a
+/// frame for a QP the endpoint does not hold: count it, as
+/// [`Endpoint::handle_packet`] does.
+fn note_unknown_qp(ep: &mut Endpoint, _frame: &[u8], r: Received) {
+    if let Received::NotHere { .. } = r {
+        ep.note_unknown_qp();
     }
 }

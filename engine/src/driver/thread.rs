@@ -40,6 +40,7 @@ use crate::time::Instant;
 
 use super::capture::CaptureSink;
 use super::directory::Directory;
+use super::own_address::OwnAddress;
 use super::shared::{FrameBuf, Handoff, PostError, QueueStats, Shared, Work};
 use super::step::{prefetch_distance, prefetch_posts, DriverStep, PostHint, BATCH};
 use super::PollMode;
@@ -383,7 +384,9 @@ fn run<'a>(
     }
 }
 
-/// What queue `me` does with a frame its endpoint did not take: a QP
+/// What queue `me` does with a frame its endpoint did not take (received
+/// from the wire, or looped back by its own transmit step because it was
+/// addressed to the device itself): a QP
 /// another queue holds gets the frame handed to it (`rx_handoff`); a QP in
 /// transit to this queue gets it through this queue's own inbox, behind the
 /// QP; a QP nobody holds is an unknown-QP drop. A frame for a QP of this
@@ -482,7 +485,11 @@ impl Core {
         let origin = std::time::Instant::now();
         Some(Core {
             me,
-            step: DriverStep::new(&sock, cfg.capture.clone()),
+            step: DriverStep::new(
+                &sock,
+                cfg.capture.clone(),
+                OwnAddress::new(cfg.endpoint.local_mac, cfg.endpoint.local_ip),
+            ),
             sock,
             dir,
             shared,
@@ -557,9 +564,17 @@ impl Core {
         (timers_ran || received > 0, received)
     }
 
+    /// Transmits what is due; a frame to the device's own address is
+    /// received here instead, and one for a QP another queue holds is
+    /// handed to that queue, as a received frame is ([`eng_route`]).
     fn transmit(&mut self) -> bool {
         let now = self.last_now;
-        self.step.transmit(&mut self.sock, &mut self.ep, now) > 0
+        let (dir, me, stats) = (&*self.dir, self.me, &mut self.stats);
+        self.step
+            .transmit_routed(&mut self.sock, &mut self.ep, now, |ep, frame, r| {
+                eng_route(dir, me, stats, ep, frame, r)
+            })
+            > 0
     }
 
     /// Publishes the statistics every [`STATS_PERIOD`] while there is work.
@@ -691,6 +706,8 @@ impl Core {
         // rest are counted from the iterator's exact length, not walked.
         stats.qp_rates.fill(self.ep.qp_rates());
         stats.socket = self.sock.counters();
+        let looped = self.step.looped();
+        (stats.loopback_frames, stats.loopback_bytes) = (looped.frames, looped.bytes);
         stats.woken_by_posts = shared.woken_by_posts.load(Ordering::Relaxed);
         if let Ok(k) = self.sock.statistics() {
             stats.kernel = k;

@@ -52,6 +52,9 @@ pub fn queue_counters(s: &crate::driver::QueueStats) -> Vec<(String, u64)> {
         ("handoff_received", s.handoff_received),
         ("qp_migrations", s.qp_migrations),
         ("work_forwarded", s.work_forwarded),
+        // Frames to the engine's own address, received without the wire.
+        ("loopback_frames", s.loopback_frames),
+        ("loopback_bytes", s.loopback_bytes),
     ] {
         v.push((n.into(), x));
     }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::driver::{
-    CaptureSink, CqWait, Directory, DrivenQueue, Driver, DriverError, PollMode, PostError,
-    QueueConfig, QueueStats, Shared, Work,
+    CaptureSink, CqWait, Directory, DrivenQueue, Driver, DriverError, OwnAddress, PollMode,
+    PostError, QueueConfig, QueueStats, Shared, Work,
 };
 use crate::endpoint::{Endpoint, EndpointConfig};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, ZeroCopy};
@@ -282,8 +282,14 @@ impl Device {
     }
 
     /// The MAC of `ip` from the kernel's neighbour table (resolving it with
-    /// ARP/ND through the kernel if needed).
+    /// ARP/ND through the kernel if needed); for the device's own IP, its
+    /// own MAC, without asking: a QP connected to another QP of the device
+    /// gets its frames back without the wire (`loopback_frames` in
+    /// [`Device::stats`]).
     pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], DeviceError> {
+        if let Some(mac) = OwnAddress::new(self.mac, self.ip).mac_of(ip) {
+            return Ok(mac);
+        }
         Ok(crate::nic::resolve_mac(
             self.netns.as_deref(),
             &self.ifname,
@@ -456,6 +462,8 @@ fn add_stats(t: &mut QueueStats, s: &QueueStats) {
     t.handoff_received += s.handoff_received;
     t.qp_migrations += s.qp_migrations;
     t.work_forwarded += s.work_forwarded;
+    t.loopback_frames += s.loopback_frames;
+    t.loopback_bytes += s.loopback_bytes;
 }
 
 /// How long [`Device::poll_cq_wait`] spins before it blocks.

@@ -15,6 +15,7 @@ mod multi_queue;
 mod queue_busy;
 mod recv_ahead;
 mod run_to_completion;
+mod self_connected;
 mod steer;
 mod support;
 mod teardown;
