@@ -289,6 +289,7 @@ fn counters_iterate_with_rxe_names() {
         "completer_retry_err",
         "retransmitted_packets",
         "naks_sent",
+        "qp_access_violation",
         "timeouts",
         "dropped_bad_icrc",
         "dropped_unknown_qp",
