@@ -121,6 +121,7 @@ impl Rig {
         let opts = ConnectOptions {
             path_mtu: mtu,
             sq_psn: 0x10_0000,
+            access: Access::REMOTE_WRITE,
             ..ConnectOptions::default()
         };
         a.connect(

@@ -78,6 +78,7 @@ fn run(impair: Impairments) -> (u64, u64) {
             path_mtu: Mtu::Mtu4096,
             timeout: 8,
             sq_psn: 100 * (i as u32 + 1),
+            access: Access::REMOTE_WRITE,
             ..Default::default()
         };
         let remote = RemoteQp {

@@ -279,6 +279,8 @@ impl Rig {
         let opts = ConnectOptions {
             path_mtu: Mtu::Mtu4096,
             sq_psn: 0x100 * (k + 1),
+            // The rig's runs WRITE to and READ from either side.
+            access: Access::REMOTE_WRITE | Access::REMOTE_READ,
             ..Default::default()
         };
         let psn_b = 0x9_0000 + k;

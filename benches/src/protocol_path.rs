@@ -61,6 +61,7 @@ pub fn measure(duration: Duration) -> Result<PathTiming, String> {
     let qb = b.create_qp(init(cq_b)).map_err(e)?;
     let opts = ConnectOptions {
         path_mtu: Mtu::Mtu4096,
+        access: Access::REMOTE_WRITE,
         ..Default::default()
     };
     a.connect(

@@ -197,6 +197,7 @@ fn opts() -> ConnectOptions {
     ConnectOptions {
         path_mtu: Mtu::Mtu1024,
         sq_psn: PSN,
+        access: Access::REMOTE_WRITE,
         ..ConnectOptions::default()
     }
 }

@@ -170,6 +170,8 @@ impl World {
             max_rd_atomic: max_rd,
             max_dest_rd_atomic: max_rd,
             sq_psn,
+            // Both sides run every operation on each other.
+            access: Access::ALL,
             ..ConnectOptions::default()
         };
         // PSNs near the 24-bit wrap, so the wrap is exercised.

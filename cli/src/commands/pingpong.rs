@@ -276,6 +276,8 @@ impl PingpongQp {
             max_rd_atomic: a.max_rd_atomic,
             max_dest_rd_atomic: a.max_dest_rd_atomic,
             sq_psn: local.psn,
+            // No remote rights (the default): SENDs only, and
+            // ibv_rc_pingpong gives its QP qp_access_flags 0.
             ..ConnectOptions::default()
         };
         let peer = RemoteQp {

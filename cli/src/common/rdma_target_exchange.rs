@@ -155,7 +155,8 @@ pub fn read_line<R: BufRead>(r: &mut R, what: &str) -> Result<String> {
 }
 
 /// The connection options `rdma_target.c` uses (timeout 14, 7 retries, 7
-/// RNR retries, min RNR timer 12), with our read-atomic limits and PSN.
+/// RNR retries, min RNR timer 12, access flags REMOTE_WRITE and
+/// REMOTE_READ), with our read-atomic limits and PSN.
 pub fn rdma_target_connect_options(
     mtu: u32,
     sq_psn: u32,
@@ -171,6 +172,7 @@ pub fn rdma_target_connect_options(
         max_rd_atomic,
         max_dest_rd_atomic,
         sq_psn,
+        access: Access::REMOTE_WRITE | Access::REMOTE_READ,
         ..ConnectOptions::default()
     }
 }

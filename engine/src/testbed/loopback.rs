@@ -29,6 +29,19 @@ pub enum LoopbackOp {
     Atomic,
 }
 
+impl LoopbackOp {
+    /// The right the responder's QP grants (verbs `qp_access_flags`): the
+    /// one this operation needs, none for SENDs.
+    fn responder_access(self) -> Access {
+        match self {
+            LoopbackOp::Write => Access::REMOTE_WRITE,
+            LoopbackOp::Send => Access::NONE,
+            LoopbackOp::Read => Access::REMOTE_READ,
+            LoopbackOp::Atomic => Access::REMOTE_ATOMIC,
+        }
+    }
+}
+
 /// Loopback options (the CLI flags).
 #[derive(Debug, Clone)]
 pub struct LoopbackOptions {
@@ -333,6 +346,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
             },
             ConnectOptions {
                 sq_psn: psn_b,
+                access: opts.op.responder_access(),
                 ..copts
             },
         )?;

@@ -5,7 +5,7 @@
 //! let mr  = dev.register_memory(0, 1 << 20, Access::ALL)?;  // shared memory the app sees
 //! let qp  = dev.create_qp(0, QpCaps::default())?;           // bound to queue 0
 //! let mac = dev.resolve_mac(peer_ip)?;                       // kernel neighbour table (ARP/ND)
-//! qp.connect(RemoteQp { qpn, psn, mac, ip: peer_ip }, ConnectOptions::default())?;
+//! qp.connect(RemoteQp { qpn, psn, mac, ip: peer_ip }, ConnectOptions { access: Access::REMOTE_WRITE, ..Default::default() })?;
 //! mr.write(0, b"hello");
 //! qp.post_send(SendWr { .. local: mr.sge(0, 5), .. })?;
 //! let n = dev.poll_cq(0, &mut wcs);

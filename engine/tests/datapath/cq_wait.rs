@@ -80,6 +80,7 @@ pub(crate) fn rig_waiting(pair: &engine::testbed::netns::VethPair, cq_wait: CqWa
     let o = ConnectOptions {
         path_mtu: Mtu::Mtu4096,
         sq_psn: 0x100,
+        access: Access::REMOTE_WRITE,
         ..Default::default()
     };
     let remote_b = RemoteQp {

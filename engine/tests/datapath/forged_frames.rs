@@ -8,6 +8,7 @@
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
+use engine::endpoint::ConnectOptions;
 use engine::io::{XskConfig, XskSocket};
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::testbed::netns::{PairConfig, Side, VethPair};
@@ -181,7 +182,11 @@ fn a_transfer_survives_forged_frames_from_a_third_host_and_counts_them() {
         .register_memory(0, CHUNK * CHUNKS, Access::ALL)
         .unwrap();
     let rb = dev_b.register_memory(0, 1 << 20, Access::ALL).unwrap();
-    connect_qps((&dev_a, &qa, 100), (&dev_b, &qb, 200), Default::default());
+    let opts = ConnectOptions {
+        access: Access::REMOTE_WRITE,
+        ..Default::default()
+    };
+    connect_qps((&dev_a, &qa, 100), (&dev_b, &qb, 200), opts);
     let data: Vec<u8> = (0..CHUNK * CHUNKS)
         .map(|i| (i * 31 + i / 4096) as u8)
         .collect();

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use engine::endpoint::ConnectOptions;
 use engine::rc::{Access, SendOp, SendWr, WcStatus, WorkCompletion};
 use engine::testbed::netns::{PairConfig, VethPair};
 use engine::verbs::{Device, DeviceConfig, QpCaps};
@@ -116,7 +117,11 @@ fn bad_frames_are_counted_and_dropped_and_the_engine_keeps_running() {
     let qb = dev_b.create_qp(0, QpCaps::default()).unwrap();
     let la = dev_a.register_memory(0, 8192, Access::ALL).unwrap();
     let rb = dev_b.register_memory(0, 8192, Access::ALL).unwrap();
-    connect_qps((&dev_a, &qa, 100), (&dev_b, &qb, 200), Default::default());
+    let opts = ConnectOptions {
+        access: Access::REMOTE_WRITE,
+        ..Default::default()
+    };
+    connect_qps((&dev_a, &qa, 100), (&dev_b, &qb, 200), opts);
     let data: Vec<u8> = (0..5000u32).map(|i| (i * 7 + 3) as u8).collect();
     la.write(0, &data);
     qa.post_send(SendWr {

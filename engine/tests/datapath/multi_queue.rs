@@ -86,6 +86,7 @@ fn connect(a: &QueuePair, b: &QueuePair, a_dev: &Device, b_dev: &Device, psn: u3
     let opts = |sq_psn| ConnectOptions {
         path_mtu: Mtu::Mtu4096,
         sq_psn,
+        access: Access::REMOTE_WRITE | Access::REMOTE_READ,
         ..Default::default()
     };
     a.connect(remote(b, psn + 0x100, b_dev, a_dev), opts(psn))

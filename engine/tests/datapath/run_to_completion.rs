@@ -53,6 +53,7 @@ fn connect(a: RunToCompletion, b: RunToCompletion) -> (End, End) {
     let o = ConnectOptions {
         path_mtu: Mtu::Mtu4096,
         sq_psn: 0x100,
+        access: Access::REMOTE_WRITE,
         ..Default::default()
     };
     a.connect(

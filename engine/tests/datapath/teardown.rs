@@ -44,6 +44,7 @@ fn connect(a: &Device, b: &Device, psn: u32, opts: ConnectOptions) -> (QueuePair
         ConnectOptions {
             path_mtu: opts.path_mtu,
             sq_psn: psn + 0x1000,
+            access: Access::REMOTE_WRITE,
             ..Default::default()
         },
     )

@@ -56,6 +56,7 @@ fn tagged_write_and_read_over_veth() {
         path_mtu: Mtu::Mtu4096,
         sq_psn: 0x100,
         vlan: Some(tag),
+        access: Access::REMOTE_WRITE | Access::REMOTE_READ,
         ..Default::default()
     };
     qa.connect(

@@ -17,7 +17,7 @@ use anyhow::{bail, Context as _};
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::oob::perftest::Key;
 use engine::oob::Gid;
-use engine::rc::{Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
+use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
 use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
 
 use super::bandwidth::BandwidthStats;
@@ -57,14 +57,17 @@ impl Cq {
     }
 }
 
-/// Connection options for a test: the path MTU, a first PSN, and RNR
-/// retries without limit (a SEND that beats the receiver's re-post waits).
+/// Connection options for a test: the path MTU, a first PSN, RNR
+/// retries without limit (a SEND that beats the receiver's re-post waits),
+/// and every remote right on the QP, as perftest sets at INIT (the
+/// region's rights are the test's own: `Kind::access`).
 pub fn connect_options(mtu: u32, psn: u32) -> anyhow::Result<ConnectOptions> {
     Ok(ConnectOptions {
         path_mtu: Mtu::from_bytes(mtu).with_context(|| format!("invalid path MTU {mtu}"))?,
         sq_psn: psn,
         rnr_retry: 7,
         min_rnr_timer: 1,
+        access: Access::ALL,
         ..ConnectOptions::default()
     })
 }

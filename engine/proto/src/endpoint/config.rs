@@ -5,7 +5,7 @@
 use core::net::{IpAddr, Ipv4Addr};
 
 use crate::cc::CcConfig;
-use crate::rc::{Mtu, QpAttr, Seed};
+use crate::rc::{Access, Mtu, QpAttr, Seed};
 use crate::wire::{Ecn, VlanTag};
 
 /// Most QPs one endpoint (one engine, one queue) holds by default, and the
@@ -101,6 +101,12 @@ pub struct ConnectOptions {
     /// frames received are accepted either way (the XDP program steers
     /// RoCE with or without one tag).
     pub vlan: Option<VlanTag>,
+    /// The remote operations the peer may run on this QP (verbs
+    /// `qp_access_flags`, set at INIT as perftest does): REMOTE_WRITE,
+    /// REMOTE_READ, REMOTE_ATOMIC. Default none, as [`QpAttr`]'s: a QP
+    /// that the peer writes to, reads from or runs atomics on must set
+    /// them; SENDs need none.
+    pub access: Access,
 }
 
 impl Default for ConnectOptions {
@@ -119,6 +125,7 @@ impl Default for ConnectOptions {
             ecn: None,
             udp_src_port: 0,
             vlan: None,
+            access: a.access,
         }
     }
 }

@@ -11,7 +11,7 @@
 //! // completion queues and queue pairs
 //! let cq = ep.create_cq(4096);
 //! let qpn = ep.create_qp(QpInitAttr { send_cq: cq, recv_cq: cq, max_send_wr: 256, max_recv_wr: 256, sq_sig_all: false })?;
-//! ep.modify_qp(qpn, &QpAttr { state: QpState::Init, ..Default::default() }, QpAttrMask::STATE)?;
+//! ep.modify_qp(qpn, &QpAttr { state: QpState::Init, access: Access::REMOTE_WRITE, ..Default::default() }, QpAttrMask::STATE | QpAttrMask::ACCESS_FLAGS)?;
 //! ep.modify_qp(qpn, &rtr_attr, QpAttrMask::STATE | QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN | QpAttrMask::AV | ...)?;
 //! ep.modify_qp(qpn, &rts_attr, QpAttrMask::STATE | QpAttrMask::SQ_PSN | QpAttrMask::TIMEOUT | ...)?;
 //! // (or `ep.connect(qpn, &RemoteQp { .. }, &ConnectOptions { .. })` for all three steps)
@@ -406,7 +406,8 @@ impl Endpoint {
         self.with_qp(qpn, |qp, _, cqs| qp.modify(attr, mask, mac, ip, cqs))
     }
 
-    /// RESET -> INIT -> RTR -> RTS in one call, with `remote` learned out of band.
+    /// RESET -> INIT -> RTR -> RTS in one call, with `remote` learned out of
+    /// band; the access flags are set at INIT.
     pub fn connect(
         &mut self,
         qpn: u32,
@@ -434,9 +435,10 @@ impl Endpoint {
             udp_src_port: opts.udp_src_port,
             dscp: opts.dscp.unwrap_or(self.config.cc.marking.data_dscp),
             ecn: opts.ecn.unwrap_or(self.config.cc.marking.data_ecn),
+            access: opts.access,
             ..QpAttr::default()
         };
-        self.modify_qp(qpn, &attr, QpAttrMask::STATE)?;
+        self.modify_qp(qpn, &attr, QpAttrMask::STATE | QpAttrMask::ACCESS_FLAGS)?;
         let rtr = QpAttr {
             state: QpState::Rtr,
             ..attr

@@ -3,6 +3,7 @@
 use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
+use super::mr::Access;
 use crate::wire::{rnr_timer_micros, Ecn, VlanTag};
 
 /// QP states (verbs `IBV_QPS_*`, the subset RC uses).
@@ -129,6 +130,14 @@ pub struct QpAttr {
     pub pkey: u16,
     /// IPv4 TTL / IPv6 hop limit.
     pub hop_limit: u8,
+    /// The remote operations this QP's responder accepts (verbs
+    /// `qp_access_flags`): RDMA WRITE (with immediate too) needs
+    /// REMOTE_WRITE, RDMA READ REMOTE_READ, an atomic REMOTE_ATOMIC, on
+    /// top of the rights of the region it names; SENDs need none.
+    /// LOCAL_WRITE is accepted and changes nothing. Default: none, as
+    /// verbs gives a new QP (rxe); a QP that is written to, read from or
+    /// used for atomics sets them (perftest sets all four at INIT).
+    pub access: Access,
 }
 
 impl Default for QpAttr {
@@ -151,6 +160,7 @@ impl Default for QpAttr {
             ecn: Ecn::Ect0,
             pkey: crate::wire::DEFAULT_PKEY,
             hop_limit: 64,
+            access: Access::NONE,
         }
     }
 }
@@ -191,8 +201,11 @@ impl QpAttrMask {
     pub const TRAFFIC_CLASS: QpAttrMask = QpAttrMask(1 << 13);
     pub const PKEY: QpAttrMask = QpAttrMask(1 << 14);
     pub const HOP_LIMIT: QpAttrMask = QpAttrMask(1 << 15);
+    /// The remote access rights (verbs `IBV_QP_ACCESS_FLAGS`); taken in
+    /// RESET->INIT, INIT->INIT, INIT->RTR, RTR->RTS and RTS->RTS only.
+    pub const ACCESS_FLAGS: QpAttrMask = QpAttrMask(1 << 16);
     /// Everything.
-    pub const ALL: QpAttrMask = QpAttrMask((1 << 16) - 1);
+    pub const ALL: QpAttrMask = QpAttrMask((1 << 17) - 1);
 
     /// Every bit of `other` is set.
     pub const fn contains(self, other: QpAttrMask) -> bool {
@@ -219,6 +232,20 @@ pub fn transition_requires(from: QpState, to: QpState) -> Option<QpAttrMask> {
         (Rts, Rts) => Some(QpAttrMask(0)),
         _ => None,
     }
+}
+
+/// Whether `from -> to` may set the access flags: the transitions that
+/// take them in the kernel's verbs table for RC (`qp_state_table`, checked
+/// by `ib_modify_qp_is_ok`, which rxe applies): RESET->INIT, INIT->INIT,
+/// INIT->RTR, RTR->RTS and RTS->RTS. Moving to RESET or ERROR takes none.
+/// (The kernel requires them at RESET->INIT; here they are optional, and
+/// a QP that never sets them keeps none.)
+pub fn access_flags_allowed(from: QpState, to: QpState) -> bool {
+    use QpState::*;
+    matches!(
+        (from, to),
+        (Reset, Init) | (Init, Init) | (Init, Rtr) | (Rtr, Rts) | (Rts, Rts)
+    )
 }
 
 /// Validate attribute ranges; returns the name of the first bad one.
@@ -304,6 +331,29 @@ mod tests {
         assert!(transition_requires(Error, Rts).is_none());
         assert!(transition_requires(Rts, Error).is_some());
         assert!(transition_requires(Error, Reset).is_some());
+    }
+
+    #[test]
+    fn access_flags_only_where_verbs_takes_them() {
+        use QpState::*;
+        assert_eq!(QpAttr::default().access, Access::NONE);
+        let states = [Reset, Init, Rtr, Rts, Error];
+        let allowed = [
+            (Reset, Init),
+            (Init, Init),
+            (Init, Rtr),
+            (Rtr, Rts),
+            (Rts, Rts),
+        ];
+        for from in states {
+            for to in states {
+                assert_eq!(
+                    access_flags_allowed(from, to),
+                    allowed.contains(&(from, to)),
+                    "{from:?} -> {to:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -35,7 +35,7 @@ counters! {
     /// Transport counters of one QP, or their sum over an endpoint. A QP
     /// keeps them as [`QpCounters`].
     ///
-    /// Aligned to a cache line: 256 bytes in 4 lines, not 5.
+    /// Aligned to a cache line: its 264 bytes take 5 lines, never 6.
     #[repr(align(64))]
     Counters {
         /// RoCE packets transmitted (requests, responses, ACKs, NAKs).
@@ -62,6 +62,11 @@ counters! {
         retransmitted_packets,
         /// Responder: NAKs sent (sequence error, access, invalid request, operational).
         naks_sent,
+        /// Responder: RDMA WRITEs, READs and atomics refused because the
+        /// QP's access flags (`QpAttr::access`, verbs `qp_access_flags`)
+        /// lack the right they need (rxe check_op_valid): each NAKed
+        /// invalid request, the QP to error, nothing executed.
+        qp_access_violation,
         /// Requester: local ACK timeouts that fired.
         timeouts,
         /// Responder: ACK packets sent (each may cover many requests).

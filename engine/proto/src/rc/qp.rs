@@ -1,7 +1,10 @@
 //! A queue pair: state, attributes, and the glue between its requester,
 //! completer and responder.
 
-use super::attr::{self, default_udp_src_port, transition_requires, QpAttr, QpAttrMask, QpState};
+use super::attr::{
+    self, access_flags_allowed, default_udp_src_port, transition_requires, QpAttr, QpAttrMask,
+    QpState,
+};
 use super::congestion::QpCongestion;
 use super::context::{InflightRoom, RxContext, TxContext};
 use super::counters::{Counters, QpCounters};
@@ -189,6 +192,11 @@ impl Qp {
                 "path_mtu can only change before RTS",
             ));
         }
+        if mask.contains(QpAttrMask::ACCESS_FLAGS) && !access_flags_allowed(cur, target) {
+            return Err(VerbsError::InvalidArgument(
+                "access flags are set in RESET->INIT, INIT->INIT, INIT->RTR, RTR->RTS or RTS->RTS only",
+            ));
+        }
         let mut new = self.attr;
         macro_rules! take {
             ($bit:ident, $($f:ident),+) => {
@@ -210,6 +218,7 @@ impl Qp {
         take!(TRAFFIC_CLASS, dscp, ecn);
         take!(PKEY, pkey);
         take!(HOP_LIMIT, hop_limit);
+        take!(ACCESS_FLAGS, access);
         if new.udp_src_port == 0 {
             new.udp_src_port = default_udp_src_port(self.qpn);
         }

@@ -12,6 +12,10 @@
 //!   and atomics executed): a READ inside one of them is re-executed from
 //!   memory, an atomic's saved result is replayed, never re-executed;
 //!   anything else is dropped and counted (`dropped_duplicate_rd_atomic`);
+//! - the QP's own rights: an RDMA WRITE, READ or atomic that the QP's
+//!   access flags (`QpAttr::access`, verbs `qp_access_flags`) do not
+//!   enable -> NAK invalid request and the QP goes to error, before any
+//!   key is looked at (rxe `check_op_valid`; `qp_access_violation`);
 //! - protection: unknown R_Key, range outside the region, or missing rights
 //!   -> NAK remote access error and the QP goes to error; nothing is written
 //!   outside a registered region (every access goes through `MrTable`);
@@ -21,12 +25,12 @@
 //!
 //! The request path ([`Responder::handle_request`]) runs rxe's stages in
 //! rxe's order, one function each: `check_psn`, `check_room` (the answer
-//! queue below), `check_op_seq`, `check_length`, `check_resource`,
-//! `check_rkey_write` / `check_rkey_read`, then `execute_send`,
-//! `execute_write`, `execute_read` or `execute_atomic`. Each returns a
-//! `RespError` when the request stops there, and one `match`
-//! (`answer_error`) turns it into the AETH syndrome, the QP's state change
-//! and the completion.
+//! queue below), `check_op_seq`, `check_op_valid`, `check_length`,
+//! `check_resource`, `check_rkey_write` / `check_rkey_read`, then
+//! `execute_send`, `execute_write`, `execute_read` or `execute_atomic`.
+//! Each returns a `RespError` when the request stops there, and one
+//! `match` (`answer_error`) turns it into the AETH syndrome, the QP's
+//! state change and the completion.
 //!
 //! Answers leave in PSN order through one queue: NAKs, READ responses and
 //! atomic ACKs in `out`, then at most one coalesced ACK (`ack_pending`)
@@ -152,6 +156,9 @@ enum RespError {
     /// A request opcode this responder does not execute (SEND with
     /// invalidate; rxe RESPST_ERR_UNSUPPORTED_OPCODE).
     Unsupported,
+    /// A WRITE, READ or atomic the QP's access flags do not enable (rxe
+    /// check_op_valid: RESPST_ERR_UNSUPPORTED_OPCODE).
+    QpAccessViolation,
     /// A header the opcode requires is missing.
     Malformed,
     /// Payload length against the path MTU, the RETH length or the
@@ -377,7 +384,7 @@ impl Responder {
     }
 
     /// The request path, stage by stage in rxe's order (`rxe_responder`:
-    /// check_psn, check_op_seq + check_op_valid, check_length,
+    /// check_psn, check_op_seq, check_op_valid, check_length,
     /// check_resource, check_rkey, execute), plus this responder's own
     /// check for room in its answer queue. Each stage passes or says why
     /// the request stops; execution starts once the checks of PSN, opcode,
@@ -396,6 +403,7 @@ impl Responder {
         self.check_psn(psn)?;
         self.check_room()?;
         let req = self.check_op_seq(frame)?;
+        check_op_valid(&req, cx.attr.access)?;
         check_length(&req, payload.len(), mtu)?;
         self.check_resource(&req, cx.attr)?;
         let qpn = cx.sink.qpn;
@@ -818,6 +826,13 @@ impl Responder {
                 self.rnr_nak(cx.attr, counters);
                 Ok(())
             }
+            // Class C as rxe has it (check_op_valid's error is its
+            // unsupported opcode; hfi1 and qib NAK it invalid request
+            // too): NAK invalid request, QP to error; nothing executed.
+            RespError::QpAccessViolation => {
+                counters.rest().qp_access_violation += 1;
+                Err(self.nak_fatal(nak_code::INVALID_REQUEST, counters))
+            }
             // Class C: NAK invalid request, QP to error.
             RespError::OpSequence
             | RespError::Unsupported
@@ -1140,6 +1155,28 @@ fn recv_wc(
         byte_len,
         imm,
     }
+}
+
+/// Check the QP's access flags (rxe check_op_valid, for RC; hfi1 and qib
+/// the same): an RDMA WRITE packet (every packet of the message, with
+/// immediate too) needs REMOTE_WRITE in the QP's `qp_access_flags`, a
+/// READ REMOTE_READ, an atomic REMOTE_ATOMIC, whatever the region named
+/// allows; a SEND needs none. As in rxe this comes before the resource,
+/// length and R_Key checks, so a zero-length WRITE or READ is refused too,
+/// and a WRITE with immediate is refused rather than RNR NAKed when no
+/// receive is posted.
+#[inline(always)]
+fn check_op_valid(req: &Request, access: Access) -> Result<(), RespError> {
+    let need = match req {
+        Request::Send { .. } => return Ok(()),
+        Request::Write { .. } => Access::REMOTE_WRITE,
+        Request::Read(_) => Access::REMOTE_READ,
+        Request::Atomic { .. } => Access::REMOTE_ATOMIC,
+    };
+    if !access.contains(need) {
+        return Err(RespError::QpAccessViolation);
+    }
+    Ok(())
 }
 
 /// Check length (rxe check_length; `docs/wire-format.md`, "RC opcodes"):

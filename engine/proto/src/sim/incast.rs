@@ -287,7 +287,11 @@ pub fn run(cfg: &IncastConfig) -> IncastReport {
                     mac: sender_mac(i),
                     ip,
                 },
-                &opts,
+                // The senders WRITE into the receiver's QPs.
+                &ConnectOptions {
+                    access: Access::REMOTE_WRITE,
+                    ..opts
+                },
             )
             .expect("connect receiver");
         let len = (slot * u64::from(window)) as usize;

@@ -201,6 +201,17 @@ pub(super) fn pattern(seed: u64, q: u32, m: u64, buf: &mut [u8]) {
     }
 }
 
+/// The rights B's QPs grant A (verbs `qp_access_flags`): the one `op`
+/// needs, no more. A's QPs grant none.
+fn responder_access(op: Op) -> Access {
+    match op {
+        Op::Write => Access::REMOTE_WRITE,
+        Op::Send => Access::NONE,
+        Op::Read => Access::REMOTE_READ,
+        Op::Atomic => Access::REMOTE_ATOMIC,
+    }
+}
+
 fn auto_timeout(cfg: &WorkloadConfig) -> u8 {
     let link = super::link::Link::new(cfg.link);
     let frame = link.serialization(cfg.mtu.bytes() as usize + 100);
@@ -306,6 +317,7 @@ pub fn run(cfg: &WorkloadConfig) -> WorkloadReport {
         };
         let ob = ConnectOptions {
             sq_psn: psn_b,
+            access: responder_access(cfg.op),
             ..opts
         };
         sim.endpoint(A)

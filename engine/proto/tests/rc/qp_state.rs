@@ -7,8 +7,8 @@ use proto::rc::{
     Access, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge, VerbsError, WcStatus,
 };
 
-#[test]
-fn transitions_follow_the_verbs_state_machine() {
+/// An endpoint with one QP, in RESET.
+fn endpoint_with_a_qp() -> (Endpoint, u32) {
     let mut ep = Endpoint::new(EndpointConfig::default());
     let cq = ep.create_cq(16);
     let q = ep
@@ -18,6 +18,12 @@ fn transitions_follow_the_verbs_state_machine() {
             ..Default::default()
         })
         .unwrap();
+    (ep, q)
+}
+
+#[test]
+fn transitions_follow_the_verbs_state_machine() {
+    let (mut ep, q) = endpoint_with_a_qp();
     assert_eq!(ep.qp_state(q), Some(QpState::Reset));
     let to = |s| QpAttr {
         state: s,
@@ -114,6 +120,70 @@ fn transitions_follow_the_verbs_state_machine() {
     ep.modify_qp(q, &to(QpState::Reset), QpAttrMask::STATE)
         .unwrap();
     assert_eq!(ep.qp_state(q), Some(QpState::Reset));
+}
+
+/// The access flags are taken in RESET->INIT, INIT->INIT, INIT->RTR,
+/// RTR->RTS and RTS->RTS (the kernel's verbs table for RC), refused on
+/// the way to ERROR or RESET, and kept by a modify that does not name
+/// them.
+#[test]
+fn access_flags_are_taken_only_where_verbs_takes_them() {
+    let (mut ep, q) = endpoint_with_a_qp();
+    let access = |ep: &Endpoint| ep.qp(q).unwrap().attr().access;
+    assert_eq!(access(&ep), Access::NONE);
+    let remote = proto::rc::RemoteAddress {
+        mac: MAC_B,
+        ip: "10.0.0.2".parse().unwrap(),
+        vlan: None,
+        udp_src_port: None,
+    };
+    let flags = QpAttrMask::STATE | QpAttrMask::ACCESS_FLAGS;
+    let steps = [
+        (QpState::Init, Access::REMOTE_WRITE, QpAttrMask(0)),
+        (QpState::Init, Access::REMOTE_READ, QpAttrMask(0)),
+        (
+            QpState::Rtr,
+            Access::REMOTE_ATOMIC,
+            QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN | QpAttrMask::AV,
+        ),
+        (QpState::Rts, Access::ALL, QpAttrMask::SQ_PSN),
+        (QpState::Rts, Access::REMOTE_WRITE, QpAttrMask(0)),
+    ];
+    for (state, a, required) in steps {
+        let attr = QpAttr {
+            state,
+            access: a,
+            remote,
+            ..QpAttr::default()
+        };
+        ep.modify_qp(q, &attr, flags | required).unwrap();
+        assert_eq!((ep.qp_state(q), access(&ep)), (Some(state), a));
+    }
+    // Not named: kept.
+    let rts = QpAttr {
+        state: QpState::Rts,
+        timeout: 10,
+        ..QpAttr::default()
+    };
+    ep.modify_qp(q, &rts, QpAttrMask::STATE | QpAttrMask::TIMEOUT)
+        .unwrap();
+    assert_eq!(access(&ep), Access::REMOTE_WRITE);
+    // Refused with ERROR and RESET as targets; nothing changes.
+    for state in [QpState::Error, QpState::Reset] {
+        let attr = QpAttr {
+            state,
+            access: Access::ALL,
+            ..QpAttr::default()
+        };
+        assert!(matches!(
+            ep.modify_qp(q, &attr, flags),
+            Err(VerbsError::InvalidArgument(_))
+        ));
+        assert_eq!(
+            (ep.qp_state(q), access(&ep)),
+            (Some(QpState::Rts), Access::REMOTE_WRITE)
+        );
+    }
 }
 
 #[test]
@@ -219,6 +289,7 @@ fn counters_iterate_with_rxe_names() {
         "completer_retry_err",
         "retransmitted_packets",
         "naks_sent",
+        "qp_access_violation",
         "timeouts",
         "dropped_bad_icrc",
         "dropped_unknown_qp",

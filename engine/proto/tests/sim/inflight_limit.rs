@@ -72,6 +72,7 @@ fn rig(n: u32, limit: u32) -> Rig {
             &ra,
             &ConnectOptions {
                 sq_psn: rb.psn,
+                access: Access::REMOTE_WRITE,
                 ..opts
             },
         )

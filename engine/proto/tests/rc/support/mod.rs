@@ -31,11 +31,13 @@ pub struct Pair {
     pub now: Instant,
 }
 
-/// Connection options for tests: small timeouts, infinite RNR retry.
+/// Connection options for tests: small timeouts, infinite RNR retry,
+/// every remote right on the QP (as perftest sets them).
 pub fn opts() -> ConnectOptions {
     ConnectOptions {
         timeout: 8,
         min_rnr_timer: 1,
+        access: Access::ALL,
         ..ConnectOptions::default()
     }
 }
