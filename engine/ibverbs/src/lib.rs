@@ -12,7 +12,10 @@
 //! - `os.rs`: the eventfds of completion channels and async events;
 //! - `unsupported.rs`: verbs the engine does not serve, and rdma-core's
 //!   private symbols so that providers linked by perftest load;
-//! - `config.rs`: the environment variables.
+//! - `config.rs`: the environment variables;
+//! - `identity.rs`: the device's GUIDs, GIDs and port as verbs report them
+//!   and as sysfs writes them (shared with `roce-xdp exec`'s view of
+//!   `/sys/class/infiniband`).
 //!
 //! The shared object itself is this crate's staticlib linked with
 //! `libibverbs.map` (rdma-core's symbol versions) by `cc`: rustc applies
@@ -21,6 +24,7 @@
 pub mod abi;
 pub mod config;
 mod ffi;
+pub mod identity;
 mod memory;
 mod os;
 mod shell;
