@@ -11,6 +11,7 @@ command -v tshark >/dev/null || need_apt+=(tshark)
 command -v tcpdump >/dev/null || need_apt+=(tcpdump)
 command -v ping >/dev/null || need_apt+=(iputils-ping)
 command -v setpriv >/dev/null || need_apt+=(util-linux)
+command -v ucx_info >/dev/null || need_apt+=(ucx-utils)
 command -v ib_write_bw >/dev/null && command -v ibv_rc_pingpong >/dev/null && [ -e /usr/include/infiniband/verbs.h ] || need_apt+=(ibverbs-utils perftest libibverbs-dev)
 
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -11,6 +11,15 @@
 //! `exec` links it on first use into `roce-xdp-ibverbs/` beside the archive,
 //! again whenever the archive is newer. `ROCE_XDP_IBVERBS_DIR` names a
 //! directory holding a ready `libibverbs.so.1` instead.
+//!
+//! Before it becomes the program, `exec` moves into a private mount
+//! namespace where the device also exists as files, for programs that look
+//! for it under /dev/infiniband and /sys/class/infiniband
+//! (`exec/discovery.rs`); without CAP_SYS_ADMIN it says so and runs the
+//! program without them.
+
+mod discovery;
+mod mount_ns;
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -182,6 +191,13 @@ pub fn run(a: ExecArgs) -> anyhow::Result<()> {
         ZeroCopyArg::Off => "off",
     };
     let (program, args) = a.program.split_first().expect("clap requires PROGRAM");
+    if let discovery::View::Unavailable(why) = discovery::prepare(&a.iface)? {
+        eprintln!(
+            "roce-xdp exec: discovery by filesystem is unavailable ({why:#}): {} finds {} through ibv_get_device_list only",
+            program.to_string_lossy(),
+            roce_xdp_ibverbs::DEVICE_NAME
+        );
+    }
     let err = Command::new(program)
         .args(args)
         .env("LD_LIBRARY_PATH", path)

@@ -407,7 +407,6 @@ pub struct ibv_gid_entry {
 // ---- constants (verbs.h enums) ----
 pub const IBV_NODE_CA: c_int = 1;
 pub const IBV_TRANSPORT_IB: c_int = 0;
-pub const IBV_PORT_ACTIVE: c_int = 4;
 pub const IBV_LINK_LAYER_ETHERNET: u8 = 2;
 pub const IBV_ATOMIC_HCA: c_int = 1;
 pub const IBV_QPT_RC: c_int = 2;

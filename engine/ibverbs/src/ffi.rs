@@ -170,12 +170,15 @@ fn device() -> &'static Device {
         dev.node_type = IBV_NODE_CA;
         dev.transport_type = IBV_TRANSPORT_IB;
         copy_name(&mut dev.name, DEVICE_NAME);
-        copy_name(&mut dev.dev_name, "uverbs-roce-xdp0");
+        copy_name(&mut dev.dev_name, identity::UVERBS_NAME);
         copy_name(
             &mut dev.dev_path,
-            "/sys/class/infiniband_verbs/uverbs-roce-xdp0",
+            &format!("/sys/class/infiniband_verbs/{}", identity::UVERBS_NAME),
         );
-        copy_name(&mut dev.ibdev_path, "/sys/class/infiniband/roce-xdp0");
+        copy_name(
+            &mut dev.ibdev_path,
+            &format!("/sys/class/infiniband/{DEVICE_NAME}"),
+        );
         let p = &mut *dev as *mut ibv_device;
         Device {
             dev,
@@ -311,10 +314,7 @@ unsafe extern "C" fn ibv_close_device(ctx: *mut ibv_context) -> c_int {
 fn device_attr(shell: &Shell) -> ibv_device_attr {
     // SAFETY: ibv_device_attr is plain data; all-zero is a valid value.
     let mut a: ibv_device_attr = unsafe { std::mem::zeroed() };
-    copy_name(
-        &mut a.fw_ver,
-        concat!("roce-xdp ", env!("CARGO_PKG_VERSION")),
-    );
+    copy_name(&mut a.fw_ver, identity::FW_VER);
     a.node_guid = identity::node_guid(shell.mac);
     a.sys_image_guid = a.node_guid;
     a.max_mr_size = u64::MAX;
@@ -412,18 +412,17 @@ fn mtu_enum(m: Mtu) -> c_int {
 
 fn port_attr(shell: &Shell) -> ibv_port_attr {
     ibv_port_attr {
-        state: IBV_PORT_ACTIVE,
+        state: identity::PORT_STATE_ACTIVE.into(),
         max_mtu: mtu_enum(Mtu::Mtu4096),
         active_mtu: mtu_enum(shell.active_mtu),
         gid_tbl_len: GID_TABLE_LEN as c_int,
-        // IB_PORT_CM_SUP | IB_PORT_IP_BASED_GIDS, as rxe.
-        port_cap_flags: (1 << 16) | (1 << 26),
+        port_cap_flags: identity::PORT_CAP_FLAGS,
         max_msg_sz: engine::rc::MAX_MESSAGE_LEN,
         pkey_tbl_len: 1,
         max_vl_num: 1,
-        active_width: 1,
-        active_speed: 1,
-        phys_state: 5,
+        active_width: identity::ACTIVE_WIDTH,
+        active_speed: identity::ACTIVE_SPEED,
+        phys_state: identity::PHYS_STATE_LINK_UP,
         link_layer: IBV_LINK_LAYER_ETHERNET,
         ..ibv_port_attr::default()
     }
@@ -444,7 +443,7 @@ unsafe extern "C" fn query_port_ex(
     if let Err(e) = context(ctx) {
         return e;
     }
-    if port != 1 || attr.is_null() {
+    if port != identity::PORT || attr.is_null() {
         return libc::EINVAL;
     }
     let a = port_attr(shell);
@@ -470,10 +469,10 @@ unsafe extern "C" fn ibv_query_port(
 fn gid(ctx: *const ibv_context, port: u32, index: u32) -> Result<[u8; 16], c_int> {
     let shell = engine()?;
     context(ctx)?;
-    if port != 1 {
+    if port != u32::from(identity::PORT) {
         return Err(libc::EINVAL);
     }
-    identity::gid(index, shell.mac, shell.ip).ok_or(libc::ENODATA)
+    identity::gid(shell.mac, shell.ip, index).ok_or(libc::ENODATA)
 }
 
 #[no_mangle]
@@ -576,9 +575,6 @@ unsafe extern "C" fn ibv_query_gid_type(
     })())
 }
 
-/// The default P_Key, 0xffff (network order is the same bytes).
-const PKEY: u16 = 0xffff;
-
 #[no_mangle]
 unsafe extern "C" fn ibv_query_pkey(
     ctx: *mut ibv_context,
@@ -588,11 +584,11 @@ unsafe extern "C" fn ibv_query_pkey(
 ) -> c_int {
     minus_one((|| {
         context(ctx)?;
-        if port != 1 || index != 0 || pkey.is_null() {
+        if port != identity::PORT || index != 0 || pkey.is_null() {
             return Err(libc::EINVAL);
         }
         // SAFETY: `pkey` points to a __be16 (the contract, point 1).
-        unsafe { pkey.write(PKEY) };
+        unsafe { pkey.write(identity::PKEY) };
         Ok(())
     })())
 }
@@ -600,7 +596,7 @@ unsafe extern "C" fn ibv_query_pkey(
 #[no_mangle]
 extern "C" fn ibv_get_pkey_index(ctx: *mut ibv_context, port: u8, pkey: u16) -> c_int {
     match context(ctx) {
-        Ok(_) if port == 1 && pkey == PKEY => 0,
+        Ok(_) if port == identity::PORT && pkey == identity::PKEY => 0,
         Ok(_) => {
             set_errno(libc::ENOENT);
             -1

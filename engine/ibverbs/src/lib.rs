@@ -11,7 +11,9 @@
 //! - `handles.rs`: the objects handed to the program, checked before use;
 //! - `checks.rs`: argument checks, with rxe's errnos;
 //! - `limits.rs`: the device's limits, as `ibv_query_device` reports them;
-//! - `identity.rs`: the device's name, node GUID and GID table;
+//! - `identity.rs`: the device's name, GUIDs, GIDs and port as verbs
+//!   report them and as sysfs writes them (shared with `roce-xdp exec`'s
+//!   view of `/sys/class/infiniband`);
 //! - `shell.rs`: the verbs over one engine queue
 //!   (engine::driver::RunToCompletion) and the progress thread;
 //! - `memory.rs`: memory the program registers, used in place;

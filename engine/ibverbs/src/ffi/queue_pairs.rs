@@ -13,7 +13,7 @@ use engine::rc::{
 };
 
 use super::completions::{cq, Cq};
-use super::regions::{pd, Pd};
+use super::regions::{access_of, pd, Pd};
 use super::{engine, errno_of, mtu_enum, object, pointer, status, unsupported};
 use crate::abi::*;
 use crate::checks;
@@ -316,6 +316,10 @@ unsafe extern "C" fn ibv_modify_qp(p: *mut ibv_qp, attr: *mut ibv_qp_attr, mask:
                 q.hop_limit = ah.grh.hop_limit;
                 m = m | QpAttrMask::HOP_LIMIT;
             }
+        }
+        if has(IBV_QP_ACCESS_FLAGS) {
+            q.access = access_of(a.qp_access_flags);
+            m = m | QpAttrMask::ACCESS_FLAGS;
         }
         // IBV_QP_PKEY_INDEX (one P_Key) and IBV_QP_PORT (one port) were
         // checked above and have nothing to set.

@@ -157,7 +157,7 @@ enum RespError {
     /// invalidate; rxe RESPST_ERR_UNSUPPORTED_OPCODE).
     Unsupported,
     /// A WRITE, READ or atomic the QP's access flags do not enable (rxe
-    /// check_op_valid: RESPST_ERR_UNSUPPORTED_OPCODE).
+    /// check_op_valid).
     QpAccessViolation,
     /// A header the opcode requires is missing.
     Malformed,
@@ -826,12 +826,15 @@ impl Responder {
                 self.rnr_nak(cx.attr, counters);
                 Ok(())
             }
-            // Class C as rxe has it (check_op_valid's error is its
-            // unsupported opcode; hfi1 and qib NAK it invalid request
-            // too): NAK invalid request, QP to error; nothing executed.
+            // Class C, an access violation: NAK remote access error, QP
+            // to error; nothing executed. The QP's rights are access rights
+            // as a region's are, and the requester sees the same status as
+            // for a region without the right (IBV_WC_REM_ACCESS_ERR). rxe
+            // classes it as an unsupported opcode (check_op_valid) and
+            // NAKs invalid request instead.
             RespError::QpAccessViolation => {
                 counters.rest().qp_access_violation += 1;
-                Err(self.nak_fatal(nak_code::INVALID_REQUEST, counters))
+                Err(self.nak_fatal(nak_code::REMOTE_ACCESS_ERROR, counters))
             }
             // Class C: NAK invalid request, QP to error.
             RespError::OpSequence

@@ -1,7 +1,7 @@
 //! The QP's own remote rights (`QpAttr::access`, verbs `qp_access_flags`,
 //! `ConnectOptions::access`): an RDMA WRITE (with immediate too), READ or
 //! atomic reaching a QP whose access flags lack the right it needs is
-//! NAKed invalid request, as rxe's check_op_valid does, counted
+//! NAKed remote access error (rxe's check_op_valid NAKs invalid request), counted
 //! (`qp_access_violation`), executes nothing, puts the QP in error and
 //! fails the requester's work request. The regions here grant every
 //! right, so only the QP's flags decide.
@@ -105,16 +105,16 @@ fn post(p: &mut Pair, op: RemoteOp) -> Vec<Vec<u8>> {
     p.tx_a()
 }
 
-/// `frames` from A reach B, whose QP lacks the right: one NAK invalid
-/// request for the first PSN, B in error with the refusal counted, no
+/// `frames` from A reach B, whose QP lacks the right: one NAK remote
+/// access error for the first PSN, B in error with the refusal counted, no
 /// byte changed on either side, and A's request completes with
-/// `RemoteInvalidRequest`.
+/// `RemoteAccessError`.
 fn assert_refused(p: &mut Pair, op: RemoteOp, frames: &[Vec<u8>], what: &str) {
     p.deliver_b(frames);
     let n = p.tx_b();
     assert_eq!(n.len(), 1, "{what}: one answer");
     assert_eq!(opcode(&n[0]), Opcode::Acknowledge, "{what}");
-    assert_eq!(syndrome(&n[0]), 0x61, "{what}: NAK invalid request");
+    assert_eq!(syndrome(&n[0]), 0x62, "{what}: NAK remote access error");
     assert_eq!(psn(&n[0]), psn(&frames[0]), "{what}: at the request's PSN");
     assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error), "{what}");
     let c = p.b.qp_counters(p.qb).unwrap();
@@ -133,7 +133,7 @@ fn assert_refused(p: &mut Pair, op: RemoteOp, frames: &[Vec<u8>], what: &str) {
     let wa = p.wcs_a();
     assert_eq!(
         wa.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
-        [(1, WcStatus::RemoteInvalidRequest)],
+        [(1, WcStatus::RemoteAccessError)],
         "{what}"
     );
     assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error), "{what}");
@@ -226,7 +226,7 @@ fn a_qp_without_remote_rights_still_receives_sends() {
 /// sequence: before a WRITE with immediate looks for a receive (no RNR
 /// NAK), before a zero-length WRITE or READ is let through without a key
 /// (IBTA C9-88 exempts the key, not the QP's rights), and before the
-/// R_Key (invalid request, not remote access error).
+/// R_Key (the QP's refusal is counted, not the key's).
 #[test]
 fn the_qps_rights_are_checked_before_receives_lengths_and_keys() {
     // A WRITE with immediate and no receive posted.
@@ -286,7 +286,7 @@ fn rights_changed_in_rts_apply_from_the_next_packet() {
     p.deliver_b(&f[1..]);
     let n = p.tx_b();
     assert_eq!(n.len(), 1);
-    assert_eq!((syndrome(&n[0]), psn(&n[0])), (0x61, psn(&f[1])));
+    assert_eq!((syndrome(&n[0]), psn(&n[0])), (0x62, psn(&f[1])));
     assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error));
     assert_eq!(p.b.qp_counters(p.qb).unwrap().qp_access_violation, 1);
     // The first packet had landed; the refused one and the rest did not.
@@ -294,5 +294,5 @@ fn rights_changed_in_rts_apply_from_the_next_packet() {
     want[1024..].copy_from_slice(&bytes(LEN, 2)[1024..]);
     assert_eq!(p.read_b(IOVA_B, LEN), want);
     p.deliver_a(&n);
-    assert_eq!(p.wcs_a()[0].status, WcStatus::RemoteInvalidRequest);
+    assert_eq!(p.wcs_a()[0].status, WcStatus::RemoteAccessError);
 }

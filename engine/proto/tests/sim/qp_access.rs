@@ -1,7 +1,7 @@
 //! The responder QP's access flags (`ConnectOptions::access`, verbs
 //! `qp_access_flags`) over seeded lossy links: when B's QP lacks the
 //! right an operation needs, A's first request completes
-//! `RemoteInvalidRequest` and every other one `Flushed`, B counts one
+//! `RemoteAccessError` and every other one `Flushed`, B counts one
 //! refusal and no byte moves, however the requests were lost, reordered,
 //! duplicated or corrupted on the way; with the right granted (and no
 //! other), every message completes, byte-exact, under loss both ways.
@@ -254,7 +254,7 @@ fn a_qp_lacking_the_right_fails_the_requests_under_loss_and_moves_no_byte() {
         for seed in SEEDS {
             let what = format!("{op:?} granting {grant:?}, seed {seed}");
             let o = run(op, grant, seed, false);
-            let mut want = vec![(0, WcStatus::RemoteInvalidRequest)];
+            let mut want = vec![(0, WcStatus::RemoteAccessError)];
             want.extend((1..MESSAGES).map(|m| (m, WcStatus::Flushed)));
             assert_eq!(o.a, want, "{what}");
             let flushed: Vec<_> = (0..MESSAGES).map(|m| (m, WcStatus::Flushed)).collect();
