@@ -379,10 +379,10 @@ pub struct ibv_device_attr_ex {
     pub completion_timestamp_mask: u64,
     pub hca_core_clock: u64,
     pub device_cap_flags_ex: u64,
-    /// tso_caps (8), rss_caps (24), max_wq_type_rq (4),
+    /// tso_caps (8), rss_caps (32 with its padding), max_wq_type_rq (4),
     /// packet_pacing_caps (12), raw_packet_caps (4), tm_caps (20),
-    /// cq_mod_caps (4): 76 bytes, then padding to 8.
-    pub _caps: [u32; 20],
+    /// cq_mod_caps (4), then padding to 8: 88 bytes.
+    pub _caps: [u64; 11],
     pub max_dm_size: u64,
     pub pci_atomic_caps: [u16; 3],
     pub xrc_odp_caps: u32,
@@ -591,7 +591,7 @@ pub const LAYOUT: &[(&str, usize)] = {
             offset_of!(verbs_context, _priv),
         ),
         (
-            "offsetof(struct verbs_context, query_device_ex)",
+            "offsetof(struct verbs_context, ibv_destroy_flow)",
             offset_of!(verbs_context, _ops2),
         ),
         (

@@ -530,6 +530,9 @@ impl Shell {
         // ACKs leave first.
         st.rtc.flush_deferred();
         let r = st.rtc.endpoint_mut().modify_qp(qpn, attr, mask);
+        if r.is_ok() && mask.contains(QpAttrMask::STATE) && attr.state == QpState::Reset {
+            st.forget_completions(qpn, self);
+        }
         drop(st);
         self.wake();
         r
@@ -651,6 +654,17 @@ impl State {
             ep.qp(q)
                 .is_some_and(|qp| qp.outstanding_send_wrs() >= WINDOW_IN_FLIGHT)
         })
+    }
+
+    /// A QP moved to RESET leaves no completion behind in any CQ (the
+    /// flushes of its error state included), as NICs clean their CQs of a
+    /// reset QP's entries: a program that resets a failed QP and uses it
+    /// again polls only what the QP does from then on.
+    fn forget_completions(&mut self, qpn: u32, shell: &Shell) {
+        self.drain_all(shell);
+        for c in self.cqs.iter_mut().flatten() {
+            c.buf.retain(|wc| wc.qpn != qpn);
+        }
     }
 
     fn drain_all(&mut self, shell: &Shell) {

@@ -1,0 +1,444 @@
+/* The drop-in libibverbs as a provider, as a verbs program sees it
+ * (compiled against rdma-core's verbs.h by tests/verbs_provider.rs, run
+ * under `roce-xdp exec`). One check a subcommand; each prints "ok" and
+ * exits 0 when everything holds, else "FAIL: ..." and exits 1.
+ *
+ *   loopback   two RC QPs of the one device connected to each other:
+ *              RDMA WRITE, RDMA READ, SEND/RECV (with immediate) and a
+ *              fetch-and-add, every byte and completion checked;
+ *   access     a QP whose qp_access_flags lack REMOTE_WRITE / REMOTE_READ
+ *              refuses a WRITE / READ that its region would allow: the
+ *              requester gets IBV_WC_REM_ACCESS_ERR, the region is
+ *              untouched; granted again after a reset, it works;
+ *   checks     argument checks with rxe's errnos (ibv_reg_mr, ibv_create_cq,
+ *              ibv_create_qp, ibv_modify_qp), ibv_rereg_mr, the device's
+ *              attributes (vendor_id, ibv_query_device_ex), the string
+ *              helpers;
+ *   bad-input  a wrong or destroyed handle and NULL pointers get an error
+ *              return, never a crash; an lkey of another PD gets an error
+ *              completion.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+
+#define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, " (line %d)\n", __LINE__); exit(1); } while (0)
+#define CHECK(cond, ...) do { if (!(cond)) FAIL(__VA_ARGS__); } while (0)
+
+static struct ibv_context *ctx;
+static union ibv_gid gid1;
+
+static void open_device(void)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	CHECK(list && n == 1, "expected one device, got %d", n);
+	ctx = ibv_open_device(list[0]);
+	CHECK(ctx, "ibv_open_device: %s", strerror(errno));
+	ibv_free_device_list(list);
+	CHECK(ibv_query_gid(ctx, 1, 1, &gid1) == 0, "ibv_query_gid 1");
+}
+
+struct side {
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	char *buf;
+};
+
+#define LEN 8192
+
+static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp, "ibv_create_qp: %s", strerror(errno));
+	CHECK(qp->state == IBV_QPS_RESET, "a new QP is in RESET");
+	return qp;
+}
+
+static void side_open(struct side *s, int access)
+{
+	s->pd = ibv_alloc_pd(ctx);
+	s->cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	CHECK(s->pd && s->cq, "pd/cq: %s", strerror(errno));
+	s->buf = aligned_alloc(64, LEN);
+	memset(s->buf, 0, LEN);
+	s->mr = ibv_reg_mr(s->pd, s->buf, LEN, access);
+	CHECK(s->mr, "ibv_reg_mr: %s", strerror(errno));
+	s->qp = create_qp(s->pd, s->cq);
+}
+
+/* RESET -> INIT -> RTR -> RTS towards `dest` on this device's GID 1. */
+static void connect_qp(struct ibv_qp *qp, uint32_t dest, int qp_access)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = qp_access };
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS), "INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = gid1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+	      "RTR (the device's own GID as the destination)");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 3;
+	a.rnr_retry = 3;
+	a.sq_psn = 100;
+	a.max_rd_atomic = 4;
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), "RTS");
+	CHECK(qp->state == IBV_QPS_RTS, "qp->state follows");
+}
+
+static struct ibv_wc wait_wc(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	time_t end = time(NULL) + 20;
+	while (time(NULL) < end) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		CHECK(n >= 0, "ibv_poll_cq: %d", n);
+		if (n == 1)
+			return wc;
+	}
+	FAIL("no completion within 20 s");
+}
+
+static void post(struct side *s, enum ibv_wr_opcode op, uint64_t wr_id, size_t off, size_t len,
+		 struct side *remote, size_t roff)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = (uintptr_t)remote->buf + roff;
+		wr.wr.atomic.rkey = remote->mr->rkey;
+		wr.wr.atomic.compare_add = 5;
+	} else if (remote) {
+		wr.wr.rdma.remote_addr = (uintptr_t)remote->buf + roff;
+		wr.wr.rdma.rkey = remote->mr->rkey;
+	}
+	if (op == IBV_WR_SEND_WITH_IMM)
+		wr.imm_data = htobe32(0xabcd);
+	CHECK(!ibv_post_send(s->qp, &wr, &bad), "ibv_post_send op %d", op);
+}
+
+static void expect(struct side *s, uint64_t wr_id, enum ibv_wc_opcode op, enum ibv_wc_status st)
+{
+	struct ibv_wc wc = wait_wc(s->cq);
+	CHECK(wc.wr_id == wr_id && wc.status == st, "wr %llu: status %s (%d), wanted %s",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), wc.status,
+	      ibv_wc_status_str(st));
+	if (st == IBV_WC_SUCCESS)
+		CHECK(wc.opcode == op, "wr %llu: opcode %d, wanted %d", (unsigned long long)wr_id,
+		      wc.opcode, op);
+}
+
+static void fill(char *p, size_t len, int seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (char)(seed + i * 7);
+}
+
+static int loopback(void)
+{
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct side a, b;
+	side_open(&a, all);
+	side_open(&b, all);
+	connect_qp(a.qp, b.qp->qp_num, all);
+	connect_qp(b.qp, a.qp->qp_num, all);
+
+	/* WRITE 3000 bytes (three packets) from a to b. */
+	fill(a.buf, 3000, 1);
+	post(&a, IBV_WR_RDMA_WRITE, 1, 0, 3000, &b, 100);
+	expect(&a, 1, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS);
+	CHECK(!memcmp(b.buf + 100, a.buf, 3000), "WRITE: bytes differ");
+
+	/* READ them back into a's upper half. */
+	post(&a, IBV_WR_RDMA_READ, 2, 4096, 3000, &b, 100);
+	expect(&a, 2, IBV_WC_RDMA_READ, IBV_WC_SUCCESS);
+	CHECK(!memcmp(a.buf + 4096, a.buf, 3000), "READ: bytes differ");
+
+	/* SEND with immediate from b to a. */
+	struct ibv_sge rs = { .addr = (uintptr_t)a.buf + 7000, .length = 1000, .lkey = a.mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 3, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	CHECK(!ibv_post_recv(a.qp, &rwr, &rbad), "ibv_post_recv");
+	fill(b.buf + 5000, 700, 9);
+	post(&b, IBV_WR_SEND_WITH_IMM, 4, 5000, 700, NULL, 0);
+	expect(&b, 4, IBV_WC_SEND, IBV_WC_SUCCESS);
+	struct ibv_wc wc = wait_wc(a.cq);
+	CHECK(wc.wr_id == 3 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	      wc.byte_len == 700 && (wc.wc_flags & IBV_WC_WITH_IMM) &&
+	      be32toh(wc.imm_data) == 0xabcd && wc.qp_num == a.qp->qp_num,
+	      "RECV completion: status %d len %u", wc.status, wc.byte_len);
+	CHECK(!memcmp(a.buf + 7000, b.buf + 5000, 700), "SEND: bytes differ");
+
+	/* Fetch-and-add on b's word at 8000. */
+	uint64_t v = 40;
+	memcpy(b.buf + 8000, &v, 8);
+	post(&a, IBV_WR_ATOMIC_FETCH_AND_ADD, 5, 8100, 8, &b, 8000);
+	expect(&a, 5, IBV_WC_FETCH_ADD, IBV_WC_SUCCESS);
+	uint64_t orig, now;
+	memcpy(&orig, a.buf + 8100, 8);
+	memcpy(&now, b.buf + 8000, 8);
+	CHECK(orig == 40 && now == 45, "FETCH_ADD: orig %llu now %llu", (unsigned long long)orig,
+	      (unsigned long long)now);
+
+	CHECK(!ibv_destroy_qp(a.qp) && !ibv_destroy_qp(b.qp), "destroy qp");
+	CHECK(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr), "dereg");
+	CHECK(!ibv_destroy_cq(a.cq) && !ibv_destroy_cq(b.cq), "destroy cq");
+	CHECK(!ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd), "dealloc pd");
+	return 0;
+}
+
+static void reset(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE), "to RESET");
+}
+
+static int access_flags(void)
+{
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct side a, b;
+	side_open(&a, all);
+	side_open(&b, all);
+	/* b's region allows everything; b's QP allows only local writes. */
+	connect_qp(a.qp, b.qp->qp_num, all);
+	connect_qp(b.qp, a.qp->qp_num, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK(!ibv_query_qp(b.qp, &qa, IBV_QP_ACCESS_FLAGS, &qi) &&
+	      qa.qp_access_flags == IBV_ACCESS_LOCAL_WRITE, "ibv_query_qp gives the flags back");
+	fill(a.buf, 64, 3);
+	post(&a, IBV_WR_RDMA_WRITE, 1, 0, 64, &b, 0);
+	expect(&a, 1, IBV_WC_RDMA_WRITE, IBV_WC_REM_ACCESS_ERR);
+	for (int i = 0; i < LEN; i++)
+		CHECK(b.buf[i] == 0, "a refused WRITE changed byte %d", i);
+
+	/* Again with REMOTE_WRITE only: a READ is refused the same way. */
+	reset(a.qp);
+	reset(b.qp);
+	connect_qp(a.qp, b.qp->qp_num, all);
+	connect_qp(b.qp, a.qp->qp_num, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	post(&a, IBV_WR_RDMA_WRITE, 2, 0, 64, &b, 0);
+	expect(&a, 2, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS);
+	CHECK(!memcmp(a.buf, b.buf, 64), "the granted WRITE landed");
+	post(&a, IBV_WR_RDMA_READ, 3, 1000, 64, &b, 0);
+	expect(&a, 3, IBV_WC_RDMA_READ, IBV_WC_REM_ACCESS_ERR);
+	return 0;
+}
+
+#define EXPECT_NULL_ERRNO(call, err) do { errno = 0; void *p_ = (void *)(call); \
+	CHECK(!p_ && errno == (err), #call ": expected NULL with errno %d, got %p errno %d", \
+	      (err), p_, errno); } while (0)
+#define EXPECT_RET(call, want) do { int r_ = (call); \
+	CHECK(r_ == (want), #call ": expected %d, got %d", (want), r_); } while (0)
+
+static int checks(void)
+{
+	struct ibv_device_attr da;
+	EXPECT_RET(ibv_query_device(ctx, &da), 0);
+	CHECK(da.vendor_id == 0xffffff, "vendor_id %#x", da.vendor_id);
+	CHECK(da.max_qp > 0 && da.max_cqe > 0 && da.max_mr > 0 && da.max_pd > 0 &&
+	      da.phys_port_cnt == 1 && da.node_guid != 0, "device attributes");
+	struct ibv_device_attr_ex dx;
+	EXPECT_RET(ibv_query_device_ex(ctx, NULL, &dx), 0);
+	CHECK(dx.phys_port_cnt_ex == 1 && dx.orig_attr.vendor_id == 0xffffff &&
+	      dx.orig_attr.max_cqe == da.max_cqe, "ibv_query_device_ex");
+	struct ibv_query_device_ex_input in = { .comp_mask = 1 };
+	EXPECT_RET(ibv_query_device_ex(ctx, &in, &dx), EINVAL);
+	struct ibv_port_attr pa;
+	EXPECT_RET(ibv_query_port(ctx, 2, &pa), EINVAL);
+
+	/* String helpers. */
+	CHECK(!strcmp(ibv_event_type_str(IBV_EVENT_SRQ_LIMIT_REACHED), "SRQ limit reached") &&
+	      !strcmp(ibv_node_type_str(IBV_NODE_CA), "InfiniBand channel adapter") &&
+	      !strcmp(ibv_port_state_str(IBV_PORT_ACTIVE), "active") &&
+	      !strcmp(ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), "remote access error") &&
+	      !strcmp(ibv_event_type_str(99), "unknown") &&
+	      ibv_rate_to_mbps(IBV_RATE_100_GBPS) == 103125 &&
+	      mbps_to_ibv_rate(25781) == IBV_RATE_25_GBPS && ibv_rate_to_mult(IBV_RATE_40_GBPS) == 16,
+	      "string and rate helpers");
+	CHECK(ibv_is_fork_initialized() == IBV_FORK_UNNEEDED, "fork status");
+
+	/* ibv_reg_mr: rxe's (ib_check_mr_access's) refusals. */
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	CHECK(pd, "ibv_alloc_pd");
+	static char buf[4096];
+	EXPECT_NULL_ERRNO(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_ATOMIC), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_reg_mr(pd, buf, sizeof(buf), 1 << 15), EINVAL);
+
+	/* ibv_create_cq: cqe within 1..max_cqe, comp_vector below num_comp_vectors. */
+	EXPECT_NULL_ERRNO(ibv_create_cq(ctx, da.max_cqe + 1, NULL, NULL, 0), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_create_cq(ctx, 0, NULL, NULL, 0), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_create_cq(ctx, 16, NULL, NULL, ctx->num_comp_vectors), EINVAL);
+	struct ibv_cq *cq = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, ctx->num_comp_vectors - 1);
+	CHECK(cq, "a CQ of max_cqe entries: %s", strerror(errno));
+	EXPECT_RET(ibv_destroy_cq(cq), 0);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+
+	/* ibv_create_qp: capacities within the device's. */
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = da.max_qp_wr + 1, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 } };
+	EXPECT_NULL_ERRNO(ibv_create_qp(pd, &ia), EINVAL);
+	ia.cap.max_send_wr = 1;
+	ia.cap.max_send_sge = da.max_sge + 1;
+	EXPECT_NULL_ERRNO(ibv_create_qp(pd, &ia), EINVAL);
+	ia.cap.max_send_sge = 1;
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp, "ibv_create_qp");
+
+	/* ibv_modify_qp: the state table's required attributes, and values. */
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PORT), EINVAL);
+	a.port_num = 2;
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			       IBV_QP_ACCESS_FLAGS), EINVAL);
+	a.port_num = 1;
+	a.qp_state = IBV_QPS_RTS;
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL);
+	CHECK(qp->state == IBV_QPS_RESET, "a refused modify leaves the state");
+	a.qp_state = IBV_QPS_INIT;
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			       IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = 7;
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MTU), EINVAL);
+
+	/* ibv_rereg_mr: rights, then the range; the keys stay. */
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 1024, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "ibv_reg_mr");
+	uint32_t lkey = mr->lkey, rkey = mr->rkey;
+	EXPECT_RET(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE), 0);
+	EXPECT_RET(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, buf + 1024, 2048, 0), 0);
+	CHECK(mr->addr == buf + 1024 && mr->length == 2048 && mr->lkey == lkey && mr->rkey == rkey,
+	      "rereg: addr/length follow, keys stay");
+	errno = 0;
+	EXPECT_RET(ibv_rereg_mr(mr, 1 << 5, NULL, NULL, 0, 0), IBV_REREG_MR_ERR_INPUT);
+	CHECK(errno == EINVAL, "rereg with an unknown flag: errno %d", errno);
+	EXPECT_RET(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				IBV_ACCESS_REMOTE_WRITE), IBV_REREG_MR_ERR_CMD);
+	CHECK(errno == EINVAL, "rereg to remote write without local write: errno %d", errno);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	EXPECT_RET(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0), 0);
+	CHECK(mr->pd == pd2, "rereg: the PD follows");
+	/* A PD with a region (or a QP) cannot be freed. */
+	EXPECT_RET(ibv_dealloc_pd(pd2), EBUSY);
+	EXPECT_RET(ibv_dereg_mr(mr), 0);
+	EXPECT_RET(ibv_dealloc_pd(pd2), 0);
+	EXPECT_RET(ibv_destroy_cq(cq), EBUSY);
+	EXPECT_RET(ibv_dealloc_pd(pd), EBUSY);
+	EXPECT_RET(ibv_destroy_qp(qp), 0);
+	EXPECT_RET(ibv_destroy_cq(cq), 0);
+	EXPECT_RET(ibv_dealloc_pd(pd), 0);
+	return 0;
+}
+
+static int bad_input(void)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(pd && cq, "pd/cq");
+	/* NULL and foreign pointers where objects belong. */
+	EXPECT_NULL_ERRNO(ibv_alloc_pd(NULL), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_reg_mr(NULL, NULL, 0, 0), EINVAL);
+	struct ibv_pd fake_pd = { .context = ctx };
+	static char buf[256];
+	EXPECT_NULL_ERRNO(ibv_reg_mr(&fake_pd, buf, sizeof(buf), 0), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_create_qp(pd, NULL), EINVAL);
+	struct ibv_qp_init_attr ia = { .send_cq = (struct ibv_cq *)pd, .recv_cq = cq,
+		.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 1, .max_recv_wr = 1 } };
+	EXPECT_NULL_ERRNO(ibv_create_qp(pd, &ia), EINVAL);
+	EXPECT_RET(ibv_dealloc_pd(NULL), EINVAL);
+	EXPECT_RET(ibv_destroy_cq((struct ibv_cq *)pd), EINVAL);
+	EXPECT_RET(ibv_query_device(NULL, NULL), EINVAL);
+
+	/* A destroyed QP: every verb on it is refused. */
+	ia.send_cq = cq;
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp, "ibv_create_qp");
+	struct ibv_qp copy = *qp; /* what a program holding a stale pointer has */
+	EXPECT_RET(ibv_destroy_qp(qp), 0);
+	EXPECT_RET(ibv_destroy_qp(qp), EINVAL);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT };
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL);
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND }, *bad = NULL;
+	EXPECT_RET(copy.context->ops.post_send(qp, &wr, &bad), EINVAL);
+	CHECK(bad == &wr, "bad_wr names the refused request");
+	struct ibv_wc wc;
+	CHECK(ibv_poll_cq((struct ibv_cq *)pd, 1, &wc) < 0, "ibv_poll_cq on a PD");
+
+	/* An lkey of another PD: an error completion, nothing sent. */
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct side x, y;
+	side_open(&x, all);
+	side_open(&y, all);
+	connect_qp(x.qp, y.qp->qp_num, all);
+	connect_qp(y.qp, x.qp->qp_num, all);
+	struct ibv_mr *other = ibv_reg_mr(pd, buf, sizeof(buf), all);
+	CHECK(other, "ibv_reg_mr");
+	memset(y.buf, 0, 64);
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 64, .lkey = other->lkey };
+	struct ibv_send_wr w = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED };
+	w.wr.rdma.remote_addr = (uintptr_t)y.buf;
+	w.wr.rdma.rkey = y.mr->rkey;
+	memset(buf, 0x5a, 64);
+	int r = ibv_post_send(x.qp, &w, &bad);
+	if (r == 0) {
+		wc = wait_wc(x.cq);
+		CHECK(wc.wr_id == 9 && wc.status == IBV_WC_LOC_PROT_ERR,
+		      "an lkey of another PD: status %s", ibv_wc_status_str(wc.status));
+	}
+	for (int i = 0; i < 64; i++)
+		CHECK(y.buf[i] == 0, "a WRITE from another PD's region landed");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input", argv[0]);
+	open_device();
+	int r;
+	if (!strcmp(argv[1], "loopback"))
+		r = loopback();
+	else if (!strcmp(argv[1], "access"))
+		r = access_flags();
+	else if (!strcmp(argv[1], "checks"))
+		r = checks();
+	else if (!strcmp(argv[1], "bad-input"))
+		r = bad_input();
+	else
+		FAIL("unknown check %s", argv[1]);
+	CHECK(!ibv_close_device(ctx), "ibv_close_device");
+	printf("ok\n");
+	return r;
+}
