@@ -11,7 +11,15 @@ command -v tshark >/dev/null || need_apt+=(tshark)
 command -v tcpdump >/dev/null || need_apt+=(tcpdump)
 command -v ping >/dev/null || need_apt+=(iputils-ping)
 command -v setpriv >/dev/null || need_apt+=(util-linux)
+# The verbs software the drop-in libibverbs is tested with (it must load
+# and resolve every symbol against it): pyverbs, librdmacm's tools, qperf,
+# libfabric, UCX, Open MPI.
 command -v ucx_info >/dev/null || need_apt+=(ucx-utils)
+[ -d /usr/lib/python3/dist-packages/pyverbs ] || need_apt+=(python3-pyverbs)
+command -v rping >/dev/null || need_apt+=(rdmacm-utils)
+command -v qperf >/dev/null || need_apt+=(qperf)
+command -v fi_info >/dev/null || need_apt+=(libfabric-bin)
+command -v ompi_info >/dev/null || need_apt+=(openmpi-bin)
 command -v ib_write_bw >/dev/null && command -v ibv_rc_pingpong >/dev/null && [ -e /usr/include/infiniband/verbs.h ] || need_apt+=(ibverbs-utils perftest libibverbs-dev)
 
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -1,6 +1,8 @@
-//! Debian's own verbs binaries (ibverbs-utils, perftest) on the engine
-//! through the drop-in libibverbs, under `roce-xdp exec`, between two
-//! network namespaces joined by veth: every run exits 0 on both sides.
+//! Debian's own verbs binaries (ibverbs-utils, perftest, and the programs
+//! of pyverbs, libfabric, UCX, Open MPI, librdmacm and qperf loading with
+//! every symbol bound) and C programs of ours (`verbs_drop_in_errors.c`,
+//! `verbs_provider.c`) on the engine through the drop-in libibverbs, under
+//! `roce-xdp exec`, between two network namespaces joined by veth.
 //! Needs root, the packages scripts/setup-deps.sh installs, and the
 //! drop-in built (`cargo build --release -p roce-xdp-ibverbs`, which
 //! `cargo test --workspace` does).
@@ -169,6 +171,122 @@ fn prerequisites() {
 }
 
 const LIMIT: Duration = Duration::from_secs(120);
+
+/// Compiles `tests/NAME.c` of ours against the installed `verbs.h`.
+fn compile_c(name: &str) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/{name}.c"));
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let cc = Command::new("cc")
+        .args(["-Wall", "-O1", "-pthread"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-libverbs")
+        .output()
+        .expect("running cc (install gcc)");
+    assert!(
+        cc.status.success(),
+        "compiling {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    exe
+}
+
+/// `verbs_provider CHECK` under exec on one side of a fresh pair: it
+/// prints "ok" and exits 0 when every assertion of the check holds.
+fn provider_check(check: &str) -> String {
+    prerequisites();
+    let exe = compile_c("verbs_provider");
+    let pair = Pair::create();
+    let out = finish(
+        pair.exec(0, &[exe.to_str().unwrap(), check])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let text = assert_ok(&format!("verbs_provider {check}"), &out);
+    assert!(text.contains("ok"), "{text}");
+    text
+}
+
+/// Two QPs of the one device connected to each other: WRITE, READ,
+/// SEND with immediate and fetch-and-add inside the engine, every byte
+/// checked; nothing asks ARP for the engine's own address, and the
+/// frames are counted as looped back.
+#[test]
+#[ignore = "needs root"]
+fn two_qps_of_one_device_reach_each_other() {
+    let text = provider_check("loopback");
+    assert!(!text.contains("cannot resolve"), "{text}");
+}
+
+/// The QP's remote access flags are enforced on incoming requests.
+#[test]
+#[ignore = "needs root"]
+fn a_qp_refuses_what_its_access_flags_do_not_grant() {
+    provider_check("access");
+}
+
+/// Argument checks with rxe's errnos, ibv_rereg_mr, the device's
+/// attributes and the string helpers.
+#[test]
+#[ignore = "needs root"]
+fn verbs_check_their_arguments_as_rxe() {
+    provider_check("checks");
+}
+
+/// Wrong, destroyed and NULL handles get errors, never a crash; an lkey of
+/// another PD gets an error completion.
+#[test]
+#[ignore = "needs root"]
+fn bad_handles_and_foreign_keys_get_errors() {
+    provider_check("bad-input");
+}
+
+/// Programs of every Debian package that links libibverbs start under
+/// exec with every symbol bound at load (`LD_BIND_NOW=1`): the loader
+/// finds each symbol and version in the drop-in, and those that list
+/// devices find roce-xdp0.
+#[test]
+#[ignore = "needs root"]
+fn debian_verbs_programs_load_with_every_symbol_bound() {
+    prerequisites();
+    let pair = Pair::create();
+    let pyverbs = "import pyverbs.device as d, pyverbs.pd, pyverbs.mr, pyverbs.qp, pyverbs.cq, \
+                   pyverbs.cmid; print([x.name.decode() for x in d.get_device_list()])";
+    let cases: &[(&[&str], Option<&str>)] = &[
+        (&["ibv_devices"], Some("roce-xdp0")),
+        (&["/usr/bin/python3", "-c", pyverbs], Some("roce-xdp0")),
+        (&["ucx_info", "-d"], Some("roce-xdp0")),
+        (&["fi_info", "-l"], Some("verbs")),
+        (&["ompi_info"], Some("Open MPI")),
+        (&["ib_write_bw", "-h"], None),
+        (&["ib_send_lat", "-h"], None),
+        (&["qperf", "--help"], None),
+        (&["rping", "-h"], None),
+    ];
+    for (args, want) in cases {
+        let mut cmd = pair.exec(0, args);
+        cmd.env("LD_BIND_NOW", "1");
+        let out = finish(cmd.spawn().unwrap(), LIMIT);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for bad in [
+            "symbol lookup error",
+            "undefined symbol",
+            "version `IBVERBS",
+        ] {
+            assert!(!text.contains(bad), "{}: {bad}:\n{text}", args.join(" "));
+        }
+        if let Some(w) = want {
+            assert!(text.contains(w), "{} lacks {w:?}:\n{text}", args.join(" "));
+        }
+    }
+}
 
 /// Server (no address) on side 0, client (side 0's address) on side 1,
 /// the same arguments otherwise; both must exit 0.
@@ -354,22 +472,7 @@ fn a_second_program_on_the_same_queue_gets_no_device_and_the_reason() {
 #[ignore = "needs root"]
 fn unsupported_verbs_and_qp_errors_as_a_verbs_program_sees_them() {
     prerequisites();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/verbs_drop_in_errors.c");
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("verbs_drop_in_errors");
-    let cc = Command::new("cc")
-        .arg("-Wall")
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-libverbs")
-        .output()
-        .expect("running cc (install gcc)");
-    assert!(
-        cc.status.success(),
-        "compiling {}: {}",
-        src.display(),
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let exe = compile_c("verbs_drop_in_errors");
     let pair = Pair::create();
     // The peer has an address (ARP answers) but no engine: nothing acks.
     let out = finish(
