@@ -11,7 +11,8 @@
  *              requester gets IBV_WC_REM_ACCESS_ERR, the region is
  *              untouched; granted again after a reset, it works;
  *   checks     argument checks with rxe's errnos (ibv_reg_mr, ibv_create_cq,
- *              ibv_create_qp, ibv_modify_qp), ibv_rereg_mr, the device's
+ *              ibv_create_qp, ibv_modify_qp), ibv_rereg_mr, ibv_resize_cq,
+ *              an empty GID table entry, the device's
  *              attributes (vendor_id, ibv_query_device_ex), the string
  *              helpers;
  *   bad-input  a wrong or destroyed handle and NULL pointers get an error
@@ -273,6 +274,19 @@ static int checks(void)
 	EXPECT_RET(ibv_query_device_ex(ctx, &in, &dx), EINVAL);
 	struct ibv_port_attr pa;
 	EXPECT_RET(ibv_query_port(ctx, 2, &pa), EINVAL);
+	EXPECT_RET(ibv_query_port(ctx, 1, &pa), 0);
+	CHECK(pa.gid_tbl_len > 2, "gid_tbl_len %d", pa.gid_tbl_len);
+	/* An empty entry of the GID table: zeros for ibv_query_gid, ENODATA
+	 * for ibv_query_gid_ex; past the table's end, an error. */
+	union ibv_gid g;
+	EXPECT_RET(ibv_query_gid(ctx, 1, 2, &g), 0);
+	for (int i = 0; i < 16; i++)
+		CHECK(g.raw[i] == 0, "an empty GID entry reads as zeros");
+	struct ibv_gid_entry ge;
+	EXPECT_RET(ibv_query_gid_ex(ctx, 1, 2, &ge, 0), ENODATA);
+	EXPECT_RET(ibv_query_gid_ex(ctx, 1, 1, &ge, 0), 0);
+	CHECK(ge.gid_type == IBV_GID_TYPE_ROCE_V2 && !memcmp(&ge.gid, &gid1, 16), "GID 1");
+	CHECK(ibv_query_gid(ctx, 1, pa.gid_tbl_len, &g) == -1, "past the GID table");
 
 	/* String helpers. */
 	CHECK(!strcmp(ibv_event_type_str(IBV_EVENT_SRQ_LIMIT_REACHED), "SRQ limit reached") &&
@@ -301,6 +315,10 @@ static int checks(void)
 	CHECK(cq, "a CQ of max_cqe entries: %s", strerror(errno));
 	EXPECT_RET(ibv_destroy_cq(cq), 0);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	EXPECT_RET(ibv_resize_cq(cq, 64), 0);
+	CHECK(cq->cqe == 64, "ibv_resize_cq: cqe %d", cq->cqe);
+	EXPECT_RET(ibv_resize_cq(cq, 0), EINVAL);
+	EXPECT_RET(ibv_resize_cq(cq, da.max_cqe + 1), EINVAL);
 
 	/* ibv_create_qp: capacities within the device's. */
 	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,

@@ -57,7 +57,7 @@ use engine::rc::{Mtu, VerbsError};
 use crate::abi::*;
 use crate::config::Config;
 use crate::handles::{self, Kind, Object};
-use crate::identity::{self, GID_TABLE_LEN};
+use crate::identity::{self, GIDS_IN_USE, GID_TABLE_LEN};
 use crate::limits;
 use crate::shell::Shell;
 
@@ -465,11 +465,13 @@ unsafe extern "C" fn ibv_query_port(
     unsafe { query_port_ex(ctx, port, attr, len) }
 }
 
-/// GID `index` of port `port`, or the errno.
+/// GID `index` of port `port`, or the errno: `ENODATA` for an empty
+/// entry of the table, `EINVAL` past its end (rdma-core's
+/// `_ibv_query_gid_ex`).
 fn gid(ctx: *const ibv_context, port: u32, index: u32) -> Result<[u8; 16], c_int> {
     let shell = engine()?;
     context(ctx)?;
-    if port != u32::from(identity::PORT) {
+    if port != u32::from(identity::PORT) || index >= GID_TABLE_LEN {
         return Err(libc::EINVAL);
     }
     identity::gid(shell.mac, shell.ip, index).ok_or(libc::ENODATA)
@@ -486,7 +488,11 @@ unsafe extern "C" fn ibv_query_gid(
         if out.is_null() || index < 0 {
             return Err(libc::EINVAL);
         }
-        let g = gid(ctx, port.into(), index as u32).map_err(|_| libc::EINVAL)?;
+        // An empty entry reads as the zero GID (rdma-core keeps that).
+        let g = match gid(ctx, port.into(), index as u32) {
+            Err(libc::ENODATA) => [0; 16],
+            g => g.map_err(|_| libc::EINVAL)?,
+        };
         // SAFETY: `out` points to a union ibv_gid (the contract, point 1).
         unsafe { out.write(g) };
         Ok(())
@@ -524,9 +530,9 @@ unsafe extern "C" fn _ibv_query_gid_ex(
     })())
 }
 
-/// `_ibv_query_gid_table` (IBVERBS_1.11): every GID of the device, as
+/// `_ibv_query_gid_table` (IBVERBS_1.11): every GID in use, as
 /// `_ibv_query_gid_ex` gives each; the count, or a negative errno
-/// (`-EINVAL` when `max_entries` cannot hold the table).
+/// (`-EINVAL` when `max_entries` cannot hold them).
 #[no_mangle]
 unsafe extern "C" fn _ibv_query_gid_table(
     ctx: *mut ibv_context,
@@ -539,20 +545,20 @@ unsafe extern "C" fn _ibv_query_gid_table(
         if flags != 0
             || entries.is_null()
             || entry_size < std::mem::size_of::<ibv_gid_entry>()
-            || max_entries < GID_TABLE_LEN as usize
+            || max_entries < GIDS_IN_USE as usize
         {
             return Err(libc::EINVAL);
         }
-        for i in 0..GID_TABLE_LEN {
+        for i in 0..GIDS_IN_USE {
             let e = gid_entry(ctx, 1, i)?;
             // SAFETY: `entries` has `max_entries` entries of `entry_size`
-            // bytes (point 1), and `i < GID_TABLE_LEN <= max_entries`.
+            // bytes (point 1), and `i < GIDS_IN_USE <= max_entries`.
             unsafe {
                 let at = (entries as *mut u8).add(i as usize * entry_size);
                 (at as *mut ibv_gid_entry).write_unaligned(e);
             }
         }
-        Ok(GID_TABLE_LEN as isize)
+        Ok(GIDS_IN_USE as isize)
     })();
     r.unwrap_or_else(|e| -(e as isize))
 }
@@ -568,9 +574,14 @@ unsafe extern "C" fn ibv_query_gid_type(
         if ty.is_null() {
             return Err(libc::EINVAL);
         }
-        gid(ctx, port.into(), index)?;
+        // An empty entry's type reads as RoCE v1 (rdma-core keeps that).
+        let t = match gid(ctx, port.into(), index) {
+            Ok(_) => IBV_GID_TYPE_SYSFS_ROCE_V2,
+            Err(libc::ENODATA) => IBV_GID_TYPE_SYSFS_IB_ROCE_V1,
+            Err(e) => return Err(e),
+        };
         // SAFETY: `ty` points to an int (the contract, point 1).
-        unsafe { ty.write(IBV_GID_TYPE_SYSFS_ROCE_V2) };
+        unsafe { ty.write(t) };
         Ok(())
     })())
 }

@@ -18,9 +18,13 @@ pub const UVERBS_NAME: &str = "uverbs-roce-xdp0";
 /// `fw_ver` of `ibv_query_device` and of sysfs.
 pub const FW_VER: &str = concat!("roce-xdp ", env!("CARGO_PKG_VERSION"));
 
-/// GID 0: the IPv6 link-local address from the MAC; GID 1: the
+/// Entries in the port's GID table (`gid_tbl_len`): [`GIDS_IN_USE`] of
+/// them hold a GID, the rest are empty, as on every RoCE device (rxe's
+/// table has 1024 entries, one or two a local address).
+pub const GID_TABLE_LEN: u32 = 16;
+/// The GIDs in use: 0, the IPv6 link-local address from the MAC; 1, the
 /// IPv4-mapped address; both RoCE v2 (as `-g 1` on Soft-RoCE).
-pub const GID_TABLE_LEN: u32 = 2;
+pub const GIDS_IN_USE: u32 = 2;
 
 /// The one port's number.
 pub const PORT: u8 = 1;
@@ -59,7 +63,8 @@ pub fn node_guid(mac: [u8; 6]) -> u64 {
     u64::from_ne_bytes(eui64(mac))
 }
 
-/// GID `index` of port 1 (see [`GID_TABLE_LEN`]).
+/// GID `index` of port 1, or None for an empty entry (see
+/// [`GIDS_IN_USE`]).
 pub fn gid(mac: [u8; 6], ip: Ipv4Addr, index: u32) -> Option<[u8; 16]> {
     match index {
         0 => {
@@ -145,7 +150,7 @@ mod tests {
             gid_text(gid(MAC, ip, 1).unwrap()),
             "0000:0000:0000:0000:0000:ffff:0a37:0001"
         );
-        assert_eq!(gid(MAC, ip, GID_TABLE_LEN), None);
+        assert_eq!(gid(MAC, ip, GIDS_IN_USE), None);
     }
 
     #[test]

@@ -478,6 +478,28 @@ impl Shell {
         id
     }
 
+    /// Gives CQ `cq` room for `depth` completions (`ibv_resize_cq`), in the
+    /// engine and in the program's buffer alike; refused while more than
+    /// that wait in the two.
+    pub fn resize_cq(&self, cq: u32, depth: usize) -> Result<(), VerbsError> {
+        let mut st = lock(&self.state);
+        st.drain(cq as usize, self);
+        let State { rtc, cqs, .. } = &mut *st;
+        let Some(Some(c)) = cqs.get_mut(cq as usize) else {
+            return Err(VerbsError::UnknownCq);
+        };
+        let depth = depth.max(16);
+        if c.buf.len() > depth {
+            return Err(VerbsError::InvalidArgument(
+                "more completions wait in the CQ than the new size holds",
+            ));
+        }
+        rtc.endpoint_mut().resize_cq(cq, depth)?;
+        c.capacity = depth;
+        c.buf.reserve(depth.saturating_sub(c.buf.len()));
+        Ok(())
+    }
+
     pub fn set_cq_channel(&self, cq: u32, channel: Option<Arc<Channel>>) {
         if let Some(Some(c)) = lock(&self.state).cqs.get_mut(cq as usize) {
             c.channel = channel;

@@ -51,7 +51,6 @@ errno_verbs! {
     ibv_query_ece: "ibv_query_ece", libc::EOPNOTSUPP;
     ibv_set_ece: "ibv_set_ece", libc::EOPNOTSUPP;
     ibv_resolve_eth_l2_from_gid: "ibv_resolve_eth_l2_from_gid", libc::EOPNOTSUPP;
-    ibv_resize_cq: "ibv_resize_cq", libc::EOPNOTSUPP;
     ibv_modify_srq: "ibv_modify_srq (shared receive queues)", libc::EOPNOTSUPP;
     ibv_query_srq: "ibv_query_srq (shared receive queues)", libc::EOPNOTSUPP;
     ibv_init_ah_from_wc: "ibv_init_ah_from_wc (address handles: UD)", libc::EOPNOTSUPP;

@@ -158,13 +158,18 @@ pub fn infiniband_class(i: &Interface, hostname: &str) -> Vec<Node> {
         ),
         file(format!("{p}/pkeys/0"), format!("0x{:04x}", identity::PKEY)),
     ]);
+    // Every entry of the table has its `gids/N`; an empty one reads as
+    // the zero GID and has no type or netdev (the kernel's files for an
+    // empty entry fail to read).
     for n in 0..identity::GID_TABLE_LEN {
-        let gid = identity::gid(i.mac, i.ipv4, n).expect("GID_TABLE_LEN entries");
-        v.extend([
-            file(format!("{p}/gids/{n}"), identity::gid_text(gid)),
-            file(format!("{p}/gid_attrs/types/{n}"), "RoCE v2".into()),
-            file(format!("{p}/gid_attrs/ndevs/{n}"), i.name.clone()),
-        ]);
+        match identity::gid(i.mac, i.ipv4, n) {
+            Some(gid) => v.extend([
+                file(format!("{p}/gids/{n}"), identity::gid_text(gid)),
+                file(format!("{p}/gid_attrs/types/{n}"), "RoCE v2".into()),
+                file(format!("{p}/gid_attrs/ndevs/{n}"), i.name.clone()),
+            ]),
+            None => v.push(file(format!("{p}/gids/{n}"), identity::gid_text([0; 16]))),
+        }
     }
     v
 }

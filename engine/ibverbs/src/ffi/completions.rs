@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use engine::rc::{WcOpcode, WcStatus, WorkCompletion};
 
-use super::{context, engine, minus_one, object, pointer, status};
+use super::{context, engine, errno_of, minus_one, object, pointer, status};
 use crate::abi::*;
 use crate::checks;
 use crate::handles::{self, Kind, Object};
@@ -145,6 +145,24 @@ unsafe extern "C" fn ibv_destroy_cq(p: *mut ibv_cq) -> c_int {
         }
         // SAFETY: the program destroys the CQ: it uses it no more.
         unsafe { handles::retire::<Cq, _>(p) }.map(drop)
+    })())
+}
+
+/// `ibv_resize_cq`: room for `cqe` completions (1..`max_cqe`), refused
+/// (`EINVAL`) while more than that wait, as rxe's `rxe_cq_chk_attr`.
+#[no_mangle]
+unsafe extern "C" fn ibv_resize_cq(p: *mut ibv_cq, cqe: c_int) -> c_int {
+    status((|| {
+        let shell = engine()?;
+        let c = cq(p)?;
+        checks::cq_attr(cqe, 0)?;
+        shell
+            .resize_cq(c.id, cqe as usize)
+            .map_err(|e| errno_of(&e))?;
+        // SAFETY: the program does not use the CQ during its resize (the
+        // contract, point 4); `cqe` is the field rdma-core's resize sets.
+        unsafe { (&raw mut (*c.c.get()).cqe).write(cqe) };
+        Ok(())
     })())
 }
 

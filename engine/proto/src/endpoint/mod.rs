@@ -250,6 +250,19 @@ impl Endpoint {
         (self.cqs.len() - 1) as u32
     }
 
+    /// Gives CQ `cq` room for `capacity` completions; refused while more
+    /// than that wait in it.
+    pub fn resize_cq(&mut self, cq: u32, capacity: usize) -> Result<(), VerbsError> {
+        let c = self.cqs.get_mut(cq as usize).ok_or(VerbsError::UnknownCq)?;
+        if c.resize(capacity) {
+            Ok(())
+        } else {
+            Err(VerbsError::InvalidArgument(
+                "more completions wait in the CQ than the new size holds",
+            ))
+        }
+    }
+
     /// Create an RC QP in RESET; returns its QP number, drawn at random
     /// (from the endpoint's seed) among the free numbers of
     /// `FIRST_QPN..=MAX_QPN`.

@@ -64,9 +64,22 @@ impl Cq {
         self.entries.is_empty()
     }
 
-    /// Capacity given at creation.
+    /// Capacity given at creation or by the last [`Cq::resize`].
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Holds up to `capacity` completions from now on (`ibv_resize_cq`);
+    /// false, and nothing changed, when more than that wait already.
+    pub fn resize(&mut self, capacity: usize) -> bool {
+        let capacity = capacity.max(1);
+        if self.entries.len() > capacity {
+            return false;
+        }
+        self.entries
+            .reserve(capacity.saturating_sub(self.entries.len()));
+        self.capacity = capacity;
+        true
     }
 }
 
@@ -107,6 +120,26 @@ mod tests {
     /// drops and counts, across every way of emptying it (`poll`, `pop`)
     /// and refilling it: checked against a plain FIFO with the same
     /// capacity, over random pushes and polls.
+    #[test]
+    fn resize_keeps_what_waits_and_refuses_less_room_than_that() {
+        let mut q = Cq::new(4);
+        for i in 0..3 {
+            assert!(q.push(wc(i)));
+        }
+        assert!(!q.resize(2), "three wait: two is too few");
+        assert_eq!(q.capacity(), 4);
+        assert!(q.resize(3));
+        assert!(!q.push(wc(3)), "full at the new size");
+        assert!(q.resize(8));
+        for i in 3..8 {
+            assert!(q.push(wc(i)));
+        }
+        assert!(!q.push(wc(8)));
+        let mut out = [WorkCompletion::default(); 8];
+        assert_eq!(q.poll(&mut out), 8);
+        assert!(out.iter().enumerate().all(|(i, w)| w.wr_id == i as u64));
+    }
+
     #[test]
     fn completions_keep_their_order_and_a_full_queue_counts_what_it_drops() {
         let mut cq = Cq::new(5);
