@@ -383,7 +383,11 @@ impl Requester {
         let payload: &[u8] = if len == 0 {
             &[]
         } else {
+            // The L_Key must be of a region of the QP's PD (rxe
+            // copy_data -> lookup_mr); post_send checked key, range and
+            // rights only, and the region may have moved since.
             match mrs.slice(
+                cx.pd,
                 wr.local.lkey,
                 wr.local.addr.wrapping_add(u64::from(local_off)),
                 len as usize,
