@@ -538,6 +538,17 @@ impl Shell {
         // ACKs leave first.
         st.rtc.flush_deferred();
         let r = st.rtc.endpoint_mut().modify_qp(qpn, attr, mask);
+        // A QP moved to RESET leaves none of its completions in the CQs,
+        // as libmlx5 and libmlx4 clean them (`mlx5_cq_clean`): a program
+        // that restates a QP after an error does not then poll the flushed
+        // completions of before (rdma-core's test_mr_rereg_pd). Each
+        // completion names its QP: only this QP's go.
+        if r.is_ok() && mask.contains(QpAttrMask::STATE) && attr.state == QpState::Reset {
+            st.drain_all(self);
+            for c in st.cqs.iter_mut().flatten() {
+                c.buf.retain(|w| w.qpn != qpn);
+            }
+        }
         drop(st);
         self.wake();
         r
