@@ -11,6 +11,7 @@
 
 use core::net::{IpAddr, Ipv4Addr};
 
+use crate::support::remote_ops::{post_remote, RemoteOp};
 use crate::support::*;
 
 use proto::endpoint::{Endpoint, EndpointConfig, RemoteQp};
@@ -38,64 +39,15 @@ fn outcomes(wcs: &[proto::rc::WorkCompletion]) -> Vec<(u64, WcStatus)> {
     wcs.iter().map(|w| (w.wr_id, w.status)).collect()
 }
 
-/// The remote operations, each naming B's R_Key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RemoteOp {
-    Write,
-    WriteWithImm,
-    Read,
-    FetchAdd,
-    CompareSwap,
-}
-
-const REMOTE_OPS: [RemoteOp; 5] = [
-    RemoteOp::Write,
-    RemoteOp::WriteWithImm,
-    RemoteOp::Read,
-    RemoteOp::FetchAdd,
-    RemoteOp::CompareSwap,
-];
-
-/// Post `op` (wr_id 1) from A at offset 0 of both regions (a WRITE with
-/// immediate finds receive 7 posted at B); A's request frames.
-fn post_remote(p: &mut Pair, op: RemoteOp) -> Vec<Vec<u8>> {
-    let wr = match op {
-        RemoteOp::Write => write_wr(p, 1, LEN as u32, 0),
-        RemoteOp::WriteWithImm => {
-            p.b.post_recv(p.qb, recv_wr_b(p, 7, 0)).unwrap();
-            rdma_wr(p, 1, SendOp::WriteWithImm, LEN as u32, 0)
-        }
-        RemoteOp::Read => read_wr(p, 1, LEN as u32, 0),
-        RemoteOp::FetchAdd | RemoteOp::CompareSwap => {
-            let op = if op == RemoteOp::FetchAdd {
-                SendOp::FetchAdd
-            } else {
-                SendOp::CompareSwap
-            };
-            let mut wr = rdma_wr(p, 1, op, 8, 0);
-            wr.compare_add = u64::from_le_bytes(bytes(8, 2).try_into().unwrap());
-            wr.swap = 0x5555;
-            wr
-        }
-    };
-    p.a.post_send(p.qa, wr).unwrap();
-    p.tx_a()
-}
-
 #[test]
 fn an_rkey_of_another_pd_is_a_nak_remote_access_error_as_an_unknown_one() {
-    for op in REMOTE_OPS {
+    for op in RemoteOp::ALL {
         let what = format!("{op:?}");
         let mut p = pair();
         assert_eq!(p.b.set_mr_pd(p.mr_b.lkey, OTHER_PD), Ok(0));
-        let f = post_remote(&mut p, op);
-        p.deliver_b(&f);
-        let n = p.tx_b();
-        assert_eq!(n.len(), 1, "{what}: one answer");
-        assert_eq!(opcode(&n[0]), Opcode::Acknowledge, "{what}");
-        assert_eq!(syndrome(&n[0]), 0x62, "{what}: NAK remote access error");
-        assert_eq!(psn(&n[0]), psn(&f[0]), "{what}: at the request's PSN");
-        assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error), "{what}");
+        let f = post_remote(&mut p, op, LEN as u32);
+        // NAK remote access error.
+        let n = refused_by_b(&mut p, &f, 0x62, &what);
         let c = p.b.qp_counters(p.qb).unwrap();
         assert_eq!((c.naks_sent, c.qp_access_violation), (1, 0), "{what}");
         assert_eq!(p.read_b(IOVA_B, LEN), bytes(LEN, 2), "{what}: B untouched");
@@ -121,15 +73,11 @@ fn an_rkey_of_another_pd_is_a_nak_remote_access_error_as_an_unknown_one() {
 fn a_region_moved_out_of_the_pd_mid_write_refuses_the_next_packet() {
     // Every packet of a WRITE is checked as it is placed, with the QP's PD.
     let mut p = pair();
-    let f = post_remote(&mut p, RemoteOp::Write);
+    let f = post_remote(&mut p, RemoteOp::Write, LEN as u32);
     assert_eq!(f.len(), 3);
     p.deliver_b(&f[..1]);
     p.b.set_mr_pd(p.mr_b.lkey, OTHER_PD).unwrap();
-    p.deliver_b(&f[1..]);
-    let n = p.tx_b();
-    assert_eq!(n.len(), 1);
-    assert_eq!((syndrome(&n[0]), psn(&n[0])), (0x62, psn(&f[1])));
-    assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error));
+    let n = refused_by_b(&mut p, &f[1..], 0x62, "the second packet");
     let mut want = bytes(LEN, 1);
     want[1024..].copy_from_slice(&bytes(LEN, 2)[1024..]);
     assert_eq!(p.read_b(IOVA_B, LEN), want, "only the first packet landed");
@@ -140,7 +88,7 @@ fn a_region_moved_out_of_the_pd_mid_write_refuses_the_next_packet() {
 #[test]
 fn a_read_source_moved_out_of_the_pd_after_acceptance_is_a_nak_not_a_response() {
     let mut p = pair();
-    let f = post_remote(&mut p, RemoteOp::Read);
+    let f = post_remote(&mut p, RemoteOp::Read, LEN as u32);
     p.deliver_b(&f);
     p.b.set_mr_pd(p.mr_b.lkey, OTHER_PD).unwrap();
     let n = p.tx_b();
@@ -163,12 +111,9 @@ fn assert_send_refused_by_the_receive(p: &mut Pair, len: u32) {
     p.a.post_send(p.qa, send_wr_a(p, 1, SendOp::Send, len))
         .unwrap();
     let f = p.tx_a();
-    p.deliver_b(&f);
+    // NAK remote operational error.
+    let n = refused_by_b(p, &f, 0x63, "SEND into a receive of another PD");
     assert_eq!(outcomes(&p.wcs_b()), [(9, WcStatus::LocalProtectionError)]);
-    let n = p.tx_b();
-    assert_eq!(n.len(), 1);
-    assert_eq!(syndrome(&n[0]), 0x63, "NAK remote operational error");
-    assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error));
     assert_eq!(p.b.qp_counters(p.qb).unwrap().naks_sent, 1);
     assert_eq!(p.read_b(IOVA_B, LEN), bytes(LEN, 2), "B untouched");
     p.deliver_a(&n);
@@ -221,7 +166,7 @@ fn a_request_whose_own_buffer_is_in_another_pd_completes_with_local_protection_e
     // buffer keeps its bytes.
     for op in [RemoteOp::Read, RemoteOp::FetchAdd, RemoteOp::CompareSwap] {
         let mut p = pair();
-        let f = post_remote(&mut p, op);
+        let f = post_remote(&mut p, op, LEN as u32);
         p.a.set_mr_pd(p.mr_a.lkey, OTHER_PD).unwrap();
         p.deliver_b(&f);
         let n = p.tx_b();
@@ -437,34 +382,18 @@ fn pair_in_pd(pd: u32) -> Pair {
         };
         let qpn = ep.create_qp_in(pd, init).unwrap();
         assert_eq!(ep.qp(qpn).unwrap().pd(), pd);
-        (ep, cq, qpn)
+        Side { ep, qpn, cq }
     };
-    let (mut a, cq_a, qa) = side(MAC_A, 1);
-    let (mut b, cq_b, qb) = side(MAC_B, 2);
+    let (mut a, mut b) = (side(MAC_A, 1), side(MAC_B, 2));
     let to = |qpn, mac, last| RemoteQp {
         qpn,
         psn: 0,
         mac,
         ip: ip(last),
     };
-    a.connect(qa, &to(qb, MAC_B, 2), &opts()).unwrap();
-    b.connect(qb, &to(qa, MAC_A, 1), &opts()).unwrap();
-    let region = |ep: &mut Endpoint, iova| {
-        ep.reg_mr_in(pd, Box::new(vec![0u8; MR_LEN]), iova, Access::ALL)
-            .unwrap()
-    };
-    let (mr_a, mr_b) = (region(&mut a, IOVA_A), region(&mut b, IOVA_B));
-    Pair {
-        a,
-        b,
-        qa,
-        qb,
-        cq_a,
-        cq_b,
-        mr_a,
-        mr_b,
-        now: Instant::ZERO,
-    }
+    a.ep.connect(a.qpn, &to(b.qpn, MAC_B, 2), &opts()).unwrap();
+    b.ep.connect(b.qpn, &to(a.qpn, MAC_A, 1), &opts()).unwrap();
+    Pair::with_regions(a, b, pd)
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! (`pd.rs`).
 
 mod inflight_limit;
+mod lossy_pair;
 mod matrix;
 mod pd;
 mod qp_access;

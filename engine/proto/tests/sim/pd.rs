@@ -15,18 +15,12 @@
 //! in the runs where B refuses, B's link reorders and duplicates but does
 //! not lose.
 
-use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
-use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use proto::rc::{
-    Access, MrKeys, QpInitAttr, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus, WorkCompletion,
-};
-use proto::sim::{Impairments, LinkConfig, Simulator};
+use proto::rc::{Access, MrKeys, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use proto::time::Instant;
 
-const A: usize = 0;
-const B: usize = 1;
+use crate::lossy_pair::{connect, impaired, pattern, poll, Side, A, B};
 const MESSAGES: u64 = 8;
 /// The message that may name a key of the other PD.
 const K: u64 = 3;
@@ -66,26 +60,10 @@ enum Mismatch {
     ReceiveKey,
 }
 
-fn link(lossy: bool) -> LinkConfig {
-    LinkConfig {
-        latency: Duration::from_micros(5),
-        rate_bps: 10_000_000_000,
-        impair: Impairments {
-            loss: if lossy { 0.05 } else { 0.0 },
-            reorder: 0.05,
-            reorder_delay: Duration::from_micros(20),
-            duplicate: 0.02,
-            corrupt: if lossy { 0.02 } else { 0.0 },
-        },
-    }
-}
-
 /// A region's initial bytes (`side` 1, 2: A's, B's; 3, 4: their regions
 /// of the other PD).
 fn initial(side: u8) -> Vec<u8> {
-    (0..REGION)
-        .map(|i| (i % 251) as u8 ^ side.wrapping_mul(0x5B))
-        .collect()
+    pattern(side, REGION)
 }
 
 /// Message `m`'s 8-byte word in B's initial region (what an atomic sees).
@@ -144,101 +122,36 @@ fn ops(k_op: SendOp) -> Vec<SendOp> {
         .collect()
 }
 
-/// A connected pair in the simulator, QPs in `PD_A` / `PD_B`, each with a
-/// region in its QP's PD and one in `PD_OTHER`.
-struct Setup {
-    sim: Simulator,
-    qa: u32,
-    qb: u32,
-    cq_a: u32,
-    cq_b: u32,
-    ka: MrKeys,
-    kb: MrKeys,
-    ka_other: MrKeys,
-    kb_other: MrKeys,
-}
-
-fn setup(seed: u64, b_lossy: bool) -> Setup {
-    let mut sim = Simulator::new(seed);
-    let ip = |x| IpAddr::V4(Ipv4Addr::new(10, 0, 0, x));
-    let cfg = |mac: u8, x| EndpointConfig {
-        local_mac: [2, 0, 0, 0, 0, mac],
-        local_ip: ip(x),
-        seed: [seed, u64::from(mac)],
-        ..EndpointConfig::default()
-    };
-    assert_eq!(sim.add_node(Endpoint::new(cfg(0xA, 1)), link(true)), A);
-    assert_eq!(sim.add_node(Endpoint::new(cfg(0xB, 2)), link(b_lossy)), B);
-    let (cq_a, cq_b) = (sim.endpoint(A).create_cq(64), sim.endpoint(B).create_cq(64));
-    let init = |cq| QpInitAttr {
-        send_cq: cq,
-        recv_cq: cq,
-        max_send_wr: MESSAGES as u32,
-        max_recv_wr: MESSAGES as u32,
-        sq_sig_all: true,
-    };
-    let qa = sim.endpoint(A).create_qp_in(PD_A, init(cq_a)).unwrap();
-    let qb = sim.endpoint(B).create_qp_in(PD_B, init(cq_b)).unwrap();
-    let psn_a = sim.endpoint(A).initial_psn(qa).unwrap();
-    let psn_b = sim.endpoint(B).initial_psn(qb).unwrap();
-    let opts = |sq_psn| ConnectOptions {
-        timeout: 8,
-        min_rnr_timer: 1,
-        sq_psn,
-        access: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
-        ..ConnectOptions::default()
-    };
-    let remote = |qpn, psn, mac: u8, x| RemoteQp {
-        qpn,
-        psn,
-        mac: [2, 0, 0, 0, 0, mac],
-        ip: ip(x),
-    };
-    sim.endpoint(A)
-        .connect(qa, &remote(qb, psn_b, 0xB, 2), &opts(psn_a))
-        .unwrap();
-    sim.endpoint(B)
-        .connect(qb, &remote(qa, psn_a, 0xA, 1), &opts(psn_b))
-        .unwrap();
-    let mut reg = |node, pd, side, iova| {
-        sim.endpoint(node)
-            .reg_mr_in(pd, Box::new(initial(side)), iova, Access::ALL)
-            .unwrap()
-    };
-    let ka = reg(A, PD_A, 1, IOVA_A);
-    let kb = reg(B, PD_B, 2, IOVA_B);
-    let ka_other = reg(A, PD_OTHER, 3, IOVA_OTHER);
-    let kb_other = reg(B, PD_OTHER, 4, IOVA_OTHER);
-    Setup {
-        sim,
-        qa,
-        qb,
-        cq_a,
-        cq_b,
-        ka,
-        kb,
-        ka_other,
-        kb_other,
-    }
-}
-
 /// `MESSAGES` requests from A to B, message `m` doing `ops[m]` on slot
 /// `m` of both regions, message `K` naming the key `mismatch` says. Runs
 /// until A has every completion and B every receive's it will have, then
 /// until the network is quiet.
 fn run(ops: &[SendOp], mismatch: Mismatch, seed: u64) -> Outcome {
     let b_lossy = matches!(mismatch, Mismatch::None | Mismatch::LocalKey);
-    let Setup {
-        mut sim,
-        qa,
-        qb,
-        cq_a,
-        cq_b,
-        ka,
-        kb,
-        ka_other,
-        kb_other,
-    } = setup(seed, b_lossy);
+    let remote = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
+    let pair = connect(
+        seed,
+        b_lossy,
+        MESSAGES as u32,
+        Side {
+            pd: PD_A,
+            access: remote,
+        },
+        Side {
+            pd: PD_B,
+            access: remote,
+        },
+    );
+    let (mut sim, qa, qb, cq_a, cq_b) = (pair.sim, pair.qa, pair.qb, pair.cq_a, pair.cq_b);
+    let mut reg = |node, pd, side, iova| {
+        sim.endpoint(node)
+            .reg_mr_in(pd, Box::new(initial(side)), iova, Access::ALL)
+            .unwrap()
+    };
+    // Each side's region in its QP's PD, and one in the other PD.
+    let (ka, kb) = (reg(A, PD_A, 1, IOVA_A), reg(B, PD_B, 2, IOVA_B));
+    let ka_other = reg(A, PD_OTHER, 3, IOVA_OTHER);
+    let kb_other = reg(B, PD_OTHER, 4, IOVA_OTHER);
     let at = |m: u64| m * SLOT;
     for (m, &op) in (0..).zip(ops) {
         if receives(op) {
@@ -308,10 +221,6 @@ fn run(ops: &[SendOp], mismatch: Mismatch, seed: u64) -> Outcome {
         read(A, ka_other, IOVA_OTHER),
         read(B, kb_other, IOVA_OTHER),
     ];
-    let impaired = |sim: &Simulator, n: usize| {
-        let s = sim.node(n).link.stats;
-        s.dropped + s.corrupted
-    };
     Outcome {
         a: wa,
         b: wb,
@@ -319,18 +228,6 @@ fn run(ops: &[SendOp], mismatch: Mismatch, seed: u64) -> Outcome {
         a_state: sim.endpoint(A).qp_state(qa),
         b_state: sim.endpoint(B).qp_state(qb),
         impaired: (impaired(&sim, A), impaired(&sim, B)),
-    }
-}
-
-/// Append `node`'s completions on `cq` to `out` as `(wr_id, status)`.
-fn poll(sim: &mut Simulator, node: usize, cq: u32, out: &mut Vec<(u64, WcStatus)>) {
-    let mut buf = [WorkCompletion::default(); 16];
-    loop {
-        let n = sim.endpoint(node).poll_cq(cq, &mut buf);
-        if n == 0 {
-            return;
-        }
-        out.extend(buf[..n].iter().map(|w| (w.wr_id, w.status)));
     }
 }
 
