@@ -513,13 +513,15 @@ impl Shell {
         }
     }
 
+    /// Registers `memory` in the engine's protection domain `pd`.
     pub fn reg_mr(
         &self,
+        pd: u32,
         memory: Box<dyn RegionMemory>,
         iova: u64,
         access: Access,
     ) -> Result<MrKeys, VerbsError> {
-        self.with(|ep| ep.reg_mr(memory, iova, access))
+        self.with(|ep| ep.reg_mr_in(pd, memory, iova, access))
     }
 
     pub fn dereg_mr(&self, lkey: u32) -> Result<(), VerbsError> {
@@ -527,21 +529,27 @@ impl Shell {
     }
 
     /// Registers `memory` in place of the region `lkey` under the same
-    /// keys (`ibv_rereg_mr`); if the engine refuses the new region, the old
-    /// one stays as it was.
+    /// keys, in protection domain `pd` (`ibv_rereg_mr`), in one step
+    /// under the engine's lock; if the engine refuses the new region, the
+    /// old one stays as it was.
     pub fn rereg_mr(
         &self,
         lkey: u32,
+        pd: u32,
         memory: Box<dyn RegionMemory>,
         iova: u64,
         access: Access,
     ) -> Result<(), VerbsError> {
-        self.with(|ep| ep.rereg_mr(lkey, memory, iova, access).map(drop))
+        self.with(|ep| {
+            ep.rereg_mr(lkey, memory, iova, access)?;
+            ep.set_mr_pd(lkey, pd).map(drop)
+        })
     }
 
-    pub fn create_qp(&self, init: QpInitAttr, token: usize) -> Result<u32, VerbsError> {
+    /// Creates a QP in the engine's protection domain `pd`.
+    pub fn create_qp(&self, pd: u32, init: QpInitAttr, token: usize) -> Result<u32, VerbsError> {
         let mut st = lock(&self.state);
-        let qpn = st.rtc.endpoint_mut().create_qp(init)?;
+        let qpn = st.rtc.endpoint_mut().create_qp_in(pd, init)?;
         st.qps.insert(qpn, (token, false));
         Ok(qpn)
     }

@@ -126,7 +126,7 @@ unsafe extern "C" fn ibv_create_qp(p: *mut ibv_pd, init: *mut ibv_qp_init_attr) 
         });
         // The engine hands the public address back with the QP's events.
         let qpn = shell
-            .create_qp(init_attr, b.c.get() as usize)
+            .create_qp(owner.number, init_attr, b.c.get() as usize)
             .map_err(|e| errno_of(&e))?;
         // SAFETY: not handed out yet: this is the only reference.
         unsafe {

@@ -15,15 +15,19 @@ use crate::checks;
 use crate::handles::{self, Kind, Object};
 use crate::memory::ForeignMemory;
 
-/// A protection domain and how many regions and QPs use it (a PD in use
-/// cannot be freed: `EBUSY`, as the RDMA core answers).
+/// A protection domain, its number in the engine, and how many regions
+/// and QPs use it (a PD in use cannot be freed: `EBUSY`, as the RDMA core
+/// answers).
 #[repr(C)]
 pub(super) struct Pd {
     c: UnsafeCell<ibv_pd>,
+    /// The engine's PD of its regions and QPs (`Endpoint::reg_mr_in`,
+    /// `create_qp_in`): a key works only through a QP of its region's PD.
+    pub(super) number: u32,
     pub(super) users: AtomicU32,
 }
-// SAFETY: `c` is written before the PD is handed out, read-only after;
-// `users` is atomic.
+// SAFETY: `c` and `number` are written before the PD is handed out,
+// read-only after; `users` is atomic.
 unsafe impl Send for Pd {}
 // SAFETY: as above.
 unsafe impl Sync for Pd {}
@@ -31,6 +35,21 @@ unsafe impl Sync for Pd {}
 unsafe impl Object for Pd {
     const KIND: Kind = Kind::Pd;
     const PUBLIC: usize = 0;
+}
+
+/// The next PD's number. From 1 (the engine's PD 0 is for callers that
+/// name none; no PD of this library has it): every PD of the process gets
+/// its own until 2^32 - 1 have been allocated.
+static NEXT_PD: AtomicU32 = AtomicU32::new(1);
+
+/// A number for a new PD; never 0.
+fn pd_number() -> u32 {
+    loop {
+        let n = NEXT_PD.fetch_add(1, Ordering::Relaxed);
+        if n != 0 {
+            return n;
+        }
+    }
 }
 
 /// Checks that `pd` is a live PD of this library.
@@ -42,11 +61,15 @@ pub(super) fn pd<'a>(pd: *const ibv_pd) -> Result<&'a Pd, c_int> {
 unsafe extern "C" fn ibv_alloc_pd(ctx: *mut ibv_context) -> *mut ibv_pd {
     pointer((|| {
         context(ctx)?;
+        let number = pd_number();
         Ok(handles::publish(Box::new(Pd {
+            // The handle is the engine's number, as a kernel PD's is the
+            // kernel's.
             c: UnsafeCell::new(ibv_pd {
                 context: ctx,
-                handle: 0,
+                handle: number,
             }),
+            number,
             users: AtomicU32::new(0),
         })))
     })())
@@ -128,7 +151,7 @@ unsafe extern "C" fn ibv_reg_mr_iova2(
         let owner = pd(p)?;
         checks::mr_access(access)?;
         let keys = shell
-            .reg_mr(memory(addr, length)?, iova, access_of(access))
+            .reg_mr(owner.number, memory(addr, length)?, iova, access_of(access))
             .map_err(|e| errno_of(&e))?;
         owner.users.fetch_add(1, Ordering::AcqRel);
         Ok(handles::publish(Box::new(Mr {
@@ -223,11 +246,13 @@ fn rereg(
     let c = unsafe { &mut *mr.c.get() };
     let change = |bit| flags & bit != 0;
     let to_pd = if change(IBV_REREG_MR_CHANGE_PD) {
-        pd(new_pd)?;
         new_pd
     } else {
         c.pd
     };
+    // Its own PD, or the new one: in the engine too, so that only QPs of
+    // that PD use its keys from now on.
+    let to_number = pd(to_pd)?.number;
     let to_access = if change(IBV_REREG_MR_CHANGE_ACCESS) {
         checks::mr_access(access)?;
         access
@@ -242,6 +267,7 @@ fn rereg(
     shell
         .rereg_mr(
             c.lkey,
+            to_number,
             memory(to_addr, to_len)?,
             to_iova,
             access_of(to_access),

@@ -8,6 +8,11 @@
 //! let keys: MrKeys = ep.reg_mr(Box::new(vec![0u8; n]), iova, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
 //! ep.mr_write(keys.lkey, iova, b"bytes")?;  ep.mr_read(keys.lkey, iova, &mut out)?;
 //! ep.dereg_mr(keys.lkey)?;                 // -> Box<dyn RegionMemory>
+//! // protection domains (any number; reg_mr and create_qp use PD 0): a QP
+//! // uses only the keys of regions of its own PD
+//! let keys = ep.reg_mr_in(pd, Box::new(vec![0u8; n]), iova, access)?;
+//! let qpn = ep.create_qp_in(pd, init)?;
+//! ep.set_mr_pd(keys.lkey, other_pd)?;      // ibv_rereg_mr with IBV_REREG_MR_CHANGE_PD
 //! // completion queues and queue pairs
 //! let cq = ep.create_cq(4096);
 //! let qpn = ep.create_qp(QpInitAttr { send_cq: cq, recv_cq: cq, max_send_wr: 256, max_recv_wr: 256, sq_sig_all: false })?;
@@ -174,15 +179,30 @@ impl Endpoint {
 
     // ---- memory ----
 
-    /// Register `memory` at `iova` with `access` rights.
+    /// Register `memory` at `iova` with `access` rights, in protection
+    /// domain 0 (that of [`Endpoint::create_qp`]'s QPs).
     pub fn reg_mr(
         &mut self,
         memory: Box<dyn RegionMemory>,
         iova: u64,
         access: Access,
     ) -> Result<MrKeys, VerbsError> {
+        self.reg_mr_in(0, memory, iova, access)
+    }
+
+    /// Register `memory` at `iova` with `access` rights in protection
+    /// domain `pd` (verbs `ibv_reg_mr(pd, ...)`): its keys work only
+    /// through QPs of `pd` ([`Endpoint::create_qp_in`]). A PD is any
+    /// number the caller chooses; the endpoint keeps no list of them.
+    pub fn reg_mr_in(
+        &mut self,
+        pd: u32,
+        memory: Box<dyn RegionMemory>,
+        iova: u64,
+        access: Access,
+    ) -> Result<MrKeys, VerbsError> {
         self.mrs
-            .register(memory, iova, access)
+            .register_in(pd, memory, iova, access)
             .ok_or(VerbsError::ResourceExhausted)
     }
 
@@ -202,8 +222,8 @@ impl Endpoint {
             .ok_or(VerbsError::ResourceExhausted)
     }
 
-    /// Reregister a region in place, keys kept (`ibv_rereg_mr`); the old
-    /// memory comes back.
+    /// Reregister a region in place, keys and protection domain kept
+    /// (`ibv_rereg_mr`); the old memory comes back.
     pub fn rereg_mr(
         &mut self,
         lkey: u32,
@@ -216,29 +236,38 @@ impl Endpoint {
             .ok_or(VerbsError::LocalProtection)
     }
 
+    /// Move a region into protection domain `pd`, keys kept (`ibv_rereg_mr`
+    /// with `IBV_REREG_MR_CHANGE_PD`): from then on its keys work only
+    /// through QPs of `pd`, and a QP of its old PD that uses them fails as
+    /// with an unknown key. Returns the PD it was in.
+    pub fn set_mr_pd(&mut self, lkey: u32, pd: u32) -> Result<u32, VerbsError> {
+        self.mrs.set_pd(lkey, pd).ok_or(VerbsError::LocalProtection)
+    }
+
     /// Deregister a region and get its memory back.
     pub fn dereg_mr(&mut self, lkey: u32) -> Result<Box<dyn RegionMemory>, VerbsError> {
         self.mrs.deregister(lkey).ok_or(VerbsError::LocalProtection)
     }
 
-    /// Copy bytes out of a region (local access, bounds-checked).
+    /// Copy bytes out of a region (local access, bounds-checked; the
+    /// application reaches its regions of every PD).
     pub fn mr_read(&self, lkey: u32, iova: u64, out: &mut [u8]) -> Result<(), VerbsError> {
         self.mrs
             .read(lkey, iova, out)
             .map_err(|_| VerbsError::LocalProtection)
     }
 
-    /// Copy bytes into a region (local access, bounds-checked).
+    /// Copy bytes into a region (local access, bounds-checked, any PD).
     pub fn mr_write(&mut self, lkey: u32, iova: u64, data: &[u8]) -> Result<(), VerbsError> {
         self.mrs
-            .write(lkey, iova, data, Access::NONE)
+            .write_any_pd(lkey, iova, data)
             .map_err(|_| VerbsError::LocalProtection)
     }
 
-    /// Borrow `len` bytes of a region (local access, bounds-checked).
+    /// Borrow `len` bytes of a region (local access, bounds-checked, any PD).
     pub fn mr_slice(&self, lkey: u32, iova: u64, len: usize) -> Result<&[u8], VerbsError> {
         self.mrs
-            .slice(lkey, iova, len, Access::NONE)
+            .slice_any_pd(lkey, iova, len)
             .map_err(|_| VerbsError::LocalProtection)
     }
 
@@ -263,10 +292,19 @@ impl Endpoint {
         }
     }
 
-    /// Create an RC QP in RESET; returns its QP number, drawn at random
-    /// (from the endpoint's seed) among the free numbers of
+    /// Create an RC QP in RESET, in protection domain 0 (that of
+    /// [`Endpoint::reg_mr`]'s regions); returns its QP number, drawn at
+    /// random (from the endpoint's seed) among the free numbers of
     /// `FIRST_QPN..=MAX_QPN`.
     pub fn create_qp(&mut self, init: QpInitAttr) -> Result<u32, VerbsError> {
+        self.create_qp_in(0, init)
+    }
+
+    /// [`Endpoint::create_qp`] in protection domain `pd` (verbs
+    /// `ibv_create_qp(pd, ...)`): the QP uses only the keys of regions of
+    /// `pd` ([`Endpoint::reg_mr_in`]), its own buffers' L_Keys and the
+    /// R_Keys its peer names alike.
+    pub fn create_qp_in(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
         self.check_init(&init)?;
         self.check_room()?;
         let span = MAX_QPN - FIRST_QPN + 1;
@@ -274,27 +312,28 @@ impl Endpoint {
         for _ in 0..QPN_DRAWS {
             qpn = FIRST_QPN + self.rng.next_u24() % span;
             if self.qps.slot(qpn).is_none() {
-                return self.place_new_qp(qpn, init);
+                return self.place_new_qp(pd, qpn, init);
             }
         }
         // Nearly full: the next free number after the last draw.
         for k in 1..span {
             let q = FIRST_QPN + (qpn - FIRST_QPN + k) % span;
             if self.qps.slot(q).is_none() {
-                return self.place_new_qp(q, init);
+                return self.place_new_qp(pd, q, init);
             }
         }
         Err(VerbsError::ResourceExhausted)
     }
 
     /// Create an RC QP in RESET under a number chosen by the caller (a
-    /// device that numbers QPs across all its queues' endpoints). The
-    /// number must be in `FIRST_QPN..=MAX_QPN` and not in use here.
+    /// device that numbers QPs across all its queues' endpoints), in
+    /// protection domain 0. The number must be in `FIRST_QPN..=MAX_QPN`
+    /// and not in use here.
     pub fn create_qp_numbered(&mut self, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
         self.check_init(&init)?;
         self.check_free(qpn)?;
         self.check_room()?;
-        self.place_new_qp(qpn, init)
+        self.place_new_qp(0, qpn, init)
     }
 
     fn check_init(&self, init: &QpInitAttr) -> Result<(), VerbsError> {
@@ -332,9 +371,10 @@ impl Endpoint {
         Ok(())
     }
 
-    fn place_new_qp(&mut self, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
+    fn place_new_qp(&mut self, pd: u32, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
         let cc = QpCongestion::with_shared(self.qp_cc.clone());
         let mut qp = Qp::with_congestion(qpn, init, cc);
+        qp.pd = pd;
         qp.initial_psn = self.rng.next_u24();
         // Data packets are marked as the endpoint says unless a
         // modify_qp with TRAFFIC_CLASS (or connect) sets otherwise.

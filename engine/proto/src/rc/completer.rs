@@ -382,9 +382,11 @@ impl Requester {
                     return Ok(());
                 };
                 // Atomic results land little-endian, as MrTable::atomic stores them.
+                // Through the QP's PD, as every local key (rxe lookup_mr).
                 if cx
                     .mrs
                     .write(
+                        cx.pd,
                         front.wr.local.lkey,
                         front.wr.local.addr,
                         &orig.to_le_bytes(),
@@ -409,7 +411,7 @@ impl Requester {
         payload: &[u8],
         cx: &mut RxContext<'_>,
     ) -> Result<(), Fatal> {
-        let (now, attr, mrs) = (cx.now, cx.attr, &mut *cx.mrs);
+        let (now, attr, mrs, pd) = (cx.now, cx.attr, &mut *cx.mrs, cx.pd);
         let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         // Everything before the READ is acknowledged: it is the front.
         let Some(front) = self.wqes.front().copied() else {
@@ -430,6 +432,7 @@ impl Requester {
         if !payload.is_empty()
             && mrs
                 .write(
+                    pd,
                     front.wr.local.lkey,
                     front.wr.local.addr.wrapping_add(u64::from(off)),
                     payload,

@@ -18,6 +18,8 @@ pub(crate) struct RxContext<'a> {
     pub attr: &'a QpAttr,
     /// Where payloads land and keys are checked.
     pub mrs: &'a mut MrTable,
+    /// The QP's protection domain: the only one whose keys it may use.
+    pub pd: u32,
     /// The receive CQ (responder) or the send CQ (completer).
     pub sink: CompletionSink<'a>,
     pub counters: &'a mut QpCounters,
@@ -31,6 +33,8 @@ pub(crate) struct TxContext<'a> {
     pub tpl: &'a FrameTemplate,
     /// Where payloads are read from.
     pub mrs: &'a MrTable,
+    /// The QP's protection domain: the only one whose keys it may use.
+    pub pd: u32,
     /// Asked before each data packet (rate limit), told after.
     pub cc: &'a mut QpCongestion,
     pub counters: &'a mut QpCounters,

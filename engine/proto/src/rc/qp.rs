@@ -71,6 +71,9 @@ pub struct Qp {
     /// A first send PSN drawn when the QP was created (the endpoint's
     /// `initial_psn`).
     pub(crate) initial_psn: u32,
+    /// Its protection domain (verbs: the PD it was created in): the
+    /// memory keys it may use are those of regions of this PD.
+    pub(crate) pd: u32,
     /// Alternates the responder and the requester on the wire.
     responder_turn: bool,
     /// A lone pending ACK let one request packet go first (see
@@ -124,6 +127,7 @@ impl Qp {
             responder_turn: true,
             ack_yielded: false,
             initial_psn: 0,
+            pd: 0,
         }
     }
 
@@ -135,6 +139,11 @@ impl Qp {
     /// The QP number.
     pub fn qpn(&self) -> u32 {
         self.qpn
+    }
+
+    /// Its protection domain.
+    pub fn pd(&self) -> u32 {
+        self.pd
     }
 
     /// The QP's state.
@@ -264,7 +273,11 @@ impl Qp {
         self.resp.flush(&mut s, &mut self.counters);
     }
 
-    /// Post a send request (checked: state, lengths, local key and rights).
+    /// Post a send request (checked: state, lengths, local key, range and
+    /// rights). The local key's PD is compared when the requester reads or
+    /// writes the buffer (`Requester::poll_transmit`, the completer), as
+    /// rxe does: the region may change PD before then (`ibv_rereg_mr`),
+    /// and the request then completes with a local protection error.
     pub(crate) fn post_send(
         &mut self,
         wr: SendWr,
@@ -314,7 +327,7 @@ impl Qp {
         };
         if len > 0
             && mrs
-                .check(wr.local.lkey, wr.local.addr, u64::from(len), need)
+                .check_any_pd(wr.local.lkey, wr.local.addr, u64::from(len), need)
                 .is_err()
         {
             return Err(VerbsError::LocalProtection);
@@ -325,7 +338,11 @@ impl Qp {
         Ok(())
     }
 
-    /// Post a receive request.
+    /// Post a receive request (checked: state, local key, range and
+    /// rights). The key's PD is compared when a SEND is placed in the
+    /// buffer (`Responder::execute_send`), as rxe does: a receive whose
+    /// region is of another PD by then makes the responder NAK remote
+    /// operational error.
     pub(crate) fn post_recv(
         &mut self,
         wr: RecvWr,
@@ -354,7 +371,7 @@ impl Qp {
         }
         if wr.sge.length > 0
             && mrs
-                .check(
+                .check_any_pd(
                     wr.sge.lkey,
                     wr.sge.addr,
                     u64::from(wr.sge.length),
@@ -407,6 +424,7 @@ impl Qp {
                 now,
                 attr: &self.attr,
                 mrs,
+                pd: self.pd,
                 sink: self.recv_sink(cqs),
                 counters: &mut self.counters,
             };
@@ -416,6 +434,7 @@ impl Qp {
                 now,
                 attr: &self.attr,
                 mrs,
+                pd: self.pd,
                 sink: self.send_sink(cqs),
                 counters: &mut self.counters,
             };
@@ -523,6 +542,7 @@ impl Qp {
             attr: &self.attr,
             tpl,
             mrs,
+            pd: self.pd,
             cc: &mut self.cc,
             counters: &mut self.counters,
             inflight,

@@ -63,6 +63,12 @@ pub(crate) struct SendWqe {
     pub npkts: u32,
     /// READ: response packets received and placed, in order.
     pub resp_pkts: u32,
+    /// Its local buffer could not be read when a packet of it was built
+    /// (the L_Key unknown or of another PD, the range or rights gone):
+    /// nothing more of it or after it is sent, and it completes with a
+    /// local protection error once every request before it has completed
+    /// (rxe: `wqe_state_error`, completed in order by the completer).
+    pub local_error: bool,
 }
 
 impl SendWqe {
@@ -85,6 +91,10 @@ pub fn packets_for(len: u32, mtu: u32) -> u32 {
     len.div_ceil(mtu).max(1)
 }
 
+/// The local buffer of the request at the cursor cannot be read (see
+/// [`Requester::local_buffer_failed`]).
+struct LocalBufferFailed;
+
 /// What the requester did in one `poll_transmit`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum TxOutcome {
@@ -92,7 +102,8 @@ pub(crate) enum TxOutcome {
     Sent(usize),
     /// Nothing to send now.
     Idle,
-    /// A local protection error failed the front request: QP to error.
+    /// The oldest request's local buffer cannot be read: it fails with a
+    /// local protection error and the QP goes to error.
     Fatal,
 }
 
@@ -214,30 +225,39 @@ impl Requester {
             first_psn,
             npkts,
             resp_pkts: 0,
+            local_error: false,
         });
         true
     }
 
-    /// Whether there is a request packet to send (ignoring rate limits).
+    /// Whether there is a request packet to send (ignoring rate limits),
+    /// or a request whose local buffer failed has become the oldest
+    /// ([`Self::poll_transmit`] then fails it).
     pub(crate) fn has_work(&self, attr: &QpAttr) -> bool {
         if self.timers.is_armed(Timer::Rnr) || self.cur >= self.wqes.len() {
             return false;
         }
+        let wqe = &self.wqes[self.cur];
+        if wqe.local_error {
+            return self.cur == 0;
+        }
         if self.send_psn.diff(self.acked_psn) >= MAX_OUTSTANDING_PSNS as i32 {
             return false;
         }
-        let wqe = &self.wqes[self.cur];
         !(wqe.wr.opcode.is_read_or_atomic() && self.rd_atomic_sent >= u32::from(attr.max_rd_atomic))
     }
 
     /// Whether the last packet of the current message (`wqes[cur]`) asks
-    /// for an ACK: always when no request is queued behind it; otherwise
+    /// for an ACK: always when no request is queued behind it (or only one
+    /// that failed its local buffer); otherwise
     /// every [`ACK_REQ_STREAM`] packets, or once a sixteenth of the ACK
     /// timeout has passed since the last AckReq (a paced, slow stream must
     /// not run into its own retransmit timer).
     #[inline]
     fn last_packet_wants_ack(&self, now: Instant, attr: &QpAttr) -> bool {
-        self.cur + 1 >= self.wqes.len()
+        // A request behind that failed its local buffer is not sent: the
+        // queue ends here.
+        self.wqes.get(self.cur + 1).is_none_or(|n| n.local_error)
             || self.since_ack_req + 1 >= ACK_REQ_STREAM
             || attr
                 .ack_timeout()
@@ -269,14 +289,70 @@ impl Requester {
         self.cur_pkt > 0 || self.wqes.get(self.cur).is_none_or(|w| room.admits(w.npkts))
     }
 
+    /// The local buffer of the request at the cursor cannot be read. The
+    /// oldest request fails now ([`TxOutcome::Fatal`]). A later one is
+    /// marked and waits, nothing after it sent, until the requests before
+    /// it complete (or fail), so that only it fails with a local
+    /// protection error and the ones before it keep their own outcome.
+    /// Their completion needs an ACK, and the last packet sent may not
+    /// have asked for one (a stream asks every [`ACK_REQ_STREAM`]
+    /// packets) with nothing after it to ask: when the request before is
+    /// a SEND or WRITE, its last packet goes again (`None`: the caller
+    /// builds it), and asks, since the marked request now ends the queue
+    /// ([`Self::last_packet_wants_ack`]); a READ or atomic gets its
+    /// response anyway.
+    #[cold]
+    fn local_buffer_failed(&mut self) -> Option<TxOutcome> {
+        if self.cur == 0 {
+            return Some(TxOutcome::Fatal);
+        }
+        if let Some(w) = self.wqes.get_mut(self.cur) {
+            w.local_error = true;
+        }
+        let prev = self.wqes[self.cur - 1];
+        if self.since_ack_req == 0 || prev.wr.opcode.is_read_or_atomic() {
+            return Some(TxOutcome::Idle);
+        }
+        self.cur -= 1;
+        self.cur_pkt = prev.npkts - 1;
+        self.send_psn = prev.end_psn().sub(1);
+        None
+    }
+
     /// Emit the next request packet into `buf`.
     pub(crate) fn poll_transmit(&mut self, cx: &mut TxContext<'_>, buf: &mut [u8]) -> TxOutcome {
+        // Each pass marks one more request whose buffer failed (or
+        // emits): at most as many passes as requests.
+        loop {
+            match self.emit_next(cx, buf) {
+                Ok(outcome) => return outcome,
+                Err(LocalBufferFailed) => {
+                    if let Some(outcome) = self.local_buffer_failed() {
+                        return outcome;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Emit the packet at the cursor into `buf`, or say that the local
+    /// buffer of the request at the cursor cannot be read.
+    #[inline(always)]
+    fn emit_next(
+        &mut self,
+        cx: &mut TxContext<'_>,
+        buf: &mut [u8],
+    ) -> Result<TxOutcome, LocalBufferFailed> {
         let (now, attr, tpl, mrs) = (cx.now, cx.attr, cx.tpl, cx.mrs);
         if !self.has_work(attr) {
-            return TxOutcome::Idle;
+            return Ok(TxOutcome::Idle);
         }
         let mtu = attr.path_mtu.bytes();
         let wqe = self.wqes[self.cur];
+        if wqe.local_error {
+            // has_work: it is the oldest request; the QP fails it.
+            return Ok(TxOutcome::Fatal);
+        }
         let wr = &wqe.wr;
         let k = self.cur_pkt;
         let psn = wqe.first_psn.add(k);
@@ -292,7 +368,7 @@ impl Requester {
             && !cx.inflight.admits(wqe.npkts)
         {
             self.held_by_inflight_limit = true;
-            return TxOutcome::Idle;
+            return Ok(TxOutcome::Idle);
         }
         let last = k + 1 == wqe.npkts;
         let outstanding = self.send_psn.diff(self.acked_psn) as u32;
@@ -375,22 +451,26 @@ impl Requester {
         let flen = tpl.wire.frame_len(bth.opcode, len as usize);
         if flen > buf.len() {
             cx.counters.rest().tx_buffer_too_small += 1;
-            return TxOutcome::Idle;
+            return Ok(TxOutcome::Idle);
         }
         if !cx.cc.may_send(now, flen) {
-            return TxOutcome::Idle;
+            return Ok(TxOutcome::Idle);
         }
         let payload: &[u8] = if len == 0 {
             &[]
         } else {
+            // The L_Key must be of a region of the QP's PD (rxe
+            // copy_data -> lookup_mr); post_send checked key, range and
+            // rights only, and the region may have moved since.
             match mrs.slice(
+                cx.pd,
                 wr.local.lkey,
                 wr.local.addr.wrapping_add(u64::from(local_off)),
                 len as usize,
                 super::mr::Access::NONE,
             ) {
                 Ok(p) => p,
-                Err(_) => return TxOutcome::Fatal,
+                Err(_) => return Err(LocalBufferFailed),
             }
         };
         let emitted = match atomic {
@@ -405,7 +485,7 @@ impl Requester {
             Ok(n) => n,
             Err(_) => {
                 cx.counters.rest().tx_buffer_too_small += 1;
-                return TxOutcome::Idle;
+                return Ok(TxOutcome::Idle);
             }
         };
         cx.cc.on_sent(now, written);
@@ -442,6 +522,6 @@ impl Requester {
                 self.timers.set(Timer::Retransmit, now + t);
             }
         }
-        TxOutcome::Sent(written)
+        Ok(TxOutcome::Sent(written))
     }
 }

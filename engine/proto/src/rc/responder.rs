@@ -16,9 +16,15 @@
 //!   access flags (`QpAttr::access`, verbs `qp_access_flags`) do not
 //!   enable -> NAK invalid request and the QP goes to error, before any
 //!   key is looked at (rxe `check_op_valid`; `qp_access_violation`);
-//! - protection: unknown R_Key, range outside the region, or missing rights
-//!   -> NAK remote access error and the QP goes to error; nothing is written
-//!   outside a registered region (every access goes through `MrTable`);
+//! - protection: unknown R_Key, an R_Key of a region of another protection
+//!   domain than the QP's (rxe `lookup_mr`), range outside the region, or
+//!   missing rights -> NAK remote access error and the QP goes to error;
+//!   nothing is written outside a registered region (every access goes
+//!   through `MrTable`, with the QP's PD);
+//! - a receive buffer that cannot be written (its L_Key unknown or of
+//!   another PD by the time a SEND lands, or a range the region no longer
+//!   holds) -> the receive completes with a local protection error, NAK
+//!   remote operational error, the QP goes to error;
 //! - a SEND (or WRITE with immediate) that finds no posted receive gets an
 //!   RNR NAK, never a silent drop;
 //! - MSN counts completed inbound messages (24-bit).
@@ -164,8 +170,8 @@ enum RespError {
     /// Payload length against the path MTU, the RETH length or the
     /// message size limit (rxe RESPST_ERR_LENGTH).
     Length,
-    /// Unknown R_Key, range outside the region, or missing right (rxe
-    /// RESPST_ERR_RKEY_VIOLATION).
+    /// Unknown R_Key, an R_Key of another PD, range outside the region,
+    /// or missing right (rxe RESPST_ERR_RKEY_VIOLATION).
     RkeyViolation,
     /// Atomic address not 8-byte aligned (rxe
     /// RESPST_ERR_MISALIGNED_ATOMIC).
@@ -173,7 +179,8 @@ enum RespError {
     /// The SEND is longer than its receive buffer (rxe send_data_in:
     /// -ENOSPC, RESPST_ERR_LENGTH); `byte_len` is where it would end.
     RecvTooShort { wr: RecvWr, byte_len: u32 },
-    /// The receive buffer refused the bytes (rxe RESPST_ERR_MALFORMED_WQE).
+    /// The receive buffer refused the bytes: its L_Key unknown or of
+    /// another PD, or its range gone (rxe RESPST_ERR_MALFORMED_WQE).
     MalformedWqe { wr: RecvWr },
 }
 
@@ -216,9 +223,9 @@ struct WriteTarget<'m> {
 enum Placement<'m> {
     /// First packet: into the bytes the R_Key check yielded.
     Checked(&'m mut [u8]),
-    /// Later packets: through the region table, which checks key, range and
-    /// rights again.
-    Region(&'m mut MrTable),
+    /// Later packets: through the region table, which checks key (in the
+    /// QP's PD), range and rights again.
+    Region(&'m mut MrTable, u32),
 }
 
 /// Responder state of one QP.
@@ -409,19 +416,19 @@ impl Responder {
         let qpn = cx.sink.qpn;
         let completed = match req {
             Request::Send { last, imm, .. } => {
-                self.execute_send(last, imm, payload, cx.mrs, qpn)?
+                self.execute_send(last, imm, payload, cx.mrs, cx.pd, qpn)?
             }
             Request::Write { reth, last, imm } => {
-                let target = self.check_rkey_write(reth, payload.len(), cx.mrs)?;
+                let target = self.check_rkey_write(reth, payload.len(), cx.mrs, cx.pd)?;
                 self.execute_write(target, last, imm, payload, qpn)?
             }
             Request::Read(reth) => {
-                check_rkey_read(&reth, cx.mrs)?;
+                check_rkey_read(&reth, cx.mrs, cx.pd)?;
                 self.execute_read(psn, &reth, mtu);
                 return Ok(());
             }
             Request::Atomic { eth, compare } => {
-                return self.execute_atomic(psn, &eth, compare, cx.mrs)
+                return self.execute_atomic(psn, &eth, compare, cx.mrs, cx.pd)
             }
         };
         // SEND and WRITE: complete the receive the message consumed (rxe
@@ -565,16 +572,18 @@ impl Responder {
 
     /// Check R_Key, range and rights of a WRITE packet (rxe check_rkey;
     /// `docs/reliable-connection.md`, "Responder"). The first packet's
-    /// R_Key, the RETH's whole range and REMOTE_WRITE are checked in one
-    /// lookup that also yields where the bytes go; a zero-length WRITE
-    /// validates no R_Key (IBTA C9-88, rxe the same). Every packet must
-    /// stay inside the RETH's length (rxe: `resid`).
+    /// R_Key (of a region of the QP's PD `pd`: rxe lookup_mr), the RETH's
+    /// whole range and REMOTE_WRITE are checked in one lookup that also
+    /// yields where the bytes go; a zero-length WRITE validates no R_Key
+    /// (IBTA C9-88, rxe the same). Every packet must stay inside the
+    /// RETH's length (rxe: `resid`).
     #[inline(always)]
     fn check_rkey_write<'m>(
         &self,
         reth: Option<RethRepr>,
         len: usize,
         mrs: &'m mut MrTable,
+        pd: u32,
     ) -> Result<WriteTarget<'m>, RespError> {
         let (va, rkey, total, offset, place) = match (reth, self.in_progress) {
             (
@@ -585,13 +594,14 @@ impl Responder {
                     total,
                     offset,
                 },
-            ) => (va, rkey, total, offset, Placement::Region(mrs)),
+            ) => (va, rkey, total, offset, Placement::Region(mrs, pd)),
             (Some(reth), _) if reth.dma_len == 0 => {
-                (reth.va, reth.rkey, 0, 0, Placement::Region(mrs))
+                (reth.va, reth.rkey, 0, 0, Placement::Region(mrs, pd))
             }
             (Some(reth), _) => {
                 let dst = mrs
                     .slice_mut(
+                        pd,
                         reth.rkey,
                         reth.va,
                         reth.dma_len as usize,
@@ -619,7 +629,9 @@ impl Responder {
 
     /// Execute a SEND packet (rxe execute + send_data_in): the payload goes
     /// into the message's receive buffer at its offset, through the
-    /// receive's L_Key with LOCAL_WRITE; the LAST/ONLY packet counts a
+    /// receive's L_Key with LOCAL_WRITE, a key of a region of the QP's PD
+    /// `pd` (rxe copy_data -> lookup_mr; another PD's key is unknown and
+    /// the receive is a malformed WQE); the LAST/ONLY packet counts a
     /// message (MSN) and returns the receive's completion.
     #[inline(always)]
     fn execute_send(
@@ -628,6 +640,7 @@ impl Responder {
         imm: Option<u32>,
         payload: &[u8],
         mrs: &mut MrTable,
+        pd: u32,
         qpn: u32,
     ) -> Result<Option<WorkCompletion>, RespError> {
         let (wr, offset) = match self.in_progress {
@@ -645,6 +658,7 @@ impl Responder {
         if !payload.is_empty()
             && mrs
                 .write(
+                    pd,
                     wr.sge.lkey,
                     wr.sge.addr.wrapping_add(u64::from(offset)),
                     payload,
@@ -685,9 +699,10 @@ impl Responder {
     ) -> Result<Option<WorkCompletion>, RespError> {
         match t.place {
             Placement::Checked(dst) => dst.copy_from_slice(payload),
-            Placement::Region(_) if payload.is_empty() => {}
-            Placement::Region(mrs) => mrs
+            Placement::Region(..) if payload.is_empty() => {}
+            Placement::Region(mrs, pd) => mrs
                 .write(
+                    pd,
                     t.rkey,
                     t.va.wrapping_add(u64::from(t.offset)),
                     payload,
@@ -740,10 +755,10 @@ impl Responder {
         self.advance(psn.add(npkts));
     }
 
-    /// Check R_Key, range, rights and alignment of an atomic and execute
-    /// it, in one lookup (rxe check_rkey + atomic_reply): the original
-    /// value is saved for a duplicate's replay and answered in an atomic
-    /// ACK.
+    /// Check R_Key (of a region of the QP's PD `pd`), range, rights and
+    /// alignment of an atomic and execute it, in one lookup (rxe
+    /// check_rkey + atomic_reply): the original value is saved for a
+    /// duplicate's replay and answered in an atomic ACK.
     #[inline(always)]
     fn execute_atomic(
         &mut self,
@@ -751,10 +766,11 @@ impl Responder {
         eth: &AtomicEthRepr,
         compare: bool,
         mrs: &mut MrTable,
+        pd: u32,
     ) -> Result<(), RespError> {
         let compare = compare.then_some(eth.compare);
         let orig = mrs
-            .atomic(eth.rkey, eth.va, compare, eth.swap_add)
+            .atomic(pd, eth.rkey, eth.va, compare, eth.swap_add)
             .map_err(|e| match e {
                 AccessError::Misaligned => RespError::MisalignedAtomic,
                 AccessError::UnknownKey | AccessError::OutOfBounds | AccessError::NotPermitted => {
@@ -909,7 +925,7 @@ impl Responder {
     /// does ("Class D error, drop the request" otherwise), and only while
     /// a READ/atomic slot is free. Every drop is counted.
     fn duplicate(&mut self, frame: &RoceFrameView<'_>, psn: Psn, cx: &mut RxContext<'_>) {
-        let (attr, mrs, counters) = (cx.attr, &*cx.mrs, &mut *cx.counters);
+        let (attr, mrs, pd, counters) = (cx.attr, &*cx.mrs, cx.pd, &mut *cx.counters);
         if self.queued() >= self.out_cap {
             counters.rest().dropped_busy += 1;
             return;
@@ -953,7 +969,7 @@ impl Responder {
                     + u64::from(packets_for(reth.dma_len, attr.path_mtu.bytes()))
                     <= u64::from(npkts)
                 // The region may have gone since (rxe holds a reference).
-                && reth_access_allowed(mrs, &reth, Access::REMOTE_READ) =>
+                && reth_access_allowed(mrs, pd, &reth, Access::REMOTE_READ) =>
             {
                 Answer::read(psn, &reth, self.msn)
             }
@@ -981,7 +997,7 @@ impl Responder {
         cx: &mut TxContext<'_>,
         buf: &mut [u8],
     ) -> Result<Option<usize>, Fatal> {
-        let (now, attr, tpl, mrs) = (cx.now, cx.attr, cx.tpl, cx.mrs);
+        let (now, attr, tpl, mrs, pd) = (cx.now, cx.attr, cx.tpl, cx.mrs, cx.pd);
         let (cc, counters) = (&mut *cx.cc, &mut *cx.counters);
         // The pending ACK goes once `out` is empty (it is behind it).
         let (answer, pending) = match self.out.front() {
@@ -1074,10 +1090,11 @@ impl Responder {
                 let payload: &[u8] = if len == 0 {
                     &[]
                 } else {
-                    match mrs.slice(rkey, va, len as usize, Access::REMOTE_READ) {
+                    match mrs.slice(pd, rkey, va, len as usize, Access::REMOTE_READ) {
                         Ok(p) => p,
                         Err(_) => {
-                            // The region went away under an accepted READ.
+                            // The region went away (or to another PD)
+                            // under an accepted READ.
                             self.out.clear();
                             self.ack_pending = None;
                             self.out.push_back(Answer::Ack {
@@ -1213,20 +1230,21 @@ fn packet_len_ok(first: bool, last: bool, len: usize, mtu: usize) -> bool {
 }
 
 /// Check R_Key, range and rights of a READ (rxe check_rkey): REMOTE_READ
-/// over the RETH's whole range.
+/// over the RETH's whole range, in a region of the QP's PD `pd`.
 #[inline(always)]
-fn check_rkey_read(reth: &RethRepr, mrs: &MrTable) -> Result<(), RespError> {
-    if !reth_access_allowed(mrs, reth, Access::REMOTE_READ) {
+fn check_rkey_read(reth: &RethRepr, mrs: &MrTable, pd: u32) -> Result<(), RespError> {
+    if !reth_access_allowed(mrs, pd, reth, Access::REMOTE_READ) {
         return Err(RespError::RkeyViolation);
     }
     Ok(())
 }
 
-/// Whether the RETH's R_Key, range and rights allow `need`. A zero-length
-/// WRITE or READ does not validate the R_Key (IBTA C9-88; rxe the same).
-fn reth_access_allowed(mrs: &MrTable, reth: &RethRepr, need: Access) -> bool {
+/// Whether the RETH's R_Key (of a region of PD `pd`), range and rights
+/// allow `need`. A zero-length WRITE or READ does not validate the R_Key
+/// (IBTA C9-88; rxe the same).
+fn reth_access_allowed(mrs: &MrTable, pd: u32, reth: &RethRepr, need: Access) -> bool {
     reth.dma_len == 0
         || mrs
-            .check(reth.rkey, reth.va, u64::from(reth.dma_len), need)
+            .check(pd, reth.rkey, reth.va, u64::from(reth.dma_len), need)
             .is_ok()
 }

@@ -6,43 +6,14 @@
 //! fails the requester's work request. The regions here grant every
 //! right, so only the QP's flags decide.
 
+use crate::support::remote_ops::{b_word, post_remote, RemoteOp};
 use crate::support::*;
 
 use proto::endpoint::ConnectOptions;
 use proto::rc::{Access, QpAttr, QpAttrMask, QpState, SendOp, WcOpcode, WcStatus};
-use proto::wire::Opcode;
 
 /// Bytes moved by a WRITE or READ: three packets at the default MTU.
 const LEN: usize = 3000;
-
-/// The remote operations, each needing one right.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RemoteOp {
-    Write,
-    WriteWithImm,
-    Read,
-    FetchAdd,
-    CompareSwap,
-}
-
-impl RemoteOp {
-    const ALL: [RemoteOp; 5] = [
-        RemoteOp::Write,
-        RemoteOp::WriteWithImm,
-        RemoteOp::Read,
-        RemoteOp::FetchAdd,
-        RemoteOp::CompareSwap,
-    ];
-
-    /// The right the responder QP must grant.
-    fn needs(self) -> Access {
-        match self {
-            RemoteOp::Write | RemoteOp::WriteWithImm => Access::REMOTE_WRITE,
-            RemoteOp::Read => Access::REMOTE_READ,
-            RemoteOp::FetchAdd | RemoteOp::CompareSwap => Access::REMOTE_ATOMIC,
-        }
-    }
-}
 
 /// Every combination of REMOTE_WRITE, REMOTE_READ and REMOTE_ATOMIC.
 fn every_remote_set() -> Vec<Access> {
@@ -71,52 +42,13 @@ fn pair_granting(access: Access) -> Pair {
     p
 }
 
-/// B's first 8 bytes as the atomics see them.
-fn b_word(p: &Pair) -> u64 {
-    u64::from_le_bytes(p.read_b(IOVA_B, 8).try_into().unwrap())
-}
-
-/// Post `op` (wr_id 1) from A at offset 0 of both regions; a WRITE with
-/// immediate finds receive 7 posted at B. Returns A's request frames.
-fn post(p: &mut Pair, op: RemoteOp) -> Vec<Vec<u8>> {
-    let wr = match op {
-        RemoteOp::Write => write_wr(p, 1, LEN as u32, 0),
-        RemoteOp::WriteWithImm => {
-            p.b.post_recv(p.qb, recv_wr_b(p, 7, 0)).unwrap();
-            let mut wr = rdma_wr(p, 1, SendOp::WriteWithImm, LEN as u32, 0);
-            wr.imm = 0xABCD;
-            wr
-        }
-        RemoteOp::Read => read_wr(p, 1, LEN as u32, 0),
-        RemoteOp::FetchAdd => {
-            let mut wr = rdma_wr(p, 1, SendOp::FetchAdd, 8, 0);
-            wr.compare_add = 1;
-            wr
-        }
-        RemoteOp::CompareSwap => {
-            let mut wr = rdma_wr(p, 1, SendOp::CompareSwap, 8, 0);
-            // Matches B's word: the swap would happen if allowed.
-            wr.compare_add = b_word(p);
-            wr.swap = 0x5555;
-            wr
-        }
-    };
-    p.a.post_send(p.qa, wr).unwrap();
-    p.tx_a()
-}
-
 /// `frames` from A reach B, whose QP lacks the right: one NAK remote
 /// access error for the first PSN, B in error with the refusal counted, no
 /// byte changed on either side, and A's request completes with
 /// `RemoteAccessError`.
 fn assert_refused(p: &mut Pair, op: RemoteOp, frames: &[Vec<u8>], what: &str) {
-    p.deliver_b(frames);
-    let n = p.tx_b();
-    assert_eq!(n.len(), 1, "{what}: one answer");
-    assert_eq!(opcode(&n[0]), Opcode::Acknowledge, "{what}");
-    assert_eq!(syndrome(&n[0]), 0x62, "{what}: NAK remote access error");
-    assert_eq!(psn(&n[0]), psn(&frames[0]), "{what}: at the request's PSN");
-    assert_eq!(p.b.qp_state(p.qb), Some(QpState::Error), "{what}");
+    // NAK remote access error.
+    let n = refused_by_b(p, frames, 0x62, what);
     let c = p.b.qp_counters(p.qb).unwrap();
     assert_eq!((c.qp_access_violation, c.naks_sent), (1, 1), "{what}");
     assert_eq!(p.read_b(IOVA_B, LEN), bytes(LEN, 2), "{what}: B untouched");
@@ -191,7 +123,7 @@ fn every_remote_op_needs_its_right_in_the_responder_qps_access_flags() {
         for access in every_remote_set() {
             let what = format!("{op:?} to a QP granting {access:?}");
             let mut p = pair_granting(access);
-            let frames = post(&mut p, op);
+            let frames = post_remote(&mut p, op, LEN as u32);
             if access.contains(op.needs()) {
                 assert_executed(&mut p, op, &frames, &what);
             } else {
@@ -278,7 +210,7 @@ fn rights_changed_in_rts_apply_from_the_next_packet() {
         assert_eq!(p.b.qp(p.qb).unwrap().attr().access, access);
     };
     grant(&mut p, Access::REMOTE_WRITE);
-    let f = post(&mut p, RemoteOp::Write);
+    let f = post_remote(&mut p, RemoteOp::Write, LEN as u32);
     assert_eq!(f.len(), 3);
     p.deliver_b(&f[..1]);
     assert!(p.tx_b().is_empty(), "the first packet asks for no ACK");

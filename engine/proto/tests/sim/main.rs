@@ -1,9 +1,12 @@
 //! The simulator's tests, one binary: the simulation matrix (every op
 //! under loss, reordering, duplication and corruption; every byte
-//! checked), many QPs (`scale.rs`), and the responder QP's access flags
-//! under loss (`qp_access.rs`).
+//! checked), many QPs (`scale.rs`), the responder QP's access flags
+//! under loss (`qp_access.rs`) and protection domains under loss
+//! (`pd.rs`).
 
 mod inflight_limit;
+mod lossy_pair;
 mod matrix;
+mod pd;
 mod qp_access;
 mod scale;

@@ -10,18 +10,12 @@
 //! must arrive: in the refused runs B's link reorders and duplicates but
 //! does not lose; A's loses, reorders, duplicates and corrupts.
 
-use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
-use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use proto::rc::{
-    Access, QpInitAttr, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus, WorkCompletion,
-};
-use proto::sim::{Impairments, LinkConfig, Simulator};
+use proto::rc::{Access, QpState, RecvWr, SendOp, SendWr, Sge, WcStatus};
 use proto::time::Instant;
 
-const A: usize = 0;
-const B: usize = 1;
+use crate::lossy_pair::{connect, impaired, pattern, poll, Side, A, B};
 const MESSAGES: u64 = 8;
 /// Bytes of a WRITE or READ: three packets at MTU 1024.
 const SIZE: u32 = 3000;
@@ -47,25 +41,9 @@ fn needs(op: SendOp) -> Access {
     }
 }
 
-fn link(lossy: bool) -> LinkConfig {
-    LinkConfig {
-        latency: Duration::from_micros(5),
-        rate_bps: 10_000_000_000,
-        impair: Impairments {
-            loss: if lossy { 0.05 } else { 0.0 },
-            reorder: 0.05,
-            reorder_delay: Duration::from_micros(20),
-            duplicate: 0.02,
-            corrupt: if lossy { 0.02 } else { 0.0 },
-        },
-    }
-}
-
 /// A's initial bytes, and B's: what each region holds before the run.
 fn initial(side: u8) -> Vec<u8> {
-    (0..REGION)
-        .map(|i| (i % 251) as u8 ^ side.wrapping_mul(0x5B))
-        .collect()
+    pattern(side, REGION)
 }
 
 /// Message `m`'s 8-byte word in B's initial region (what an atomic sees).
@@ -93,60 +71,20 @@ struct Outcome {
 /// (and B every receive's, for WRITE with immediate), then until the
 /// network is quiet.
 fn run(op: SendOp, grant: Access, seed: u64, b_lossy: bool) -> Outcome {
-    let mut sim = Simulator::new(seed);
-    let ip = |x| IpAddr::V4(Ipv4Addr::new(10, 0, 0, x));
-    let cfg = |mac: u8, x| EndpointConfig {
-        local_mac: [2, 0, 0, 0, 0, mac],
-        local_ip: ip(x),
-        seed: [seed, u64::from(mac)],
-        ..EndpointConfig::default()
-    };
-    assert_eq!(sim.add_node(Endpoint::new(cfg(0xA, 1)), link(true)), A);
-    assert_eq!(sim.add_node(Endpoint::new(cfg(0xB, 2)), link(b_lossy)), B);
-    let (cq_a, cq_b) = (sim.endpoint(A).create_cq(64), sim.endpoint(B).create_cq(64));
-    let init = |cq| QpInitAttr {
-        send_cq: cq,
-        recv_cq: cq,
-        max_send_wr: MESSAGES as u32,
-        max_recv_wr: MESSAGES as u32,
-        sq_sig_all: true,
-    };
-    let qa = sim.endpoint(A).create_qp(init(cq_a)).unwrap();
-    let qb = sim.endpoint(B).create_qp(init(cq_b)).unwrap();
-    let psn_a = sim.endpoint(A).initial_psn(qa).unwrap();
-    let psn_b = sim.endpoint(B).initial_psn(qb).unwrap();
-    let opts = ConnectOptions {
-        timeout: 8,
-        min_rnr_timer: 1,
-        ..ConnectOptions::default()
-    };
-    let remote = |qpn, psn, mac: u8, x| RemoteQp {
-        qpn,
-        psn,
-        mac: [2, 0, 0, 0, 0, mac],
-        ip: ip(x),
-    };
-    sim.endpoint(A)
-        .connect(
-            qa,
-            &remote(qb, psn_b, 0xB, 2),
-            &ConnectOptions {
-                sq_psn: psn_a,
-                ..opts
-            },
-        )
-        .unwrap();
-    sim.endpoint(B)
-        .connect(
-            qb,
-            &remote(qa, psn_a, 0xA, 1),
-            &ConnectOptions {
-                sq_psn: psn_b,
-                access: grant,
-                ..opts
-            },
-        )
-        .unwrap();
+    let pair = connect(
+        seed,
+        b_lossy,
+        MESSAGES as u32,
+        Side {
+            pd: 0,
+            access: Access::NONE,
+        },
+        Side {
+            pd: 0,
+            access: grant,
+        },
+    );
+    let (mut sim, qa, qb, cq_a, cq_b) = (pair.sim, pair.qa, pair.qb, pair.cq_a, pair.cq_b);
     // The regions grant every right: only the QP's flags decide.
     let ka = sim
         .endpoint(A)
@@ -211,10 +149,6 @@ fn run(op: SendOp, grant: Access, seed: u64, b_lossy: bool) -> Outcome {
     sim.endpoint(B)
         .mr_read(kb.lkey, IOVA_B, &mut region_b)
         .unwrap();
-    let impaired = |sim: &Simulator, n: usize| {
-        let s = sim.node(n).link.stats;
-        s.dropped + s.corrupted
-    };
     Outcome {
         a: wa,
         b: wb,
@@ -223,18 +157,6 @@ fn run(op: SendOp, grant: Access, seed: u64, b_lossy: bool) -> Outcome {
         b_state: sim.endpoint(B).qp_state(qb),
         b_refused: sim.endpoint(B).counters().qp_access_violation,
         impaired: (impaired(&sim, A), impaired(&sim, B)),
-    }
-}
-
-/// Append `node`'s completions on `cq` to `out` as `(wr_id, status)`.
-fn poll(sim: &mut Simulator, node: usize, cq: u32, out: &mut Vec<(u64, WcStatus)>) {
-    let mut buf = [WorkCompletion::default(); 16];
-    loop {
-        let n = sim.endpoint(node).poll_cq(cq, &mut buf);
-        if n == 0 {
-            return;
-        }
-        out.extend(buf[..n].iter().map(|w| (w.wr_id, w.status)));
     }
 }
 

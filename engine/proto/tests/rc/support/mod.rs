@@ -11,6 +11,7 @@ use proto::time::Instant;
 use proto::wire::{emit_frame, parse_frame, Opcode, RoceHeaders};
 
 mod connect;
+pub mod remote_ops;
 pub use connect::{connect_endpoints, Side};
 
 pub const MAC_A: [u8; 6] = [2, 0, 0, 0, 0, 0xA];
@@ -123,18 +124,7 @@ impl Pair {
         seed_a: [u64; 2],
         seed_b: [u64; 2],
     ) -> Pair {
-        let (
-            Side {
-                ep: mut a,
-                qpn: qa,
-                cq: cq_a,
-            },
-            Side {
-                ep: mut b,
-                qpn: qb,
-                cq: cq_b,
-            },
-        ) = connect_endpoints(
+        let (a, b) = connect_endpoints(
             EndpointConfig {
                 local_mac: MAC_A,
                 local_ip: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
@@ -158,12 +148,29 @@ impl Pair {
             &oa,
             &ob,
         );
-        let mr_a = a
-            .reg_mr(Box::new(vec![0u8; MR_LEN]), IOVA_A, Access::ALL)
-            .unwrap();
-        let mr_b = b
-            .reg_mr(Box::new(vec![0u8; MR_LEN]), IOVA_B, Access::ALL)
-            .unwrap();
+        Pair::with_regions(a, b, 0)
+    }
+
+    /// Connected sides `a` and `b` as a pair, each given a 1 MiB region
+    /// with every right in protection domain `pd`.
+    pub fn with_regions(a: Side, b: Side, pd: u32) -> Pair {
+        let (
+            Side {
+                ep: mut a,
+                qpn: qa,
+                cq: cq_a,
+            },
+            Side {
+                ep: mut b,
+                qpn: qb,
+                cq: cq_b,
+            },
+        ) = (a, b);
+        let region = |ep: &mut Endpoint, iova| {
+            ep.reg_mr_in(pd, Box::new(vec![0u8; MR_LEN]), iova, Access::ALL)
+                .unwrap()
+        };
+        let (mr_a, mr_b) = (region(&mut a, IOVA_A), region(&mut b, IOVA_B));
         Pair {
             a,
             b,
@@ -293,6 +300,23 @@ pub fn payload(frame: &[u8]) -> Vec<u8> {
 /// AETH syndrome of a frame.
 pub fn syndrome(frame: &[u8]) -> u8 {
     hdr(frame).aeth.expect("AETH").syndrome
+}
+
+/// `frames` from A reach B, which refuses the first of them: B answers
+/// one NAK of `syndrome` at its PSN and goes to error. Returns the NAK.
+pub fn refused_by_b(p: &mut Pair, frames: &[Vec<u8>], syndrome: u8, what: &str) -> Vec<Vec<u8>> {
+    p.deliver_b(frames);
+    let n = p.tx_b();
+    assert_eq!(n.len(), 1, "{what}: one answer");
+    assert_eq!(opcode(&n[0]), Opcode::Acknowledge, "{what}");
+    assert_eq!(self::syndrome(&n[0]), syndrome, "{what}: the NAK");
+    assert_eq!(psn(&n[0]), psn(&frames[0]), "{what}: at the request's PSN");
+    assert_eq!(
+        p.b.qp_state(p.qb),
+        Some(proto::rc::QpState::Error),
+        "{what}"
+    );
+    n
 }
 
 /// Re-emit `frame` with its headers changed by `f` (ICRC recomputed).
