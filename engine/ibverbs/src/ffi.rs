@@ -157,6 +157,13 @@ fn engine() -> Result<&'static Shell, c_int> {
     shell().map(|s| &**s).map_err(|_| libc::ENODEV)
 }
 
+/// The engine, for a verb on context `ctx` (checked).
+fn engine_of(ctx: *const ibv_context) -> Result<&'static Shell, c_int> {
+    let shell = engine()?;
+    context(ctx)?;
+    Ok(shell)
+}
+
 fn copy_name(dst: &mut [c_char], s: &str) {
     for (d, b) in dst.iter_mut().zip(s.bytes().chain(std::iter::once(0))) {
         *d = b as c_char;
@@ -342,13 +349,10 @@ fn device_attr(shell: &Shell) -> ibv_device_attr {
 
 #[no_mangle]
 unsafe extern "C" fn ibv_query_device(ctx: *mut ibv_context, attr: *mut ibv_device_attr) -> c_int {
-    let shell = match engine() {
+    let shell = match engine_of(ctx) {
         Ok(s) => s,
         Err(e) => return e,
     };
-    if let Err(e) = context(ctx) {
-        return e;
-    }
     if attr.is_null() {
         return libc::EINVAL;
     }
@@ -368,13 +372,10 @@ unsafe extern "C" fn query_device_ex(
     attr: *mut ibv_device_attr_ex,
     attr_size: usize,
 ) -> c_int {
-    let shell = match engine() {
+    let shell = match engine_of(ctx) {
         Ok(s) => s,
         Err(e) => return e,
     };
-    if let Err(e) = context(ctx) {
-        return e;
-    }
     // SAFETY: a non-NULL `input` points to the input structure (point 1).
     if !input.is_null() && unsafe { (*input).comp_mask } != 0 {
         return libc::EINVAL;
@@ -436,13 +437,10 @@ unsafe extern "C" fn query_port_ex(
     attr: *mut ibv_port_attr,
     len: usize,
 ) -> c_int {
-    let shell = match engine() {
+    let shell = match engine_of(ctx) {
         Ok(s) => s,
         Err(e) => return e,
     };
-    if let Err(e) = context(ctx) {
-        return e;
-    }
     if port != identity::PORT || attr.is_null() {
         return libc::EINVAL;
     }
@@ -469,8 +467,7 @@ unsafe extern "C" fn ibv_query_port(
 /// entry of the table, `EINVAL` past its end (rdma-core's
 /// `_ibv_query_gid_ex`).
 fn gid(ctx: *const ibv_context, port: u32, index: u32) -> Result<[u8; 16], c_int> {
-    let shell = engine()?;
-    context(ctx)?;
+    let shell = engine_of(ctx)?;
     if port != u32::from(identity::PORT) || index >= GID_TABLE_LEN {
         return Err(libc::EINVAL);
     }

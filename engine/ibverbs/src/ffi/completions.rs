@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use engine::rc::{WcOpcode, WcStatus, WorkCompletion};
 
-use super::{context, engine, errno_of, minus_one, object, pointer, status};
+use super::{context, engine, engine_of, errno_of, minus_one, object, pointer, status};
 use crate::abi::*;
 use crate::checks;
 use crate::handles::{self, Kind, Object};
@@ -98,8 +98,7 @@ unsafe extern "C" fn ibv_create_cq(
     comp_vector: c_int,
 ) -> *mut ibv_cq {
     pointer((|| {
-        let shell = engine()?;
-        context(ctx)?;
+        let shell = engine_of(ctx)?;
         checks::cq_attr(cqe, comp_vector)?;
         let ch = match channel.is_null() {
             true => None,
@@ -276,8 +275,7 @@ unsafe extern "C" fn ibv_get_async_event(
     event: *mut ibv_async_event,
 ) -> c_int {
     minus_one((|| {
-        let shell = engine()?;
-        context(ctx)?;
+        let shell = engine_of(ctx)?;
         if event.is_null() {
             return Err(libc::EINVAL);
         }
