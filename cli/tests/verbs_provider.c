@@ -161,6 +161,12 @@ static void fill(char *p, size_t len, int seed)
 		p[i] = (char)(seed + i * 7);
 }
 
+#define EXPECT_NULL_ERRNO(call, err) do { errno = 0; void *p_ = (void *)(call); \
+	CHECK(!p_ && errno == (err), #call ": expected NULL with errno %d, got %p errno %d", \
+	      (err), p_, errno); } while (0)
+#define EXPECT_RET(call, want) do { int r_ = (call); \
+	CHECK(r_ == (want), #call ": expected %d, got %d", (want), r_); } while (0)
+
 static int loopback(void)
 {
 	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -207,6 +213,19 @@ static int loopback(void)
 	CHECK(orig == 40 && now == 45, "FETCH_ADD: orig %llu now %llu", (unsigned long long)orig,
 	      (unsigned long long)now);
 
+	/* ibv_resize_cq refuses a size below what waits: three WRITEs
+	 * complete unpolled (the engine moves without the program), then the
+	 * CQ cannot shrink to two. */
+	for (int i = 0; i < 3; i++)
+		post(&a, IBV_WR_RDMA_WRITE, 10 + i, 0, 64, &b, 0);
+	int refused = 0;
+	for (time_t end = time(NULL) + 10; !refused && time(NULL) < end;)
+		refused = ibv_resize_cq(a.cq, 2) == EINVAL;
+	CHECK(refused, "ibv_resize_cq below the completions waiting");
+	for (int i = 0; i < 3; i++)
+		expect(&a, 10 + i, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS);
+	EXPECT_RET(ibv_resize_cq(a.cq, 2), 0);
+
 	CHECK(!ibv_destroy_qp(a.qp) && !ibv_destroy_qp(b.qp), "destroy qp");
 	CHECK(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr), "dereg");
 	CHECK(!ibv_destroy_cq(a.cq) && !ibv_destroy_cq(b.cq), "destroy cq");
@@ -252,12 +271,6 @@ static int access_flags(void)
 	expect(&a, 3, IBV_WC_RDMA_READ, IBV_WC_REM_ACCESS_ERR);
 	return 0;
 }
-
-#define EXPECT_NULL_ERRNO(call, err) do { errno = 0; void *p_ = (void *)(call); \
-	CHECK(!p_ && errno == (err), #call ": expected NULL with errno %d, got %p errno %d", \
-	      (err), p_, errno); } while (0)
-#define EXPECT_RET(call, want) do { int r_ = (call); \
-	CHECK(r_ == (want), #call ": expected %d, got %d", (want), r_); } while (0)
 
 static int checks(void)
 {

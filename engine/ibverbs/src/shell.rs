@@ -448,9 +448,9 @@ impl Shell {
         r
     }
 
-    /// The MAC of `ip` from the kernel's neighbour table.
-    /// The engine's own address is its own MAC, with no ARP: two QPs of
-    /// the device connected to each other (loopback).
+    /// The MAC of `ip` from the kernel's neighbour table; for the engine's
+    /// own address its own MAC, with no ARP (two QPs of the device
+    /// connected to each other: loopback).
     pub fn resolve_mac(&self, ip: IpAddr) -> Result<[u8; 6], String> {
         if ip == IpAddr::V4(self.ip) {
             return Ok(self.mac);
@@ -488,12 +488,16 @@ impl Shell {
         let Some(Some(c)) = cqs.get_mut(cq as usize) else {
             return Err(VerbsError::UnknownCq);
         };
-        let depth = depth.max(16);
-        if c.buf.len() > depth {
+        // The program's `cqe` is what must hold what waits, here and in the
+        // engine (rxe); the buffers keep at least 16 entries, as at
+        // creation.
+        let engine_held = rtc.endpoint_mut().cq_len(cq).unwrap_or(0);
+        if c.buf.len() + engine_held > depth {
             return Err(VerbsError::InvalidArgument(
                 "more completions wait in the CQ than the new size holds",
             ));
         }
+        let depth = depth.max(16);
         rtc.endpoint_mut().resize_cq(cq, depth)?;
         c.capacity = depth;
         c.buf.reserve(depth.saturating_sub(c.buf.len()));

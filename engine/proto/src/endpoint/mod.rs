@@ -279,6 +279,11 @@ impl Endpoint {
         (self.cqs.len() - 1) as u32
     }
 
+    /// Completions waiting in CQ `cq`.
+    pub fn cq_len(&self, cq: u32) -> Option<usize> {
+        self.cqs.get(cq as usize).map(Cq::len)
+    }
+
     /// Gives CQ `cq` room for `capacity` completions; refused while more
     /// than that wait in it.
     pub fn resize_cq(&mut self, cq: u32, capacity: usize) -> Result<(), VerbsError> {
