@@ -1,5 +1,7 @@
-//! Writes a report to a directory: `results.md` (what the README's Results
-//! section is pasted from), `results.json` and `goodput.svg`.
+//! Writes a report to a directory: `results.md` (the full report the
+//! README's results summary links to), `results.json` (what
+//! `benches/update-readme-results.sh` makes that summary from) and
+//! `goodput.svg`.
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,6 @@
-//! A report rendered: plain text (what the CLI prints), Markdown (what
-//! the README's Results section is pasted from) and JSON; a [`Table`] as
+//! A report rendered: plain text (what the CLI prints), Markdown
+//! (`benches/results/results.md`, which the README's results summary links
+//! to) and JSON; a [`Table`] as
 //! fixed-width text or a GitHub-flavoured Markdown table.
 
 use super::model::Report;
@@ -98,8 +99,8 @@ impl Report {
         out
     }
 
-    /// The report as Markdown (what the README's Results section is
-    /// pasted from). `plot` is the file name of the SVG, if written.
+    /// The report as Markdown (`results.md`, which the README's results
+    /// summary links to). `plot` is the file name of the SVG, if written.
     pub fn to_markdown(&self, plot: Option<&str>) -> String {
         let mut out = String::new();
         for l in self.header_lines() {
