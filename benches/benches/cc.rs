@@ -1,7 +1,7 @@
 //! Congestion-control costs.
 //!
 //! Run: `cargo bench -p roce-xdp-benches --bench cc`.
-//! Target (issue 4): CE detection and CNP pacing add under 5 % to the
+//! Target: CE detection and CNP pacing add under 5 % to the
 //! responder's per-packet cost at 64 B, marking on vs off in the same run.
 //!
 //! `responder_64B/{ect0,ce}`: an endpoint receives 64-byte RDMA WRITE_ONLY

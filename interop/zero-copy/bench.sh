@@ -13,7 +13,7 @@
 # absolute speed, and the ratio says how much of the guest's per-packet
 # work zero-copy removes under that emulation, not what a real NIC gains.
 # The guest's NIC has one queue pair, so every QP works whatever the state
-# of issue 17's device-wide QP table.
+# of the device-wide QP table.
 #
 # Knobs: ROUNDS [5] DURATION [4] TOOLS ["write-bw read-bw"] BSIZE [65536]
 # BQPS [2] MTU [1024], and those of lib.sh (VM_SMP [2], ROCE_XDP, OUT, ...).

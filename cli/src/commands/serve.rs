@@ -112,8 +112,8 @@ const IDLE_WAIT: Duration = Duration::from_secs(1);
 
 /// How long a client that finds the server at `--max-clients` waits for a
 /// session that is ending (its client gone, its QPs and region being
-/// released) before it is refused. Until 2026-12-03 the accepting thread
-/// looked every 20 ms, which hid the race; now it wakes at once.
+/// released) before it is refused. The accepting thread wakes at once
+/// when a session ends (polling every 20 ms hid that race).
 const SESSION_END_GRACE: Duration = Duration::from_millis(200);
 
 /// How long the dispatcher keeps polling (yielding) after a completion

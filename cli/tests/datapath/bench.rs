@@ -168,7 +168,7 @@ fn bench_quick_json_has_the_documented_shape() {
         assert!(ratio.value.is_some() || !r.missing.is_empty(), "{ratio:?}");
     }
     let md = std::fs::read_to_string(out_dir.join("results.md")).expect("results.md");
-    // Stock perftest on the drop-in (issue 19): three comparisons, each
+    // Stock perftest on the drop-in: three comparisons, each
     // with its pairs and a ratio, or a line in `missing` saying why not.
     let drop_in = &r.verbs_drop_in;
     if drop_in.targets.is_empty() {

@@ -1,4 +1,4 @@
-//! `serve` as a long-running daemon (issue 22): sessions that end in every
+//! `serve` as a long-running daemon: sessions that end in every
 //! way leave the server's QP and region counts where they started, and
 //! the per-client caps refuse with a reason. The clients speak perftest's
 //! exchange over TCP from the client namespace (`engine::oob::perftest`),

@@ -1,5 +1,5 @@
 //! A transfer between two engines while a third host on the same bridge
-//! sends them forged RoCE frames (issue 22, `docs/security.md`): WRITEs
+//! sends them forged RoCE frames (`docs/security.md`): WRITEs
 //! from its own and from a spoofed address, WRITEs to guessed QP numbers,
 //! WRITEs with the peer's address but another P_Key, CNPs and ACKs aimed
 //! at the requester. Every byte of the transfer arrives, nothing lands

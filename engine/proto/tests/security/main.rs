@@ -1,4 +1,4 @@
-//! Hostile peers on the sans-IO pair (issue 22, `docs/security.md`): one
+//! Hostile peers on the sans-IO pair (`docs/security.md`): one
 //! test per attack, each asserting the counter that saw it and that the
 //! memory it aimed at did not change. The attacker is the test itself,
 //! writing frames the endpoints never sent (forged from their real frames

@@ -101,7 +101,7 @@ fn in_window_acks_and_naks_from_another_host_change_nothing() {
 
 #[test]
 fn a_response_of_the_wrong_kind_in_the_window_acknowledges_nothing() {
-    // The probe of issue 22: an ATOMIC ACKNOWLEDGE at a WRITE's PSN (the
+    // The hostile-peer probe: an ATOMIC ACKNOWLEDGE at a WRITE's PSN (the
     // second of two) used to complete the first WRITE before it was
     // dropped. Also a READ response at a WRITE's PSN.
     let mut p = Pair::default_pair();
