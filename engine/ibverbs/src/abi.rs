@@ -476,6 +476,7 @@ pub const IBV_WR_ATOMIC_FETCH_AND_ADD: c_int = 6;
 pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
 
 pub const IBV_WC_WITH_IMM: c_uint = 1 << 1;
+pub const IBV_WC_WITH_INV: c_uint = 1 << 3;
 
 pub const IBV_EVENT_QP_FATAL: c_int = 1;
 
