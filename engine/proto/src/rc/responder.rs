@@ -419,6 +419,7 @@ impl Responder {
         check_op_valid(&req, cx.attr.access)?;
         check_length(&req, payload.len(), mtu)?;
         self.check_resource(&req, cx.attr)?;
+        self.check_reads_sent(&req)?;
         let qpn = cx.sink.qpn;
         let qp = QpScope { pd: cx.pd, qpn };
         let completed = match req {
@@ -570,6 +571,24 @@ impl Responder {
                 Err(RespError::ReceiverNotReady)
             }
             Request::Read(_) if !self.rd_atomic_slot_free(attr) => Err(RespError::Busy),
+            _ => Ok(()),
+        }
+    }
+
+    /// A SEND with invalidate waits until the READ responses queued before
+    /// it have left: they are read from memory as they leave, and an
+    /// invalidation must not overtake the READs it follows (rxe sends a
+    /// READ's whole response before it takes the next request). Until
+    /// then it is dropped unexecuted, as a request that finds no room, and
+    /// the requester sends it again.
+    #[inline(always)]
+    fn check_reads_sent(&self, req: &Request) -> Result<(), RespError> {
+        match req {
+            Request::Send { inv: Some(_), .. }
+                if self.out.iter().any(|a| matches!(a, Answer::Read { .. })) =>
+            {
+                Err(RespError::Busy)
+            }
             _ => Ok(()),
         }
     }

@@ -538,3 +538,46 @@ fn a_destroyed_qp_leaves_no_type_2_window_bound() {
     );
     assert_eq!(p.b.mw(rkey).map(|m| m.0), Some(rkey), "the window stays");
 }
+
+#[test]
+fn a_send_with_invalidate_waits_for_the_read_responses_queued_before_it() {
+    let (mut p, kw, rkey) = bound(MwType::Two);
+    let data = bytes(LEN as usize, 5);
+    p.b.mr_write(kw.lkey, WIN_AT, &data).unwrap();
+    p.b.post_recv(p.qb, recv_wr_b(&p, 7, 4096)).unwrap();
+    p.a.post_send(p.qa, through(&p, 1, SendOp::Read, rkey, WIN_AT, LEN))
+        .unwrap();
+    let mut wr = send_wr_a(&p, 2, SendOp::SendWithInv, 16);
+    wr.imm = rkey;
+    p.a.post_send(p.qa, wr).unwrap();
+    let f = p.tx_a();
+    assert_eq!(f.len(), 2);
+    p.deliver_b(&f);
+    // The READ's three responses leave; the SEND waits (dropped, counted).
+    let r = p.tx_b();
+    let ops: Vec<_> = r.iter().map(|x| opcode(x)).collect();
+    assert_eq!(
+        ops,
+        [
+            Opcode::ReadRespFirst,
+            Opcode::ReadRespMiddle,
+            Opcode::ReadRespLast
+        ]
+    );
+    assert_eq!(p.b.qp_counters(p.qb).unwrap().dropped_busy, 1);
+    p.deliver_a(&r);
+    p.settle();
+    // A sends it again after its ACK timeout; now it executes.
+    p.fire_a_timer();
+    p.settle();
+    assert_eq!(p.read_a(IOVA_A, LEN as usize), data);
+    assert_eq!(
+        outcomes(&p.wcs_a()),
+        [
+            (1, WcOpcode::Read, WcStatus::Success),
+            (2, WcOpcode::Send, WcStatus::Success)
+        ]
+    );
+    let wb = p.wcs_b();
+    assert_eq!((wb[0].wr_id, wb[0].invalidated_rkey), (7, Some(rkey)));
+}
