@@ -21,6 +21,15 @@
 //!   missing rights -> NAK remote access error and the QP goes to error;
 //!   nothing is written outside a registered region (every access goes
 //!   through `MrTable`, with the QP's PD);
+//! - an R_Key may be a memory window's (rxe `rxe_lookup_mw`): of the QP's
+//!   PD, bound, with the right, a type 2 bound through this QP, the
+//!   access inside the window's range; a closed window is NAK remote
+//!   access error;
+//! - SEND with invalidate (IETH): after its bytes land, the type 2 window
+//!   it names is invalidated and the receive's completion carries the key;
+//!   a key that is no bound type 2 window of this QP completes the receive
+//!   with a remote invalid request error, NAK invalid request, the QP goes
+//!   to error (rxe RESPST_ERR_INVALIDATE_RKEY);
 //! - a receive buffer that cannot be written (its L_Key unknown or of
 //!   another PD by the time a SEND lands, or a range the region no longer
 //!   holds) -> the receive completes with a local protection error, NAK
