@@ -10,6 +10,7 @@
 
 use crate::support::*;
 
+use proto::endpoint::Endpoint;
 use proto::rc::{Access, MrKeys, MwBind, MwType, QpState, SendOp, SendWr, Sge, WcOpcode, WcStatus};
 use proto::wire::Opcode;
 
@@ -25,16 +26,20 @@ const LEN: u32 = 3000;
 const NAK_ACCESS: u8 = 0x62;
 const NAK_INVALID: u8 = 0x61;
 
+/// A region at `IOVA_W` that only windows open (LOCAL_WRITE | MW_BIND).
+fn window_region(ep: &mut Endpoint) -> MrKeys {
+    ep.reg_mr(
+        Box::new(vec![0u8; W_LEN]),
+        IOVA_W,
+        Access::LOCAL_WRITE | Access::MW_BIND,
+    )
+    .unwrap()
+}
+
 /// The default pair, B with a region that only windows open.
 fn pair() -> (Pair, MrKeys) {
     let mut p = Pair::default_pair();
-    let kw =
-        p.b.reg_mr(
-            Box::new(vec![0u8; W_LEN]),
-            IOVA_W,
-            Access::LOCAL_WRITE | Access::MW_BIND,
-        )
-        .unwrap();
+    let kw = window_region(&mut p.b);
     (p, kw)
 }
 
@@ -62,15 +67,7 @@ fn bind_at_b(p: &mut Pair, b: &MwBind) -> Vec<proto::rc::WorkCompletion> {
 
 /// A's `op` through R_Key `rkey` at `addr` (`len` bytes; 8 for an atomic).
 fn through(p: &Pair, wr_id: u64, op: SendOp, rkey: u32, addr: u64, len: u32) -> SendWr {
-    let mut wr = SendWr::new(
-        wr_id,
-        op,
-        Sge {
-            lkey: p.mr_a.lkey,
-            addr: IOVA_A,
-            length: len,
-        },
-    );
+    let mut wr = rdma_wr(p, wr_id, op, len, 0);
     wr.remote_addr = addr;
     wr.rkey = rkey;
     wr
@@ -484,16 +481,9 @@ fn a_zero_length_bind_closes_a_type_1_window_and_freeing_closes_either() {
 
 #[test]
 fn local_operations_complete_in_send_queue_order_and_take_no_psn() {
-    let (mut p, kw) = pair();
+    let mut p = Pair::default_pair();
     // A's own window this time: A binds between two WRITEs.
-    let ka =
-        p.a.reg_mr(
-            Box::new(vec![0u8; W_LEN]),
-            IOVA_W,
-            Access::LOCAL_WRITE | Access::MW_BIND,
-        )
-        .unwrap();
-    let _ = kw;
+    let ka = window_region(&mut p.a);
     let mw = p.a.alloc_mw(0, MwType::Two).unwrap();
     p.a.post_send(p.qa, write_wr(&p, 1, LEN, 0)).unwrap();
     p.a.post_send(
