@@ -244,6 +244,15 @@ fn bad_handles_and_foreign_keys_get_errors() {
     provider_check("bad-input");
 }
 
+/// Memory windows of type 1 and 2: bound, written and read through
+/// their R_Keys, closed by LOCAL_INV, SEND_WITH_INV, a zero-length bind
+/// and ibv_dealloc_mw, with an access refused after each.
+#[test]
+#[ignore = "needs root"]
+fn memory_windows_open_and_close_a_region_to_remote_access() {
+    provider_check("windows");
+}
+
 /// Programs of every Debian package that links libibverbs start under
 /// exec with every symbol bound at load (`LD_BIND_NOW=1`): the loader
 /// finds each symbol and version in the drop-in, and those that list

@@ -17,7 +17,16 @@
  *              helpers;
  *   bad-input  a wrong or destroyed handle and NULL pointers get an error
  *              return, never a crash; an lkey of another PD gets an error
- *              completion.
+ *              completion;
+ *   windows    memory windows over a region without remote rights: type 1
+ *              bound by ibv_bind_mw and type 2 by a BIND_MW work request,
+ *              WRITE and READ through the window's R_Key (bytes checked),
+ *              refused outside its range; LOCAL_INV, SEND_WITH_INV (the
+ *              receive names the key), a zero-length bind and
+ *              ibv_dealloc_mw each close a window, and an access after is
+ *              refused; a bind of the wrong type, an unknown type, and
+ *              the deregistration of a region with a window bound are
+ *              refused.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -454,9 +463,170 @@ static int bad_input(void)
 	return 0;
 }
 
+/* `op` (WRITE or READ) of `len` bytes between `s`'s buffer at `off` and
+ * `raddr` under R_Key `rkey`. */
+static void post_rkey(struct side *s, enum ibv_wr_opcode op, uint64_t wr_id, size_t off,
+		      size_t len, uint32_t rkey, char *raddr)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	wr.wr.rdma.remote_addr = (uintptr_t)raddr;
+	wr.wr.rdma.rkey = rkey;
+	CHECK(!ibv_post_send(s->qp, &wr, &bad), "ibv_post_send op %d", op);
+}
+
+/* b's `mw` bound through a BIND_MW work request (type 2) to `len` bytes
+ * of b's region at `at`, with key byte incremented; returns the new key. */
+static uint32_t bind_type2(struct side *b, struct ibv_mw *mw, uint64_t wr_id, char *at,
+			   size_t len, unsigned int access)
+{
+	struct ibv_send_wr wr = { .wr_id = wr_id, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info.mr = b->mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)at;
+	wr.bind_mw.bind_info.length = len;
+	wr.bind_mw.bind_info.mw_access_flags = access;
+	CHECK(!ibv_post_send(b->qp, &wr, &bad), "ibv_post_send BIND_MW");
+	expect(b, wr_id, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	return wr.bind_mw.rkey;
+}
+
+/* Both QPs back to RTS after a refusal put them in error. */
+static void reconnect(struct side *a, struct side *b, int all)
+{
+	reset(a->qp);
+	reset(b->qp);
+	connect_qp(a->qp, b->qp->qp_num, all);
+	connect_qp(b->qp, a->qp->qp_num, all);
+}
+
+static int windows(void)
+{
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	const unsigned int rw = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct ibv_device_attr da;
+	CHECK(!ibv_query_device(ctx, &da), "ibv_query_device");
+	CHECK((da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+	      (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && da.max_mw > 0,
+	      "memory windows of type 1 and 2B: flags %#x max_mw %d", da.device_cap_flags,
+	      da.max_mw);
+	struct side a, b;
+	side_open(&a, all);
+	/* b's region grants no remote right: only its windows open it. */
+	side_open(&b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+	connect_qp(a.qp, b.qp->qp_num, all);
+	connect_qp(b.qp, a.qp->qp_num, all);
+	EXPECT_NULL_ERRNO(ibv_alloc_mw(b.pd, 3), EINVAL);
+
+	/* Type 1: ibv_bind_mw, the key byte incremented. */
+	struct ibv_mw *mw1 = ibv_alloc_mw(b.pd, IBV_MW_TYPE_1);
+	CHECK(mw1 && mw1->type == IBV_MW_TYPE_1 && mw1->pd == b.pd, "ibv_alloc_mw type 1: %s",
+	      strerror(errno));
+	uint32_t k1 = mw1->rkey;
+	struct ibv_mw_bind mb = { .wr_id = 10, .send_flags = IBV_SEND_SIGNALED,
+				  .bind_info = { .mr = b.mr, .addr = (uintptr_t)b.buf + 1024,
+						 .length = 2048, .mw_access_flags = rw } };
+	EXPECT_RET(ibv_bind_mw(b.qp, mw1, &mb), 0);
+	CHECK(mw1->rkey == ibv_inc_rkey(k1), "the window takes the next key byte");
+	expect(&b, 10, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	fill(a.buf, 1000, 4);
+	post_rkey(&a, IBV_WR_RDMA_WRITE, 11, 0, 1000, mw1->rkey, b.buf + 1124);
+	expect(&a, 11, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS);
+	CHECK(!memcmp(b.buf + 1124, a.buf, 1000), "WRITE through the type 1 window");
+	post_rkey(&a, IBV_WR_RDMA_READ, 12, 2000, 1000, mw1->rkey, b.buf + 1124);
+	expect(&a, 12, IBV_WC_RDMA_READ, IBV_WC_SUCCESS);
+	CHECK(!memcmp(a.buf + 2000, a.buf, 1000), "READ through the type 1 window");
+
+	/* Type 2: a BIND_MW work request; ibv_bind_mw refuses it. */
+	struct ibv_mw *mw2 = ibv_alloc_mw(b.pd, IBV_MW_TYPE_2);
+	CHECK(mw2 && mw2->type == IBV_MW_TYPE_2, "ibv_alloc_mw type 2: %s", strerror(errno));
+	EXPECT_RET(ibv_bind_mw(b.qp, mw2, &mb), EINVAL);
+	uint32_t k2 = bind_type2(&b, mw2, 20, b.buf + 4096, 2048, rw);
+	fill(a.buf, 1500, 8);
+	post_rkey(&a, IBV_WR_RDMA_WRITE, 21, 0, 1500, k2, b.buf + 4096);
+	expect(&a, 21, IBV_WC_RDMA_WRITE, IBV_WC_SUCCESS);
+	CHECK(!memcmp(b.buf + 4096, a.buf, 1500), "WRITE through the type 2 window");
+	post_rkey(&a, IBV_WR_RDMA_READ, 22, 3000, 1500, k2, b.buf + 4096);
+	expect(&a, 22, IBV_WC_RDMA_READ, IBV_WC_SUCCESS);
+	CHECK(!memcmp(a.buf + 3000, a.buf, 1500), "READ through the type 2 window");
+
+	/* Outside the window: refused, nothing written. */
+	post_rkey(&a, IBV_WR_RDMA_WRITE, 23, 0, 64, k2, b.buf + 4096 + 2048 - 32);
+	expect(&a, 23, IBV_WC_RDMA_WRITE, IBV_WC_REM_ACCESS_ERR);
+	for (int i = 4096 + 2048; i < LEN; i++)
+		CHECK(b.buf[i] == 0, "a refused WRITE changed byte %d", i);
+	reconnect(&a, &b, all);
+
+	/* LOCAL_INV closes the type 2 window. */
+	struct ibv_send_wr inv = { .wr_id = 30, .opcode = IBV_WR_LOCAL_INV,
+				   .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = k2 }, *bad;
+	CHECK(!ibv_post_send(b.qp, &inv, &bad), "ibv_post_send LOCAL_INV");
+	expect(&b, 30, IBV_WC_LOCAL_INV, IBV_WC_SUCCESS);
+	post_rkey(&a, IBV_WR_RDMA_WRITE, 31, 0, 64, k2, b.buf + 4096);
+	expect(&a, 31, IBV_WC_RDMA_WRITE, IBV_WC_REM_ACCESS_ERR);
+	reconnect(&a, &b, all);
+
+	/* SEND_WITH_INV closes another; the receive names its key. */
+	struct ibv_mw *mw3 = ibv_alloc_mw(b.pd, IBV_MW_TYPE_2);
+	CHECK(mw3, "ibv_alloc_mw: %s", strerror(errno));
+	uint32_t k3 = bind_type2(&b, mw3, 40, b.buf + 6144, 1024, IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_sge rs = { .addr = (uintptr_t)b.buf, .length = 512, .lkey = b.mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 41, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	CHECK(!ibv_post_recv(b.qp, &rwr, &rbad), "ibv_post_recv");
+	struct ibv_sge ss = { .addr = (uintptr_t)a.buf, .length = 200, .lkey = a.mr->lkey };
+	struct ibv_send_wr sinv = { .wr_id = 42, .sg_list = &ss, .num_sge = 1,
+				    .opcode = IBV_WR_SEND_WITH_INV, .send_flags = IBV_SEND_SIGNALED,
+				    .invalidate_rkey = k3 };
+	CHECK(!ibv_post_send(a.qp, &sinv, &bad), "ibv_post_send SEND_WITH_INV");
+	expect(&a, 42, IBV_WC_SEND, IBV_WC_SUCCESS);
+	struct ibv_wc wc = wait_wc(b.cq);
+	CHECK(wc.wr_id == 41 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+	      wc.byte_len == 200 && (wc.wc_flags & IBV_WC_WITH_INV) &&
+	      !(wc.wc_flags & IBV_WC_WITH_IMM) && wc.invalidated_rkey == k3,
+	      "RECV of SEND_WITH_INV: status %d flags %#x key %#x (want %#x)", wc.status,
+	      wc.wc_flags, wc.invalidated_rkey, k3);
+	CHECK(!memcmp(b.buf, a.buf, 200), "SEND_WITH_INV: bytes differ");
+	post_rkey(&a, IBV_WR_RDMA_WRITE, 43, 0, 64, k3, b.buf + 6144);
+	expect(&a, 43, IBV_WC_RDMA_WRITE, IBV_WC_REM_ACCESS_ERR);
+	reconnect(&a, &b, all);
+
+	/* A zero-length bind closes the type 1 window. */
+	struct ibv_mw_bind unbind = { .wr_id = 50, .send_flags = IBV_SEND_SIGNALED,
+				      .bind_info = { .mr = b.mr, .addr = (uintptr_t)b.buf } };
+	EXPECT_RET(ibv_bind_mw(b.qp, mw1, &unbind), 0);
+	expect(&b, 50, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	post_rkey(&a, IBV_WR_RDMA_WRITE, 51, 0, 64, mw1->rkey, b.buf + 1124);
+	expect(&a, 51, IBV_WC_RDMA_WRITE, IBV_WC_REM_ACCESS_ERR);
+	reconnect(&a, &b, all);
+
+	/* Bound again: the region cannot be deregistered, nor the PD freed;
+	 * freed, the window refuses. */
+	mb.wr_id = 60;
+	EXPECT_RET(ibv_bind_mw(b.qp, mw1, &mb), 0);
+	expect(&b, 60, IBV_WC_BIND_MW, IBV_WC_SUCCESS);
+	EXPECT_RET(ibv_dereg_mr(b.mr), EINVAL);
+	EXPECT_RET(ibv_dealloc_pd(b.pd), EBUSY);
+	uint32_t k1b = mw1->rkey;
+	EXPECT_RET(ibv_dealloc_mw(mw1), 0);
+	post_rkey(&a, IBV_WR_RDMA_WRITE, 61, 0, 64, k1b, b.buf + 1124);
+	expect(&a, 61, IBV_WC_RDMA_WRITE, IBV_WC_REM_ACCESS_ERR);
+
+	EXPECT_RET(ibv_dealloc_mw(mw2), 0);
+	EXPECT_RET(ibv_dealloc_mw(mw3), 0);
+	CHECK(!ibv_destroy_qp(a.qp) && !ibv_destroy_qp(b.qp), "destroy qp");
+	CHECK(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr), "dereg");
+	CHECK(!ibv_destroy_cq(a.cq) && !ibv_destroy_cq(b.cq), "destroy cq");
+	CHECK(!ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd), "dealloc pd");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input", argv[0]);
+	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows", argv[0]);
 	open_device();
 	int r;
 	if (!strcmp(argv[1], "loopback"))
@@ -467,6 +637,8 @@ int main(int argc, char **argv)
 		r = checks();
 	else if (!strcmp(argv[1], "bad-input"))
 		r = bad_input();
+	else if (!strcmp(argv[1], "windows"))
+		r = windows();
 	else
 		FAIL("unknown check %s", argv[1]);
 	CHECK(!ibv_close_device(ctx), "ibv_close_device");

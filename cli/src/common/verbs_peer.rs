@@ -150,6 +150,8 @@ pub fn wc_status_str(status: WcStatus) -> (&'static str, u32) {
         WcStatus::RemoteOperationalError => ("remote operation error", 11),
         WcStatus::RetryExceeded => ("transport retry counter exceeded", 12),
         WcStatus::RnrRetryExceeded => ("RNR retry counter exceeded", 13),
+        WcStatus::LocalQpOperationError => ("local QP operation error", 2),
+        WcStatus::MwBindError => ("memory bind operation error", 6),
     }
 }
 

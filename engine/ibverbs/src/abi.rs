@@ -33,9 +33,9 @@ pub struct ibv_device {
 #[repr(C)]
 pub struct ibv_context_ops {
     pub _compat: [OpaqueFn; 7],
-    pub alloc_mw: Option<unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut c_void>,
-    pub bind_mw: Option<unsafe extern "C" fn(*mut ibv_qp, *mut c_void, *mut c_void) -> c_int>,
-    pub dealloc_mw: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
+    pub alloc_mw: Option<unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut ibv_mw>,
+    pub bind_mw: Option<unsafe extern "C" fn(*mut ibv_qp, *mut ibv_mw, *mut ibv_mw_bind) -> c_int>,
+    pub dealloc_mw: Option<unsafe extern "C" fn(*mut ibv_mw) -> c_int>,
     pub _compat_create_cq: OpaqueFn,
     pub poll_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int>,
     pub req_notify_cq: Option<unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int>,
@@ -193,8 +193,45 @@ pub struct ibv_send_wr {
     pub wr: ibv_send_wr_wr,
     pub qp_type: u32,
     pub _pad: u32,
-    /// bind_mw / tso union (48 bytes).
-    pub _bind_mw: [u64; 6],
+    /// The bind_mw / tso union (48 bytes): its bind_mw member.
+    pub bind_mw: ibv_send_wr_bind_mw,
+}
+
+/// `ibv_send_wr.bind_mw`: the window, its new R_Key, the bind.
+#[repr(C)]
+pub struct ibv_send_wr_bind_mw {
+    pub mw: *mut ibv_mw,
+    pub rkey: u32,
+    pub bind_info: ibv_mw_bind_info,
+}
+
+/// `struct ibv_mw`: a memory window.
+#[repr(C)]
+pub struct ibv_mw {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub rkey: u32,
+    pub handle: u32,
+    /// `enum ibv_mw_type`.
+    pub type_: c_int,
+}
+
+/// `struct ibv_mw_bind_info`: the region, range and rights of a bind.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_mw_bind_info {
+    pub mr: *mut ibv_mr,
+    pub addr: u64,
+    pub length: u64,
+    pub mw_access_flags: c_uint,
+}
+
+/// `struct ibv_mw_bind`: what `ibv_bind_mw` posts.
+#[repr(C)]
+pub struct ibv_mw_bind {
+    pub wr_id: u64,
+    pub send_flags: c_uint,
+    pub bind_info: ibv_mw_bind_info,
 }
 
 #[repr(C)]
@@ -452,6 +489,8 @@ pub const IBV_ACCESS_LOCAL_WRITE: c_uint = 1;
 pub const IBV_ACCESS_REMOTE_WRITE: c_uint = 1 << 1;
 pub const IBV_ACCESS_REMOTE_READ: c_uint = 1 << 2;
 pub const IBV_ACCESS_REMOTE_ATOMIC: c_uint = 1 << 3;
+pub const IBV_ACCESS_MW_BIND: c_uint = 1 << 4;
+pub const IBV_ACCESS_ZERO_BASED: c_uint = 1 << 5;
 pub const IBV_ACCESS_ON_DEMAND: c_uint = 1 << 6;
 
 /// `enum ibv_rereg_mr_flags` and `enum ibv_rereg_mr_err_code`.
@@ -463,6 +502,8 @@ pub const IBV_REREG_MR_ERR_CMD: c_int = -4;
 
 /// `enum ibv_device_cap_flags` the drop-in reports.
 pub const IBV_DEVICE_RC_RNR_NAK_GEN: c_uint = 1 << 12;
+pub const IBV_DEVICE_MEM_WINDOW: c_uint = 1 << 17;
+pub const IBV_DEVICE_MEM_WINDOW_TYPE_2B: c_uint = 1 << 24;
 pub const IBV_DEVICE_SYS_IMAGE_GUID: c_uint = 1 << 10;
 pub const IBV_DEVICE_PORT_ACTIVE_EVENT: c_uint = 1 << 14;
 
@@ -473,9 +514,17 @@ pub const IBV_WR_SEND_WITH_IMM: c_int = 3;
 pub const IBV_WR_RDMA_READ: c_int = 4;
 pub const IBV_WR_ATOMIC_CMP_AND_SWP: c_int = 5;
 pub const IBV_WR_ATOMIC_FETCH_AND_ADD: c_int = 6;
+pub const IBV_WR_LOCAL_INV: c_int = 7;
+pub const IBV_WR_BIND_MW: c_int = 8;
+pub const IBV_WR_SEND_WITH_INV: c_int = 9;
+
+/// `enum ibv_mw_type`.
+pub const IBV_MW_TYPE_1: c_int = 1;
+pub const IBV_MW_TYPE_2: c_int = 2;
 pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
 
 pub const IBV_WC_WITH_IMM: c_uint = 1 << 1;
+pub const IBV_WC_WITH_INV: c_uint = 1 << 3;
 
 pub const IBV_EVENT_QP_FATAL: c_int = 1;
 
@@ -678,7 +727,69 @@ pub const LAYOUT: &[(&str, usize)] = {
         ),
         (
             "offsetof(struct ibv_send_wr, bind_mw)",
-            offset_of!(ibv_send_wr, _bind_mw),
+            offset_of!(ibv_send_wr, bind_mw),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, bind_mw.mw)",
+            offset_of!(ibv_send_wr, bind_mw) + offset_of!(ibv_send_wr_bind_mw, mw),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, bind_mw.rkey)",
+            offset_of!(ibv_send_wr, bind_mw) + offset_of!(ibv_send_wr_bind_mw, rkey),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, bind_mw.bind_info)",
+            offset_of!(ibv_send_wr, bind_mw) + offset_of!(ibv_send_wr_bind_mw, bind_info),
+        ),
+        (
+            "offsetof(struct ibv_send_wr, invalidate_rkey)",
+            offset_of!(ibv_send_wr, imm_data),
+        ),
+        ("sizeof(struct ibv_send_wr)", size_of::<ibv_send_wr>()),
+        ("sizeof(struct ibv_mw)", size_of::<ibv_mw>()),
+        ("offsetof(struct ibv_mw, pd)", offset_of!(ibv_mw, pd)),
+        ("offsetof(struct ibv_mw, rkey)", offset_of!(ibv_mw, rkey)),
+        (
+            "offsetof(struct ibv_mw, handle)",
+            offset_of!(ibv_mw, handle),
+        ),
+        ("offsetof(struct ibv_mw, type)", offset_of!(ibv_mw, type_)),
+        (
+            "sizeof(struct ibv_mw_bind_info)",
+            size_of::<ibv_mw_bind_info>(),
+        ),
+        (
+            "offsetof(struct ibv_mw_bind_info, addr)",
+            offset_of!(ibv_mw_bind_info, addr),
+        ),
+        (
+            "offsetof(struct ibv_mw_bind_info, length)",
+            offset_of!(ibv_mw_bind_info, length),
+        ),
+        (
+            "offsetof(struct ibv_mw_bind_info, mw_access_flags)",
+            offset_of!(ibv_mw_bind_info, mw_access_flags),
+        ),
+        ("sizeof(struct ibv_mw_bind)", size_of::<ibv_mw_bind>()),
+        (
+            "offsetof(struct ibv_mw_bind, send_flags)",
+            offset_of!(ibv_mw_bind, send_flags),
+        ),
+        (
+            "offsetof(struct ibv_mw_bind, bind_info)",
+            offset_of!(ibv_mw_bind, bind_info),
+        ),
+        (
+            "offsetof(struct ibv_context_ops, bind_mw)",
+            offset_of!(ibv_context_ops, bind_mw),
+        ),
+        (
+            "offsetof(struct ibv_context_ops, dealloc_mw)",
+            offset_of!(ibv_context_ops, dealloc_mw),
+        ),
+        (
+            "offsetof(struct ibv_wc, invalidated_rkey)",
+            offset_of!(ibv_wc, imm_data),
         ),
         ("sizeof(struct ibv_recv_wr)", size_of::<ibv_recv_wr>()),
         (

@@ -46,6 +46,7 @@
 mod completions;
 mod queue_pairs;
 mod regions;
+mod windows;
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_uint};
@@ -304,7 +305,9 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     ctx.ops.post_send = Some(queue_pairs::post_send);
     ctx.ops.post_recv = Some(queue_pairs::post_recv);
     ctx.ops.post_srq_recv = Some(queue_pairs::post_srq_recv);
-    ctx.ops.bind_mw = Some(queue_pairs::bind_mw);
+    ctx.ops.alloc_mw = Some(windows::alloc_mw);
+    ctx.ops.bind_mw = Some(windows::bind_mw);
+    ctx.ops.dealloc_mw = Some(windows::dealloc_mw);
     Ok(handles::publish(Box::new(Context {
         vctx: UnsafeCell::new(v),
     })))
@@ -329,13 +332,18 @@ fn device_attr(shell: &Shell) -> ibv_device_attr {
     a.vendor_id = limits::VENDOR_ID;
     a.max_qp = limits::MAX_QP;
     a.max_qp_wr = limits::MAX_QP_WR;
-    a.device_cap_flags =
-        IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_PORT_ACTIVE_EVENT;
+    // Memory windows of type 1 and 2B, as rxe (RXE_DEVICE_CAP_FLAGS).
+    a.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN
+        | IBV_DEVICE_SYS_IMAGE_GUID
+        | IBV_DEVICE_PORT_ACTIVE_EVENT
+        | IBV_DEVICE_MEM_WINDOW
+        | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
     a.max_sge = limits::MAX_SGE;
     a.max_sge_rd = limits::MAX_SGE;
     a.max_cq = limits::MAX_CQ;
     a.max_cqe = limits::MAX_CQE;
     a.max_mr = limits::MAX_MR;
+    a.max_mw = limits::MAX_MW;
     a.max_pd = limits::MAX_PD;
     a.max_qp_rd_atom = limits::MAX_QP_RD_ATOM;
     a.max_qp_init_rd_atom = limits::MAX_QP_RD_ATOM;

@@ -23,6 +23,7 @@ pub enum Kind {
     Channel,
     Cq,
     Qp,
+    Mw,
 }
 
 /// A type whose boxes are handed to the program.

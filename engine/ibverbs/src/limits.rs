@@ -20,6 +20,9 @@ pub const MAX_CQ: c_int = 1 << 16;
 pub const MAX_CQE: c_int = 1 << 20;
 /// Memory regions a process registers at once.
 pub const MAX_MR: c_int = 1 << 16;
+/// Memory windows a process holds at once (the engine's table holds
+/// 2^24; rxe's default is 2^16).
+pub const MAX_MW: c_int = 1 << 16;
 /// Protection domains a process holds at once.
 pub const MAX_PD: c_int = 1 << 16;
 /// RDMA READ and atomic requests outstanding on a QP, each way.

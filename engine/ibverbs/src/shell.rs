@@ -25,8 +25,8 @@ use engine::endpoint::Endpoint;
 use engine::io::Waker;
 use engine::nic::{LoaderError, QueueOption, SteerOps, SteerRequest, Steering};
 use engine::rc::{
-    Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory, SendWr,
-    VerbsError, WcStatus, WorkCompletion,
+    Access, MrKeys, Mtu, MwType, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory,
+    SendWr, VerbsError, WcStatus, WorkCompletion,
 };
 use engine::stats::{queue_counters, xdp_counters, QueueSnapshot, Snapshot, StatsServer};
 use engine::verbs::DeviceError;
@@ -548,6 +548,17 @@ impl Shell {
             ep.rereg_mr(lkey, memory, iova, access)?;
             ep.set_mr_pd(lkey, pd).map(drop)
         })
+    }
+
+    /// Allocates a memory window of `kind` in the engine's protection
+    /// domain `pd`; returns its R_Key.
+    pub fn alloc_mw(&self, pd: u32, kind: MwType) -> Result<u32, VerbsError> {
+        self.with(|ep| ep.alloc_mw(pd, kind))
+    }
+
+    /// Frees the memory window `rkey` names.
+    pub fn dealloc_mw(&self, rkey: u32) -> Result<(), VerbsError> {
+        self.with(|ep| ep.dealloc_mw(rkey))
     }
 
     /// Creates a QP in the engine's protection domain `pd`.

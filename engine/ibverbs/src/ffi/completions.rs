@@ -176,6 +176,8 @@ fn wc_status(s: WcStatus) -> c_int {
         WcStatus::RemoteOperationalError => 11,
         WcStatus::RetryExceeded => 12,
         WcStatus::RnrRetryExceeded => 13,
+        WcStatus::LocalQpOperationError => 2,
+        WcStatus::MwBindError => 6,
     }
 }
 
@@ -186,6 +188,8 @@ fn wc_opcode(o: WcOpcode) -> c_int {
         WcOpcode::Read => 2,
         WcOpcode::CompareSwap => 3,
         WcOpcode::FetchAdd => 4,
+        WcOpcode::BindMw => 5,
+        WcOpcode::LocalInv => 6,
         WcOpcode::Recv => 128,
         WcOpcode::RecvRdmaWithImm => 129,
     }
@@ -197,9 +201,21 @@ fn to_wc(w: &WorkCompletion) -> ibv_wc {
         status: wc_status(w.status),
         opcode: wc_opcode(w.opcode),
         byte_len: w.byte_len,
-        imm_data: w.imm.map_or(0, u32::to_be),
+        // One union in `struct ibv_wc`: the immediate data (network
+        // order) or the invalidated R_Key (host order).
+        imm_data: match (w.imm, w.invalidated_rkey) {
+            (Some(imm), _) => imm.to_be(),
+            (None, Some(rkey)) => rkey,
+            (None, None) => 0,
+        },
         qp_num: w.qpn,
-        wc_flags: if w.imm.is_some() { IBV_WC_WITH_IMM } else { 0 },
+        wc_flags: if w.imm.is_some() {
+            IBV_WC_WITH_IMM
+        } else if w.invalidated_rkey.is_some() {
+            IBV_WC_WITH_INV
+        } else {
+            0
+        },
         ..ibv_wc::default()
     }
 }

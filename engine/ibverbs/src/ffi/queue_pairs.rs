@@ -49,7 +49,7 @@ pub(super) fn qp<'a>(qp: *const ibv_qp) -> Result<&'a Qp, c_int> {
 }
 
 impl Qp {
-    fn qp_num(&self) -> u32 {
+    pub(super) fn qp_num(&self) -> u32 {
         // SAFETY: `qp_num` is written before the QP is handed out.
         unsafe { (*self.c.get()).qp_num }
     }
@@ -435,9 +435,14 @@ unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr, c_int> {
         IBV_WR_RDMA_READ => SendOp::Read,
         IBV_WR_ATOMIC_CMP_AND_SWP => SendOp::CompareSwap,
         IBV_WR_ATOMIC_FETCH_AND_ADD => SendOp::FetchAdd,
+        IBV_WR_BIND_MW | IBV_WR_LOCAL_INV | IBV_WR_SEND_WITH_INV => {
+            // SAFETY: the function's contract.
+            let sge = unsafe { one_sge(w.sg_list, w.num_sge) }?;
+            return super::windows::window_wr(w, sge);
+        }
         _ => {
             return Err(unsupported!(
-                "ibv_post_send of LOCAL_INV, BIND_MW, SEND_WITH_INV or TSO",
+                "ibv_post_send of TSO or a driver opcode",
                 libc::EINVAL
             ))
         }
@@ -566,13 +571,4 @@ pub(super) unsafe extern "C" fn post_srq_recv(
         "ibv_post_srq_recv (shared receive queues)",
         libc::EOPNOTSUPP
     )
-}
-
-/// `ops.bind_mw`: there are no memory windows.
-pub(super) unsafe extern "C" fn bind_mw(
-    _qp: *mut ibv_qp,
-    _mw: *mut c_void,
-    _bind: *mut c_void,
-) -> c_int {
-    unsupported!("ibv_bind_mw (memory windows)", libc::EOPNOTSUPP)
 }

@@ -118,12 +118,22 @@ pub(super) fn access_of(flags: c_uint) -> Access {
         (IBV_ACCESS_REMOTE_WRITE, Access::REMOTE_WRITE),
         (IBV_ACCESS_REMOTE_READ, Access::REMOTE_READ),
         (IBV_ACCESS_REMOTE_ATOMIC, Access::REMOTE_ATOMIC),
+        (IBV_ACCESS_MW_BIND, Access::MW_BIND),
     ] {
         if flags & bit != 0 {
             a = a | r;
         }
     }
     a
+}
+
+/// The L_Key and PD of the live region `m` (a memory window's bind names
+/// it).
+pub(super) fn mr_of(m: *const ibv_mr) -> Result<(u32, *mut ibv_pd), c_int> {
+    let mr = object::<Mr, _>(m)?;
+    // SAFETY: a live region's fields; `ibv_rereg_mr` does not run during
+    // a verb on it (the contract, point 4).
+    Ok(unsafe { ((*mr.c.get()).lkey, (*mr.c.get()).pd) })
 }
 
 /// The program's `len` bytes at `addr`, to register.

@@ -54,8 +54,8 @@ use std::sync::Arc;
 
 use crate::cc::{QpCcConfig, QpCongestion};
 use crate::rc::{
-    Access, Counters, Cq, MrKeys, MrTable, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr,
-    RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
+    Access, Counters, Cq, MrKeys, MrTable, MwType, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState,
+    RecvWr, RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
 };
 use crate::time::Instant;
 use crate::wire::{
@@ -244,9 +244,38 @@ impl Endpoint {
         self.mrs.set_pd(lkey, pd).ok_or(VerbsError::LocalProtection)
     }
 
-    /// Deregister a region and get its memory back.
+    /// Deregister a region and get its memory back. Refused while memory
+    /// windows are bound to it (rxe `rxe_dereg_mr`: `-EINVAL`).
     pub fn dereg_mr(&mut self, lkey: u32) -> Result<Box<dyn RegionMemory>, VerbsError> {
+        if self.mrs.bound_windows(lkey) > 0 {
+            return Err(VerbsError::InvalidArgument(
+                "memory windows are bound to the region",
+            ));
+        }
         self.mrs.deregister(lkey).ok_or(VerbsError::LocalProtection)
+    }
+
+    /// Allocate a memory window of `kind` in protection domain `pd`
+    /// (`ibv_alloc_mw`; see [`MrTable::alloc_window`]). Returns its
+    /// R_Key.
+    pub fn alloc_mw(&mut self, pd: u32, kind: MwType) -> Result<u32, VerbsError> {
+        self.mrs
+            .alloc_window(pd, kind)
+            .ok_or(VerbsError::ResourceExhausted)
+    }
+
+    /// Free the memory window that `rkey` names (`ibv_dealloc_mw`; any
+    /// key byte): from then on an access through its keys is refused.
+    pub fn dealloc_mw(&mut self, rkey: u32) -> Result<(), VerbsError> {
+        self.mrs
+            .dealloc_window(rkey)
+            .map_err(|_| VerbsError::InvalidArgument("no memory window has this key"))
+    }
+
+    /// The current R_Key and type of the memory window `rkey` names (any
+    /// key byte).
+    pub fn mw(&self, rkey: u32) -> Option<(u32, MwType)> {
+        self.mrs.window(rkey)
     }
 
     /// Copy bytes out of a region (local access, bounds-checked; the
@@ -429,6 +458,8 @@ impl Endpoint {
     /// Destroy a QP (its outstanding work is dropped without completions).
     pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
         let qp = self.qps.remove(qpn).ok_or(VerbsError::UnknownQp)?;
+        // Its type 2 windows are free: the number may come back.
+        self.mrs.release_windows_of(qpn);
         // The device's counters keep what the QP counted (as rxe's).
         qp.counters.add_to(&mut self.counters);
         Ok(())
@@ -708,7 +739,7 @@ impl Endpoint {
     /// (round robin over the ready list: only QPs that may have work are
     /// visited).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
-        let (mrs, cqs) = (&self.mrs, &mut self.cqs);
+        let (mrs, cqs) = (&mut self.mrs, &mut self.cqs);
         self.qps
             .transmit(now, |qp, room| qp.poll_transmit(now, room, mrs, cqs, buf))
     }

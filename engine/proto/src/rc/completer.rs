@@ -97,7 +97,8 @@ impl Requester {
             self.cur_pkt = 0;
             self.send_psn = w.end_psn();
         }
-        if status == WcStatus::Success {
+        // A local operation takes no PSN: nothing more is acknowledged.
+        if status == WcStatus::Success && w.npkts > 0 {
             self.acked_psn = w.end_psn();
         }
         if status != WcStatus::Success || w.wr.signaled || sink.sq_sig_all {
@@ -114,10 +115,31 @@ impl Requester {
                     opcode: WcOpcode::of_send(w.wr.opcode),
                     byte_len,
                     imm: None,
+                    invalidated_rkey: None,
                 },
                 counters,
             );
         }
+    }
+
+    /// Complete the executed local operations at the front of the send
+    /// queue: every request before them has completed (rxe completes a
+    /// `wqe_state_done` local operation in order, `rxe_completer`).
+    pub(crate) fn complete_executed_front(
+        &mut self,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut QpCounters,
+    ) -> bool {
+        let mut any = false;
+        while self
+            .wqes
+            .front()
+            .is_some_and(|w| w.executed && w.error.is_none())
+        {
+            self.complete_front(WcStatus::Success, sink, counters);
+            any = true;
+        }
+        any
     }
 
     /// Fail the front request with `status`; the QP must go to error.
@@ -138,8 +160,17 @@ impl Requester {
         sink: &mut CompletionSink<'_>,
         counters: &mut QpCounters,
     ) -> (bool, bool) {
-        let mut progressed = false;
+        let mut progressed = self.complete_executed_front(sink, counters);
         while let Some(front) = self.wqes.front() {
+            if front.wr.opcode.is_local() {
+                // Executed: it completes now, the requests before it
+                // have; not yet: the cursor has not reached it.
+                if self.complete_executed_front(sink, counters) {
+                    progressed = true;
+                    continue;
+                }
+                break;
+            }
             if !front.first_psn.before(upto) {
                 break;
             }

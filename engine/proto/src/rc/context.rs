@@ -35,6 +35,8 @@ pub(crate) struct TxContext<'a> {
     pub mrs: &'a MrTable,
     /// The QP's protection domain: the only one whose keys it may use.
     pub pd: u32,
+    /// The QP's number (a type 2 memory window answers only its QP).
+    pub qpn: u32,
     /// Asked before each data packet (rate limit), told after.
     pub cc: &'a mut QpCongestion,
     pub counters: &'a mut QpCounters,

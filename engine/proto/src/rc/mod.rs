@@ -6,12 +6,14 @@
 //! and completions ([`SendWr`], [`RecvWr`], [`Sge`], [`SendOp`],
 //! [`WorkCompletion`], [`WcStatus`], [`WcOpcode`], [`Cq`]), memory regions
 //! ([`MrTable`], [`MrKeys`], [`Access`], [`AccessError`],
-//! [`RegionMemory`]), [`Psn`], [`Counters`] and [`VerbsError`]. An
+//! [`RegionMemory`], [`QpScope`]), memory windows ([`MwType`], [`MwBind`],
+//! [`MwError`]), [`Psn`], [`Counters`] and [`VerbsError`]. An
 //! [`crate::endpoint::Endpoint`] drives them.
 //!
 //! One file per role or object (`docs/architecture.md`):
 //! - `psn.rs`: 24-bit PSNs and their wrap-aware order;
 //! - `mr.rs`: memory regions, keys, and the bounds and rights checks;
+//! - `mw.rs`: memory windows (types 1 and 2), kept in the region table;
 //! - `attr.rs`: QP attributes and the verbs state machine;
 //! - `qp.rs`: a queue pair and the glue between its roles;
 //! - `requester.rs`: send work requests -> request packets;
@@ -34,6 +36,7 @@ mod cq;
 mod error;
 mod frame;
 mod mr;
+mod mw;
 mod psn;
 mod qp;
 mod random;
@@ -47,7 +50,8 @@ pub(crate) use context::InflightRoom;
 pub use counters::{Counters, QpCounters};
 pub use cq::Cq;
 pub use error::VerbsError;
-pub use mr::{Access, AccessError, MrKeys, MrTable, RegionMemory};
+pub use mr::{Access, AccessError, MrKeys, MrTable, QpScope, RegionMemory};
+pub use mw::{MwBind, MwError, MwType};
 pub use psn::Psn;
 pub use qp::{Qp, QpInitAttr};
 pub use random::{KeyPermutation, Rng, Seed};

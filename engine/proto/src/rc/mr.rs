@@ -17,6 +17,7 @@
 use core::fmt;
 use core::ops::BitOr;
 
+use super::mw::{Binding, MwBind, MwError, MwType, Window};
 use super::random::{KeyPermutation, NumberMap, Seed};
 
 /// Backing memory of a region. The core implements it for `Vec<u8>` and
@@ -77,6 +78,9 @@ impl Access {
     pub const REMOTE_ATOMIC: Access = Access(8);
     /// Every right.
     pub const ALL: Access = Access(15);
+    /// Memory windows may be bound to the region (`IBV_ACCESS_MW_BIND`,
+    /// C10-73). A region's right only: not in [`Access::ALL`].
+    pub const MW_BIND: Access = Access(16);
 
     /// Every right in `other` is also in `self`.
     pub const fn contains(self, other: Access) -> bool {
@@ -86,6 +90,11 @@ impl Access {
     /// Raw bits.
     pub const fn bits(self) -> u8 {
         self.0
+    }
+
+    /// The rights of `bits` (verbs `IBV_ACCESS_*` values), others dropped.
+    pub const fn from_bits_truncate(bits: u8) -> Access {
+        Access(bits & (Access::ALL.0 | Access::MW_BIND.0))
     }
 }
 
@@ -103,6 +112,7 @@ impl fmt::Debug for Access {
             (Access::REMOTE_WRITE, "REMOTE_WRITE"),
             (Access::REMOTE_READ, "REMOTE_READ"),
             (Access::REMOTE_ATOMIC, "REMOTE_ATOMIC"),
+            (Access::MW_BIND, "MW_BIND"),
         ];
         let mut first = true;
         write!(f, "Access(")?;
@@ -158,14 +168,43 @@ struct Region {
     keys: MrKeys,
     /// The protection domain it belongs to.
     pd: u32,
+    /// Memory windows bound to it: it cannot be deregistered while any
+    /// is (rxe `rxe_dereg_mr`: `num_mw > 0` fails).
+    windows: u32,
 }
 
-/// The memory regions of one endpoint.
+/// Who reaches memory through an R_Key: a QP (its number, for a type 2
+/// window) of a protection domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct QpScope {
+    /// The QP's protection domain.
+    pub pd: u32,
+    /// The QP's number.
+    pub qpn: u32,
+}
+
+/// What an R_Key or L_Key names.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// A region (its slot).
+    Region(usize),
+    /// A window (its slot).
+    Window(usize),
+}
+
+/// The memory regions and memory windows of one endpoint.
 pub struct MrTable {
     slots: Vec<Option<Region>>,
     free: Vec<u32>,
     /// Both keys of every region -> its slot: O(1) on the hot path.
     by_key: NumberMap<u32>,
+    /// Memory windows ([`super::mw`]) and their free slots.
+    windows: Vec<Option<Window>>,
+    free_windows: Vec<u32>,
+    /// A window's key without its low byte (`rkey >> 8`) -> its slot:
+    /// those 24 bits are the window's for life, whatever key byte a bind
+    /// gives it, and no region key has them.
+    by_prefix: NumberMap<u32>,
     /// Keys are `permutation(counter)`, `counter` counting up.
     permutation: KeyPermutation,
     counter: u32,
@@ -196,6 +235,9 @@ impl MrTable {
             slots: Vec::new(),
             free: Vec::new(),
             by_key: NumberMap::default(),
+            windows: Vec::new(),
+            free_windows: Vec::new(),
+            by_prefix: NumberMap::default(),
             permutation: KeyPermutation::new(seed),
             counter: 0,
         }
@@ -208,8 +250,9 @@ impl MrTable {
             let k = self.permutation.apply(self.counter);
             self.counter = self.counter.wrapping_add(1);
             // Only keys registered under another table's choice
-            // (`register_at`) can be in use already.
-            if k != 0 && !self.by_key.contains_key(&k) {
+            // (`register_at`) can be in use already; the upper 24 bits of
+            // a window's key are its own.
+            if k != 0 && !self.by_key.contains_key(&k) && !self.by_prefix.contains_key(&(k >> 8)) {
                 return k;
             }
         }
@@ -266,6 +309,7 @@ impl MrTable {
             access,
             keys,
             pd,
+            windows: 0,
         };
         let index = match self.free.pop() {
             Some(i) => {
@@ -298,6 +342,8 @@ impl MrTable {
         if keys.lkey == keys.rkey
             || self.by_key.contains_key(&keys.lkey)
             || self.by_key.contains_key(&keys.rkey)
+            || self.by_prefix.contains_key(&(keys.lkey >> 8))
+            || self.by_prefix.contains_key(&(keys.rkey >> 8))
             || self.by_key.len() / 2 >= MAX_REGIONS
         {
             return None;
@@ -308,11 +354,16 @@ impl MrTable {
 
     /// Deregister the region whose L_Key is `lkey` and hand its memory
     /// back. Both its keys are unknown from then on, and never come back
-    /// (see [`MrKeys`]).
+    /// (see [`MrKeys`]). None, and nothing changed, for an unknown key or
+    /// a region that memory windows are bound to
+    /// ([`MrTable::bound_windows`]).
     pub fn deregister(&mut self, lkey: u32) -> Option<Box<dyn RegionMemory>> {
         let index = *self.by_key.get(&lkey)?;
         let slot = self.slots.get_mut(index as usize)?;
-        if slot.as_ref().is_none_or(|r| r.keys.lkey != lkey) {
+        if slot
+            .as_ref()
+            .is_none_or(|r| r.keys.lkey != lkey || r.windows > 0)
+        {
             return None;
         }
         let region = slot.take()?;
@@ -376,30 +427,121 @@ impl MrTable {
         (expected == key && pd.is_none_or(|pd| pd == r.pd)).then_some(i)
     }
 
+    /// What `key` names for an access needing `need`: the region of
+    /// [`Self::lookup`], or, for a remote access through a QP (`via`), a
+    /// window that admits it (rxe `check_rkey`: `rxe_lookup_mw` for a
+    /// window's key, `lookup_mr` for a region's). A key no region nor
+    /// window answers is unknown.
     #[inline]
-    fn region(&self, key: u32, need: Access, pd: Option<u32>) -> Result<&Region, AccessError> {
-        self.lookup(key, need, pd)
-            .and_then(|i| self.slots[i].as_ref())
-            .ok_or(AccessError::UnknownKey)
-    }
-
-    #[inline]
-    fn region_mut(
-        &mut self,
+    fn find(
+        &self,
         key: u32,
         need: Access,
         pd: Option<u32>,
-    ) -> Result<&mut Region, AccessError> {
-        match self.lookup(key, need, pd) {
-            Some(i) => self.slots[i].as_mut().ok_or(AccessError::UnknownKey),
-            None => Err(AccessError::UnknownKey),
+        via: Option<QpScope>,
+    ) -> Result<Target, AccessError> {
+        if let Some(i) = self.lookup(key, need, pd) {
+            return Ok(Target::Region(i));
         }
+        match via {
+            Some(qp) if need.0 & REMOTE.0 != 0 => self.find_window(key, qp, need),
+            _ => Err(AccessError::UnknownKey),
+        }
+    }
+
+    /// The window of `key` if it admits a remote access needing `need`
+    /// through `qp` (rxe `rxe_lookup_mw`: the same key, the window's PD, a
+    /// type 2's own QP, bound with a non-zero length, the rights).
+    #[cold]
+    fn find_window(&self, key: u32, qp: QpScope, need: Access) -> Result<Target, AccessError> {
+        let w = *self
+            .by_prefix
+            .get(&(key >> 8))
+            .ok_or(AccessError::UnknownKey)? as usize;
+        let win = self
+            .windows
+            .get(w)
+            .and_then(Option::as_ref)
+            .ok_or(AccessError::UnknownKey)?;
+        win.admits(key, qp.pd, qp.qpn, need)
+            .map(|_| Target::Window(w))
+            .ok_or(AccessError::UnknownKey)
+    }
+
+    /// The address in the region that `addr` means through `target`: the
+    /// same, or, through a zero-based window, that far from its start.
+    #[inline]
+    fn effective(&self, target: Target, addr: u64) -> Result<u64, AccessError> {
+        match target {
+            Target::Region(_) => Ok(addr),
+            Target::Window(w) => match self.windows[w].and_then(|w| w.binding) {
+                Some(b) if b.zero_based => b.addr.checked_add(addr).ok_or(AccessError::OutOfBounds),
+                Some(_) => Ok(addr),
+                None => Err(AccessError::UnknownKey),
+            },
+        }
+    }
+
+    /// The region slot and the byte offset in it of `[addr, addr + len)`
+    /// through `target`, after the range and rights checks: a region's
+    /// own; a window's range (and the region's, which may have changed
+    /// since the bind) with the window's rights.
+    #[inline]
+    fn resolve(
+        &self,
+        target: Target,
+        addr: u64,
+        len: u64,
+        need: Access,
+    ) -> Result<(usize, usize), AccessError> {
+        match target {
+            Target::Region(i) => {
+                let r = self.slots[i].as_ref().ok_or(AccessError::UnknownKey)?;
+                Ok((i, Self::check_region(r, addr, len, need)?))
+            }
+            Target::Window(w) => {
+                let b = self.windows[w]
+                    .and_then(|w| w.binding)
+                    .ok_or(AccessError::UnknownKey)?;
+                let eff = self.effective(target, addr)?;
+                let in_window = eff.checked_sub(b.addr).ok_or(AccessError::OutOfBounds)?;
+                if in_window.checked_add(len).is_none_or(|end| end > b.len) {
+                    return Err(AccessError::OutOfBounds);
+                }
+                let i = b.region as usize;
+                let r = self
+                    .slots
+                    .get(i)
+                    .and_then(Option::as_ref)
+                    .filter(|r| r.keys.lkey == b.lkey)
+                    .ok_or(AccessError::UnknownKey)?;
+                // The window's rights were checked (`find_window`); the
+                // region's range still bounds it.
+                Ok((i, Self::check_region(r, eff, len, Access::NONE)?))
+            }
+        }
+    }
+
+    /// [`Self::find`] and [`Self::resolve`] in one.
+    #[inline]
+    fn locate(
+        &self,
+        key: u32,
+        addr: u64,
+        len: u64,
+        need: Access,
+        pd: Option<u32>,
+        via: Option<QpScope>,
+    ) -> Result<(usize, usize), AccessError> {
+        let target = self.find(key, need, pd, via)?;
+        self.resolve(target, addr, len, need)
     }
 
     /// Check that the region of `key` is in protection domain `pd` (the
     /// PD of the QP the access comes through), that `[addr, addr + len)`
     /// lies inside it and that it grants `need`; return the byte offset of
-    /// `addr`.
+    /// `addr`. Regions only: a remote access through a QP, which may name
+    /// a window, is [`MrTable::check_remote`].
     #[inline]
     pub fn check(
         &self,
@@ -409,8 +551,24 @@ impl MrTable {
         len: u64,
         need: Access,
     ) -> Result<usize, AccessError> {
-        let r = self.region(key, need, Some(pd))?;
-        Self::check_region(r, addr, len, need)
+        self.locate(key, addr, len, need, Some(pd), None)
+            .map(|(_, off)| off)
+    }
+
+    /// [`MrTable::check`] of a remote access through QP `qp`: the R_Key
+    /// may be a region's or a memory window's ([`super::mw`]). Returns
+    /// the byte offset in the region.
+    #[inline]
+    pub fn check_remote(
+        &self,
+        qp: QpScope,
+        key: u32,
+        addr: u64,
+        len: u64,
+        need: Access,
+    ) -> Result<usize, AccessError> {
+        self.locate(key, addr, len, need, Some(qp.pd), Some(qp))
+            .map(|(_, off)| off)
     }
 
     /// [`MrTable::check`] in whatever protection domain the region is:
@@ -425,8 +583,8 @@ impl MrTable {
         len: u64,
         need: Access,
     ) -> Result<usize, AccessError> {
-        let r = self.region(key, need, None)?;
-        Self::check_region(r, addr, len, need)
+        self.locate(key, addr, len, need, None, None)
+            .map(|(_, off)| off)
     }
 
     #[inline]
@@ -455,7 +613,7 @@ impl MrTable {
         len: usize,
         need: Access,
     ) -> Option<crate::endpoint::MemoryRange> {
-        self.bytes(key, addr, len, need, None)
+        self.bytes(key, addr, len, need, None, None)
             .ok()
             .map(crate::endpoint::MemoryRange::of_bytes)
     }
@@ -468,12 +626,12 @@ impl MrTable {
         len: usize,
         need: Access,
         pd: Option<u32>,
+        via: Option<QpScope>,
     ) -> Result<&[u8], AccessError> {
-        let r = self.region(key, need, pd)?;
-        let off = Self::check_region(r, addr, len as u64, need)?;
-        r.memory
-            .as_slice()
-            .get(off..off + len)
+        let (i, off) = self.locate(key, addr, len as u64, need, pd, via)?;
+        self.slots[i]
+            .as_ref()
+            .and_then(|r| r.memory.as_slice().get(off..off + len))
             .ok_or(AccessError::OutOfBounds)
     }
 
@@ -485,12 +643,12 @@ impl MrTable {
         len: usize,
         need: Access,
         pd: Option<u32>,
+        via: Option<QpScope>,
     ) -> Result<&mut [u8], AccessError> {
-        let r = self.region_mut(key, need, pd)?;
-        let off = Self::check_region(r, addr, len as u64, need)?;
-        r.memory
-            .as_mut_slice()
-            .get_mut(off..off + len)
+        let (i, off) = self.locate(key, addr, len as u64, need, pd, via)?;
+        self.slots[i]
+            .as_mut()
+            .and_then(|r| r.memory.as_mut_slice().get_mut(off..off + len))
             .ok_or(AccessError::OutOfBounds)
     }
 
@@ -505,7 +663,21 @@ impl MrTable {
         len: usize,
         need: Access,
     ) -> Result<&[u8], AccessError> {
-        self.bytes(key, addr, len, need, Some(pd))
+        self.bytes(key, addr, len, need, Some(pd), None)
+    }
+
+    /// [`MrTable::slice`] of a remote access through QP `qp` (checked as
+    /// [`MrTable::check_remote`]: a region's or a window's R_Key).
+    #[inline]
+    pub fn slice_remote(
+        &self,
+        qp: QpScope,
+        key: u32,
+        addr: u64,
+        len: usize,
+        need: Access,
+    ) -> Result<&[u8], AccessError> {
+        self.bytes(key, addr, len, need, Some(qp.pd), Some(qp))
     }
 
     /// The bytes `[addr, addr + len)` of the region for writing, after the
@@ -519,7 +691,21 @@ impl MrTable {
         len: usize,
         need: Access,
     ) -> Result<&mut [u8], AccessError> {
-        self.bytes_mut(key, addr, len, need, Some(pd))
+        self.bytes_mut(key, addr, len, need, Some(pd), None)
+    }
+
+    /// [`MrTable::slice_mut`] of a remote access through QP `qp` (checked
+    /// as [`MrTable::check_remote`]).
+    #[inline]
+    pub fn slice_mut_remote(
+        &mut self,
+        qp: QpScope,
+        key: u32,
+        addr: u64,
+        len: usize,
+        need: Access,
+    ) -> Result<&mut [u8], AccessError> {
+        self.bytes_mut(key, addr, len, need, Some(qp.pd), Some(qp))
     }
 
     /// Copy `data` into the region at `addr` (checked against `pd` and
@@ -533,7 +719,23 @@ impl MrTable {
         data: &[u8],
         need: Access,
     ) -> Result<(), AccessError> {
-        self.bytes_mut(key, addr, data.len(), need, Some(pd))?
+        self.bytes_mut(key, addr, data.len(), need, Some(pd), None)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+
+    /// [`MrTable::write`] of a remote access through QP `qp` (checked as
+    /// [`MrTable::check_remote`]).
+    #[inline]
+    pub fn write_remote(
+        &mut self,
+        qp: QpScope,
+        key: u32,
+        addr: u64,
+        data: &[u8],
+        need: Access,
+    ) -> Result<(), AccessError> {
+        self.bytes_mut(key, addr, data.len(), need, Some(qp.pd), Some(qp))?
             .copy_from_slice(data);
         Ok(())
     }
@@ -542,14 +744,14 @@ impl MrTable {
     /// `[addr, addr + len)` of the region of L_Key `key`, in whatever PD it
     /// is (local read: always allowed).
     pub fn slice_any_pd(&self, key: u32, addr: u64, len: usize) -> Result<&[u8], AccessError> {
-        self.bytes(key, addr, len, Access::NONE, None)
+        self.bytes(key, addr, len, Access::NONE, None, None)
     }
 
     /// The application's own write into its region (`mr_write`): copy
     /// `data` at `addr` of the region of L_Key `key`, in whatever PD it
     /// is (no right needed).
     pub fn write_any_pd(&mut self, key: u32, addr: u64, data: &[u8]) -> Result<(), AccessError> {
-        self.bytes_mut(key, addr, data.len(), Access::NONE, None)?
+        self.bytes_mut(key, addr, data.len(), Access::NONE, None, None)?
             .copy_from_slice(data);
         Ok(())
     }
@@ -577,12 +779,43 @@ impl MrTable {
         compare: Option<u64>,
         swap_add: u64,
     ) -> Result<u64, AccessError> {
-        if !addr.is_multiple_of(8) {
-            // Checked after the key so an unknown key reports UnknownKey.
-            self.region(key, Access::REMOTE_ATOMIC, Some(pd))?;
+        self.atomic_in(pd, None, key, addr, compare, swap_add)
+    }
+
+    /// [`MrTable::atomic`] through QP `qp` (checked as
+    /// [`MrTable::check_remote`]: a region's or a window's R_Key; the
+    /// alignment is that of the address in the region).
+    pub fn atomic_remote(
+        &mut self,
+        qp: QpScope,
+        key: u32,
+        addr: u64,
+        compare: Option<u64>,
+        swap_add: u64,
+    ) -> Result<u64, AccessError> {
+        self.atomic_in(qp.pd, Some(qp), key, addr, compare, swap_add)
+    }
+
+    fn atomic_in(
+        &mut self,
+        pd: u32,
+        via: Option<QpScope>,
+        key: u32,
+        addr: u64,
+        compare: Option<u64>,
+        swap_add: u64,
+    ) -> Result<u64, AccessError> {
+        let need = Access::REMOTE_ATOMIC;
+        let target = self.find(key, need, Some(pd), via)?;
+        // Checked after the key so an unknown key reports UnknownKey.
+        if !self.effective(target, addr)?.is_multiple_of(8) {
             return Err(AccessError::Misaligned);
         }
-        let bytes = self.slice_mut(pd, key, addr, 8, Access::REMOTE_ATOMIC)?;
+        let (i, off) = self.resolve(target, addr, 8, need)?;
+        let bytes = self.slots[i]
+            .as_mut()
+            .and_then(|r| r.memory.as_mut_slice().get_mut(off..off + 8))
+            .ok_or(AccessError::OutOfBounds)?;
         let mut word = [0u8; 8];
         word.copy_from_slice(bytes);
         let orig = u64::from_le_bytes(word);
@@ -599,11 +832,224 @@ impl MrTable {
         bytes.copy_from_slice(&new.to_le_bytes());
         Ok(orig)
     }
+
+    /// The slot of the window `key` names (by its upper 24 bits).
+    fn window_slot(&self, key: u32) -> Option<usize> {
+        let w = *self.by_prefix.get(&(key >> 8))? as usize;
+        self.windows.get(w)?.as_ref().map(|_| w)
+    }
+
+    /// Allocate a memory window of `kind` in protection domain `pd`
+    /// (`ibv_alloc_mw`; rxe `rxe_alloc_mw`): a type 1 starts valid and
+    /// bound to nothing, a type 2 free. Returns its R_Key, whose upper 24
+    /// bits name it for life; None when the table is full.
+    pub fn alloc_window(&mut self, pd: u32, kind: MwType) -> Option<u32> {
+        if self.by_prefix.len() >= MAX_REGIONS {
+            return None;
+        }
+        // A key whose upper 24 bits no region key and no window has.
+        let rkey = loop {
+            let k = self.draw_key();
+            let prefix = k & !0xFF;
+            if !(0..=0xFF).any(|b| self.by_key.contains_key(&(prefix | b))) {
+                break k;
+            }
+        };
+        let window = Window {
+            kind,
+            pd,
+            rkey,
+            binding: None,
+        };
+        let slot = match self.free_windows.pop() {
+            Some(i) => {
+                self.windows[i as usize] = Some(window);
+                i
+            }
+            None => {
+                self.windows.push(Some(window));
+                (self.windows.len() - 1) as u32
+            }
+        };
+        self.by_prefix.insert(rkey >> 8, slot);
+        Some(rkey)
+    }
+
+    /// Free the window that `key` names (any key byte: the upper 24 bits
+    /// name it) (`ibv_dealloc_mw`; rxe `rxe_mw_cleanup`): its binding goes
+    /// with it, and its keys are unknown from then on.
+    pub fn dealloc_window(&mut self, key: u32) -> Result<(), MwError> {
+        let w = self.window_slot(key).ok_or(MwError::UnknownKey)?;
+        self.unbind(w);
+        self.windows[w] = None;
+        self.by_prefix.remove(&(key >> 8));
+        self.free_windows.push(w as u32);
+        Ok(())
+    }
+
+    /// The window's current R_Key and its type, for the window that `key`
+    /// names (any key byte).
+    pub fn window(&self, key: u32) -> Option<(u32, MwType)> {
+        let w = self.windows[self.window_slot(key)?]?;
+        Some((w.rkey, w.kind))
+    }
+
+    /// Regions' windows bound: how many windows are bound to the region
+    /// of L_Key `lkey` (it cannot be deregistered while any is).
+    pub fn bound_windows(&self, lkey: u32) -> u32 {
+        self.lookup(lkey, Access::NONE, None)
+            .and_then(|i| self.slots[i].as_ref())
+            .map_or(0, |r| r.windows)
+    }
+
+    /// Drop window `w`'s binding, if any.
+    fn unbind(&mut self, w: usize) {
+        let Some(b) = self.windows[w].as_mut().and_then(|w| w.binding.take()) else {
+            return;
+        };
+        if let Some(r) = self
+            .slots
+            .get_mut(b.region as usize)
+            .and_then(Option::as_mut)
+            .filter(|r| r.keys.lkey == b.lkey)
+        {
+            r.windows = r.windows.saturating_sub(1);
+        }
+    }
+
+    /// Bind a window through QP `qp` (a BIND_MW work request reaching the
+    /// requester; rxe `rxe_bind_mw`, `rxe_check_bind_mw`,
+    /// `rxe_do_bind_mw`). The checks, in rxe's order:
+    /// - the window's current key is `bind.mw_rkey`;
+    /// - a type 1 is valid (always, until freed) and not zero-based
+    ///   (o10-36.2.2); a type 2 is free (o10-37.2.30), of the QP's PD
+    ///   (C10-72), and the bind has a length (o10-37.2.40);
+    /// - with a length: the region of `bind.lkey` exists, is of the
+    ///   window's PD, has `MW_BIND` (C10-73), has `LOCAL_WRITE` if the
+    ///   window allows remote writes or atomics (C10-74), and holds the
+    ///   whole range (C10-75; a zero-based range counts from the
+    ///   region's start).
+    ///
+    /// Then the window takes the key byte of `bind.rkey`, the range and
+    /// rights, and, a type 2, the QP; a type 1 bound with zero length is
+    /// bound to nothing. Returns the window's new R_Key.
+    pub fn bind_window(&mut self, qp: QpScope, bind: &MwBind) -> Result<u32, MwError> {
+        let w = self.window_slot(bind.mw_rkey).ok_or(MwError::UnknownKey)?;
+        let win = self.windows[w].ok_or(MwError::UnknownKey)?;
+        if win.rkey != bind.mw_rkey {
+            return Err(MwError::UnknownKey);
+        }
+        match win.kind {
+            MwType::One if bind.zero_based => return Err(MwError::Rights),
+            MwType::One => {}
+            MwType::Two if win.binding.is_some() => return Err(MwError::State),
+            MwType::Two if qp.pd != win.pd => return Err(MwError::Owner),
+            MwType::Two if bind.len == 0 => return Err(MwError::Range),
+            MwType::Two => {}
+        }
+        let binding = if bind.len == 0 {
+            None
+        } else {
+            let i = self
+                .lookup(bind.lkey, Access::NONE, None)
+                .ok_or(MwError::UnknownKey)?;
+            let r = self.slots[i].as_ref().ok_or(MwError::UnknownKey)?;
+            if r.pd != win.pd {
+                return Err(MwError::Owner);
+            }
+            if !r.access.contains(Access::MW_BIND) {
+                return Err(MwError::Rights);
+            }
+            let writes = Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
+            if bind.access.bits() & writes.bits() != 0 && !r.access.contains(Access::LOCAL_WRITE) {
+                return Err(MwError::Rights);
+            }
+            let fits = if bind.zero_based {
+                bind.len <= r.len && bind.addr.checked_add(bind.len).is_some()
+            } else {
+                bind.addr >= r.iova
+                    && bind
+                        .addr
+                        .checked_add(bind.len)
+                        .is_some_and(|end| end <= r.iova + r.len)
+            };
+            if !fits {
+                return Err(MwError::Range);
+            }
+            Some(Binding {
+                region: i as u32,
+                lkey: bind.lkey,
+                addr: bind.addr,
+                len: bind.len,
+                access: Access(bind.access.bits() & REMOTE.0),
+                zero_based: bind.zero_based,
+                qpn: (win.kind == MwType::Two).then_some(qp.qpn),
+            })
+        };
+        self.unbind(w);
+        if let Some(b) = binding {
+            if let Some(r) = self.slots[b.region as usize].as_mut() {
+                r.windows += 1;
+            }
+        }
+        let rkey = (win.rkey & !0xFF) | (bind.rkey & 0xFF);
+        let slot = self.windows[w].as_mut().ok_or(MwError::UnknownKey)?;
+        slot.rkey = rkey;
+        slot.binding = binding;
+        Ok(rkey)
+    }
+
+    /// Invalidate the type 2 window of R_Key `rkey` through QP `qp`: a
+    /// LOCAL_INV on the QP (`remote` false) or a SEND with invalidate
+    /// received on it (rxe `rxe_invalidate_mw`,
+    /// `rxe_check_invalidate_mw`). Refused for a key no window has now
+    /// (exactly: the key byte counts), a type 1 (o10-37.2.26), a window
+    /// already free, a window of another PD than the QP's, and, from a
+    /// peer, a window bound through another QP. The window is free from
+    /// then on; its key stays its own until the next bind.
+    pub fn invalidate_window(
+        &mut self,
+        qp: QpScope,
+        rkey: u32,
+        remote: bool,
+    ) -> Result<(), MwError> {
+        let w = self.window_slot(rkey).ok_or(MwError::UnknownKey)?;
+        let win = self.windows[w].ok_or(MwError::UnknownKey)?;
+        if win.rkey != rkey {
+            return Err(MwError::UnknownKey);
+        }
+        if win.kind == MwType::One {
+            return Err(MwError::State);
+        }
+        let Some(b) = win.binding else {
+            return Err(MwError::State);
+        };
+        if win.pd != qp.pd || (remote && b.qpn != Some(qp.qpn)) {
+            return Err(MwError::Owner);
+        }
+        self.unbind(w);
+        Ok(())
+    }
+
+    /// Free every type 2 window bound through QP `qpn` (the QP is
+    /// destroyed: rxe holds the QP while a window is bound to it; here
+    /// the QP's number may come back, and must not find them bound).
+    pub fn release_windows_of(&mut self, qpn: u32) {
+        for w in 0..self.windows.len() {
+            let bound_here = self.windows[w]
+                .and_then(|w| w.binding)
+                .is_some_and(|b| b.qpn == Some(qpn));
+            if bound_here {
+                self.unbind(w);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rc::{MwBind, MwError, MwType};
 
     #[test]
     fn keys_chosen_by_one_table_register_in_another() {
@@ -912,6 +1358,84 @@ mod tests {
             t.atomic(0, k.rkey, 0x110, None, 0),
             Err(AccessError::OutOfBounds)
         );
+    }
+
+    #[test]
+    fn a_windows_upper_key_bits_are_its_own_and_no_region_key_has_them() {
+        let mut t = MrTable::with_seed([5, 6]);
+        let mut prefixes = std::collections::HashSet::new();
+        for i in 0..2000 {
+            if i % 3 == 0 {
+                let w = t.alloc_window(0, MwType::Two).unwrap();
+                assert!(prefixes.insert(w >> 8), "a window's prefix is unique");
+            } else {
+                let k = t.register(Box::new(vec![0u8; 8]), 0, Access::ALL).unwrap();
+                assert!(!prefixes.contains(&(k.lkey >> 8)));
+                assert!(!prefixes.contains(&(k.rkey >> 8)));
+            }
+        }
+        // Region keys registered elsewhere under a window's prefix are
+        // refused.
+        let p = *prefixes.iter().next().unwrap();
+        let keys = MrKeys {
+            lkey: (p << 8) | 1,
+            rkey: 0x1234_5678,
+        };
+        assert!(t
+            .register_at(Box::new(vec![0u8; 8]), 0, Access::ALL, keys)
+            .is_none());
+    }
+
+    #[test]
+    fn a_type_2_window_answers_only_the_qp_it_was_bound_through() {
+        let mut t = MrTable::new();
+        let k = t
+            .register_in(
+                2,
+                Box::new(vec![0u8; 64]),
+                0x1000,
+                Access::LOCAL_WRITE | Access::MW_BIND,
+            )
+            .unwrap();
+        let mw = t.alloc_window(2, MwType::Two).unwrap();
+        let qp = QpScope { pd: 2, qpn: 0x11 };
+        let other = QpScope { pd: 2, qpn: 0x12 };
+        let bind = MwBind {
+            mw_rkey: mw,
+            rkey: mw + 1,
+            lkey: k.lkey,
+            addr: 0x1010,
+            len: 16,
+            access: Access::REMOTE_WRITE,
+            zero_based: false,
+        };
+        let key = t.bind_window(qp, &bind).unwrap();
+        assert_eq!(key, (mw & !0xFF) | ((mw + 1) & 0xFF));
+        assert_eq!(
+            t.check_remote(qp, key, 0x1010, 16, Access::REMOTE_WRITE),
+            Ok(0x10)
+        );
+        assert_eq!(
+            t.check_remote(other, key, 0x1010, 16, Access::REMOTE_WRITE),
+            Err(AccessError::UnknownKey)
+        );
+        // Not through the region-only accessors, nor as a local key.
+        assert!(t.check(2, key, 0x1010, 8, Access::REMOTE_WRITE).is_err());
+        assert!(t.check_any_pd(key, 0x1010, 8, Access::NONE).is_err());
+        assert_eq!(
+            t.invalidate_window(other, key, true),
+            Err(MwError::Owner),
+            "from a peer, only through its QP"
+        );
+        assert_eq!(t.bound_windows(k.lkey), 1);
+        assert!(t.deregister(k.lkey).is_none(), "bound: the region stays");
+        assert_eq!(t.invalidate_window(qp, key, true), Ok(()));
+        assert_eq!(t.invalidate_window(qp, key, true), Err(MwError::State));
+        assert_eq!(
+            t.check_remote(qp, key, 0x1010, 16, Access::REMOTE_WRITE),
+            Err(AccessError::UnknownKey)
+        );
+        assert!(t.deregister(k.lkey).is_some());
     }
 
     /// A memory whose `len` promises more than its slices hold.

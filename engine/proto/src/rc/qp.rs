@@ -11,7 +11,7 @@ use super::counters::{Counters, QpCounters};
 use super::cq::{CompletionSink, Cq};
 use super::error::VerbsError;
 use super::frame::{class, FrameTemplate};
-use super::mr::{Access, MrTable};
+use super::mr::{Access, MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{Requester, TxOutcome, MAX_MESSAGE_LEN};
 use super::responder::Responder;
@@ -295,6 +295,7 @@ impl Qp {
                     opcode: WcOpcode::of_send(wr.opcode),
                     byte_len: 0,
                     imm: None,
+                    invalidated_rkey: None,
                 };
                 if let Some(cq) = cqs.get_mut(self.init.send_cq as usize) {
                     if !cq.push(wc) {
@@ -359,6 +360,7 @@ impl Qp {
                     opcode: WcOpcode::Recv,
                     byte_len: 0,
                     imm: None,
+                    invalidated_rkey: None,
                 };
                 if let Some(cq) = cqs.get_mut(self.init.recv_cq as usize) {
                     if !cq.push(wc) {
@@ -497,12 +499,31 @@ impl Qp {
         &mut self,
         now: Instant,
         inflight: InflightRoom,
-        mrs: &MrTable,
+        mrs: &mut MrTable,
         cqs: &mut [Cq],
         buf: &mut [u8],
     ) -> Option<usize> {
         let state = self.attr.state;
         self.req.held_by_inflight_limit = false;
+        if state == QpState::Rts && self.req.has_work(&self.attr) {
+            // The local operations the cursor has reached run first: they
+            // take no packet, and may be all there is to do.
+            let qp = QpScope {
+                pd: self.pd,
+                qpn: self.qpn,
+            };
+            let failed = {
+                let mut s = self.send_sink(cqs);
+                self.req
+                    .run_local_ops(mrs, qp, &mut s, &mut self.counters)
+                    .err()
+            };
+            if let Some(status) = failed {
+                let mut s = self.send_sink(cqs);
+                self.req.fail_front(status, &mut s, &mut self.counters);
+                self.enter_error(cqs);
+            }
+        }
         // Borrowed, not copied: the template is ~200 bytes.
         let tpl = self.tpl.as_ref()?;
         if !matches!(state, QpState::Rtr | QpState::Rts | QpState::Error) {
@@ -543,6 +564,7 @@ impl Qp {
             tpl,
             mrs,
             pd: self.pd,
+            qpn: self.qpn,
             cc: &mut self.cc,
             counters: &mut self.counters,
             inflight,
@@ -570,13 +592,9 @@ impl Qp {
                         return Some(n);
                     }
                     TxOutcome::Idle => {}
-                    TxOutcome::Fatal => {
+                    TxOutcome::Fatal(status) => {
                         let mut s = self.send_sink(cqs);
-                        self.req.fail_front(
-                            WcStatus::LocalProtectionError,
-                            &mut s,
-                            &mut self.counters,
-                        );
+                        self.req.fail_front(status, &mut s, &mut self.counters);
                         self.enter_error(cqs);
                         return self.poll_transmit(now, inflight, mrs, cqs, buf);
                     }

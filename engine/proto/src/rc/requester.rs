@@ -36,9 +36,12 @@ use std::collections::VecDeque;
 
 use super::attr::QpAttr;
 use super::context::{InflightRoom, TxContext};
+use super::counters::QpCounters;
+use super::cq::CompletionSink;
+use super::mr::{MrTable, QpScope};
 use super::psn::Psn;
 use super::timer::{Timer, TimerTable};
-use super::wqe::{SendOp, SendWr};
+use super::wqe::{SendOp, SendWr, WcStatus};
 use crate::time::Instant;
 use crate::wire::{emit_frame, emit_templated, AtomicEthRepr, Opcode, RethRepr};
 
@@ -63,12 +66,20 @@ pub(crate) struct SendWqe {
     pub npkts: u32,
     /// READ: response packets received and placed, in order.
     pub resp_pkts: u32,
-    /// Its local buffer could not be read when a packet of it was built
-    /// (the L_Key unknown or of another PD, the range or rights gone):
-    /// nothing more of it or after it is sent, and it completes with a
-    /// local protection error once every request before it has completed
-    /// (rxe: `wqe_state_error`, completed in order by the completer).
-    pub local_error: bool,
+    /// It failed at the requester, with this status: its local buffer
+    /// could not be read when a packet of it was built (the L_Key unknown
+    /// or of another PD, the range or rights gone: a local protection
+    /// error), or, a local operation, it was refused (a bind: MW bind
+    /// error; a LOCAL_INV: local QP operation error). Nothing more of it
+    /// or after it is sent, and it completes with that status once every
+    /// request before it has completed (rxe: `wqe_state_error`, completed
+    /// in order by the completer).
+    pub error: Option<WcStatus>,
+    /// A local operation (BIND_MW, LOCAL_INV) that the requester has
+    /// executed: it completes once every request before it has (rxe:
+    /// `wqe_state_done`), and is never executed again, a go-back-N rewind
+    /// notwithstanding.
+    pub executed: bool,
 }
 
 impl SendWqe {
@@ -92,7 +103,7 @@ pub fn packets_for(len: u32, mtu: u32) -> u32 {
 }
 
 /// The local buffer of the request at the cursor cannot be read (see
-/// [`Requester::local_buffer_failed`]).
+/// [`Requester::failed_at_cursor`]).
 struct LocalBufferFailed;
 
 /// What the requester did in one `poll_transmit`.
@@ -102,9 +113,10 @@ pub(crate) enum TxOutcome {
     Sent(usize),
     /// Nothing to send now.
     Idle,
-    /// The oldest request's local buffer cannot be read: it fails with a
-    /// local protection error and the QP goes to error.
-    Fatal,
+    /// The oldest request failed at the requester (its local buffer
+    /// cannot be read, or a local operation was refused): it completes
+    /// with this status and the QP goes to error.
+    Fatal(WcStatus),
 }
 
 /// Requester and completer state of one QP (the send queue and its cursor).
@@ -215,6 +227,9 @@ impl Requester {
         }
         let npkts = if wr.opcode.is_atomic() {
             1
+        } else if wr.opcode.is_local() {
+            // A local operation takes no PSN (rxe: no packet).
+            0
         } else {
             packets_for(wr.local.length, mtu)
         };
@@ -225,21 +240,26 @@ impl Requester {
             first_psn,
             npkts,
             resp_pkts: 0,
-            local_error: false,
+            error: None,
+            executed: false,
         });
         true
     }
 
     /// Whether there is a request packet to send (ignoring rate limits),
-    /// or a request whose local buffer failed has become the oldest
-    /// ([`Self::poll_transmit`] then fails it).
+    /// a local operation to execute, or a request that failed at the
+    /// requester has become the oldest ([`Self::poll_transmit`] then fails
+    /// it).
     pub(crate) fn has_work(&self, attr: &QpAttr) -> bool {
         if self.timers.is_armed(Timer::Rnr) || self.cur >= self.wqes.len() {
             return false;
         }
         let wqe = &self.wqes[self.cur];
-        if wqe.local_error {
+        if wqe.error.is_some() {
             return self.cur == 0;
+        }
+        if wqe.wr.opcode.is_local() {
+            return true;
         }
         if self.send_psn.diff(self.acked_psn) >= MAX_OUTSTANDING_PSNS as i32 {
             return false;
@@ -249,15 +269,18 @@ impl Requester {
 
     /// Whether the last packet of the current message (`wqes[cur]`) asks
     /// for an ACK: always when no request is queued behind it (or only one
-    /// that failed its local buffer); otherwise
+    /// that failed at the requester, or a local operation, which completes
+    /// only after this message has); otherwise
     /// every [`ACK_REQ_STREAM`] packets, or once a sixteenth of the ACK
     /// timeout has passed since the last AckReq (a paced, slow stream must
     /// not run into its own retransmit timer).
     #[inline]
     fn last_packet_wants_ack(&self, now: Instant, attr: &QpAttr) -> bool {
-        // A request behind that failed its local buffer is not sent: the
-        // queue ends here.
-        self.wqes.get(self.cur + 1).is_none_or(|n| n.local_error)
+        // A request behind that failed is not sent, and a local operation
+        // waits for this message's ACK to complete: the queue ends here.
+        self.wqes
+            .get(self.cur + 1)
+            .is_none_or(|n| n.error.is_some() || n.wr.opcode.is_local())
             || self.since_ack_req + 1 >= ACK_REQ_STREAM
             || attr
                 .ack_timeout()
@@ -289,11 +312,12 @@ impl Requester {
         self.cur_pkt > 0 || self.wqes.get(self.cur).is_none_or(|w| room.admits(w.npkts))
     }
 
-    /// The local buffer of the request at the cursor cannot be read. The
+    /// The request at the cursor failed with `status`: its local buffer
+    /// cannot be read, or it is a local operation that was refused. The
     /// oldest request fails now ([`TxOutcome::Fatal`]). A later one is
     /// marked and waits, nothing after it sent, until the requests before
-    /// it complete (or fail), so that only it fails with a local
-    /// protection error and the ones before it keep their own outcome.
+    /// it complete (or fail), so that only it fails with that status and
+    /// the ones before it keep their own outcome.
     /// Their completion needs an ACK, and the last packet sent may not
     /// have asked for one (a stream asks every [`ACK_REQ_STREAM`]
     /// packets) with nothing after it to ask: when the request before is
@@ -302,12 +326,12 @@ impl Requester {
     /// ([`Self::last_packet_wants_ack`]); a READ or atomic gets its
     /// response anyway.
     #[cold]
-    fn local_buffer_failed(&mut self) -> Option<TxOutcome> {
+    fn failed_at_cursor(&mut self, status: WcStatus) -> Option<TxOutcome> {
         if self.cur == 0 {
-            return Some(TxOutcome::Fatal);
+            return Some(TxOutcome::Fatal(status));
         }
         if let Some(w) = self.wqes.get_mut(self.cur) {
-            w.local_error = true;
+            w.error = Some(status);
         }
         let prev = self.wqes[self.cur - 1];
         if self.since_ack_req == 0 || prev.wr.opcode.is_read_or_atomic() {
@@ -327,7 +351,7 @@ impl Requester {
             match self.emit_next(cx, buf) {
                 Ok(outcome) => return outcome,
                 Err(LocalBufferFailed) => {
-                    if let Some(outcome) = self.local_buffer_failed() {
+                    if let Some(outcome) = self.failed_at_cursor(WcStatus::LocalProtectionError) {
                         return outcome;
                     }
                 }
@@ -349,9 +373,9 @@ impl Requester {
         }
         let mtu = attr.path_mtu.bytes();
         let wqe = self.wqes[self.cur];
-        if wqe.local_error {
+        if let Some(status) = wqe.error {
             // has_work: it is the oldest request; the QP fails it.
-            return Ok(TxOutcome::Fatal);
+            return Ok(TxOutcome::Fatal(status));
         }
         let wr = &wqe.wr;
         let k = self.cur_pkt;
@@ -376,14 +400,26 @@ impl Requester {
 
         // Per packet: the BTH and extension headers; the fixed headers come
         // from the QP's pre-emitted template (`wire::emit_templated`).
-        let (bth, reth, immdt, atomic, local_off, len) = match wr.opcode {
-            SendOp::Send | SendOp::SendWithImm | SendOp::Write | SendOp::WriteWithImm => {
+        let (bth, reth, immdt, atomic, ieth, local_off, len) = match wr.opcode {
+            SendOp::Send
+            | SendOp::SendWithImm
+            | SendOp::SendWithInv
+            | SendOp::Write
+            | SendOp::WriteWithImm => {
                 let off = k * mtu;
                 let len = (wr.local.length - off).min(mtu);
-                let is_send = matches!(wr.opcode, SendOp::Send | SendOp::SendWithImm);
+                let is_send = matches!(
+                    wr.opcode,
+                    SendOp::Send | SendOp::SendWithImm | SendOp::SendWithInv
+                );
                 let imm = matches!(wr.opcode, SendOp::SendWithImm | SendOp::WriteWithImm);
+                // SEND with invalidate: its LAST/ONLY packet carries the
+                // R_Key in an IETH (IBTA 9.4.1.1.2; rxe next_opcode_rc).
+                let inv = wr.opcode == SendOp::SendWithInv;
                 let only = wqe.npkts == 1;
                 let opcode = match (is_send, only, k == 0, last, imm) {
+                    (true, true, _, _, _) if inv => Opcode::SendOnlyInv,
+                    (true, false, false, true, _) if inv => Opcode::SendLastInv,
                     (true, true, _, _, false) => Opcode::SendOnly,
                     (true, true, _, _, true) => Opcode::SendOnlyImm,
                     (true, false, true, _, _) => Opcode::SendFirst,
@@ -413,7 +449,16 @@ impl Requester {
                     dma_len: wr.local.length,
                 });
                 let immdt = (imm && last).then_some(wr.imm);
-                (tpl.bth(opcode, psn, ack_req), reth, immdt, None, off, len)
+                let ieth = (inv && last).then_some(wr.imm);
+                (
+                    tpl.bth(opcode, psn, ack_req),
+                    reth,
+                    immdt,
+                    None,
+                    ieth,
+                    off,
+                    len,
+                )
             }
             SendOp::Read => {
                 // Resuming mid-READ: ask for the bytes not yet received, from
@@ -425,7 +470,7 @@ impl Requester {
                     dma_len: wr.local.length - off,
                 };
                 let bth = tpl.bth(Opcode::ReadRequest, psn, true);
-                (bth, Some(reth), None, None, 0, 0)
+                (bth, Some(reth), None, None, None, 0, 0)
             }
             SendOp::CompareSwap | SendOp::FetchAdd => {
                 let opcode = if wr.opcode == SendOp::CompareSwap {
@@ -444,8 +489,18 @@ impl Requester {
                     swap_add,
                     compare,
                 };
-                (tpl.bth(opcode, psn, true), None, None, Some(atomic), 0, 0)
+                (
+                    tpl.bth(opcode, psn, true),
+                    None,
+                    None,
+                    Some(atomic),
+                    None,
+                    0,
+                    0,
+                )
             }
+            // Executed before packets are built (`Self::run_local_ops`).
+            SendOp::BindMw | SendOp::LocalInv => return Ok(TxOutcome::Idle),
         };
 
         let flen = tpl.wire.frame_len(bth.opcode, len as usize);
@@ -473,11 +528,15 @@ impl Requester {
                 Err(_) => return Err(LocalBufferFailed),
             }
         };
-        let emitted = match atomic {
-            None => emit_templated(&tpl.wire, &bth, reth.as_ref(), immdt, None, payload, buf),
-            Some(a) => {
+        let emitted = match (atomic, ieth) {
+            (None, None) => {
+                emit_templated(&tpl.wire, &bth, reth.as_ref(), immdt, None, payload, buf)
+            }
+            // The AtomicETH and the IETH are not in the templated path.
+            _ => {
                 let mut h = tpl.headers(bth.opcode, psn, bth.ack_req);
-                h.atomic_eth = Some(a);
+                h.atomic_eth = atomic;
+                h.ieth = ieth;
                 emit_frame(&h, payload, buf)
             }
         };
@@ -523,5 +582,53 @@ impl Requester {
             }
         }
         Ok(TxOutcome::Sent(written))
+    }
+
+    /// Execute the local operations (BIND_MW, LOCAL_INV) the cursor has
+    /// reached, in order, and move past them (rxe `rxe_do_local_ops`,
+    /// reached in send-queue order by `rxe_requester`): a bind through
+    /// [`MrTable::bind_window`], a LOCAL_INV through
+    /// [`MrTable::invalidate_window`], both as the QP `qp`. One that is
+    /// executed completes once every request before it has ([`Self::
+    /// complete_executed_front`]); one that is refused fails as a request
+    /// whose buffer failed does (MW bind error, local QP operation error;
+    /// [`Self::failed_at_cursor`]). `Err(status)`: the oldest request
+    /// failed, the QP must fail it and go to error.
+    pub(crate) fn run_local_ops(
+        &mut self,
+        mrs: &mut MrTable,
+        qp: QpScope,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut QpCounters,
+    ) -> Result<(), WcStatus> {
+        if self.timers.is_armed(Timer::Rnr) {
+            return Ok(());
+        }
+        while let Some(w) = self.wqes.get(self.cur) {
+            if !w.wr.opcode.is_local() || w.error.is_some() || self.cur_pkt != 0 {
+                break;
+            }
+            if !w.executed {
+                let done = match w.wr.opcode {
+                    SendOp::BindMw => mrs
+                        .bind_window(qp, &w.wr.mw_bind())
+                        .map(drop)
+                        .map_err(|_| WcStatus::MwBindError),
+                    _ => mrs
+                        .invalidate_window(qp, w.wr.imm, false)
+                        .map_err(|_| WcStatus::LocalQpOperationError),
+                };
+                if let Err(status) = done {
+                    match self.failed_at_cursor(status) {
+                        Some(TxOutcome::Fatal(s)) => return Err(s),
+                        _ => break,
+                    }
+                }
+                self.wqes[self.cur].executed = true;
+            }
+            self.cur += 1;
+        }
+        self.complete_executed_front(sink, counters);
+        Ok(())
     }
 }

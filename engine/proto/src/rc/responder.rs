@@ -21,6 +21,15 @@
 //!   missing rights -> NAK remote access error and the QP goes to error;
 //!   nothing is written outside a registered region (every access goes
 //!   through `MrTable`, with the QP's PD);
+//! - an R_Key may be a memory window's (rxe `rxe_lookup_mw`): of the QP's
+//!   PD, bound, with the right, a type 2 bound through this QP, the
+//!   access inside the window's range; a closed window is NAK remote
+//!   access error;
+//! - SEND with invalidate (IETH): after its bytes land, the type 2 window
+//!   it names is invalidated and the receive's completion carries the key;
+//!   a key that is no bound type 2 window of this QP completes the receive
+//!   with a remote invalid request error, NAK invalid request, the QP goes
+//!   to error (rxe RESPST_ERR_INVALIDATE_RKEY);
 //! - a receive buffer that cannot be written (its L_Key unknown or of
 //!   another PD by the time a SEND lands, or a range the region no longer
 //!   holds) -> the receive completes with a local protection error, NAK
@@ -51,7 +60,7 @@ use super::completer::Fatal;
 use super::context::{RxContext, TxContext};
 use super::counters::QpCounters;
 use super::cq::CompletionSink;
-use super::mr::{Access, AccessError, MrTable};
+use super::mr::{Access, AccessError, MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{packets_for, MAX_MESSAGE_LEN};
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
@@ -159,8 +168,8 @@ enum RespError {
     /// A MIDDLE/LAST outside its message or a FIRST/ONLY inside one (rxe
     /// RESPST_ERR_MISSING_OPCODE_FIRST / _LAST_C).
     OpSequence,
-    /// A request opcode this responder does not execute (SEND with
-    /// invalidate; rxe RESPST_ERR_UNSUPPORTED_OPCODE).
+    /// A request opcode this responder does not execute (rxe
+    /// RESPST_ERR_UNSUPPORTED_OPCODE).
     Unsupported,
     /// A WRITE, READ or atomic the QP's access flags do not enable (rxe
     /// check_op_valid).
@@ -182,16 +191,22 @@ enum RespError {
     /// The receive buffer refused the bytes: its L_Key unknown or of
     /// another PD, or its range gone (rxe RESPST_ERR_MALFORMED_WQE).
     MalformedWqe { wr: RecvWr },
+    /// A SEND with invalidate named an R_Key that is not a type 2 memory
+    /// window bound through this QP (rxe RESPST_ERR_INVALIDATE_RKEY);
+    /// `byte_len` is the message's length.
+    InvalidateRkey { wr: RecvWr, byte_len: u32 },
 }
 
 /// A request packet as [`Responder::check_op_seq`] decodes it.
 #[derive(Debug, Clone, Copy)]
 enum Request {
-    /// SEND FIRST/MIDDLE/LAST/ONLY; immediate data on LAST/ONLY.
+    /// SEND FIRST/MIDDLE/LAST/ONLY; immediate data, or the R_Key to
+    /// invalidate (IETH), on LAST/ONLY.
     Send {
         first: bool,
         last: bool,
         imm: Option<u32>,
+        inv: Option<u32>,
     },
     /// RDMA WRITE FIRST/MIDDLE/LAST/ONLY; FIRST and ONLY carry the RETH.
     Write {
@@ -224,8 +239,8 @@ enum Placement<'m> {
     /// First packet: into the bytes the R_Key check yielded.
     Checked(&'m mut [u8]),
     /// Later packets: through the region table, which checks key (in the
-    /// QP's PD), range and rights again.
-    Region(&'m mut MrTable, u32),
+    /// QP's PD, a window's through its QP), range and rights again.
+    Region(&'m mut MrTable, QpScope),
 }
 
 /// Responder state of one QP.
@@ -413,22 +428,24 @@ impl Responder {
         check_op_valid(&req, cx.attr.access)?;
         check_length(&req, payload.len(), mtu)?;
         self.check_resource(&req, cx.attr)?;
+        self.check_reads_sent(&req)?;
         let qpn = cx.sink.qpn;
+        let qp = QpScope { pd: cx.pd, qpn };
         let completed = match req {
-            Request::Send { last, imm, .. } => {
-                self.execute_send(last, imm, payload, cx.mrs, cx.pd, qpn)?
+            Request::Send { last, imm, inv, .. } => {
+                self.execute_send(last, imm, inv, payload, cx.mrs, qp)?
             }
             Request::Write { reth, last, imm } => {
-                let target = self.check_rkey_write(reth, payload.len(), cx.mrs, cx.pd)?;
+                let target = self.check_rkey_write(reth, payload.len(), cx.mrs, qp)?;
                 self.execute_write(target, last, imm, payload, qpn)?
             }
             Request::Read(reth) => {
-                check_rkey_read(&reth, cx.mrs, cx.pd)?;
+                check_rkey_read(&reth, cx.mrs, qp)?;
                 self.execute_read(psn, &reth, mtu);
                 return Ok(());
             }
             Request::Atomic { eth, compare } => {
-                return self.execute_atomic(psn, &eth, compare, cx.mrs, cx.pd)
+                return self.execute_atomic(psn, &eth, compare, cx.mrs, qp)
             }
         };
         // SEND and WRITE: complete the receive the message consumed (rxe
@@ -476,8 +493,9 @@ impl Responder {
     /// Check opcode sequence and validity (rxe check_op_seq,
     /// check_op_valid; `docs/wire-format.md`, "RC opcodes"): a FIRST opens
     /// a message that only MIDDLE/LAST packets of the same kind may
-    /// continue; ONLY, READ and the atomics stand alone. SEND with
-    /// invalidate is not supported. Decodes the packet into a [`Request`].
+    /// continue; ONLY, READ and the atomics stand alone. SEND
+    /// LAST/ONLY with invalidate end a SEND as SEND LAST/ONLY do, and carry
+    /// the R_Key to invalidate. Decodes the packet into a [`Request`].
     #[inline(always)]
     fn check_op_seq(&self, frame: &RoceFrameView<'_>) -> Result<Request, RespError> {
         let op = frame.opcode();
@@ -488,14 +506,22 @@ impl Responder {
                 first: op == Opcode::SendFirst,
                 last: false,
                 imm: None,
+                inv: None,
             },
             Opcode::SendLast | Opcode::SendLastImm | Opcode::SendOnly | Opcode::SendOnlyImm => {
                 Request::Send {
                     first: matches!(op, Opcode::SendOnly | Opcode::SendOnlyImm),
                     last: true,
                     imm: frame.immdt(),
+                    inv: None,
                 }
             }
+            Opcode::SendLastInv | Opcode::SendOnlyInv => Request::Send {
+                first: op == Opcode::SendOnlyInv,
+                last: true,
+                imm: None,
+                inv: Some(frame.ieth().ok_or(RespError::Malformed)?),
+            },
             Opcode::WriteFirst => Request::Write {
                 reth: Some(frame.reth().ok_or(RespError::Malformed)?),
                 last: false,
@@ -558,6 +584,24 @@ impl Responder {
         }
     }
 
+    /// A SEND with invalidate waits until the READ responses queued before
+    /// it have left: they are read from memory as they leave, and an
+    /// invalidation must not overtake the READs it follows (rxe sends a
+    /// READ's whole response before it takes the next request). Until
+    /// then it is dropped unexecuted, as a request that finds no room, and
+    /// the requester sends it again.
+    #[inline(always)]
+    fn check_reads_sent(&self, req: &Request) -> Result<(), RespError> {
+        match req {
+            Request::Send { inv: Some(_), .. }
+                if self.out.iter().any(|a| matches!(a, Answer::Read { .. })) =>
+            {
+                Err(RespError::Busy)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Whether fewer than `max_dest_rd_atomic` READ responses and atomic
     /// ACKs wait to be sent: the responder resources a new READ, or a
     /// duplicate READ or atomic answered again, needs one of.
@@ -572,7 +616,8 @@ impl Responder {
 
     /// Check R_Key, range and rights of a WRITE packet (rxe check_rkey;
     /// `docs/reliable-connection.md`, "Responder"). The first packet's
-    /// R_Key (of a region of the QP's PD `pd`: rxe lookup_mr), the RETH's
+    /// R_Key (of a region of the QP's PD: rxe lookup_mr; or of a memory
+    /// window that admits the QP `qp`: rxe lookup_mw), the RETH's
     /// whole range and REMOTE_WRITE are checked in one lookup that also
     /// yields where the bytes go; a zero-length WRITE validates no R_Key
     /// (IBTA C9-88, rxe the same). Every packet must stay inside the
@@ -583,7 +628,7 @@ impl Responder {
         reth: Option<RethRepr>,
         len: usize,
         mrs: &'m mut MrTable,
-        pd: u32,
+        qp: QpScope,
     ) -> Result<WriteTarget<'m>, RespError> {
         let (va, rkey, total, offset, place) = match (reth, self.in_progress) {
             (
@@ -594,14 +639,14 @@ impl Responder {
                     total,
                     offset,
                 },
-            ) => (va, rkey, total, offset, Placement::Region(mrs, pd)),
+            ) => (va, rkey, total, offset, Placement::Region(mrs, qp)),
             (Some(reth), _) if reth.dma_len == 0 => {
-                (reth.va, reth.rkey, 0, 0, Placement::Region(mrs, pd))
+                (reth.va, reth.rkey, 0, 0, Placement::Region(mrs, qp))
             }
             (Some(reth), _) => {
                 let dst = mrs
-                    .slice_mut(
-                        pd,
+                    .slice_mut_remote(
+                        qp,
                         reth.rkey,
                         reth.va,
                         reth.dma_len as usize,
@@ -638,11 +683,12 @@ impl Responder {
         &mut self,
         last: bool,
         imm: Option<u32>,
+        inv: Option<u32>,
         payload: &[u8],
         mrs: &mut MrTable,
-        pd: u32,
-        qpn: u32,
+        qp: QpScope,
     ) -> Result<Option<WorkCompletion>, RespError> {
+        let (pd, qpn) = (qp.pd, qp.qpn);
         let (wr, offset) = match self.in_progress {
             InProgress::Send { wr, offset } => (wr, offset),
             // check_resource saw a posted receive.
@@ -676,8 +722,23 @@ impl Responder {
             return Ok(None);
         }
         self.in_progress = InProgress::None;
+        // SEND with invalidate: after the data, the window of the IETH's
+        // R_Key is invalidated (rxe execute -> invalidate_rkey ->
+        // rxe_invalidate_mw): a type 2 window bound through this QP
+        // (IBA o10-37.2.26 for type 1; rxe does not compare the QP).
+        if let Some(rkey) = inv {
+            if mrs.invalidate_window(qp, rkey, true).is_err() {
+                return Err(RespError::InvalidateRkey {
+                    wr,
+                    byte_len: end as u32,
+                });
+            }
+        }
         self.msn = (self.msn + 1) & Psn::MASK;
-        Ok(Some(recv_wc(wr, qpn, WcStatus::Success, end as u32, imm)))
+        Ok(Some(WorkCompletion {
+            invalidated_rkey: inv,
+            ..recv_wc(wr, qpn, WcStatus::Success, end as u32, imm)
+        }))
     }
 
     /// Execute a WRITE packet (rxe execute + write_data_in): place the
@@ -700,9 +761,9 @@ impl Responder {
         match t.place {
             Placement::Checked(dst) => dst.copy_from_slice(payload),
             Placement::Region(..) if payload.is_empty() => {}
-            Placement::Region(mrs, pd) => mrs
-                .write(
-                    pd,
+            Placement::Region(mrs, qp) => mrs
+                .write_remote(
+                    qp,
                     t.rkey,
                     t.va.wrapping_add(u64::from(t.offset)),
                     payload,
@@ -755,7 +816,8 @@ impl Responder {
         self.advance(psn.add(npkts));
     }
 
-    /// Check R_Key (of a region of the QP's PD `pd`), range, rights and
+    /// Check R_Key (of a region of the QP's PD, or a window that admits
+    /// the QP `qp`), range, rights and
     /// alignment of an atomic and execute it, in one lookup (rxe
     /// check_rkey + atomic_reply): the original value is saved for a
     /// duplicate's replay and answered in an atomic ACK.
@@ -766,11 +828,11 @@ impl Responder {
         eth: &AtomicEthRepr,
         compare: bool,
         mrs: &mut MrTable,
-        pd: u32,
+        qp: QpScope,
     ) -> Result<(), RespError> {
         let compare = compare.then_some(eth.compare);
         let orig = mrs
-            .atomic(pd, eth.rkey, eth.va, compare, eth.swap_add)
+            .atomic_remote(qp, eth.rkey, eth.va, compare, eth.swap_add)
             .map_err(|e| match e {
                 AccessError::Misaligned => RespError::MisalignedAtomic,
                 AccessError::UnknownKey | AccessError::OutOfBounds | AccessError::NotPermitted => {
@@ -882,6 +944,22 @@ impl Responder {
                 self.in_progress = InProgress::None;
                 Err(self.nak_fatal(nak_code::REMOTE_OPERATIONAL_ERROR, counters))
             }
+            // Class J (rxe RESPST_ERR_INVALIDATE_RKEY): the receive
+            // completes with a remote invalid request error and the QP
+            // goes to error. rxe then ACKs the packet as if it had
+            // succeeded; here the requester is told: NAK invalid request
+            // (its SEND completes with a remote invalid request error).
+            RespError::InvalidateRkey { wr, byte_len } => {
+                let wc = recv_wc(
+                    wr,
+                    cx.sink.qpn,
+                    WcStatus::RemoteInvalidRequest,
+                    byte_len,
+                    None,
+                );
+                cx.sink.push(wc, counters);
+                Err(self.nak_fatal(nak_code::INVALID_REQUEST, counters))
+            }
         }
     }
 
@@ -925,7 +1003,11 @@ impl Responder {
     /// does ("Class D error, drop the request" otherwise), and only while
     /// a READ/atomic slot is free. Every drop is counted.
     fn duplicate(&mut self, frame: &RoceFrameView<'_>, psn: Psn, cx: &mut RxContext<'_>) {
-        let (attr, mrs, pd, counters) = (cx.attr, &*cx.mrs, cx.pd, &mut *cx.counters);
+        let qp = QpScope {
+            pd: cx.pd,
+            qpn: cx.sink.qpn,
+        };
+        let (attr, mrs, counters) = (cx.attr, &*cx.mrs, &mut *cx.counters);
         if self.queued() >= self.out_cap {
             counters.rest().dropped_busy += 1;
             return;
@@ -969,7 +1051,7 @@ impl Responder {
                     + u64::from(packets_for(reth.dma_len, attr.path_mtu.bytes()))
                     <= u64::from(npkts)
                 // The region may have gone since (rxe holds a reference).
-                && reth_access_allowed(mrs, pd, &reth, Access::REMOTE_READ) =>
+                && reth_access_allowed(mrs, qp, &reth, Access::REMOTE_READ) =>
             {
                 Answer::read(psn, &reth, self.msn)
             }
@@ -997,7 +1079,11 @@ impl Responder {
         cx: &mut TxContext<'_>,
         buf: &mut [u8],
     ) -> Result<Option<usize>, Fatal> {
-        let (now, attr, tpl, mrs, pd) = (cx.now, cx.attr, cx.tpl, cx.mrs, cx.pd);
+        let (now, attr, tpl, mrs) = (cx.now, cx.attr, cx.tpl, cx.mrs);
+        let qp = QpScope {
+            pd: cx.pd,
+            qpn: cx.qpn,
+        };
         let (cc, counters) = (&mut *cx.cc, &mut *cx.counters);
         // The pending ACK goes once `out` is empty (it is behind it).
         let (answer, pending) = match self.out.front() {
@@ -1090,7 +1176,7 @@ impl Responder {
                 let payload: &[u8] = if len == 0 {
                     &[]
                 } else {
-                    match mrs.slice(pd, rkey, va, len as usize, Access::REMOTE_READ) {
+                    match mrs.slice_remote(qp, rkey, va, len as usize, Access::REMOTE_READ) {
                         Ok(p) => p,
                         Err(_) => {
                             // The region went away (or to another PD)
@@ -1174,6 +1260,7 @@ fn recv_wc(
         opcode: WcOpcode::Recv,
         byte_len,
         imm,
+        invalidated_rkey: None,
     }
 }
 
@@ -1230,21 +1317,22 @@ fn packet_len_ok(first: bool, last: bool, len: usize, mtu: usize) -> bool {
 }
 
 /// Check R_Key, range and rights of a READ (rxe check_rkey): REMOTE_READ
-/// over the RETH's whole range, in a region of the QP's PD `pd`.
+/// over the RETH's whole range, in a region of the QP's PD or a window
+/// that admits the QP `qp`.
 #[inline(always)]
-fn check_rkey_read(reth: &RethRepr, mrs: &MrTable, pd: u32) -> Result<(), RespError> {
-    if !reth_access_allowed(mrs, pd, reth, Access::REMOTE_READ) {
+fn check_rkey_read(reth: &RethRepr, mrs: &MrTable, qp: QpScope) -> Result<(), RespError> {
+    if !reth_access_allowed(mrs, qp, reth, Access::REMOTE_READ) {
         return Err(RespError::RkeyViolation);
     }
     Ok(())
 }
 
-/// Whether the RETH's R_Key (of a region of PD `pd`), range and rights
-/// allow `need`. A zero-length WRITE or READ does not validate the R_Key
-/// (IBTA C9-88; rxe the same).
-fn reth_access_allowed(mrs: &MrTable, pd: u32, reth: &RethRepr, need: Access) -> bool {
+/// Whether the RETH's R_Key (of a region of the QP's PD, or a window
+/// that admits the QP `qp`), range and rights allow `need`. A zero-length
+/// WRITE or READ does not validate the R_Key (IBTA C9-88; rxe the same).
+fn reth_access_allowed(mrs: &MrTable, qp: QpScope, reth: &RethRepr, need: Access) -> bool {
     reth.dma_len == 0
         || mrs
-            .check(pd, reth.rkey, reth.va, u64::from(reth.dma_len), need)
+            .check_remote(qp, reth.rkey, reth.va, u64::from(reth.dma_len), need)
             .is_ok()
 }

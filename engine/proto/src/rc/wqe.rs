@@ -1,5 +1,8 @@
 //! Work requests and work completions (the verbs objects users post and poll).
 
+use super::mr::Access;
+use super::mw::MwBind;
+
 /// A scatter/gather entry: `length` bytes at I/O virtual address `addr`
 /// inside the memory region of `lkey`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -19,6 +22,15 @@ pub enum SendOp {
     Read,
     CompareSwap,
     FetchAdd,
+    /// SEND that invalidates the peer's memory window named by `imm`
+    /// (`IBV_WR_SEND_WITH_INV`: SEND_LAST/ONLY_WITH_INVALIDATE, IETH).
+    SendWithInv,
+    /// Bind a memory window (`IBV_WR_BIND_MW`; [`SendWr::bind_mw`]): a
+    /// local operation, no packet.
+    BindMw,
+    /// Invalidate the local memory window whose R_Key is `imm`
+    /// (`IBV_WR_LOCAL_INV`): a local operation, no packet.
+    LocalInv,
 }
 
 impl SendOp {
@@ -31,6 +43,12 @@ impl SendOp {
     /// Compare-and-swap or fetch-and-add.
     pub const fn is_atomic(self) -> bool {
         matches!(self, SendOp::CompareSwap | SendOp::FetchAdd)
+    }
+
+    /// A local operation: executed by the requester when it reaches it,
+    /// no packet, no PSN (rxe `WR_LOCAL_OP_MASK`, `rxe_do_local_ops`).
+    pub const fn is_local(self) -> bool {
+        matches!(self, SendOp::BindMw | SendOp::LocalInv)
     }
 }
 
@@ -47,7 +65,9 @@ pub struct SendWr {
     pub remote_addr: u64,
     /// Remote key for WRITE/READ/atomics.
     pub rkey: u32,
-    /// Immediate data for the *WithImm operations.
+    /// Immediate data for the *WithImm operations; the R_Key to
+    /// invalidate for `SendWithInv` and `LocalInv` (verbs keeps both in
+    /// one union); the new R_Key of a `BindMw`.
     pub imm: u32,
     /// Compare value (CompareSwap) or addend (FetchAdd).
     pub compare_add: u64,
@@ -72,7 +92,47 @@ impl SendWr {
             signaled: true,
         }
     }
+
+    /// A signaled BIND_MW request. The bind travels in the request's own
+    /// fields, read back by [`SendWr::mw_bind`]: `rkey` the window's key,
+    /// `imm` its new key, `local.lkey` the region, `remote_addr` and
+    /// `compare_add` the range, `swap` the rights (bit 5: zero-based).
+    pub fn bind_mw(wr_id: u64, bind: &MwBind) -> SendWr {
+        SendWr {
+            rkey: bind.mw_rkey,
+            imm: bind.rkey,
+            remote_addr: bind.addr,
+            compare_add: bind.len,
+            swap: u64::from(bind.access.bits()) | if bind.zero_based { ZERO_BASED } else { 0 },
+            ..SendWr::new(
+                wr_id,
+                SendOp::BindMw,
+                Sge {
+                    lkey: bind.lkey,
+                    addr: 0,
+                    length: 0,
+                },
+            )
+        }
+    }
+
+    /// The bind of a request made by [`SendWr::bind_mw`].
+    pub fn mw_bind(&self) -> MwBind {
+        MwBind {
+            mw_rkey: self.rkey,
+            rkey: self.imm,
+            lkey: self.local.lkey,
+            addr: self.remote_addr,
+            len: self.compare_add,
+            access: Access::from_bits_truncate(self.swap as u8),
+            zero_based: self.swap & ZERO_BASED != 0,
+        }
+    }
 }
+
+/// Bit of [`SendWr::swap`] that says a bind is zero-based (the value of
+/// `IBV_ACCESS_ZERO_BASED`).
+const ZERO_BASED: u64 = 1 << 5;
 
 /// A receive work request (`ibv_recv_wr` with one SGE).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +162,11 @@ pub enum WcStatus {
     LocalLengthError,
     /// The QP entered the error state before this request completed.
     Flushed,
+    /// A memory window bind was refused (`IBV_WC_MW_BIND_ERR`).
+    MwBindError,
+    /// A local operation was refused: a LOCAL_INV of a key that is no
+    /// type 2 window of the QP's PD (`IBV_WC_LOC_QP_OP_ERR`, as rxe).
+    LocalQpOperationError,
 }
 
 /// Opcode of a work completion (`ibv_wc_opcode` subset).
@@ -117,17 +182,23 @@ pub enum WcOpcode {
     Recv,
     /// A received RDMA WRITE with immediate (consumes a receive).
     RecvRdmaWithImm,
+    /// A memory window bound (`IBV_WC_BIND_MW`).
+    BindMw,
+    /// A memory window invalidated locally (`IBV_WC_LOCAL_INV`).
+    LocalInv,
 }
 
 impl WcOpcode {
     /// The completion opcode of a send operation.
     pub const fn of_send(op: SendOp) -> WcOpcode {
         match op {
-            SendOp::Send | SendOp::SendWithImm => WcOpcode::Send,
+            SendOp::Send | SendOp::SendWithImm | SendOp::SendWithInv => WcOpcode::Send,
             SendOp::Write | SendOp::WriteWithImm => WcOpcode::Write,
             SendOp::Read => WcOpcode::Read,
             SendOp::CompareSwap => WcOpcode::CompareSwap,
             SendOp::FetchAdd => WcOpcode::FetchAdd,
+            SendOp::BindMw => WcOpcode::BindMw,
+            SendOp::LocalInv => WcOpcode::LocalInv,
         }
     }
 }
@@ -144,4 +215,7 @@ pub struct WorkCompletion {
     pub byte_len: u32,
     /// Immediate data, for receives of *WithImm messages.
     pub imm: Option<u32>,
+    /// The R_Key a received SEND with invalidate invalidated
+    /// (`IBV_WC_WITH_INV`, `invalidated_rkey`).
+    pub invalidated_rkey: Option<u32>,
 }

@@ -6,6 +6,7 @@
 mod support;
 
 mod completer;
+mod mw;
 mod pd;
 mod qp_access;
 mod qp_state;

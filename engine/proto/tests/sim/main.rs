@@ -2,11 +2,12 @@
 //! under loss, reordering, duplication and corruption; every byte
 //! checked), many QPs (`scale.rs`), the responder QP's access flags
 //! under loss (`qp_access.rs`) and protection domains under loss
-//! (`pd.rs`).
+//! (`pd.rs`) and memory windows under loss (`mw.rs`).
 
 mod inflight_limit;
 mod lossy_pair;
 mod matrix;
+mod mw;
 mod pd;
 mod qp_access;
 mod scale;
