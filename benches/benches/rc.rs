@@ -22,7 +22,7 @@
 //! `post_send` + `poll_transmit` per packet of 64 KiB WRITEs at PMTU 4096,
 //! into rotating TX frames) against its floor (the payload copy to the same
 //! frames + the CRC of the IP packet, in one pass as the datapath does
-//! them: `crc32::copy_and_update_after`), interleaved;
+//! them: `io::copy_crc::best`), interleaved;
 //! `-- --best-of --requester` runs only that row.
 //!
 //! `rc_qp_scale/{responder,requester}_write_64B_{1,1024,16384,65536}_active_qps`:
@@ -44,6 +44,7 @@ use criterion::{criterion_group, Criterion, Throughput};
 use engine::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use engine::rc::{Access, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge};
 use engine::time::Instant;
+use engine::wire::crc32::CopyCrc;
 use engine::wire::parse_frame;
 
 const BATCH: usize = 32;
@@ -299,6 +300,9 @@ impl Requester {
         let mut a = Endpoint::new(EndpointConfig {
             local_mac: MAC_A,
             local_ip: ip_a,
+            // As the datapath does: the one-pass payload copy + CRC where
+            // the CPU has it.
+            copy_crc: engine::io::copy_crc::best(),
             ..Default::default()
         });
         let cq = a.create_cq(1 << 16);
@@ -398,8 +402,9 @@ impl Requester {
 /// The requester's floor for one 64 KiB WRITE at PMTU 4096: per packet,
 /// copy 4 KiB from the same source offsets into the same rotating TX slots
 /// (behind 58 bytes of headers) and CRC the IP packet, headers and payload
-/// in one pass as the datapath does (`crc32::copy_and_update_after`).
+/// in one pass as the datapath does (`io::copy_crc::best`).
 struct RequesterFloor {
+    copy_crc: CopyCrc,
     src: Vec<u8>,
     tx: Vec<u8>,
     slot: usize,
@@ -409,6 +414,7 @@ struct RequesterFloor {
 impl RequesterFloor {
     fn new() -> RequesterFloor {
         RequesterFloor {
+            copy_crc: engine::io::copy_crc::best(),
             src: vec![0x5Au8; 1 << 20],
             tx: vec![0u8; TX_SLOTS * TX_FRAME],
             slot: 0,
@@ -427,12 +433,7 @@ impl RequesterFloor {
             let f = &mut self.tx[at..at + TX_FRAME];
             let p = off + k * 4096;
             let (headers, rest) = f.split_at_mut(58);
-            let crc = engine::wire::crc32::copy_and_update_after(
-                0,
-                &headers[14..],
-                &mut rest[..4096],
-                &self.src[p..p + 4096],
-            );
+            let crc = (self.copy_crc)(0, &headers[14..], &mut rest[..4096], &self.src[p..p + 4096]);
             f[58 + 4096..58 + 4100].copy_from_slice(&crc.to_le_bytes());
             black_box(&f[..58 + 4100]);
             self.slot = (self.slot + 1) % TX_SLOTS;
@@ -592,9 +593,8 @@ fn best_of_responder() {
 /// interleaved (`-- --best-of --requester` runs only this).
 fn best_of_requester() {
     const RUNS: usize = 1000;
-    // As the datapath does: the one-pass payload copy + CRC where the CPU
-    // has it, for the requester and its floor alike.
-    engine::io::copy_crc::install();
+    // Both the requester and its floor copy and CRC payloads with
+    // `io::copy_crc::best`, as the datapath does.
     let mut req = Requester::new();
     let mut rfloor = RequesterFloor::new();
     const MSGS: usize = 32;

@@ -10,8 +10,10 @@
 //! one or two extra blocks, and the last 16 folded bytes are reduced to
 //! the CRC by Barrett's method in registers, so a 4 KiB packet makes no
 //! call to a table-driven CRC; only a tail under 64 bytes goes to
-//! `crc32fast`. [`install`] registers it with `wire::crc32` when the CPU
-//! has those features; the results are bit-identical to the portable path.
+//! `crc32fast`. [`best`] returns it when the CPU has those features (the
+//! portable path otherwise), for the endpoints the engine builds
+//! (`EndpointConfig::copy_crc`); the results are bit-identical to the
+//! portable path.
 //! The tests below check both paths against a bitwise CRC on any CPU that
 //! runs them, and the reduction's arithmetic through a portable model on
 //! every CPU; where the CPU lacks the one-pass path they say so (and fail
@@ -21,18 +23,23 @@
 //! (SIMD intrinsics behind a run-time CPU check); the protocol core stays
 //! free of `unsafe` and only sees a safe function.
 
-/// Registers the accelerated copy + CRC with `wire::crc32` if this CPU
-/// supports it (idempotent). Returns whether the accelerated path is in
-/// use.
-pub fn install() -> bool {
+use crate::wire::crc32::{copy_then_update_after, CopyCrc};
+
+/// The one-pass copy + CRC, if this CPU supports it.
+pub fn one_pass() -> Option<CopyCrc> {
     #[cfg(target_arch = "x86_64")]
     {
         if x86::supported() {
-            crate::wire::crc32::set_copy_crc_accelerator(x86::copy_crc32);
-            return true;
+            return Some(x86::copy_crc32);
         }
     }
-    false
+    None
+}
+
+/// The fastest copy + CRC for this CPU: [`one_pass`] where it is
+/// supported, the portable two passes otherwise.
+pub fn best() -> CopyCrc {
+    one_pass().unwrap_or(copy_then_update_after)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -341,7 +348,7 @@ mod x86 {
         }
 
         /// The copy + CRC implementations to check on this CPU: the
-        /// portable two-pass one (what `wire::crc32` falls back to) always,
+        /// portable two-pass one (an endpoint's default) always,
         /// the one-pass one where the CPU runs it.
         fn implementations(test: &str) -> Vec<(&'static str, CopyCrc)> {
             let mut v: Vec<(&'static str, CopyCrc)> = vec![("portable", copy_then_update_after)];

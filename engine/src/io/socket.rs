@@ -325,9 +325,6 @@ impl XskSocket {
         }
         let ifindex = sys::if_index(&cfg.ifname)
             .map_err(|_| XskError::NoSuchInterface(cfg.ifname.clone()))?;
-        // Packets this socket carries get their payload copied and ICRC
-        // computed in one pass where the CPU allows.
-        super::copy_crc::install();
         // Multi-buffer is optional when every frame the interface can
         // carry fits one UMEM frame: then a zero-copy driver without
         // multi-buffer zero-copy (virtio_net) is bound without XDP_USE_SG

@@ -7,6 +7,9 @@
 
 pub mod gid;
 pub mod perftest;
+// Test vectors: only in the engine's tests and with the `test-vectors`
+// feature.
+#[cfg(any(test, feature = "test-vectors"))]
 pub mod perftest_transcripts;
 pub mod pingpong;
 pub mod pingpong_loop;

@@ -116,6 +116,9 @@ impl Device {
             local_mac: mac,
             local_ip: ip,
             seed: crate::driver::os_seed(),
+            // Payloads copied into their frames with the ICRC computed in
+            // the same pass where the CPU allows.
+            copy_crc: crate::io::copy_crc::best(),
             ..EndpointConfig::default()
         };
         let shared = (0..queues)

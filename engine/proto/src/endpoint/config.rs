@@ -6,6 +6,7 @@ use core::net::{IpAddr, Ipv4Addr};
 
 use crate::cc::CcConfig;
 use crate::rc::{Access, Mtu, QpAttr, Seed};
+use crate::wire::crc32::{copy_then_update_after, CopyCrc};
 use crate::wire::{Ecn, VlanTag};
 
 /// Most QPs one endpoint (one engine, one queue) holds by default, and the
@@ -20,7 +21,7 @@ pub const MAX_QPS_PER_ENGINE: u32 = 1 << 16;
 pub const DEFAULT_SEED: Seed = [0x726f_6365_2d78_6470, 0x7365_6564_0000_0001];
 
 /// Endpoint configuration.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct EndpointConfig {
     /// Source MAC of every frame.
     pub local_mac: [u8; 6],
@@ -39,6 +40,13 @@ pub struct EndpointConfig {
     /// unacknowledged before a QP's next new packet waits (retransmissions
     /// never do); 0: no limit. Default [`DEFAULT_MAX_INFLIGHT_PACKETS`].
     pub max_inflight_packets: u32,
+    /// Copies each payload of a templated packet into its frame while
+    /// extending the ICRC over it. Default the portable
+    /// [`copy_then_update_after`] (a copy, then the CRC); the I/O crate
+    /// gives its endpoints its one-pass SIMD function where the CPU has it
+    /// (`io::copy_crc`). Any function given must return exactly the
+    /// portable results.
+    pub copy_crc: CopyCrc,
 }
 
 /// [`EndpointConfig::max_inflight_packets`] by default: a quarter of the
@@ -61,6 +69,7 @@ impl Default for EndpointConfig {
             seed: DEFAULT_SEED,
             cc: CcConfig::default(),
             max_inflight_packets: DEFAULT_MAX_INFLIGHT_PACKETS,
+            copy_crc: copy_then_update_after,
         }
     }
 }

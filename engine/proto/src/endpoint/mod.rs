@@ -740,8 +740,10 @@ impl Endpoint {
     /// visited).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
         let (mrs, cqs) = (&mut self.mrs, &mut self.cqs);
-        self.qps
-            .transmit(now, |qp, room| qp.poll_transmit(now, room, mrs, cqs, buf))
+        let copy_crc = self.config.copy_crc;
+        self.qps.transmit(now, |qp, room| {
+            qp.poll_transmit(now, copy_crc, room, mrs, cqs, buf)
+        })
     }
 
     /// Request packets this endpoint's QPs have outstanding together, as

@@ -10,6 +10,7 @@ use super::cq::CompletionSink;
 use super::frame::FrameTemplate;
 use super::mr::MrTable;
 use crate::time::Instant;
+use crate::wire::crc32::CopyCrc;
 
 /// For handling one received packet: a request (responder) or a response
 /// (completer).
@@ -28,6 +29,9 @@ pub(crate) struct RxContext<'a> {
 /// For emitting one frame: a request (requester) or an answer (responder).
 pub(crate) struct TxContext<'a> {
     pub now: Instant,
+    /// Copies a payload into the frame while extending the ICRC over it
+    /// (the endpoint's `EndpointConfig::copy_crc`).
+    pub copy_crc: CopyCrc,
     pub attr: &'a QpAttr,
     /// The QP's pre-built headers.
     pub tpl: &'a FrameTemplate,

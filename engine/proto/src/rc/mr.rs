@@ -556,7 +556,7 @@ impl MrTable {
     }
 
     /// [`MrTable::check`] of a remote access through QP `qp`: the R_Key
-    /// may be a region's or a memory window's ([`super::mw`]). Returns
+    /// may be a region's or a memory window's (`rc::mw`). Returns
     /// the byte offset in the region.
     #[inline]
     pub fn check_remote(

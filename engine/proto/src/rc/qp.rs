@@ -17,6 +17,7 @@ use super::requester::{Requester, TxOutcome, MAX_MESSAGE_LEN};
 use super::responder::Responder;
 use super::wqe::{RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
+use crate::wire::crc32::CopyCrc;
 use crate::wire::{emit_frame, Ecn, Opcode, RoceFrameView};
 use core::net::IpAddr;
 
@@ -494,10 +495,12 @@ impl Qp {
     }
 
     /// Emit this QP's next frame (CNP, answer or request) into `buf`; a new
-    /// message only if it fits `inflight` (the endpoint's in-flight limit).
+    /// message only if it fits `inflight` (the endpoint's in-flight limit);
+    /// payloads are copied and CRCed by `copy_crc`.
     pub(crate) fn poll_transmit(
         &mut self,
         now: Instant,
+        copy_crc: CopyCrc,
         inflight: InflightRoom,
         mrs: &mut MrTable,
         cqs: &mut [Cq],
@@ -560,6 +563,7 @@ impl Qp {
         }
         let mut cx = TxContext {
             now,
+            copy_crc,
             attr: &self.attr,
             tpl,
             mrs,
@@ -581,7 +585,7 @@ impl Qp {
                         Ok(None) => {}
                         Err(_) => {
                             self.enter_error(cqs);
-                            return self.poll_transmit(now, inflight, mrs, cqs, buf);
+                            return self.poll_transmit(now, copy_crc, inflight, mrs, cqs, buf);
                         }
                     }
                 }
@@ -596,7 +600,7 @@ impl Qp {
                         let mut s = self.send_sink(cqs);
                         self.req.fail_front(status, &mut s, &mut self.counters);
                         self.enter_error(cqs);
-                        return self.poll_transmit(now, inflight, mrs, cqs, buf);
+                        return self.poll_transmit(now, copy_crc, inflight, mrs, cqs, buf);
                     }
                 }
             }

@@ -529,9 +529,16 @@ impl Requester {
             }
         };
         let emitted = match (atomic, ieth) {
-            (None, None) => {
-                emit_templated(&tpl.wire, &bth, reth.as_ref(), immdt, None, payload, buf)
-            }
+            (None, None) => emit_templated(
+                cx.copy_crc,
+                &tpl.wire,
+                &bth,
+                reth.as_ref(),
+                immdt,
+                None,
+                payload,
+                buf,
+            ),
             // The AtomicETH and the IETH are not in the templated path.
             _ => {
                 let mut h = tpl.headers(bth.opcode, psn, bth.ack_req);

@@ -1112,7 +1112,16 @@ impl Responder {
             } => {
                 let bth = tpl.bth(Opcode::Acknowledge, psn, false);
                 let a = aeth(s, msn);
-                let n = match emit_templated(&tpl.wire, &bth, None, None, Some(&a), &[], buf) {
+                let n = match emit_templated(
+                    cx.copy_crc,
+                    &tpl.wire,
+                    &bth,
+                    None,
+                    None,
+                    Some(&a),
+                    &[],
+                    buf,
+                ) {
                     Ok(n) => n,
                     Err(_) => {
                         counters.rest().tx_buffer_too_small += 1;
@@ -1193,8 +1202,16 @@ impl Responder {
                         }
                     }
                 };
-                let n = match emit_templated(&tpl.wire, &bth, None, None, a.as_ref(), payload, buf)
-                {
+                let n = match emit_templated(
+                    cx.copy_crc,
+                    &tpl.wire,
+                    &bth,
+                    None,
+                    None,
+                    a.as_ref(),
+                    payload,
+                    buf,
+                ) {
                     Ok(n) => n,
                     Err(_) => {
                         counters.rest().tx_buffer_too_small += 1;

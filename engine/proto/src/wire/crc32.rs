@@ -18,44 +18,19 @@ pub fn crc32_update(crc: u32, data: &[u8]) -> u32 {
 
 /// A function that copies `src` into the start of `dst` and returns
 /// `crc32_update(crc32_update(crc, prefix), src)` (one pass over the
-/// bytes; `prefix` is only CRCed, e.g. a packet's masked headers).
+/// bytes where it can; `prefix` is only CRCed, e.g. a packet's masked
+/// headers). Panics if `dst` is shorter than `src` (callers size it).
+///
+/// The endpoint's templated emit runs the one its configuration names
+/// (`EndpointConfig::copy_crc`): by default the portable
+/// [`copy_then_update_after`]; the I/O crate sets its SIMD one-pass
+/// function (`io::copy_crc`) where the CPU has it. Every such function
+/// gives exactly the portable results.
 pub type CopyCrc = fn(crc: u32, prefix: &[u8], dst: &mut [u8], src: &[u8]) -> u32;
 
-static COPY_CRC: std::sync::OnceLock<CopyCrc> = std::sync::OnceLock::new();
-
-/// Registers a faster [`copy_and_update_after`] (the datapath's SIMD one,
-/// `io::copy_crc`); it must give exactly the portable results. The first
-/// registration wins.
-pub fn set_copy_crc_accelerator(f: CopyCrc) {
-    let _ = COPY_CRC.set(f);
-}
-
-/// Copies `src` into `dst[..src.len()]` and extends `crc` over it (as
-/// [`crc32_update`]): with the registered accelerator in one pass,
-/// otherwise a copy and then the CRC. Panics if `dst` is shorter than
-/// `src` (callers size it).
-#[inline]
-pub fn copy_and_update(crc: u32, dst: &mut [u8], src: &[u8]) -> u32 {
-    copy_and_update_after(crc, &[], dst, src)
-}
-
-/// Extends `crc` over `prefix` and then over `src` while copying `src`
-/// into `dst[..src.len()]`: [`copy_and_update`] with bytes that are CRCed
-/// first but not copied (a packet's headers with the ICRC's variant fields
-/// masked, which the frame itself must not carry). The registered
-/// accelerator folds both in one pass. Panics if `dst` is shorter than
-/// `src`.
-#[inline]
-pub fn copy_and_update_after(crc: u32, prefix: &[u8], dst: &mut [u8], src: &[u8]) -> u32 {
-    match COPY_CRC.get() {
-        Some(f) => f(crc, prefix, dst, src),
-        None => copy_then_update_after(crc, prefix, dst, src),
-    }
-}
-
-/// [`copy_and_update_after`] in two passes, without an accelerator: the
-/// copy, then the CRC of the prefix and the copied bytes. The portable
-/// path, and what an accelerator does where one pass does not pay.
+/// The portable [`CopyCrc`], in two passes: the copy, then the CRC of the
+/// prefix and the copied bytes. The default, and what an accelerated one
+/// does where one pass does not pay.
 pub fn copy_then_update_after(crc: u32, prefix: &[u8], dst: &mut [u8], src: &[u8]) -> u32 {
     let crc = if prefix.is_empty() {
         crc

@@ -11,14 +11,14 @@
 //! header), writes the BTH and extension headers, copies the payload, and
 //! computes the ICRC over the IP packet with its variant fields set to
 //! all-ones (`docs/wire-format.md`, "ICRC"): the headers from a masked copy,
-//! the payload while it is copied in (one pass, `crc32::
-//! copy_and_update_after`). The bytes
-//! are the same as [`super::emit_frame`]'s for the same headers (tested).
+//! the payload while it is copied in (by the caller's
+//! [`CopyCrc`]: one pass where the I/O crate supplies one). The bytes are
+//! the same as [`super::emit_frame`]'s for the same headers (tested).
 
 use super::aeth::{Aeth, AethRepr};
 use super::bth::{self, Bth, BthRepr};
 use super::checksum;
-use super::crc32::{copy_and_update_after, crc32_update, LRH_CRC};
+use super::crc32::{crc32_update, CopyCrc, LRH_CRC};
 use super::emit::pad_for;
 use super::error::EmitError;
 use super::eth::{self, EthRepr, EthernetFrame};
@@ -176,7 +176,13 @@ fn copy_prefix(dst: &mut [u8], src: &[u8]) {
 /// The caller passes exactly the extension headers `bth.opcode` carries
 /// (checked: [`EmitError::HeadersMismatchOpcode`]); opcodes with an
 /// AtomicETH, AtomicAckETH or IETH, and CNPs, go through `emit_frame`.
+///
+/// `copy_crc` copies a payload longer than a small packet's into the frame
+/// while it extends the ICRC over it (`EndpointConfig::copy_crc` for a QP's
+/// packets; [`super::crc32::copy_then_update_after`] is the portable one).
+#[allow(clippy::too_many_arguments)]
 pub fn emit_templated(
+    copy_crc: CopyCrc,
     t: &HeaderTemplate,
     bth_repr: &BthRepr,
     reth: Option<&RethRepr>,
@@ -260,14 +266,14 @@ pub fn emit_templated(
     } else {
         // A copy of the headers with the variant fields of IP + UDP + BTH
         // set to ones, CRCed ahead of the payload while the payload is
-        // copied in (`copy_and_update_after`: one pass), then the pad.
+        // copied in (`copy_crc`: one pass where it can), then the pad.
         // (A fixed-size copy, which compiles to a few vector moves: the
         // frame is longer than SMALL_PACKET, so MAX_HEADERS bytes from the
         // IP header are within it; the bytes past `x` are not used.)
         let mut masked = [0u8; MAX_HEADERS];
         masked.copy_from_slice(&f[ip_at..ip_at + MAX_HEADERS]);
         icrc::mask(version, &mut masked[..bth_at + bth::HEADER_LEN - ip_at]);
-        let crc = copy_and_update_after(
+        let crc = copy_crc(
             LRH_CRC,
             &masked[..x - ip_at],
             &mut f[x..payload_end],

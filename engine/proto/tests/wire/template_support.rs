@@ -1,10 +1,12 @@
 //! Shared by the tests of the templated transmit path (`wire::template`):
 //! headers for every templated opcode and the byte-for-byte comparison
-//! with `emit_frame`. `engine/tests/wire_copy_crc.rs` includes this file
-//! too (by path), to run the comparison with the datapath's copy + CRC.
+//! with `emit_frame`, for a given copy + CRC function.
+//! `engine/tests/wire_copy_crc.rs` includes this file too (by path), to
+//! run the comparison with the datapath's copy + CRC.
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use proto::wire::crc32::CopyCrc;
 use proto::wire::{
     emit_frame, emit_templated, pad_for, parse_frame, AethRepr, BthRepr, Ecn, EthRepr,
     HeaderTemplate, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr, VlanTag, ROCE_V2_UDP_PORT,
@@ -94,7 +96,7 @@ pub fn headers(ip: IpAddr, vlan: bool, op: Opcode, psn: u32, seed: u32) -> RoceH
 /// payloads 0..=4096 bytes (every pad), PSNs across the 24-bit wrap,
 /// into a buffer holding the previous packet's bytes; `sizes` are the
 /// payload sizes tried.
-pub fn check_templated_equals_emit_frame(sizes: &[usize]) {
+pub fn check_templated_equals_emit_frame(copy_crc: CopyCrc, sizes: &[usize]) {
     // Requests, READ responses and ACK: 18 opcodes.
     assert_eq!(templated_opcodes().count(), 18);
     let payload: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 1) as u8).collect();
@@ -121,6 +123,7 @@ pub fn check_templated_equals_emit_frame(sizes: &[usize]) {
                     assert_eq!(t.reprs(), (h.eth, h.ip, h.udp), "read back");
                     assert_eq!(t.frame_len(op, p.len()), want);
                     let got = emit_templated(
+                        copy_crc,
                         &t,
                         &h.bth,
                         h.reth.as_ref(),
