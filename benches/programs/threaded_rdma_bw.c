@@ -19,6 +19,10 @@
  *   do in their getTransferStatus loop; the default), yield (sched_yield
  *   between looks), block (futex on the counter; the poller wakes it when
  *   the batch is complete).
+ * Besides its goodput it reports, per batch, the time from its post to
+ * its last completion handed back (the verbs provider's and the
+ * poller's part) and from then to its thread's next post (the posting
+ * thread's: how long it took that thread to see its batch complete).
  *
  * Without HOST it is the server: passive, it registers its memory,
  * answers the client's connection (a TCP exchange of QP numbers, PSNs,
@@ -29,8 +33,12 @@
  * ("bw_avg_mbps" in MB/s of 2^20 bytes, as perftest and roce-xdp's tools
  * report; "gbps" in 10^9 bits/s).
  *
+ * -c (READ): each thread clears its blocks before posting a batch and
+ * checks, once the batch completed, that they hold the server's bytes
+ * (byte i of the server's region is i * 7 + 1, modulo 256).
+ *
  * Usage: threaded_rdma_bw [-o read|write] [-t T] [-q Q] [-b B] [-s S]
- *        [-D SECS] [-w spin|yield|block] [-p PORT] [-x GID_INDEX] [HOST]
+ *        [-D SECS] [-w spin|yield|block] [-c] [-p PORT] [-x GID_INDEX] [HOST]
  * Build: cc -O2 -pthread threaded_rdma_bw.c -o threaded_rdma_bw -libverbs
  */
 #define _GNU_SOURCE
@@ -68,6 +76,7 @@ struct opts {
 	const char *port;
 	int gid_index;
 	const char *host;
+	int check;
 };
 
 /* What each side tells the other. */
@@ -86,9 +95,12 @@ struct hello {
 /* One posting thread, on a cache line of its own. */
 struct poster {
 	_Alignas(64) _Atomic uint32_t done; /* completions handed back (wraps) */
-	uint32_t posted;                    /* work requests posted (wraps) */
+	_Atomic uint32_t posted;            /* work requests posted (wraps) */
 	_Atomic uint32_t waiting;           /* blocked in futex on `done` */
+	_Atomic uint64_t completed_ns;      /* when the poller handed back a batch's last */
 	uint64_t batches;
+	uint64_t batch_ns;    /* sum over batches: post -> last completion handed back */
+	uint64_t handback_ns; /* sum: last completion handed back -> next post */
 	int index;
 	pthread_t thread;
 };
@@ -109,11 +121,16 @@ static atomic_int stop_posting, stop_polling, failed;
 
 #define DIE(...) do { fprintf(stderr, "threaded_rdma_bw: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
 
-static double now_s(void)
+static uint64_t now_ns(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static double now_s(void)
+{
+	return now_ns() / 1e9;
 }
 
 static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
@@ -131,14 +148,14 @@ static void usage(const char *me)
 {
 	fprintf(stderr,
 		"usage: %s [-o read|write] [-t threads] [-q qps] [-b batch] [-s bytes] [-D secs]\n"
-		"          [-w spin|yield|block] [-p port] [-x gid_index] [HOST]\n", me);
+		"          [-w spin|yield|block] [-c] [-p port] [-x gid_index] [HOST]\n", me);
 	exit(2);
 }
 
 static void parse(int argc, char **argv)
 {
 	int c;
-	while ((c = getopt(argc, argv, "o:t:q:b:s:D:w:p:x:h")) != -1) {
+	while ((c = getopt(argc, argv, "o:t:q:b:s:D:w:cp:x:h")) != -1) {
 		switch (c) {
 		case 'o':
 			if (!strcmp(optarg, "read")) o.read = 1;
@@ -156,6 +173,7 @@ static void parse(int argc, char **argv)
 			else if (!strcmp(optarg, "block")) o.wait = WAIT_BLOCK;
 			else usage(argv[0]);
 			break;
+		case 'c': o.check = 1; break;
 		case 'p': o.port = optarg; break;
 		case 'x': o.gid_index = atoi(optarg); break;
 		default: usage(argv[0]);
@@ -227,7 +245,8 @@ static struct ibv_pd *open_side(int n, uint64_t bytes, struct hello *me)
 		DIE("port 1 / GID %d: %s", o.gid_index, strerror(errno));
 	if (posix_memalign((void **)&buf, 4096, bytes))
 		DIE("out of memory");
-	memset(buf, 0x5a, bytes);
+	for (uint64_t i = 0; i < bytes; i++)
+		buf[i] = (char)(i * 7 + 1);
 	mr = ibv_reg_mr(pd, buf, bytes,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	if (!mr)
@@ -334,13 +353,37 @@ static void *poll_loop(void *arg)
 					ibv_wc_status_str(wc[i].status));
 				atomic_store(&failed, 1);
 			}
-			atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+			/* Only this thread writes `done`: the batch's time first,
+			 * then the count that publishes it. */
+			uint32_t d = atomic_load_explicit(&p->done, memory_order_relaxed) + 1;
+			if (d == atomic_load_explicit(&p->posted, memory_order_relaxed))
+				atomic_store_explicit(&p->completed_ns, now_ns(), memory_order_relaxed);
+			atomic_store_explicit(&p->done, d, memory_order_release);
 			if (o.wait == WAIT_BLOCK &&
 			    atomic_load_explicit(&p->waiting, memory_order_acquire))
 				futex_wake(&p->done);
 		}
 	}
 	return NULL;
+}
+
+/* The server's byte at offset `off` of its region. */
+static char server_byte(uint64_t off)
+{
+	return (char)(off * 7 + 1);
+}
+
+/* -c: whether block `off` (of this thread's batch) holds the server's bytes. */
+static int block_holds_servers(uint64_t off)
+{
+	for (uint64_t j = 0; j < o.size; j++)
+		if (buf[off + j] != server_byte(off + j)) {
+			fprintf(stderr, "threaded_rdma_bw: byte %llu of the region: 0x%02x, not 0x%02x\n",
+				(unsigned long long)(off + j), (unsigned char)buf[off + j],
+				(unsigned char)server_byte(off + j));
+			return 0;
+		}
+	return 1;
 }
 
 static void *post_loop(void *arg)
@@ -350,6 +393,7 @@ static void *post_loop(void *arg)
 	int shared = o.threads > o.qps;
 	struct ibv_sge sge[MAX_BATCH];
 	struct ibv_send_wr wr[MAX_BATCH], *bad;
+	uint64_t last_post = 0;
 	while (!atomic_load_explicit(&stop_posting, memory_order_relaxed) &&
 	       !atomic_load_explicit(&failed, memory_order_relaxed)) {
 		for (int i = 0; i < o.batch; i++) {
@@ -358,7 +402,7 @@ static void *post_loop(void *arg)
 			sge[i] = (struct ibv_sge){ .addr = (uintptr_t)buf + off,
 						   .length = (uint32_t)o.size, .lkey = mr->lkey };
 			wr[i] = (struct ibv_send_wr){
-				.wr_id = ((uint64_t)p->index << 32) | (p->posted + i),
+				.wr_id = ((uint64_t)p->index << 32) | (p->posted + (uint32_t)i),
 				.next = i + 1 < o.batch ? &wr[i + 1] : NULL,
 				.sg_list = &sge[i], .num_sge = 1,
 				.opcode = o.read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
@@ -366,6 +410,19 @@ static void *post_loop(void *arg)
 				.wr.rdma = { .remote_addr = remote_addr + off, .rkey = remote_rkey },
 			};
 		}
+		if (o.check && o.read)
+			for (int i = 0; i < o.batch; i++)
+				memset(buf + sge[i].addr - (uintptr_t)buf, 0, o.size);
+		/* The counter's target first: the poller compares with it. */
+		uint32_t target = p->posted + (uint32_t)o.batch;
+		atomic_store_explicit(&p->posted, target, memory_order_relaxed);
+		uint64_t t = now_ns();
+		if (last_post) {
+			uint64_t c = atomic_load_explicit(&p->completed_ns, memory_order_relaxed);
+			p->batch_ns += c - last_post;
+			p->handback_ns += t - c;
+		}
+		last_post = t;
 		if (shared)
 			pthread_mutex_lock(&qp_lock[k]);
 		int r = ibv_post_send(qp[k], wr, &bad);
@@ -376,21 +433,24 @@ static void *post_loop(void *arg)
 			atomic_store(&failed, 1);
 			break;
 		}
-		p->posted += o.batch;
 		for (;;) {
 			uint32_t d = atomic_load_explicit(&p->done, memory_order_acquire);
-			if (d == p->posted || atomic_load_explicit(&failed, memory_order_relaxed))
+			if (d == target || atomic_load_explicit(&failed, memory_order_relaxed))
 				break;
 			if (o.wait == WAIT_YIELD) {
 				sched_yield();
 			} else if (o.wait == WAIT_BLOCK) {
 				atomic_store(&p->waiting, 1);
 				d = atomic_load_explicit(&p->done, memory_order_acquire);
-				if (d != p->posted)
+				if (d != target)
 					futex_wait(&p->done, d);
 				atomic_store(&p->waiting, 0);
 			}
 		}
+		if (o.check && o.read && !atomic_load(&failed))
+			for (int i = 0; i < o.batch; i++)
+				if (!block_holds_servers(sge[i].addr - (uintptr_t)buf))
+					atomic_store(&failed, 1);
 		p->batches++;
 	}
 	return NULL;
@@ -421,11 +481,17 @@ static int client(void)
 	while (now_s() - t0 < o.seconds && !atomic_load(&failed))
 		usleep(10000);
 	atomic_store(&stop_posting, 1);
-	uint64_t batches = 0;
+	uint64_t batches = 0, timed = 0, batch_ns = 0, handback_ns = 0;
 	for (int t = 0; t < o.threads; t++) {
 		pthread_join(posters[t].thread, NULL);
 		batches += posters[t].batches;
+		/* The first batch of each thread has no previous one. */
+		timed += posters[t].batches ? posters[t].batches - 1 : 0;
+		batch_ns += posters[t].batch_ns;
+		handback_ns += posters[t].handback_ns;
 	}
+	double batch_us = timed ? batch_ns / 1e3 / timed : 0;
+	double handback_us = timed ? handback_ns / 1e3 / timed : 0;
 	double secs = now_s() - t0;
 	atomic_store(&stop_polling, 1);
 	pthread_join(poller, NULL);
@@ -437,14 +503,17 @@ static int client(void)
 	double moved = (double)batches * o.batch * o.size;
 	double mbps = moved / secs / 1048576.0, gbps = moved * 8 / secs / 1e9;
 	printf("%s %llu B, %d threads, %d QPs, batches of %d (%s): %llu batches in %.2f s, "
-	       "%.2f MB/s, %.3f Gb/s\n",
+	       "%.2f MB/s, %.3f Gb/s; per batch: %.1f us from its post to its last completion "
+	       "handed back, then %.1f us to the thread's next post\n",
 	       o.read ? "READ" : "WRITE", (unsigned long long)o.size, o.threads, o.qps, o.batch,
-	       wait_names[o.wait], (unsigned long long)batches, secs, mbps, gbps);
+	       wait_names[o.wait], (unsigned long long)batches, secs, mbps, gbps, batch_us,
+	       handback_us);
 	printf("{\"op\":\"%s\",\"bytes\":%llu,\"threads\":%d,\"qps\":%d,\"batch\":%d,"
 	       "\"wait\":\"%s\",\"batches\":%llu,\"seconds\":%.4f,\"bw_avg_mbps\":%.3f,"
-	       "\"gbps\":%.4f}\n",
+	       "\"gbps\":%.4f,\"batch_us\":%.1f,\"handback_us\":%.1f}\n",
 	       o.read ? "read" : "write", (unsigned long long)o.size, o.threads, o.qps, o.batch,
-	       wait_names[o.wait], (unsigned long long)batches, secs, mbps, gbps);
+	       wait_names[o.wait], (unsigned long long)batches, secs, mbps, gbps, batch_us,
+	       handback_us);
 	return 0;
 }
 

@@ -17,8 +17,10 @@
 //!   thread polling the CQ the QPs share, as Mooncake's transfer engine
 //!   and UCX's progress thread drive verbs, under `exec` (its server
 //!   passive) / `roce-xdp read-bw` (`write-bw`) `-s 65536`, each run `-D`
-//!   seconds; the figure is MB/s (2^20 bytes: the program's JSON line,
-//!   the tool's `--json`); target ratio >=
+//!   seconds; the posting threads spin while they wait for their batch
+//!   (`-w spin`, as Mooncake's submission threads) or yield (`-w yield`);
+//!   the figure is MB/s (2^20 bytes: the program's JSON line, the tool's
+//!   `--json`); target ratio >=
 //!   [`THREADED_GOODPUT_TARGET`](crate::report::THREADED_GOODPUT_TARGET).
 //!
 //! Each comparison is measured as pairs, the two runs of a pair back to
@@ -66,9 +68,12 @@ const THREADED_BATCH: u32 = 16;
 enum Comparison {
     WriteBw(u64),
     SendLat,
-    /// `threaded_rdma_bw` against `read-bw` (`read`) or `write-bw`.
+    /// `threaded_rdma_bw` against `read-bw` (`read`) or `write-bw`, its
+    /// posting threads spinning while they wait for their batch (as
+    /// Mooncake's) or yielding (`-w yield`).
     Threaded {
         read: bool,
+        yielding: bool,
     },
 }
 
@@ -77,16 +82,30 @@ impl Comparison {
         match self {
             Comparison::WriteBw(_) => "ib_write_bw",
             Comparison::SendLat => "ib_send_lat",
-            Comparison::Threaded { read: true } => "threaded_rdma_bw -o read",
-            Comparison::Threaded { read: false } => "threaded_rdma_bw -o write",
+            Comparison::Threaded {
+                read: true,
+                yielding: false,
+            } => "threaded_rdma_bw -o read -w spin",
+            Comparison::Threaded {
+                read: false,
+                yielding: false,
+            } => "threaded_rdma_bw -o write -w spin",
+            Comparison::Threaded {
+                read: true,
+                yielding: true,
+            } => "threaded_rdma_bw -o read -w yield",
+            Comparison::Threaded {
+                read: false,
+                yielding: true,
+            } => "threaded_rdma_bw -o write -w yield",
         }
     }
 
     fn tool(self) -> &'static str {
         match self {
-            Comparison::WriteBw(_) | Comparison::Threaded { read: false } => "write-bw",
+            Comparison::WriteBw(_) | Comparison::Threaded { read: false, .. } => "write-bw",
             Comparison::SendLat => "send-lat",
-            Comparison::Threaded { read: true } => "read-bw",
+            Comparison::Threaded { read: true, .. } => "read-bw",
         }
     }
 
@@ -121,9 +140,11 @@ impl Comparison {
     /// The stock binary's (or the program's) options of a run, both sides.
     fn stock_args(self, opts: &Options) -> Vec<String> {
         match self {
-            Comparison::Threaded { read } => [
+            Comparison::Threaded { read, yielding } => [
                 "-o",
                 if read { "read" } else { "write" },
+                "-w",
+                if yielding { "yield" } else { "spin" },
                 "-s",
                 &THREADED_BYTES.to_string(),
                 "-t",
@@ -343,8 +364,22 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Dr
         Comparison::WriteBw(SMALL),
         Comparison::WriteBw(65536),
         Comparison::SendLat,
-        Comparison::Threaded { read: true },
-        Comparison::Threaded { read: false },
+        Comparison::Threaded {
+            read: true,
+            yielding: false,
+        },
+        Comparison::Threaded {
+            read: false,
+            yielding: false,
+        },
+        Comparison::Threaded {
+            read: true,
+            yielding: true,
+        },
+        Comparison::Threaded {
+            read: false,
+            yielding: true,
+        },
     ];
     report.targets = comparisons
         .iter()
@@ -445,9 +480,12 @@ mod tests {
             engine_poll: Default::default(),
             pairs: None,
         };
-        let c = Comparison::Threaded { read: true };
+        let c = Comparison::Threaded {
+            read: true,
+            yielding: false,
+        };
         let a = c.stock_args(&opts).join(" ");
-        assert_eq!(a, "-o read -s 65536 -t 4 -b 16 -D 1 -p 18591 -x 1");
+        assert_eq!(a, "-o read -w spin -s 65536 -t 4 -b 16 -D 1 -p 18591 -x 1");
         assert_eq!(c.tool(), "read-bw");
         assert_eq!(c.args(&opts).join(" "), "-s 65536 -m 4096 -p 18591 -D 1");
         assert_eq!(c.target_ratio(), Some(THREADED_GOODPUT_TARGET));

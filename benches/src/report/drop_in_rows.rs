@@ -129,7 +129,7 @@ impl DropInReport {
             .collect();
         vec![Table {
             title: format!(
-                "Stock perftest and the transfer-engine pattern (threaded_rdma_bw: 4 posting threads spinning on their batch, one QP each, batches of 16 signaled requests, one thread polling the shared CQ) on the drop-in libibverbs (`roce-xdp exec`) against the engine's own tools, same namespaces, paired (bandwidth runs -D {} s, latency runs -n {}; ratio = median of per-pair program / tool)",
+                "Stock perftest and the transfer-engine pattern (threaded_rdma_bw: 4 posting threads with a QP each, batches of 16 signaled requests, spinning or yielding while they wait for their batch, one thread polling the shared CQ) on the drop-in libibverbs (`roce-xdp exec`) against the engine's own tools, same namespaces, paired (bandwidth runs -D {} s, latency runs -n {}; ratio = median of per-pair program / tool)",
                 self.bw_seconds, self.lat_iterations
             ),
             header: [
