@@ -1,8 +1,11 @@
 //! The rows of issue 19 alone (needs root): Debian's stock `ib_write_bw`
 //! (64 B, 64 KiB) and `ib_send_lat` (64 B) under `roce-xdp exec`, the
-//! drop-in libibverbs, against `roce-xdp write-bw` and `roce-xdp send-lat`
-//! on one veth pair, paired in one run. The same code as `roce-xdp bench`
-//! (`verbs_drop_in::measure`), printed as the report's table.
+//! drop-in libibverbs, against `roce-xdp write-bw` and `roce-xdp send-lat`,
+//! and the transfer-engine pattern (`benches/programs/threaded_rdma_bw.c`,
+//! 64 KiB READ and WRITE; compiled with `cc`, needs libibverbs-dev) against
+//! `roce-xdp read-bw` / `write-bw`, on one veth pair, paired in one run.
+//! The same code as `roce-xdp bench` (`verbs_drop_in::measure`), printed as
+//! the report's table.
 //!
 //! `verbs_drop_in [quick]`: 6 pairs of 2 s bandwidth runs and 20000-round
 //! trip latency runs (quick: 2 pairs, 1 s, 2000). Build first:

@@ -10,7 +10,18 @@
 //!   tools); target ratio >= [`GOODPUT_TARGET`](crate::report::GOODPUT_TARGET);
 //! - latency: `ib_send_lat` under `exec` / `roce-xdp send-lat`, 64 B, the
 //!   same `-n`; the figure is the client's `t_typical` (perftest's median,
-//!   half the round trip, both tools); target ratio <= [`LATENCY_TARGET`](crate::report::LATENCY_TARGET).
+//!   half the round trip, both tools); target ratio <= [`LATENCY_TARGET`](crate::report::LATENCY_TARGET);
+//! - the transfer-engine pattern: `threaded_rdma_bw` (`benches/programs/`,
+//!   compiled here with `cc ... -libverbs`), 4 posting threads with an RC
+//!   QP each, batches of 16 signaled 64 KiB RDMA READs (WRITEs), one
+//!   thread polling the CQ the QPs share, as Mooncake's transfer engine
+//!   and UCX's progress thread drive verbs, under `exec` (its server
+//!   passive) / `roce-xdp read-bw` (`write-bw`) `-s 65536`, each run `-D`
+//!   seconds; the posting threads spin while they wait for their batch
+//!   (`-w spin`, as Mooncake's submission threads) or yield (`-w yield`);
+//!   the figure is MB/s (2^20 bytes: the program's JSON line, the tool's
+//!   `--json`); target ratio >=
+//!   [`THREADED_GOODPUT_TARGET`](crate::report::THREADED_GOODPUT_TARGET).
 //!
 //! Each comparison is measured as pairs, the two runs of a pair back to
 //! back, the stock binary first in even-numbered pairs and the tool first
@@ -25,7 +36,7 @@
 //! --force`, as in `tool_latency.rs`; the drop-in serves queue 0 too, with
 //! the same options.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -33,7 +44,7 @@ use engine::testbed::netns::VethPair;
 
 use crate::error::EngineResult;
 use crate::options::{Options, ROCE_PMTU, SMALL};
-use crate::report::{DropInPair, DropInReport, DropInTarget};
+use crate::report::{DropInPair, DropInReport, DropInTarget, THREADED_GOODPUT_TARGET};
 use crate::stats::{abba_a_first, median};
 use crate::tool_run::{in_netns, server_client, tool_binary, RunOutput};
 
@@ -45,12 +56,25 @@ const ENGINE_ARGS: [&str; 3] = ["--steer", "off", "--force"];
 const SERVER_TIMEOUT: Duration = Duration::from_secs(30);
 /// What a client prints when its server is not listening yet.
 const NOT_LISTENING: [&str; 3] = ["refused", "Couldn't connect", "Unable to open file"];
+/// The transfer-engine pattern's program (see the module's doc).
+const THREADED_SOURCE: &str = include_str!("../programs/threaded_rdma_bw.c");
+/// Its message size, threads (one QP each) and batch.
+const THREADED_BYTES: u64 = 65536;
+const THREADED_THREADS: u32 = 4;
+const THREADED_BATCH: u32 = 16;
 
 /// One comparison of the step.
 #[derive(Clone, Copy)]
 enum Comparison {
     WriteBw(u64),
     SendLat,
+    /// `threaded_rdma_bw` against `read-bw` (`read`) or `write-bw`, its
+    /// posting threads spinning while they wait for their batch (as
+    /// Mooncake's) or yielding (`-w yield`).
+    Threaded {
+        read: bool,
+        yielding: bool,
+    },
 }
 
 impl Comparison {
@@ -58,13 +82,30 @@ impl Comparison {
         match self {
             Comparison::WriteBw(_) => "ib_write_bw",
             Comparison::SendLat => "ib_send_lat",
+            Comparison::Threaded {
+                read: true,
+                yielding: false,
+            } => "threaded_rdma_bw -o read -w spin",
+            Comparison::Threaded {
+                read: false,
+                yielding: false,
+            } => "threaded_rdma_bw -o write -w spin",
+            Comparison::Threaded {
+                read: true,
+                yielding: true,
+            } => "threaded_rdma_bw -o read -w yield",
+            Comparison::Threaded {
+                read: false,
+                yielding: true,
+            } => "threaded_rdma_bw -o write -w yield",
         }
     }
 
     fn tool(self) -> &'static str {
         match self {
-            Comparison::WriteBw(_) => "write-bw",
+            Comparison::WriteBw(_) | Comparison::Threaded { read: false, .. } => "write-bw",
             Comparison::SendLat => "send-lat",
+            Comparison::Threaded { read: true, .. } => "read-bw",
         }
     }
 
@@ -72,10 +113,12 @@ impl Comparison {
         match self {
             Comparison::WriteBw(s) => s,
             Comparison::SendLat => SMALL,
+            Comparison::Threaded { .. } => THREADED_BYTES,
         }
     }
 
-    /// perftest's options of a run, the same for both binaries and sides.
+    /// The tool's options of a run, the same for both sides (and
+    /// perftest's, which takes the same).
     fn args(self, opts: &Options) -> Vec<String> {
         let mut a = vec![
             "-s".to_string(),
@@ -86,11 +129,82 @@ impl Comparison {
             PORT.to_string(),
         ];
         match self {
-            Comparison::WriteBw(_) => a.extend(["-D".into(), bw_seconds(opts).to_string()]),
+            Comparison::WriteBw(_) | Comparison::Threaded { .. } => {
+                a.extend(["-D".into(), bw_seconds(opts).to_string()])
+            }
             Comparison::SendLat => a.extend(["-n".into(), opts.pingpongs().to_string()]),
         }
         a
     }
+
+    /// The stock binary's (or the program's) options of a run, both sides.
+    fn stock_args(self, opts: &Options) -> Vec<String> {
+        match self {
+            Comparison::Threaded { read, yielding } => [
+                "-o",
+                if read { "read" } else { "write" },
+                "-w",
+                if yielding { "yield" } else { "spin" },
+                "-s",
+                &THREADED_BYTES.to_string(),
+                "-t",
+                &THREADED_THREADS.to_string(),
+                "-b",
+                &THREADED_BATCH.to_string(),
+                "-D",
+                &bw_seconds(opts).to_string(),
+                "-p",
+                &PORT.to_string(),
+                "-x",
+                "1",
+            ]
+            .map(String::from)
+            .to_vec(),
+            _ => {
+                let mut a = vec!["-x".to_string(), "1".into()];
+                a.extend(self.args(opts));
+                a
+            }
+        }
+    }
+
+    /// The ratio's target where it is not its kind's.
+    fn target_ratio(self) -> Option<f64> {
+        matches!(self, Comparison::Threaded { .. }).then_some(THREADED_GOODPUT_TARGET)
+    }
+}
+
+/// Compiles the transfer-engine pattern's program into `dir`; its path.
+fn compile_threaded(dir: &Path) -> EngineResult<PathBuf> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let src = dir.join("threaded_rdma_bw.c");
+    let exe = dir.join("threaded_rdma_bw");
+    std::fs::write(&src, THREADED_SOURCE).map_err(|e| format!("writing {}: {e}", src.display()))?;
+    let out = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-libverbs")
+        .output()
+        .map_err(|e| format!("running cc (install gcc and libibverbs-dev): {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "compiling threaded_rdma_bw.c (needs libibverbs-dev): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )
+        .into());
+    }
+    Ok(exe)
+}
+
+/// The figure of the program's JSON line (`bw_avg_mbps`).
+fn threaded_figure(stdout: &str) -> Option<f64> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .and_then(|doc| doc["bw_avg_mbps"].as_f64())
 }
 
 /// Length of each bandwidth run, seconds (perftest's `-D` takes whole
@@ -138,14 +252,27 @@ fn server_then_client(
     )
 }
 
-/// One run of the stock binary under `exec`: its figure.
-fn run_stock(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> EngineResult<f64> {
+/// One run of the stock binary (the program at `program` for
+/// [`Comparison::Threaded`]) under `exec`: its figure.
+fn run_stock(
+    pair: &VethPair,
+    exe: &Path,
+    program: Option<&Path>,
+    c: Comparison,
+    opts: &Options,
+) -> EngineResult<f64> {
+    let stock = match (c, program) {
+        (Comparison::Threaded { .. }, Some(p)) => p.as_os_str().to_owned(),
+        (Comparison::Threaded { .. }, None) => return Err("threaded_rdma_bw is not built".into()),
+        _ => c.stock().into(),
+    };
     let side = |ns: &str, iface: &str, peer: Option<String>| {
         let mut cmd = in_netns(ns, exe);
         cmd.args(["exec", "--iface", iface])
             .args(ENGINE_ARGS)
-            .args(["--", c.stock(), "-x", "1"])
-            .args(c.args(opts))
+            .arg("--")
+            .arg(&stock)
+            .args(c.stock_args(opts))
             .args(peer);
         cmd
     };
@@ -158,12 +285,16 @@ fn run_stock(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> Engi
         ));
     }
     let stdout = String::from_utf8_lossy(&out.client.stdout);
+    if let Comparison::Threaded { .. } = c {
+        return threaded_figure(&stdout)
+            .ok_or_else(|| format!("{}: no JSON line in its output", c.stock()).into());
+    }
     let row = perftest_row(&stdout, c.bytes())
         .ok_or_else(|| format!("{}: no result row in its output", c.stock()))?;
     // ib_write_bw: #bytes #iterations peak average rate; ib_send_lat:
     // #bytes #iterations t_min t_max t_typical ...
     let col = match c {
-        Comparison::WriteBw(_) => 3,
+        Comparison::WriteBw(_) | Comparison::Threaded { .. } => 3,
         Comparison::SendLat => 4,
     };
     row.get(col)
@@ -189,7 +320,7 @@ fn run_tool(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> Engin
     let doc: serde_json::Value = serde_json::from_slice(&out.client.stdout)
         .map_err(|e| format!("roce-xdp {}: its --json does not parse: {e}", c.tool()))?;
     let key = match c {
-        Comparison::WriteBw(_) => "bw_avg_mbps",
+        Comparison::WriteBw(_) | Comparison::Threaded { .. } => "bw_avg_mbps",
         Comparison::SendLat => "t_typical_us",
     };
     doc["results"][0][key]
@@ -233,6 +364,22 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Dr
         Comparison::WriteBw(SMALL),
         Comparison::WriteBw(65536),
         Comparison::SendLat,
+        Comparison::Threaded {
+            read: true,
+            yielding: false,
+        },
+        Comparison::Threaded {
+            read: false,
+            yielding: false,
+        },
+        Comparison::Threaded {
+            read: true,
+            yielding: true,
+        },
+        Comparison::Threaded {
+            read: false,
+            yielding: true,
+        },
     ];
     report.targets = comparisons
         .iter()
@@ -243,9 +390,19 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Dr
             latency: matches!(c, Comparison::SendLat),
             pairs: Vec::new(),
             ratio: None,
+            target_ratio: c.target_ratio(),
         })
         .collect();
-    let mut failed = vec![None; comparisons.len()];
+    let dir = std::env::temp_dir().join(format!("roce-xdp-bench-{}", std::process::id()));
+    let program = compile_threaded(&dir);
+    let mut failed: Vec<Option<String>> = comparisons
+        .iter()
+        .map(|c| match (c, &program) {
+            (Comparison::Threaded { .. }, Err(e)) => Some(e.to_string()),
+            _ => None,
+        })
+        .collect();
+    let program = program.ok();
     for k in 0..pairs(opts) {
         for (i, &c) in comparisons.iter().enumerate() {
             if failed[i].is_some() {
@@ -254,7 +411,7 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Dr
             let stock_first = abba_a_first(k);
             let run = |stock: bool| {
                 if stock {
-                    run_stock(pair, &exe, c, opts)
+                    run_stock(pair, &exe, program.as_deref(), c, opts)
                 } else {
                     run_tool(pair, &exe, c, opts)
                 }
@@ -272,6 +429,7 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Dr
             }
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
     for (t, f) in report.targets.iter_mut().zip(failed) {
         let ratios: Vec<f64> = t.pairs.iter().map(DropInPair::ratio).collect();
         t.ratio = median(&ratios);
@@ -305,5 +463,32 @@ mod tests {
         assert_eq!(perftest_row(lat, 64).map(|r| r[4]), Some(2.63));
         // A header or a note with a number first is not a result row.
         assert_eq!(perftest_row(" 64 bytes were sent\n", 64), None);
+    }
+
+    #[test]
+    fn the_threaded_programs_figure_is_its_json_lines() {
+        let out = "READ 65536 B, 4 threads: 1.2 Gb/s\n{\"op\":\"read\",\"bw_avg_mbps\":572.500,\"gbps\":4.8}\n";
+        assert_eq!(threaded_figure(out), Some(572.5));
+        assert_eq!(threaded_figure("no figure\n"), None);
+    }
+
+    #[test]
+    fn the_threaded_program_runs_as_the_tool_does() {
+        let opts = Options {
+            quick: true,
+            progress: false,
+            engine_poll: Default::default(),
+            pairs: None,
+        };
+        let c = Comparison::Threaded {
+            read: true,
+            yielding: false,
+        };
+        let a = c.stock_args(&opts).join(" ");
+        assert_eq!(a, "-o read -w spin -s 65536 -t 4 -b 16 -D 1 -p 18591 -x 1");
+        assert_eq!(c.tool(), "read-bw");
+        assert_eq!(c.args(&opts).join(" "), "-s 65536 -m 4096 -p 18591 -D 1");
+        assert_eq!(c.target_ratio(), Some(THREADED_GOODPUT_TARGET));
+        assert_eq!(Comparison::SendLat.target_ratio(), None);
     }
 }

@@ -572,3 +572,55 @@ fn uncovered_queues_are_refused_unless_forced() {
     assert!(!out.contains("roce-xdp0"), "{out}");
     assert!(err.contains("serves queue 1 alone"), "{err}");
 }
+
+/// The transfer-engine pattern (benches/programs/threaded_rdma_bw.c):
+/// four threads post batches of RDMA READs (WRITEs) on QPs of their own
+/// or shared, another polls the CQ they share; the READ client checks the
+/// bytes it read. Both sides exit 0 and the client moved batches (its
+/// speed is the benchmark's business: benches/src/verbs_drop_in.rs).
+#[test]
+#[ignore = "needs root"]
+fn posting_threads_and_a_polling_thread() {
+    prerequisites();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/programs/threaded_rdma_bw.c");
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("threaded_rdma_bw");
+    let cc = Command::new("cc")
+        .args(["-O2", "-Wall", "-pthread"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-libverbs")
+        .output()
+        .expect("running cc (install gcc)");
+    assert!(
+        cc.status.success(),
+        "compiling {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let exe = exe.to_str().unwrap();
+    let runs: [&[&str]; 3] = [
+        &["-o", "read", "-c", "-w", "spin"],
+        &["-o", "read", "-c", "-w", "block", "-q", "2"],
+        &["-o", "write", "-s", "4096", "-w", "yield"],
+    ];
+    for args in runs {
+        let pair = Pair::create();
+        let mut server_args = vec![exe];
+        server_args.extend_from_slice(args);
+        let mut server = pair.exec(0, &server_args).spawn().unwrap();
+        pair.wait_listening(0, 18597, &mut server);
+        let mut client_args = server_args.clone();
+        client_args.extend(["-D", "1", &pair.ips[0]]);
+        let c = finish(pair.exec(1, &client_args).spawn().unwrap(), LIMIT);
+        let s = finish(server, LIMIT);
+        let text = assert_ok(&format!("client {}", args.join(" ")), &c);
+        assert_ok(&format!("server {}", args.join(" ")), &s);
+        let json = text
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_else(|| panic!("no JSON line:\n{text}"));
+        let doc: serde_json::Value = serde_json::from_str(json).expect(json);
+        assert!(doc["batches"].as_u64() > Some(0), "{text}");
+    }
+}

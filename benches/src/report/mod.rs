@@ -24,7 +24,9 @@ mod tables;
 mod targets;
 mod tool_rows;
 
-pub use drop_in_rows::{DropInPair, DropInReport, DropInTarget, GOODPUT_TARGET, LATENCY_TARGET};
+pub use drop_in_rows::{
+    DropInPair, DropInReport, DropInTarget, GOODPUT_TARGET, LATENCY_TARGET, THREADED_GOODPUT_TARGET,
+};
 pub use model::{
     Cmp, GoodputRow, Latency, MessageRate, MultiQueue, MultiQueueRow, Pair, PairedTarget,
     Projection, ProjectionRow, Ratio, Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,

@@ -25,7 +25,8 @@ pub const ENV_STEER: &str = "ROCE_XDP_STEER";
 pub const ENV_PROGRESS_THREAD: &str = "ROCE_XDP_PROGRESS_THREAD";
 /// `ibv_poll_cq` calls in a row that find nothing to do, while the
 /// program's QPs have a window of requests in flight, before each further
-/// one yields the core; 0: never yield (docs/verbs-drop-in.md).
+/// one yields the core (sleeps until a frame or a completion arrives, at
+/// most 1 ms); 0: never yield (docs/verbs-drop-in.md).
 pub const ENV_POLL_YIELD: &str = "ROCE_XDP_POLL_YIELD";
 /// Its default: about 10 us of empty polls here.
 pub const DEFAULT_POLL_YIELD: u32 = 32;

@@ -8,10 +8,14 @@
 //!
 //! Every call takes one lock (the engine's); `ibv_poll_cq` runs one engine
 //! iteration inline, so a program that polls drives its own packets and the
-//! progress thread stays asleep. When idle, the progress thread sleeps in
-//! poll(2) on the AF_XDP socket and an eventfd, until a frame arrives, the
-//! engine's next timer is due, or a verb of the program changed something
-//! (a post, a state change: the verb wakes it).
+//! progress thread stays asleep. An `ibv_post_send` from a thread other
+//! than the one that polls transmits what it posted itself (a doorbell);
+//! an `ibv_poll_cq` that keeps finding nothing while a window of requests
+//! is in flight sleeps until a frame or a completion arrives. When idle,
+//! the progress thread sleeps in poll(2) on the AF_XDP socket and an
+//! eventfd, until a frame arrives, the engine's next timer is due, or a
+//! verb of the program changed something (a post, a state change: the verb
+//! wakes it).
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
@@ -56,6 +60,10 @@ const MAX_SLEEP: Duration = Duration::from_secs(1);
 /// Requests in flight on a QP from which a program polling an empty CQ is
 /// waiting for a window's ACKs, not for a ping-pong's answer.
 const WINDOW_IN_FLIGHT: usize = 4;
+/// The longest an empty `ibv_poll_cq` waits for a frame or a completion
+/// once the program has polled [`Config::poll_yield`] empty calls in a row
+/// with a window in flight (as long as the progress thread's longest nap).
+const POLL_WAIT_MAX: Duration = Duration::from_millis(1);
 /// Completions moved from the engine's CQ to the shell's per call.
 const DRAIN_BATCH: usize = 32;
 
@@ -160,6 +168,24 @@ pub struct Shell {
     /// How many before such calls may yield (`Config::poll_yield`; 0 =
     /// never).
     poll_yield: u32,
+    /// The thread that called `ibv_poll_cq` last ([`thread_id`]; 0: none
+    /// yet): a post from another thread rings the doorbell itself
+    /// ([`Shell::doorbell`]).
+    poller: AtomicU64,
+    /// `ibv_poll_cq` calls waiting for work (their yield,
+    /// [`Shell::poll_cq`]): whoever moves completions into a CQ wakes them
+    /// with `poll_waker`.
+    pollers_waiting: AtomicU32,
+    poll_waker: Waker,
+}
+
+/// A number for the calling thread, unique in the process (never 0).
+fn thread_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    ID.with(|id| *id)
 }
 
 /// What moved the engine, for the stats channel.
@@ -174,10 +200,13 @@ struct ShellCounters {
     progress_wakes: AtomicU64,
     /// Its naps while the program polled.
     progress_naps: AtomicU64,
-    /// Times an `ibv_poll_cq` that found nothing yielded the core.
+    /// Times an `ibv_poll_cq` that found nothing yielded the core (waited
+    /// for a frame or a completion).
     app_yields: AtomicU64,
     /// `ibv_req_notify_cq` calls (a program about to wait for an event).
     app_arms: AtomicU64,
+    /// `ibv_post_send` calls that transmitted at once ([`Shell::doorbell`]).
+    doorbells: AtomicU64,
 }
 
 /// The queue coverage the program's engine installed (ntuple rules on a
@@ -294,6 +323,9 @@ impl Shell {
             counters: ShellCounters::default(),
             empty_polls: AtomicU32::new(0),
             poll_yield: cfg.poll_yield,
+            poller: AtomicU64::new(0),
+            pollers_waiting: AtomicU32::new(0),
+            poll_waker: Waker::new().map_err(|e| format!("eventfd: {e}"))?,
         });
         *lock(&STEERING) = steering;
         let weak = Arc::downgrade(&shell);
@@ -345,6 +377,7 @@ impl Shell {
                         ("progress_thread_naps", &c.progress_naps),
                         ("verbs_req_notify_cq_calls", &c.app_arms),
                         ("verbs_poll_cq_yields", &c.app_yields),
+                        ("verbs_post_send_doorbells", &c.doorbells),
                     ] {
                         v.push((n.into(), x.load(Ordering::Relaxed)));
                     }
@@ -397,7 +430,9 @@ impl Shell {
             let sleep = {
                 let mut st = lock(&self.state);
                 let busy = st.rtc.progress();
-                st.drain_all(self);
+                if st.drain_all(self) > 0 {
+                    self.wake_poller();
+                }
                 self.counters.progress_loops.fetch_add(1, Ordering::Relaxed);
                 if busy {
                     idle = 0;
@@ -439,6 +474,14 @@ impl Shell {
         if self.sleeping.load(Ordering::SeqCst) {
             self.counters.progress_wakes.fetch_add(1, Ordering::Relaxed);
             self.waker.wake();
+        }
+    }
+
+    /// Wakes an `ibv_poll_cq` that waits for work: completions arrived
+    /// in a CQ. Called under the engine lock, after the move.
+    fn wake_poller(&self) {
+        if self.pollers_waiting.load(Ordering::SeqCst) > 0 {
+            self.poll_waker.wake();
         }
     }
 
@@ -607,6 +650,24 @@ impl Shell {
         self.with(|ep| ep.post_recv(qpn, wr))
     }
 
+    /// After an `ibv_post_send`: a thread other than the one that polls
+    /// transmits what it posted at once, as a NIC's doorbell would start
+    /// it. The polling thread needs none: its next `ibv_poll_cq` sends its
+    /// posts first, in one TX kick with whatever else is due (a program
+    /// that posts one message per call between its polls, as perftest's,
+    /// would otherwise pay a kick per message). A program whose posting
+    /// threads do not poll (a transfer engine: several threads post,
+    /// another polls) would otherwise leave its requests until the polling
+    /// thread's next call, which may wait for a frame (see
+    /// [`Shell::poll_cq`]) or for a core.
+    pub fn doorbell(&self) {
+        if self.poller.load(Ordering::Relaxed) == thread_id() {
+            return;
+        }
+        self.counters.doorbells.fetch_add(1, Ordering::Relaxed);
+        lock(&self.state).rtc.transmit();
+    }
+
     /// Up to `out.len()` completions of `cq`: those already taken from the
     /// engine, else what one engine iteration produces.
     ///
@@ -615,10 +676,17 @@ impl Shell {
     /// flight on a QP: a bandwidth test) yields its core once per call
     /// after `ROCE_XDP_POLL_YIELD` such calls: on a host whose cores the
     /// peer's engine or other work shares, a busy-polling program would
-    /// otherwise hold the core the ACKs it waits for need. A ping-pong (a
-    /// request or two in flight) never yields: its wait is the peer's
-    /// answer, and yielding there made both sides of a latency test yield
-    /// in turn (docs/verbs-drop-in.md).
+    /// otherwise hold the core the ACKs it waits for need. It yields by
+    /// sleeping in poll(2) until a frame arrives, the progress thread
+    /// moves completions into a CQ, or the engine's next timer (at most
+    /// [`POLL_WAIT_MAX`]), not with sched_yield: a thread that yields
+    /// beside threads that spin (a transfer engine's posting threads
+    /// waiting for their batch) gets its core back only at the
+    /// scheduler's next tick, 4 ms at HZ=250, while a sleeping one that a
+    /// frame wakes runs at once. A ping-pong (a request or two in flight)
+    /// never yields: its wait is the peer's answer, and yielding there
+    /// made both sides of a latency test yield in turn
+    /// (docs/verbs-drop-in.md).
     ///
     /// `put(i, wc)` receives the `i`-th completion taken (at most `max`):
     /// the caller writes it where it wants (the program's `ibv_wc` array),
@@ -630,6 +698,10 @@ impl Shell {
         mut put: impl FnMut(usize, &WorkCompletion),
     ) -> usize {
         self.counters.app_polls.fetch_add(1, Ordering::Relaxed);
+        let me = thread_id();
+        if self.poller.load(Ordering::Relaxed) != me {
+            self.poller.store(me, Ordering::Relaxed);
+        }
         let mut st = lock(&self.state);
         let buffered = matches!(st.cqs.get(cq as usize), Some(Some(c)) if !c.buf.is_empty());
         // One engine iteration unless completions wait already; with
@@ -646,6 +718,11 @@ impl Shell {
             rtc.poll_with(|ep| drain_cq(ep, cqs, qps, scratch, cq as usize, self))
                 .1
         };
+        // What this call received may have completed work of another CQ,
+        // which another thread may wait for.
+        if busy {
+            self.wake_poller();
+        }
         let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
             return 0;
         };
@@ -665,9 +742,20 @@ impl Shell {
         }
         let empty = self.empty_polls.fetch_add(1, Ordering::Relaxed);
         if self.poll_yield > 0 && empty >= self.poll_yield && st.window_in_flight() {
-            drop(st);
-            self.counters.app_yields.fetch_add(1, Ordering::Relaxed);
-            std::thread::yield_now();
+            // Nothing due now (frames to send, an expired timer): sleep
+            // until a frame, a completion or the next timer.
+            if let Some(d) = st.rtc.idle_for(POLL_WAIT_MAX) {
+                // Set under the lock: a move of completions after it is
+                // released sees it and wakes this call.
+                self.pollers_waiting.fetch_add(1, Ordering::SeqCst);
+                drop(st);
+                self.counters.app_yields.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: the socket is owned by `state`, which lives as
+                // long as `self`.
+                let sock = unsafe { BorrowedFd::borrow_raw(self.sock_fd) };
+                let _ = self.poll_waker.wait_with(sock, d);
+                self.pollers_waiting.fetch_sub(1, Ordering::SeqCst);
+            }
         }
         0
     }
@@ -712,22 +800,22 @@ impl State {
         }
     }
 
-    fn drain_all(&mut self, shell: &Shell) {
-        for i in 0..self.cqs.len() {
-            self.drain(i, shell);
-        }
+    /// Moves every CQ's completions ([`State::drain`]); returns how many.
+    fn drain_all(&mut self, shell: &Shell) -> usize {
+        (0..self.cqs.len()).map(|i| self.drain(i, shell)).sum()
     }
 
     /// Moves the engine's completions of CQ `i` into its buffer, reports
-    /// QP errors as asynchronous events, fires an armed channel.
-    fn drain(&mut self, i: usize, shell: &Shell) {
+    /// QP errors as asynchronous events, fires an armed channel; returns
+    /// how many it moved.
+    fn drain(&mut self, i: usize, shell: &Shell) -> usize {
         let State {
             rtc,
             cqs,
             qps,
             scratch,
         } = self;
-        drain_cq(rtc.endpoint_mut(), cqs, qps, scratch, i, shell);
+        drain_cq(rtc.endpoint_mut(), cqs, qps, scratch, i, shell)
     }
 }
 

@@ -395,6 +395,21 @@ impl RunToCompletion {
         (n, received > 0 || timers || sent > 0)
     }
 
+    /// Transmits what is due now (up to a batch of packets: what the
+    /// application posted, the replies a coalescing
+    /// [`RunToCompletion::poll_with`] held back), without receiving or
+    /// running timers: a doorbell, for an owner whose posting thread is not
+    /// the one that polls (that thread may not poll again soon). Returns
+    /// how many packets it queued or looped back.
+    pub fn transmit(&mut self) -> usize {
+        self.deferred = false;
+        let now = self.now();
+        let sent = self.step.transmit(&mut self.sock, &mut self.ep, now);
+        // More than a batch: the next poll sends the rest first.
+        self.posted = self.ep.has_pending_transmit();
+        sent
+    }
+
     /// Sends what a coalescing [`RunToCompletion::poll_with`] left for the
     /// next call (ACKs, READ responses), if anything: for an owner about to
     /// destroy a QP or stop polling, whose peer would otherwise wait for

@@ -510,7 +510,7 @@ pub(super) unsafe extern "C" fn post_send(
     };
     // SAFETY: `wr` heads a list of live requests whose SGE lists hold
     // `num_sge` entries (the contract, point 1).
-    unsafe {
+    let r = unsafe {
         post_list(
             wr,
             bad,
@@ -520,7 +520,9 @@ pub(super) unsafe extern "C" fn post_send(
                 shell.post_send(qpn, s).map_err(|e| errno_of(&e))
             },
         )
-    }
+    };
+    shell.doorbell();
+    r
 }
 
 /// `ops.post_recv`.
