@@ -21,7 +21,7 @@
 //!   (`-w spin`, as Mooncake's submission threads) or yield (`-w yield`);
 //!   the figure is MB/s (2^20 bytes: the program's JSON line, the tool's
 //!   `--json`); target ratio >=
-//!   [`THREADED_GOODPUT_TARGET`](crate::report::THREADED_GOODPUT_TARGET).
+//!   [`THREADED_GOODPUT_TARGET`].
 //!
 //! Each comparison is measured as pairs, the two runs of a pair back to
 //! back, the stock binary first in even-numbered pairs and the tool first
@@ -192,8 +192,7 @@ fn compile_threaded(dir: &Path) -> EngineResult<PathBuf> {
         return Err(format!(
             "compiling threaded_rdma_bw.c (needs libibverbs-dev): {}",
             String::from_utf8_lossy(&out.stderr).trim()
-        )
-        .into());
+        ));
     }
     Ok(exe)
 }
@@ -287,7 +286,7 @@ fn run_stock(
     let stdout = String::from_utf8_lossy(&out.client.stdout);
     if let Comparison::Threaded { .. } = c {
         return threaded_figure(&stdout)
-            .ok_or_else(|| format!("{}: no JSON line in its output", c.stock()).into());
+            .ok_or_else(|| format!("{}: no JSON line in its output", c.stock()));
     }
     let row = perftest_row(&stdout, c.bytes())
         .ok_or_else(|| format!("{}: no result row in its output", c.stock()))?;
