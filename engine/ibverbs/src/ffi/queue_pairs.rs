@@ -18,6 +18,7 @@ use super::{engine, errno_of, mtu_enum, object, pointer, status, unsupported};
 use crate::abi::*;
 use crate::checks;
 use crate::handles::{self, Kind, Object};
+use crate::shell::Shell;
 
 /// A QP: the engine's QP `qp_num`, what it was created with, its access
 /// flags (`IBV_QP_ACCESS_FLAGS`, as the program last set them).
@@ -102,8 +103,8 @@ unsafe extern "C" fn ibv_create_qp(p: *mut ibv_pd, init: *mut ibv_qp_init_attr) 
         // Report what the QP has (one SGE a request).
         a.cap.max_send_wr = init_attr.max_send_wr;
         a.cap.max_recv_wr = init_attr.max_recv_wr;
-        a.cap.max_send_sge = limits_sge();
-        a.cap.max_recv_sge = limits_sge();
+        a.cap.max_send_sge = crate::limits::MAX_SGE as u32;
+        a.cap.max_recv_sge = crate::limits::MAX_SGE as u32;
         // SAFETY: ibv_qp is plain data (pointers, integers, and a pthread
         // mutex and condition whose all-zero value is their initializer).
         let mut c: ibv_qp = unsafe { std::mem::zeroed() };
@@ -138,10 +139,6 @@ unsafe extern "C" fn ibv_create_qp(p: *mut ibv_pd, init: *mut ibv_qp_init_attr) 
         rcq.qps.fetch_add(1, Ordering::AcqRel);
         Ok(handles::publish(b))
     })())
-}
-
-fn limits_sge() -> u32 {
-    crate::limits::MAX_SGE as u32
 }
 
 #[no_mangle]
@@ -492,21 +489,35 @@ unsafe fn post_list<W>(
     0
 }
 
+/// The engine and QP number a post goes to; if `p` is no live QP, `bad`
+/// points at the first request and the errno comes back (the verbs
+/// contract of a refused post).
+///
+/// # Safety
+/// `bad` is NULL or writable.
+unsafe fn post_target<W>(
+    p: *mut ibv_qp,
+    first: *mut W,
+    bad: *mut *mut W,
+) -> Result<(&'static Shell, u32), c_int> {
+    let r = engine().and_then(|s| Ok((s, qp(p)?.qp_num())));
+    if r.is_err() && !bad.is_null() {
+        // SAFETY: the function's contract.
+        unsafe { *bad = first };
+    }
+    r
+}
+
 /// `ops.post_send`.
 pub(super) unsafe extern "C" fn post_send(
     p: *mut ibv_qp,
     wr: *mut ibv_send_wr,
     bad: *mut *mut ibv_send_wr,
 ) -> c_int {
-    let (shell, qpn) = match engine().and_then(|s| Ok((s, qp(p)?.qp_num()))) {
+    // SAFETY: `bad` is NULL or writable (the contract, point 1).
+    let (shell, qpn) = match unsafe { post_target(p, wr, bad) } {
         Ok(x) => x,
-        Err(e) => {
-            if !bad.is_null() {
-                // SAFETY: `bad` is writable (the contract, point 1).
-                unsafe { *bad = wr };
-            }
-            return e;
-        }
+        Err(e) => return e,
     };
     // SAFETY: `wr` heads a list of live requests whose SGE lists hold
     // `num_sge` entries (the contract, point 1).
@@ -531,15 +542,10 @@ pub(super) unsafe extern "C" fn post_recv(
     wr: *mut ibv_recv_wr,
     bad: *mut *mut ibv_recv_wr,
 ) -> c_int {
-    let (shell, qpn) = match engine().and_then(|s| Ok((s, qp(p)?.qp_num()))) {
+    // SAFETY: `bad` is NULL or writable (the contract, point 1).
+    let (shell, qpn) = match unsafe { post_target(p, wr, bad) } {
         Ok(x) => x,
-        Err(e) => {
-            if !bad.is_null() {
-                // SAFETY: `bad` is writable (the contract, point 1).
-                unsafe { *bad = wr };
-            }
-            return e;
-        }
+        Err(e) => return e,
     };
     // SAFETY: as in `post_send`.
     unsafe {
