@@ -192,8 +192,7 @@ fn compile_threaded(dir: &Path) -> EngineResult<PathBuf> {
         return Err(format!(
             "compiling threaded_rdma_bw.c (needs libibverbs-dev): {}",
             String::from_utf8_lossy(&out.stderr).trim()
-        )
-        .into());
+        ));
     }
     Ok(exe)
 }
@@ -287,7 +286,7 @@ fn run_stock(
     let stdout = String::from_utf8_lossy(&out.client.stdout);
     if let Comparison::Threaded { .. } = c {
         return threaded_figure(&stdout)
-            .ok_or_else(|| format!("{}: no JSON line in its output", c.stock()).into());
+            .ok_or_else(|| format!("{}: no JSON line in its output", c.stock()));
     }
     let row = perftest_row(&stdout, c.bytes())
         .ok_or_else(|| format!("{}: no result row in its output", c.stock()))?;
