@@ -30,6 +30,10 @@ pub const ENV_PROGRESS_THREAD: &str = "ROCE_XDP_PROGRESS_THREAD";
 pub const ENV_POLL_YIELD: &str = "ROCE_XDP_POLL_YIELD";
 /// Its default: about 10 us of empty polls here.
 pub const DEFAULT_POLL_YIELD: u32 = 32;
+/// The progress thread's nice value, -20..19 (setpriority(2) on the
+/// thread; below 0 needs CAP_SYS_NICE); unset: the program's
+/// (docs/verbs-drop-in.md, "Process model").
+pub const ENV_PROGRESS_NICE: &str = "ROCE_XDP_PROGRESS_NICE";
 
 /// What the environment asks for.
 #[derive(Debug, Clone)]
@@ -43,6 +47,8 @@ pub struct Config {
     pub progress_thread: bool,
     /// See [`ENV_POLL_YIELD`]; 0 = never.
     pub poll_yield: u32,
+    /// See [`ENV_PROGRESS_NICE`]; None: leave it.
+    pub progress_nice: Option<i32>,
 }
 
 impl Config {
@@ -91,6 +97,17 @@ impl Config {
                 format!("{ENV_POLL_YIELD}={v}: expected a number of calls (0: never yield)")
             })?,
         };
+        let progress_nice = match get(ENV_PROGRESS_NICE) {
+            None => None,
+            Some(v) => match v.parse::<i32>() {
+                Ok(n) if (-20..=19).contains(&n) => Some(n),
+                _ => {
+                    return Err(format!(
+                        "{ENV_PROGRESS_NICE}={v}: expected a nice value, -20..19"
+                    ))
+                }
+            },
+        };
         Ok(Config {
             iface,
             queue,
@@ -100,6 +117,7 @@ impl Config {
             steer,
             progress_thread,
             poll_yield,
+            progress_nice,
         })
     }
 }
@@ -132,6 +150,7 @@ mod tests {
             (ENV_FORCE, "1"),
             (ENV_STEER, "off"),
             (ENV_POLL_YIELD, "0"),
+            (ENV_PROGRESS_NICE, "-5"),
         ]))
         .unwrap();
         assert_eq!(c.iface, "veth0");
@@ -142,8 +161,13 @@ mod tests {
         assert_eq!(c.steer, SteerMode::Off);
         assert!(c.progress_thread);
         assert_eq!(c.poll_yield, 0);
+        assert_eq!(c.progress_nice, Some(-5));
         let d = Config::parse(env(&[(ENV_IFACE, "veth0")])).unwrap();
         assert_eq!(d.poll_yield, DEFAULT_POLL_YIELD);
+        assert_eq!(d.progress_nice, None);
+        let e =
+            Config::parse(env(&[(ENV_IFACE, "veth0"), (ENV_PROGRESS_NICE, "-21")])).unwrap_err();
+        assert!(e.contains("-20..19"), "{e}");
         let e = Config::parse(env(&[(ENV_IFACE, "veth0"), (ENV_POLL_YIELD, "x")])).unwrap_err();
         assert!(e.contains("0: never"), "{e}");
     }

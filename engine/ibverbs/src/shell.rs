@@ -254,6 +254,22 @@ fn steer(cfg: &Config) -> Result<Option<Steering>, String> {
     Ok(Some(s))
 }
 
+/// Gives the calling thread nice value `n` (`ROCE_XDP_PROGRESS_NICE`), or
+/// says why it could not.
+fn set_thread_nice(n: i32) {
+    // SAFETY: gettid takes no argument and cannot fail.
+    let tid = unsafe { libc::gettid() };
+    // SAFETY: setpriority on this thread's id (Linux: PRIO_PROCESS with a
+    // thread id sets that thread's nice value); plain integer arguments.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, n) } != 0 {
+        eprintln!(
+            "roce-xdp: {}={n}: {} (the progress thread keeps the program's nice value)",
+            crate::config::ENV_PROGRESS_NICE,
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -338,9 +354,15 @@ impl Shell {
         }
         if cfg.progress_thread {
             let s = shell.clone();
+            let nice = cfg.progress_nice;
             std::thread::Builder::new()
                 .name("roce-xdp-progress".into())
-                .spawn(move || s.progress_loop())
+                .spawn(move || {
+                    if let Some(n) = nice {
+                        set_thread_nice(n);
+                    }
+                    s.progress_loop()
+                })
                 .map_err(|e| format!("cannot start the progress thread: {e}"))?;
         }
         Ok(shell)
