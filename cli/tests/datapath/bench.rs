@@ -168,8 +168,10 @@ fn bench_quick_json_has_the_documented_shape() {
         assert!(ratio.value.is_some() || !r.missing.is_empty(), "{ratio:?}");
     }
     let md = std::fs::read_to_string(out_dir.join("results.md")).expect("results.md");
-    // Stock perftest on the drop-in: three comparisons, each
-    // with its pairs and a ratio, or a line in `missing` saying why not.
+    // Stock perftest and the transfer-engine pattern (posting threads
+    // that spin or yield, a polling thread) on the drop-in: seven
+    // comparisons, each with its pairs and a ratio, or a line in
+    // `missing` saying why not.
     let drop_in = &r.verbs_drop_in;
     if drop_in.targets.is_empty() {
         assert!(
@@ -188,7 +190,11 @@ fn bench_quick_json_has_the_documented_shape() {
             [
                 ("ib_write_bw", 64),
                 ("ib_write_bw", 65536),
-                ("ib_send_lat", 64)
+                ("ib_send_lat", 64),
+                ("threaded_rdma_bw -o read -w spin", 65536),
+                ("threaded_rdma_bw -o write -w spin", 65536),
+                ("threaded_rdma_bw -o read -w yield", 65536),
+                ("threaded_rdma_bw -o write -w yield", 65536),
             ]
         );
         for t in &drop_in.targets {
