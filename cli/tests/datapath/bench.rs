@@ -204,7 +204,7 @@ fn bench_quick_json_has_the_documented_shape() {
                 r.missing
             );
         }
-        assert!(md.contains("Stock perftest on the drop-in libibverbs"));
+        assert!(md.contains("on the drop-in libibverbs (`roce-xdp exec`)"));
     }
     let projection = r.projection.as_ref().expect("projection section");
     assert!(!projection.rows.is_empty());
