@@ -324,10 +324,13 @@ fn exercise(e: &mut impl SelfConnected) -> Moved {
     moved
 }
 
+/// The QPs grant every remote right their WRITEs, READs and atomics
+/// need (a QP's access flags are checked on every request).
 fn connect_options(sq_psn: u32) -> ConnectOptions {
     ConnectOptions {
         path_mtu: Mtu::Mtu4096,
         sq_psn,
+        access: Access::ALL,
         ..Default::default()
     }
 }
