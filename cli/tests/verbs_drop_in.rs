@@ -172,12 +172,14 @@ fn prerequisites() {
 
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// Compiles `tests/NAME.c` of ours against the installed `verbs.h`.
-fn compile_c(name: &str) -> std::path::PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/{name}.c"));
+/// Compiles a C program of ours (`SRC`, relative to this crate, e.g.
+/// `tests/NAME.c`) against the installed `verbs.h`.
+fn compile_c(src: &str) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
+    let name = src.file_stem().expect("a C file");
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let cc = Command::new("cc")
-        .args(["-Wall", "-O1", "-pthread"])
+        .args(["-Wall", "-O2", "-pthread"])
         .arg(&src)
         .arg("-o")
         .arg(&exe)
@@ -197,7 +199,7 @@ fn compile_c(name: &str) -> std::path::PathBuf {
 /// prints "ok" and exits 0 when every assertion of the check holds.
 fn provider_check(check: &str) -> String {
     prerequisites();
-    let exe = compile_c("verbs_provider");
+    let exe = compile_c("tests/verbs_provider.c");
     let pair = Pair::create();
     let out = finish(
         pair.exec(0, &[exe.to_str().unwrap(), check])
@@ -481,7 +483,7 @@ fn a_second_program_on_the_same_queue_gets_no_device_and_the_reason() {
 #[ignore = "needs root"]
 fn unsupported_verbs_and_qp_errors_as_a_verbs_program_sees_them() {
     prerequisites();
-    let exe = compile_c("verbs_drop_in_errors");
+    let exe = compile_c("tests/verbs_drop_in_errors.c");
     let pair = Pair::create();
     // The peer has an address (ARP answers) but no engine: nothing acks.
     let out = finish(
@@ -582,22 +584,7 @@ fn uncovered_queues_are_refused_unless_forced() {
 #[ignore = "needs root"]
 fn posting_threads_and_a_polling_thread() {
     prerequisites();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../benches/programs/threaded_rdma_bw.c");
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join("threaded_rdma_bw");
-    let cc = Command::new("cc")
-        .args(["-O2", "-Wall", "-pthread"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-libverbs")
-        .output()
-        .expect("running cc (install gcc)");
-    assert!(
-        cc.status.success(),
-        "compiling {}: {}",
-        src.display(),
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let exe = compile_c("../benches/programs/threaded_rdma_bw.c");
     let exe = exe.to_str().unwrap();
     let runs: [&[&str]; 3] = [
         &["-o", "read", "-c", "-w", "spin"],
