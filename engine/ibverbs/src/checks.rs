@@ -339,6 +339,13 @@ mod tests {
             | IBV_QP_TIMEOUT
             | IBV_QP_ACCESS_FLAGS;
         assert_eq!(modify_values(all, &ok), Ok(()));
+        // Soft-RoCE's limit, which perftest passes on from an rxe peer.
+        let rxe_reads = ModifyValues {
+            max_rd_atomic: 128,
+            max_dest_rd_atomic: 128,
+            ..ok
+        };
+        assert_eq!(modify_values(all, &rxe_reads), Ok(()));
         let bad = [
             ModifyValues { port_num: 2, ..ok },
             ModifyValues {

@@ -25,8 +25,13 @@ pub const MAX_MR: c_int = 1 << 16;
 pub const MAX_MW: c_int = 1 << 16;
 /// Protection domains a process holds at once.
 pub const MAX_PD: c_int = 1 << 16;
-/// RDMA READ and atomic requests outstanding on a QP, each way.
-pub const MAX_QP_RD_ATOM: c_int = 16;
+/// RDMA READ and atomic requests outstanding on a QP, each way: 128,
+/// Soft-RoCE's `RXE_MAX_QP_RD_ATOM`. perftest sets a QP's
+/// `max_rd_atomic` to the *peer's* `max_qp_rd_atom`, and both ends check
+/// it against their own limit (rxe's `rxe_qp_chk_attr`, ours in
+/// `checks::modify_values`), so a smaller limit here fails every READ and
+/// atomic test against rxe at RTS.
+pub const MAX_QP_RD_ATOM: c_int = 128;
 /// Completion vectors (`ibv_context.num_comp_vectors`).
 pub const NUM_COMP_VECTORS: c_int = 1;
 /// `vendor_id` of software RoCE devices: Soft-RoCE reports 0xFFFFFF
