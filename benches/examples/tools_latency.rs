@@ -1,4 +1,4 @@
-//! The rows of issue 20 alone, measured in one run on one veth pair
+//! The latency tools' rows alone, measured in one run on one veth pair
 //! (needs root): the AF_XDP floor's echo round trip, the latency tools'
 //! own loops (run-to-completion and `--threaded`), the verbs Device with
 //! the polling option, the idle cost. The same code as `roce-xdp bench`

@@ -1,4 +1,4 @@
-//! The rows of issue 19 alone (needs root): Debian's stock `ib_write_bw`
+//! The drop-in libibverbs' rows alone (needs root): Debian's stock `ib_write_bw`
 //! (64 B, 64 KiB) and `ib_send_lat` (64 B) under `roce-xdp exec`, the
 //! drop-in libibverbs, against `roce-xdp write-bw` and `roce-xdp send-lat`,
 //! and the transfer-engine pattern (`benches/programs/threaded_rdma_bw.c`,

@@ -24,13 +24,12 @@
 //! batch's timer starts, and handed to the endpoint from there, as the
 //! engine finds them in its AF_XDP ring: written there by the kernel's
 //! copy just before it polls (copy mode) or by the NIC into the
-//! last-level cache (zero copy on NICs with DDIO). Before 2026-12-04
-//! (third session) they were read from where the generation pass had
-//! stored them, 65,536 frames and as many ACKs out of the caches by then
-//! once the QPs' state had streamed through: with 64K QPs in shuffled
-//! order, a third of the responder's time went to reading the frames'
-//! headers (`perf record` of `examples/qp_scale_probe 65536 6 shuffled`),
-//! a cost of the rig, not of the engine.
+//! last-level cache (zero copy on NICs with DDIO). Read instead from where
+//! the generation pass stored them, 65,536 frames and as many ACKs are out
+//! of the caches once the QPs' state has streamed through: with 64K QPs
+//! in shuffled order a third of the responder's time went to reading the
+//! frames' headers (`perf record` of `examples/qp_scale_probe 65536 6
+//! shuffled`), a cost of the rig, not of the engine.
 //!
 //! Two QP orders ([`QpOrder`]): message `k` on the `k % N`-th QP in slot
 //! order (the QPs' state walked through memory front to back, which the
@@ -55,10 +54,8 @@
 //! after such a sum and ends with the next, timed, its time shared over
 //! the pass's packets ([`Rig::pass_with_snapshot`]): with 64K QPs, as
 //! many QPs as packets, as a driver sees between two snapshots when that
-//! many QPs are active. Until 2026-12-04 (fifth session) that sum read
-//! the counters of every QP active since the last one; now it reads one
-//! QP's, and the rest of its work is paid as QPs are handed out, in the
-//! pass (`docs/architecture.md`, "The statistics' sum over active QPs"),
+//! many QPs are active. The sum reads one QP's counters, and the rest of
+//! its work is paid as QPs are handed out, in the pass (`docs/architecture.md`, "The statistics' sum over active QPs"),
 //! so these rows and the plain shuffled ones measure the same work.
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -605,11 +602,12 @@ pub fn measure(
 /// One row of the machine's memory latency behind the `qp_scale` rows:
 /// dependent loads, one per cache line, in a seeded random order over a
 /// buffer as large as `qps` QPs' state on one side (each QP
-/// [`engine::endpoint::QP_SLOT_BYTES`]: the QP and its schedule entry;
-/// `size_of::<Qp>()` until 2026-12-05), as a packet of a shuffled pass finds its
+/// [`engine::endpoint::QP_SLOT_BYTES`]: the QP and its schedule entry),
+/// as a packet of a shuffled pass finds its
 /// QP. Whether 64K QPs' state comes from a cache or from memory is the
 /// machine's, and this row says which: on the development VM the loads
-/// took 35 ns up to 8 MiB and 124-139 ns from 16 MiB on (2026-12-04).
+/// took 35 ns up to 8 MiB and 124-139 ns from 16 MiB on (the figures of
+/// `docs/performance-log.md`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryRow {
     /// QPs whose state the buffer is as large as.

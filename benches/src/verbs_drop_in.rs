@@ -1,4 +1,4 @@
-//! The targets of issue 19: Debian's stock perftest binaries, unmodified,
+//! The drop-in's targets: Debian's stock perftest binaries, unmodified,
 //! on the engine through the drop-in libibverbs (`roce-xdp exec`), against
 //! the engine's own perftest-style tools between the same two namespaces,
 //! paired in one run:

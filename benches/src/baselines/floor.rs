@@ -89,8 +89,8 @@ pub enum FloorPayload {
     /// from the same places as the engine, with no protocol work. The
     /// floor the targets use.
     Messages(SourceLayout),
-    /// One frame, built once and sent again and again: no message is read
-    /// (the floor before 2026-11-30). For information: next to
+    /// One frame, built once and sent again and again: no message is read.
+    /// For information: next to
     /// `Messages`, it shows what reading the messages costs.
     OneFrame,
 }

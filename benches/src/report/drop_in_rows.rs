@@ -1,5 +1,5 @@
 //! The drop-in libibverbs' rows ([`DropInReport`]), measured by
-//! `verbs_drop_in.rs`, with their targets (issue 19): Debian's stock
+//! `verbs_drop_in.rs`, with their targets: Debian's stock
 //! `ib_write_bw` under `roce-xdp exec` against `roce-xdp write-bw`,
 //! goodput ratio >= [`GOODPUT_TARGET`] at 64 B and 64 KiB; stock
 //! `ib_send_lat` under `exec` against `roce-xdp send-lat`, p50 ratio <=

@@ -1,5 +1,5 @@
 //! The harness's result: every figure, the paired target measurements, the
-//! ratios against the targets of issues 5 and 7, and renderings as a
+//! ratios against the throughput targets, and renderings as a
 //! plain-text table, Markdown and JSON.
 //! A figure that could not be measured is `None`, and `missing` says why;
 //! nothing here is ever filled in by hand.
@@ -11,9 +11,10 @@
 //!   ([`Report::target_ratios`]).
 //! - `tables.rs`: the [`Table`] type and the tables a report prints.
 //! - `render.rs`: plain text, Markdown and JSON.
-//! - `tool_rows.rs`: the latency tools' rows and the idle cost (issue 20).
+//! - `tool_rows.rs`: the latency tools' rows and the idle cost, against
+//!   the AF_XDP floor.
 //! - `drop_in_rows.rs`: stock perftest on the drop-in libibverbs against
-//!   the engine's tools (issue 19).
+//!   the engine's tools.
 
 mod drop_in_rows;
 mod model;

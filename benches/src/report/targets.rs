@@ -58,8 +58,8 @@ pub enum BaselinePayload {
     /// The engine's messages: each payload read from where the engine's
     /// stream reads it (the spec's `sources`), so both move the same bytes.
     Messages,
-    /// The floor's one frame, sent again and again (no message read): the
-    /// floor before 2026-11-30, for information. (Kernel UDP has no such
+    /// The floor's one frame, sent again and again (no message read), for
+    /// information. (Kernel UDP has no such
     /// variant: it reads the messages either way.)
     OneFrame,
 }
@@ -73,10 +73,10 @@ pub enum Metric {
     Goodput,
 }
 
-/// The paired targets: issue 7 (engine / floor >= 0.8 at 64 B message
-/// rate, >= 0.9 at 64 KiB goodput; engine / kernel UDP >= 2 at 64 B
-/// message rate) and issue 5 (engine WRITE >= 0.8 x floor at 64 B and
-/// 1 KiB).
+/// The paired throughput targets: the engine against the AF_XDP floor
+/// (>= 0.8 at 64 B message rate, >= 0.9 at 64 KiB goodput) and against
+/// kernel UDP (>= 2 at 64 B message rate); the engine's WRITE >= 0.8 x
+/// the floor at 64 B and 1 KiB.
 pub const PAIRED_TARGETS: [PairedSpec; 4] = [
     PairedSpec {
         message_bytes: 64,
@@ -114,8 +114,8 @@ pub const PAIRED_TARGETS: [PairedSpec; 4] = [
 
 /// Paired comparisons measured for information, after the targets: the
 /// 64 KiB WRITE target again (1) against the floor re-sending one frame,
-/// which reads no message (the floor before 2026-11-30: the difference is
-/// what reading the messages costs), and (2) with every message in flight
+/// which reads no message (the difference is what reading the messages
+/// costs), and (2) with every message in flight
 /// in a range of its own on both sides (a 2 MiB working set per side,
 /// beyond this machine's L2 cache).
 pub const PAIRED_INFO: [PairedSpec; 2] = [

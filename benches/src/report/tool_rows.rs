@@ -1,5 +1,5 @@
 //! The latency tools' rows and the idle-cost row ([`ToolsReport`]),
-//! measured by `tool_latency.rs`, with their targets (issue 20): each
+//! measured by `tool_latency.rs`, with their targets: each
 //! latency tool's round trip against the AF_XDP echo floor of the same
 //! run, p50 ratio <= [`P50_TARGET`] and p99 ratio <= [`P99_TARGET`];
 //! idle CPU per queue <= [`IDLE_TARGET`] CPU seconds per wall second.
@@ -43,7 +43,7 @@ pub struct ToolLatency {
     /// it. The figures above are those of the pair whose p50 ratio is the
     /// median ([`ToolLatency::median_of`]): one pair's ratio moved by
     /// 1.15-2.0 from one run to the next on the development VM. Empty in
-    /// results written before 2026-12-05 (one pair).
+    /// older results files, which measured one pair.
     #[serde(default)]
     pub pairs: Vec<PairRatios>,
 }
