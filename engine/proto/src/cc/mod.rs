@@ -4,15 +4,12 @@
 //! "DCQCN").
 //!
 //! [`QpCongestion`] is the per-QP state the endpoint keeps inside each QP
-//! (the RC transport's hook). [`CongestionControl`] is the same machinery
-//! over a fixed-capacity table, for code that keeps QPs elsewhere: one per
-//! endpoint, sized for its maximum number of QPs, allocated once. Its
-//! per-packet calls are
-//! - [`CongestionControl::on_ce_marked`] for every received RoCE packet
-//!   whose IP ECN field is CE (true = send a CNP to the peer QP now),
-//! - [`CongestionControl::on_cnp`] for every received CNP,
-//! - [`CongestionControl::may_send`] / [`CongestionControl::consume`]
-//!   around every requester transmission.
+//! (the RC transport's hook). Its per-packet calls are
+//! - [`QpCongestion::on_packet_received`] for every received RoCE packet
+//!   (a CE mark arms a CNP to the peer QP, paced by [`CnpPacer`]),
+//! - [`QpCongestion::on_cnp`] for every received CNP,
+//! - [`QpCongestion::may_send`] / [`QpCongestion::on_sent`] around every
+//!   requester transmission.
 //!
 //! Endpoint wiring: `EndpointConfig::cc` ([`CcConfig`]) configures every
 //! QP; counters `np_ecn_marked_roce_packets`, `np_cnp_sent`,
@@ -30,23 +27,15 @@
 //! ```
 
 mod config;
-mod congestion_control;
-mod counters;
 mod dcqcn;
 mod notification_point;
 mod pacer;
 mod qp_congestion;
-mod qp_table;
 
 pub use self::config::{
     ip_ecn, CcConfig, EcnMarking, MarkingError, DEFAULT_CNP_DSCP, DEFAULT_DATA_DSCP,
 };
-pub use self::congestion_control::{CongestionControl, QpRate};
-pub use self::counters::CcCounters;
 pub use self::dcqcn::{CnpOutcome, Dcqcn, DcqcnParams, IncreaseStage};
-pub use self::notification_point::{
-    CnpPacer, NotificationPoint, NpCounters, DEFAULT_MIN_TIME_BETWEEN_CNPS,
-};
+pub use self::notification_point::{CnpPacer, DEFAULT_MIN_TIME_BETWEEN_CNPS};
 pub use self::pacer::Pacer;
 pub use self::qp_congestion::{QpCcConfig, QpCongestion};
-pub use self::qp_table::{QpTable, TableFull};

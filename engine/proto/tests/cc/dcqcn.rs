@@ -6,9 +6,7 @@
 
 use core::time::Duration;
 
-use proto::cc::{
-    CcConfig, CnpOutcome, CongestionControl, Dcqcn, DcqcnParams, IncreaseStage, TableFull,
-};
+use proto::cc::{CnpOutcome, Dcqcn, DcqcnParams, IncreaseStage};
 use proto::time::Instant;
 
 const LINE_MBPS: f64 = 100_000.0; // a 100 Gb/s link
@@ -331,54 +329,4 @@ fn paper_preset_alpha_decays_every_55_us() {
     // No monitor period: two CNPs 1 us apart both reduce.
     assert_eq!(d.on_cnp(us(1)), CnpOutcome::Handled);
     assert_eq!(mbps(&d), 25_000.0);
-}
-
-#[test]
-fn endpoint_level_switch_unknown_qps_and_counters() {
-    let mut cc = CongestionControl::new(CcConfig::default(), 2);
-    cc.add_qp(0x11, 100e9).unwrap();
-    cc.add_qp(0x22, 100e9).unwrap();
-    assert_eq!(cc.add_qp(0x33, 100e9), Err(TableFull));
-
-    assert_eq!(cc.on_cnp(us(0), 0x11), CnpOutcome::Handled);
-    assert_eq!(cc.on_cnp(us(1), 0x11), CnpOutcome::Ignored); // monitor period
-    assert_eq!(cc.on_cnp(us(1), 0x99), CnpOutcome::Ignored); // unknown QP
-    let c = cc.counters();
-    assert_eq!((c.rp_cnp_handled, c.rp_cnp_ignored), (1, 2));
-    assert!(cc.rate_bps(0x11).unwrap() < 51e9);
-    assert_eq!(cc.rate_bps(0x22), Some(100e9));
-    assert_eq!(cc.next_deadline(), Some(us(300)));
-    // The limited QP is paced once its bucket is drained; the other is not.
-    let mut refused = false;
-    for _ in 0..100 {
-        match cc.may_send(us(1), 0x11, 4096) {
-            Ok(()) => cc.consume(us(1), 0x11, 4096),
-            Err(t) => {
-                assert!(t > us(1));
-                refused = true;
-                break;
-            }
-        }
-    }
-    assert!(refused);
-    for _ in 0..100 {
-        assert_eq!(cc.may_send(us(1), 0x22, 4096), Ok(()));
-        cc.consume(us(1), 0x22, 4096);
-    }
-    let rates: Vec<_> = cc.qp_rates(us(1)).map(|r| r.qpn).collect();
-    assert_eq!(rates.len(), 2);
-
-    // DCQCN off for the endpoint: never limited, CNPs ignored.
-    cc.set_dcqcn_enabled(false);
-    assert_eq!(cc.may_send(us(1), 0x11, 4096), Ok(()));
-    assert_eq!(cc.on_cnp(us(100), 0x22), CnpOutcome::Ignored);
-    assert_eq!(cc.rate_bps(0x11), Some(100e9));
-    assert_eq!(cc.next_deadline(), None);
-    assert_eq!(cc.counters().rp_cnp_ignored, 3);
-    // On again: every QP restarts at line rate.
-    cc.set_dcqcn_enabled(true);
-    assert_eq!(cc.rate_bps(0x11), Some(100e9));
-    cc.remove_qp(0x11);
-    assert_eq!(cc.rate_bps(0x11), None);
-    cc.add_qp(0x33, 100e9).unwrap();
 }
