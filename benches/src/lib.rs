@@ -11,7 +11,7 @@
 //! ([`verbs_drop_in`], with [`tool_run`] running binaries in the
 //! namespaces), the [`paired`] step and the in-memory
 //! [`protocol_path`], and fills the [`report`], which [`output`] writes
-//! (with the [`svg`] chart). Below them: [`options`] (what to run, shared
+//! (with an SVG chart from the `charts` crate). Below them: [`options`] (what to run, shared
 //! constants), [`error`], [`threads`] (threads inside a namespace),
 //! [`placement`] (cores), [`sources`] (where messages sit), [`stats`],
 //! [`sysinfo`]. No module imports one above it.
@@ -32,7 +32,6 @@ pub mod qp_scale;
 pub mod report;
 pub mod sources;
 pub mod stats;
-pub mod svg;
 pub mod sysinfo;
 #[cfg(test)]
 mod test_support;

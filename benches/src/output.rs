@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::report::{size_label, Report};
-use crate::svg::{LineChart, Series};
+use charts::{LineChart, Series};
 
 /// File names inside the output directory.
 pub const MARKDOWN: &str = "results.md";

@@ -26,8 +26,11 @@ use anyhow::Context as _;
 use clap::Args;
 use engine::io::{wait_readable_any, XskConfig, XskSocket, MAX_WAIT_FDS};
 use engine::nic::{QueueOption, SteerProgram};
-use engine::wire::checksum;
-use roce_xdp_benches::baselines::floor::{frame_len_for, ACK_FRAME_LEN};
+use engine::wire::icrc::ICRC_LEN;
+use engine::wire::{
+    checksum, pad_for, Opcode, BTH_HEADER_LEN, ETH_HEADER_LEN, IPV4_HEADER_LEN, IPV6_HEADER_LEN,
+    UDP_HEADER_LEN,
+};
 
 use crate::common::args::AttachArgs;
 use crate::common::lists::{parse_list, CpuList};
@@ -132,13 +135,18 @@ fn udp_at(frame: &[u8]) -> Option<usize> {
 }
 
 /// Length of the frame that carries the RoCE frame of a `size`-byte
-/// RDMA WRITE (headers, RETH and ICRC around the payload), and of an RC
-/// ACK, over IPv4 or IPv6.
+/// RDMA WRITE in one packet (headers, RETH, the pad and ICRC around the
+/// payload), and of an RC ACK (headers, AETH, ICRC), over IPv4 or IPv6.
 pub fn frame_lens(size: usize, ipv6: bool) -> (usize, usize) {
-    let extra = if ipv6 { 20 } else { 0 };
+    let ip = if ipv6 {
+        IPV6_HEADER_LEN
+    } else {
+        IPV4_HEADER_LEN
+    };
+    let around = ETH_HEADER_LEN + ip + UDP_HEADER_LEN + BTH_HEADER_LEN + ICRC_LEN;
     (
-        frame_len_for(size, usize::MAX).0 + extra,
-        ACK_FRAME_LEN + extra,
+        around + Opcode::WriteOnly.ext_headers_len() + size + pad_for(size),
+        around + Opcode::Acknowledge.ext_headers_len(),
     )
 }
 
@@ -694,6 +702,8 @@ mod tests {
         // Ethernet 14, IPv4 20 / IPv6 40, UDP 8, BTH 12, RETH 16, ICRC 4.
         assert_eq!(frame_lens(64, false), (138, 62));
         assert_eq!(frame_lens(64, true), (158, 82));
+        // The pad: a 1-byte WRITE carries 3 pad bytes.
+        assert_eq!(frame_lens(1, false), (78, 62));
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! `roce-xdp plot TRACE.csv --out rate.svg`: draws a `roce-xdp sim --trace`
 //! time series as an SVG line chart: the rate of every QP over time (top)
 //! and the bottleneck queue depth (bottom), drawn with the benchmark
-//! harness's SVG writer (`roce_xdp_benches::svg`), no plotting dependency.
+//! SVG writer of the `charts` crate, no plotting dependency.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use roce_xdp_benches::svg::{self, LineChart, Series, XScale};
+use charts::{self as svg, LineChart, Series, XScale};
 
 /// Arguments of `roce-xdp plot`.
 #[derive(Debug, clap::Args)]
