@@ -69,7 +69,8 @@ use engine::io::Lookahead;
 use engine::rc::{
     Access, MrKeys, Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, SendOp, SendWr, Sge,
 };
-use engine::sim::{run_workload, SplitMix64, WorkloadConfig};
+use engine::sim::scenarios::{run_workload, WorkloadConfig};
+use engine::sim::SplitMix64;
 use engine::time::Instant;
 use serde::{Deserialize, Serialize};
 

@@ -16,8 +16,10 @@ use engine::io::ZeroCopy;
 use engine::nic::AttachMode;
 use engine::rc::Mtu;
 use engine::testbed::floor::{run_echo_floor, FloorOptions};
-use engine::testbed::loopback::{run_loopback, LoopbackOp, LoopbackOptions, LoopbackReport};
 use engine::testbed::netns::is_root;
+use engine::testbed::scenarios::loopback::{
+    run_loopback, LoopbackOp, LoopbackOptions, LoopbackReport,
+};
 use serde_json::json;
 
 use crate::common::args::{ModeArg, OpArg};

@@ -10,7 +10,7 @@
 //!
 //! Each layer is a public module whose files are private modules: its
 //! `mod.rs` re-exports the names callers use (`wire::parse_frame_view`,
-//! `endpoint::Endpoint`, `cc::CcConfig`, `sim::run_workload`), as smoltcp's
+//! `endpoint::Endpoint`, `cc::CcConfig`, `sim::Simulator`), as smoltcp's
 //! and quinn-proto's do, so a file can move or split without breaking a
 //! caller.
 //!

@@ -13,8 +13,8 @@ use crate::io::{XskConfig, XskSocket};
 use crate::nic::{AttachMode, SteerProgram};
 
 use super::echo::{echo, generate, LoopStats};
-use super::loopback::LoopbackError;
 use super::netns::{PairConfig, Side, VethPair};
+use super::scenarios::loopback::LoopbackError;
 
 /// Options of an echo-floor run.
 #[derive(Debug, Clone)]

@@ -5,8 +5,9 @@
 //!
 //! - [`netns`]: two network namespaces joined by a veth pair, with
 //!   addresses that exist only inside them, removed on drop (needs root);
-//! - [`loopback`]: two engines over such a pair, a transfer between them
-//!   and byte-exact verification of every message (`roce-xdp loopback`);
+//! - [`scenarios`]: what runs over such a pair; [`scenarios::loopback`]:
+//!   two engines, a transfer between them and byte-exact verification of
+//!   every message (`roce-xdp loopback`);
 //! - [`floor`]: the I/O floor, a bare AF_XDP echo over the same kind of
 //!   pair with no RoCE processing, which benchmarks compare the engine
 //!   with;
@@ -14,5 +15,5 @@
 
 pub mod echo;
 pub mod floor;
-pub mod loopback;
 pub mod netns;
+pub mod scenarios;

@@ -5,7 +5,7 @@
 
 use engine::nic::AttachMode;
 use engine::rc::Mtu;
-use engine::testbed::loopback::{run_loopback, LoopbackOp, LoopbackOptions};
+use engine::testbed::scenarios::loopback::{run_loopback, LoopbackOp, LoopbackOptions};
 
 use crate::support::require_root;
 

@@ -1,7 +1,7 @@
 //! The congestion part of `roce-xdp sim`: `--ce P`, `--bottleneck-gbps G
 //! --ecn-threshold-kb K` (a switch queue shared by `--senders` senders),
 //! `--dcqcn on|off`, `--trace FILE`. When any of them is given, `sim` runs
-//! the incast scenario of `engine::sim::run_incast` (verified RDMA WRITE streams
+//! the incast scenario of `engine::sim::scenarios::run_incast` (verified RDMA WRITE streams
 //! from each sender to one receiver) instead of the two-endpoint workload,
 //! and its summary adds CNP and CE counts, per-QP rates, fairness and the
 //! queue depth.
@@ -14,10 +14,8 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use engine::cc::{CcConfig, DcqcnParams};
 use engine::rc::Mtu;
-use engine::sim::{
-    run_incast, BottleneckConfig, Impairments, IncastConfig, IncastReport, LinkConfig, MarkPoint,
-    RedEcn,
-};
+use engine::sim::scenarios::{run_incast, IncastConfig, IncastReport};
+use engine::sim::{BottleneckConfig, Impairments, LinkConfig, MarkPoint, RedEcn};
 use serde::Serialize;
 
 use crate::errors::UserError;

@@ -11,7 +11,8 @@ use anyhow::Result;
 use clap::Args;
 use engine::endpoint::MAX_QPS_PER_ENGINE;
 use engine::rc::Mtu;
-use engine::sim::{run_workload, Impairments, LinkConfig, Op, WorkloadConfig, WorkloadReport};
+use engine::sim::scenarios::{run_workload, Op, WorkloadConfig, WorkloadReport};
+use engine::sim::{Impairments, LinkConfig};
 use serde::Serialize;
 
 use crate::common::args::OpArg;

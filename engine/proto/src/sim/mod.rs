@@ -7,28 +7,24 @@
 //! and dropped). A node is only asked for a frame when its link is free, as
 //! a NIC's transmitter would. Everything is driven by one seed.
 //!
-//! [`run_workload`] runs verified traffic between two endpoints
-//! (`roce-xdp sim` and the simulation tests use it); [`run_incast`] runs
-//! verified WRITE streams from several senders through a congested switch
-//! queue ([`Switch`], [`Bottleneck`]).
+//! [`scenarios`] holds what runs on it: [`scenarios::run_workload`],
+//! verified traffic between two endpoints (`roce-xdp sim` and the
+//! simulation tests use it), and [`scenarios::run_incast`], verified WRITE
+//! streams from several senders through a congested switch queue
+//! ([`Switch`], [`Bottleneck`]).
 
 mod bottleneck;
 mod impair;
-mod incast;
 mod link;
 mod rng;
+pub mod scenarios;
 mod simulator;
-mod workload;
 
 pub use self::bottleneck::{
     frame_ecn, mark_frame_ce, Bottleneck, BottleneckConfig, BottleneckStats, MarkPoint, RedEcn,
     Switch, SwitchStats, Verdict,
 };
 pub use self::impair::{corrupt_covered_bit, Fate, Impairments};
-pub use self::incast::{
-    jain_index, run as run_incast, FlowReport, IncastConfig, IncastReport, TraceSample,
-};
 pub use self::link::{Delivery, Link, LinkConfig, LinkStats};
 pub use self::rng::SplitMix64;
 pub use self::simulator::{Node, SimStats, Simulator, MAX_FRAME};
-pub use self::workload::{run as run_workload, Op, WorkloadConfig, WorkloadReport};

@@ -8,9 +8,8 @@
 use core::time::Duration;
 
 use proto::cc::CcConfig;
-use proto::sim::{
-    run_incast as run, BottleneckConfig, IncastConfig, IncastReport, LinkConfig, MarkPoint, RedEcn,
-};
+use proto::sim::scenarios::{run_incast as run, IncastConfig, IncastReport};
+use proto::sim::{BottleneckConfig, LinkConfig, MarkPoint, RedEcn};
 
 fn scenario(dcqcn_enabled: bool) -> IncastReport {
     let cfg = IncastConfig {

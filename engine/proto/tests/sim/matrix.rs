@@ -8,9 +8,8 @@
 use core::time::Duration;
 
 use proto::rc::Mtu;
-use proto::sim::{
-    run_workload as run, Impairments, LinkConfig, Op, WorkloadConfig, WorkloadReport,
-};
+use proto::sim::scenarios::{run_workload as run, Op, WorkloadConfig, WorkloadReport};
+use proto::sim::{Impairments, LinkConfig};
 
 const LOSSES: [f64; 5] = [0.0, 0.001, 0.01, 0.05, 0.2];
 const OPS: [Op; 4] = [Op::Write, Op::Send, Op::Read, Op::Atomic];

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use proto::endpoint::{Endpoint, EndpointConfig, FIRST_QPN, MAX_QPN, MAX_QPS_PER_ENGINE};
 use proto::rc::{Access, QpInitAttr, VerbsError};
-use proto::sim::{run_workload, Op, WorkloadConfig};
+use proto::sim::scenarios::{run_workload, Op, WorkloadConfig};
 
 #[test]
 fn sixty_four_k_qps_every_byte_verified() {

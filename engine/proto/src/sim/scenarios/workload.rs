@@ -6,10 +6,10 @@ use core::fmt;
 use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
-use super::link::{LinkConfig, LinkStats};
-use super::rng::mix;
-use super::simulator::{Simulator, MAX_FRAME};
 use std::collections::VecDeque;
+
+use crate::sim::rng::mix;
+use crate::sim::{Link, LinkConfig, LinkStats, Simulator, MAX_FRAME};
 
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::rc::{
@@ -213,7 +213,7 @@ fn responder_access(op: Op) -> Access {
 }
 
 fn auto_timeout(cfg: &WorkloadConfig) -> u8 {
-    let link = super::link::Link::new(cfg.link);
+    let link = Link::new(cfg.link);
     let frame = link.serialization(cfg.mtu.bytes() as usize + 100);
     let window = frame * (128 * cfg.qps.max(1));
     let rtt = cfg.link.latency * 2 + cfg.link.impair.reorder_delay * 2 + window;

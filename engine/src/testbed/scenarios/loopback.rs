@@ -15,9 +15,8 @@ use crate::endpoint::{ConnectOptions, RemoteQp};
 use crate::io::ZeroCopy;
 use crate::nic::{AttachMode, Impairment, NetnsError, SteerCounters};
 use crate::rc::{Access, Counters, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
+use crate::testbed::netns::{PairConfig, Side, VethPair};
 use crate::verbs::{Device, DeviceConfig, DeviceError, MemoryRegion, QpCaps, QueuePair};
-
-use super::netns::{PairConfig, VethPair};
 
 /// The operation the transfer uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +240,7 @@ pub fn run_loopback(opts: &LoopbackOptions) -> Result<LoopbackReport, LoopbackEr
         VethPair::create(&cfg)?
     };
 
-    let dev_cfg = |side: &super::netns::Side| {
+    let dev_cfg = |side: &Side| {
         let mut c = DeviceConfig::new(&side.ifname);
         c.netns = Some(side.netns.clone());
         c.queues = queues;

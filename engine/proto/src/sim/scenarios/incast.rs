@@ -1,7 +1,7 @@
 //! Several senders, one receiver, one shared switch queue: the DCQCN
 //! scenario. Each sender node has one QP and streams verified RDMA WRITEs
 //! to its own QP on the receiver; every frame toward the receiver passes a
-//! [`Bottleneck`](super::bottleneck::Bottleneck) that marks CE above its
+//! [`Bottleneck`](crate::sim::Bottleneck) that marks CE above its
 //! threshold and tail-drops at its buffer limit. Reports per-QP throughput,
 //! Jain's fairness index, CNP counts, the queue's depth, and (optionally) a
 //! time series of each QP's DCQCN rate and alpha with the queue depth.
@@ -13,15 +13,13 @@
 use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
-use super::bottleneck::{BottleneckConfig, BottleneckStats, Switch};
-use super::link::LinkConfig;
-use super::simulator::Simulator;
 use super::workload::pattern;
 use crate::cc::CcConfig;
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp, FIRST_QPN};
 use crate::rc::{
     Access, Counters, MrKeys, Mtu, QpInitAttr, SendOp, SendWr, Sge, WcStatus, WorkCompletion,
 };
+use crate::sim::{BottleneckConfig, BottleneckStats, LinkConfig, Simulator, Switch};
 use crate::time::Instant;
 
 /// Parameters of an incast run.
