@@ -2,11 +2,11 @@
 //! veth pair, a transfer between them, and byte-exact verification of
 //! every message. Used by the CLI and by the datapath tests.
 //!
-//! [`run_loopback`] takes three steps: [`Loopback::setup`] (the pair, the
-//! two devices, the QP pairs and their regions), [`Loopback::drive`]
+//! [`run_loopback`] takes three steps: `Loopback::setup` (the pair, the
+//! two devices, the QP pairs and their regions), `Loopback::drive`
 //! (issue up to each QP's window, poll and check each completion, until
 //! every message completed, a stall or a cancel) and
-//! [`Loopback::verify`] (what is checked at the end, and the report).
+//! `Loopback::verify` (what is checked at the end, and the report).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
