@@ -684,7 +684,6 @@ pub const IBV_WC_WITH_INV: c_uint = 1 << 3;
 pub const IBV_EVENT_QP_FATAL: c_int = 1;
 
 pub const IBV_QPT_UD: c_int = 4;
-pub const IBV_SEND_INLINE: c_uint = 1 << 3;
 
 /// `enum ibv_qp_init_attr_mask`.
 pub const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;

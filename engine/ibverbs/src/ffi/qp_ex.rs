@@ -33,6 +33,9 @@ use super::queue_pairs::{ibv_create_qp, post_send, qp, Qp};
 use super::{context, pointer, set_errno};
 use crate::abi::*;
 
+/// `IBV_SEND_INLINE` of `enum ibv_send_flags`.
+const IBV_SEND_INLINE: std::ffi::c_uint = 1 << 3;
+
 /// The QP's extended part: `ibv_qp_ex` after its `ibv_qp` and
 /// `verbs_qp`'s tail (public), then the batch being built (private).
 #[repr(C)]
