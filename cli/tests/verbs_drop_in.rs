@@ -669,3 +669,19 @@ fn extended_qps_send_inline_data() {
 fn extended_qps_gather_an_sge_list() {
     extended_check("sge-list");
 }
+
+/// rdma-core's own example on the extended API: `-N` creates its QPs with
+/// ibv_create_qp_ex and posts through ibv_wr_send/ibv_wr_set_sge.
+#[test]
+#[ignore = "needs root"]
+fn ibv_rc_pingpong_new_send_api() {
+    let (s, c) = client_server(&["ibv_rc_pingpong", "-N", "-c", "-g", "1", "-n", "200"]);
+    assert!(
+        s.contains("200 iters in") && c.contains("200 iters in"),
+        "{s}\n{c}"
+    );
+    assert!(
+        !(s.contains("invalid data") || c.contains("invalid data")),
+        "{s}\n{c}"
+    );
+}
