@@ -534,7 +534,8 @@ static int refusals(void)
 	struct ibv_qp_init_attr qia;
 	CHECK(!ibv_query_qp(qp, &qa, IBV_QP_CAP, &qia), "ibv_query_qp");
 	uint32_t max_sge = qa.cap.max_send_sge, max_wr = qa.cap.max_send_wr;
-	char data[64] = { 0 };
+	uint32_t max_inline = qa.cap.max_inline_data;
+	static char data[4096];
 	struct ibv_sge sges[64] = { { 0 } };
 
 	/* Builders the QP was not created with. */
@@ -559,12 +560,14 @@ static int refusals(void)
 	ibv_wr_send(qpx);
 	ibv_wr_set_sge_list(qpx, max_sge + 1, sges);
 	EXPECT_RET(ibv_wr_complete(qpx), ENOSPC);
-	/* More inline data than max_inline_data, in one buffer or a list. */
+	/* More inline data than max_inline_data (at least the 16 asked
+	 * for), in one buffer or a list. */
+	CHECK(max_inline >= 16 && max_inline < sizeof(data), "max_inline_data %u", max_inline);
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
-	ibv_wr_set_inline_data(qpx, data, 17);
+	ibv_wr_set_inline_data(qpx, data, max_inline + 1);
 	EXPECT_RET(ibv_wr_complete(qpx), ENOSPC);
-	struct ibv_data_buf bufs[2] = { { data, 10 }, { data, 7 } };
+	struct ibv_data_buf bufs[2] = { { data, 10 }, { data, max_inline - 9 } };
 	ibv_wr_start(qpx);
 	ibv_wr_send(qpx);
 	ibv_wr_set_inline_data_list(qpx, 2, bufs);
