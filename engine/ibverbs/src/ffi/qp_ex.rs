@@ -72,6 +72,17 @@ struct Pending {
     count: usize,
     /// Its one SGE addresses `inline` (an offset until posted).
     inline: bool,
+    /// `wr_flags` as the program set them (the inline setters add
+    /// `IBV_SEND_INLINE`; an SGE set after them takes it away again).
+    flags: std::ffi::c_uint,
+}
+
+impl Pending {
+    /// The request's data is the program's SGEs, not inline data.
+    fn not_inline(&mut self) {
+        self.inline = false;
+        self.wr.send_flags = self.flags;
+    }
 }
 
 /// The requests between `ibv_wr_start` and `ibv_wr_complete`; the
@@ -353,6 +364,7 @@ fn build(p: *mut ibv_qp_ex, opcode: c_int, fill: impl FnOnce(&mut ibv_send_wr)) 
         first: 0,
         count: 0,
         inline: false,
+        flags,
     });
 }
 
@@ -491,7 +503,7 @@ unsafe extern "C" fn wr_set_sge(p: *mut ibv_qp_ex, lkey: u32, addr: u64, length:
     let Some((_, b)) = locked(p) else { return };
     let first = b.sges.len();
     let Some(last) = b.last() else { return };
-    last.inline = false;
+    last.not_inline();
     // A zero-length SGE is no SGE (rxe).
     if length == 0 {
         last.count = 0;
@@ -518,7 +530,7 @@ unsafe extern "C" fn wr_set_sge_list(p: *mut ibv_qp_ex, n: usize, list: *const i
     }
     let first = b.sges.len();
     let Some(last) = b.last() else { return };
-    last.inline = false;
+    last.not_inline();
     last.first = first;
     last.count = n;
     if n > 0 {
