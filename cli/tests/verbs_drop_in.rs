@@ -611,3 +611,77 @@ fn posting_threads_and_a_polling_thread() {
         assert!(doc["batches"].as_u64() > Some(0), "{text}");
     }
 }
+
+/// `verbs_extended CHECK` under exec on one side of a fresh pair: it
+/// prints "ok" and exits 0 when every assertion of the check holds.
+fn extended_check(check: &str) {
+    prerequisites();
+    let exe = compile_c("tests/verbs_extended.c");
+    let pair = Pair::create();
+    let out = finish(
+        pair.exec(0, &[exe.to_str().unwrap(), check])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let text = assert_ok(&format!("verbs_extended {check}"), &out);
+    assert!(text.contains("ok"), "{text}");
+    // What the checks of a narrower post path say they checked instead.
+    eprint!("{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// QPs of ibv_create_qp_ex post SEND, SEND_WITH_IMM, WRITE,
+/// WRITE_WITH_IMM, READ, CMP_SWP and FETCH_ADD through ibv_wr_* (one at a
+/// time and in a batch); CQs of ibv_create_cq_ex are polled through
+/// ibv_start_poll/ibv_next_poll/ibv_end_poll and read with
+/// ibv_wc_read_*, and serve ibv_poll_cq and a completion channel; every
+/// byte checked; ibv_wr_abort posts nothing.
+#[test]
+#[ignore = "needs root"]
+fn extended_qps_and_cqs_move_and_complete_every_operation() {
+    extended_check("traffic");
+}
+
+/// The extended verbs refuse what rxe refuses, with its errnos, and a
+/// builder the QP was not created with, a NULL or destroyed QP, an
+/// overfull batch get an errno, never a crash.
+#[test]
+#[ignore = "needs root"]
+fn extended_verbs_refuse_as_rxe() {
+    extended_check("refusals");
+}
+
+/// ibv_wr_set_inline_data and ibv_wr_set_inline_data_list: the data is
+/// taken at the call, sent from no registered region (on a device whose
+/// post path has no inline data copied at post time, max_sge 1: refused
+/// with EINVAL at ibv_wr_complete, and the program says so).
+#[test]
+#[ignore = "needs root"]
+fn extended_qps_send_inline_data() {
+    extended_check("inline");
+}
+
+/// ibv_wr_set_sge_list gathers several SGEs into a SEND and a WRITE (on
+/// a device of max_sge 1: the QP of three SGEs is refused, and the
+/// program says so).
+#[test]
+#[ignore = "needs root"]
+fn extended_qps_gather_an_sge_list() {
+    extended_check("sge-list");
+}
+
+/// rdma-core's own example on the extended API: `-N` creates its QPs with
+/// ibv_create_qp_ex and posts through ibv_wr_send/ibv_wr_set_sge.
+#[test]
+#[ignore = "needs root"]
+fn ibv_rc_pingpong_new_send_api() {
+    let (s, c) = client_server(&["ibv_rc_pingpong", "-N", "-c", "-g", "1", "-n", "200"]);
+    assert!(
+        s.contains("200 iters in") && c.contains("200 iters in"),
+        "{s}\n{c}"
+    );
+    assert!(
+        !(s.contains("invalid data") || c.contains("invalid data")),
+        "{s}\n{c}"
+    );
+}

@@ -67,8 +67,11 @@ pub struct ibv_context {
 pub struct verbs_context {
     pub query_port:
         Option<unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, usize) -> c_int>,
-    /// advise_mr .. create_cq_ex (25 ops), then `priv`.
-    pub _ops1: [OpaqueFn; 25],
+    /// advise_mr .. query_rt_values (24 ops).
+    pub _ops1: [OpaqueFn; 24],
+    /// The inline `ibv_create_cq_ex` calls it.
+    pub create_cq_ex:
+        Option<unsafe extern "C" fn(*mut ibv_context, *mut ibv_cq_init_attr_ex) -> *mut ibv_cq_ex>,
     pub _priv: *mut c_void,
     pub query_device_ex: Option<
         unsafe extern "C" fn(
@@ -78,8 +81,17 @@ pub struct verbs_context {
             usize,
         ) -> c_int,
     >,
-    /// ibv_destroy_flow .. close_xrcd (10 ops).
-    pub _ops2: [OpaqueFn; 10],
+    /// ibv_destroy_flow, ABI_placeholder2, ibv_create_flow,
+    /// ABI_placeholder1, open_qp.
+    pub _ops2: [OpaqueFn; 5],
+    /// The inline `ibv_create_qp_ex` calls it (unless the only attribute
+    /// is the PD: then `ibv_create_qp`).
+    pub create_qp_ex:
+        Option<unsafe extern "C" fn(*mut ibv_context, *mut ibv_qp_init_attr_ex) -> *mut ibv_qp>,
+    pub get_srq_num: OpaqueFn,
+    pub create_srq_ex: OpaqueFn,
+    /// open_xrcd, close_xrcd.
+    pub _ops3: [OpaqueFn; 2],
     pub _abi_placeholder3: u64,
     pub sz: usize,
     pub context: ibv_context,
@@ -441,6 +453,149 @@ pub struct ibv_gid_entry {
     pub ndev_ifindex: u32,
 }
 
+/// `struct ibv_rx_hash_conf` (RSS QPs; read only to be refused).
+#[repr(C)]
+pub struct ibv_rx_hash_conf {
+    pub rx_hash_function: u8,
+    pub rx_hash_key_len: u8,
+    pub rx_hash_key: *mut u8,
+    pub rx_hash_fields_mask: u64,
+}
+
+/// `struct ibv_qp_init_attr_ex`: `ibv_qp_init_attr` and then the
+/// extended attributes `comp_mask` says are set.
+#[repr(C)]
+pub struct ibv_qp_init_attr_ex {
+    pub qp_context: *mut c_void,
+    pub send_cq: *mut ibv_cq,
+    pub recv_cq: *mut ibv_cq,
+    pub srq: *mut c_void,
+    pub cap: ibv_qp_cap,
+    pub qp_type: c_int,
+    pub sq_sig_all: c_int,
+    pub comp_mask: u32,
+    pub pd: *mut ibv_pd,
+    pub xrcd: *mut c_void,
+    pub create_flags: u32,
+    pub max_tso_header: u16,
+    pub rwq_ind_tbl: *mut c_void,
+    pub rx_hash_conf: ibv_rx_hash_conf,
+    pub source_qpn: u32,
+    pub send_ops_flags: u64,
+}
+
+/// `struct ibv_data_buf`: one buffer of `ibv_wr_set_inline_data_list`.
+#[repr(C)]
+pub struct ibv_data_buf {
+    pub addr: *mut c_void,
+    pub length: usize,
+}
+
+/// `struct ibv_qp_ex` after its `qp_base` (an `ibv_qp`, 8-aligned, so
+/// this follows it with no padding): the work request being built and
+/// the builders the inline `ibv_wr_*` call through.
+#[repr(C)]
+pub struct ibv_qp_ex_ops {
+    pub comp_mask: u64,
+    /// The program writes these before each builder call.
+    pub wr_id: u64,
+    pub wr_flags: c_uint,
+    pub wr_atomic_cmp_swp: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64, u64, u64)>,
+    pub wr_atomic_fetch_add: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64, u64)>,
+    pub wr_bind_mw:
+        Option<unsafe extern "C" fn(*mut ibv_qp_ex, *mut ibv_mw, u32, *const ibv_mw_bind_info)>,
+    pub wr_local_inv: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32)>,
+    pub wr_rdma_read: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64)>,
+    pub wr_rdma_write: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64)>,
+    pub wr_rdma_write_imm: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64, u32)>,
+    pub wr_send: Option<unsafe extern "C" fn(*mut ibv_qp_ex)>,
+    pub wr_send_imm: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32)>,
+    pub wr_send_inv: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32)>,
+    pub wr_send_tso: OpaqueFn,
+    pub wr_set_ud_addr: Option<unsafe extern "C" fn(*mut ibv_qp_ex, *mut c_void, u32, u32)>,
+    pub wr_set_xrc_srqn: OpaqueFn,
+    pub wr_set_inline_data: Option<unsafe extern "C" fn(*mut ibv_qp_ex, *mut c_void, usize)>,
+    pub wr_set_inline_data_list:
+        Option<unsafe extern "C" fn(*mut ibv_qp_ex, usize, *const ibv_data_buf)>,
+    pub wr_set_sge: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64, u32)>,
+    pub wr_set_sge_list: Option<unsafe extern "C" fn(*mut ibv_qp_ex, usize, *const ibv_sge)>,
+    pub wr_start: Option<unsafe extern "C" fn(*mut ibv_qp_ex)>,
+    pub wr_complete: Option<unsafe extern "C" fn(*mut ibv_qp_ex) -> c_int>,
+    pub wr_abort: Option<unsafe extern "C" fn(*mut ibv_qp_ex)>,
+    pub wr_atomic_write: OpaqueFn,
+}
+
+/// `struct ibv_qp_ex`.
+#[repr(C)]
+pub struct ibv_qp_ex {
+    pub qp_base: ibv_qp,
+    pub ex: ibv_qp_ex_ops,
+}
+
+/// `struct verbs_qp` (rdma-core's driver.h): the QP or extended QP, then
+/// what `ibv_qp_to_qp_ex` reads to tell them apart.
+#[repr(C)]
+pub struct verbs_qp {
+    pub qp_ex: ibv_qp_ex,
+    pub comp_mask: u32,
+    pub xrcd: *mut c_void,
+}
+
+/// `VERBS_QP_EX` of `verbs_qp.comp_mask`.
+pub const VERBS_QP_EX: u32 = 1 << 1;
+
+/// `struct ibv_poll_cq_attr`.
+#[repr(C)]
+pub struct ibv_poll_cq_attr {
+    pub comp_mask: u32,
+}
+
+/// `struct ibv_cq_ex` after the fields it shares with `ibv_cq` (which is
+/// 8-aligned and ends on a multiple of 8: this follows it with no
+/// padding): the completion being read and the polling ops.
+#[repr(C)]
+pub struct ibv_cq_ex_ops {
+    pub comp_mask: u32,
+    pub status: c_int,
+    pub wr_id: u64,
+    pub start_poll: Option<unsafe extern "C" fn(*mut ibv_cq_ex, *mut ibv_poll_cq_attr) -> c_int>,
+    pub next_poll: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> c_int>,
+    pub end_poll: Option<unsafe extern "C" fn(*mut ibv_cq_ex)>,
+    pub read_opcode: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> c_int>,
+    pub read_vendor_err: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u32>,
+    pub read_byte_len: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u32>,
+    pub read_imm_data: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u32>,
+    pub read_qp_num: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u32>,
+    pub read_src_qp: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u32>,
+    pub read_wc_flags: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> c_uint>,
+    pub read_slid: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u32>,
+    pub read_sl: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u8>,
+    pub read_dlid_path_bits: Option<unsafe extern "C" fn(*mut ibv_cq_ex) -> u8>,
+    /// read_completion_ts, read_cvlan, read_flow_tag, read_tm_info,
+    /// read_completion_wallclock_ns: none (their `wc_flags` are refused).
+    pub _unsupported: [OpaqueFn; 5],
+}
+
+/// `struct ibv_cq_ex`.
+#[repr(C)]
+pub struct ibv_cq_ex {
+    pub cq: ibv_cq,
+    pub ex: ibv_cq_ex_ops,
+}
+
+/// `struct ibv_cq_init_attr_ex`.
+#[repr(C)]
+pub struct ibv_cq_init_attr_ex {
+    pub cqe: u32,
+    pub cq_context: *mut c_void,
+    pub channel: *mut ibv_comp_channel,
+    pub comp_vector: u32,
+    pub wc_flags: u64,
+    pub comp_mask: u32,
+    pub flags: u32,
+    pub parent_domain: *mut ibv_pd,
+}
+
 // ---- constants (verbs.h enums) ----
 pub const IBV_NODE_CA: c_int = 1;
 pub const IBV_TRANSPORT_IB: c_int = 0;
@@ -527,6 +682,34 @@ pub const IBV_WC_WITH_IMM: c_uint = 1 << 1;
 pub const IBV_WC_WITH_INV: c_uint = 1 << 3;
 
 pub const IBV_EVENT_QP_FATAL: c_int = 1;
+
+pub const IBV_QPT_UD: c_int = 4;
+
+/// `enum ibv_qp_init_attr_mask`.
+pub const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
+pub const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
+pub const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
+
+/// `enum ibv_qp_create_send_ops_flags`.
+pub const IBV_QP_EX_WITH_RDMA_WRITE: u64 = 1 << 0;
+pub const IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM: u64 = 1 << 1;
+pub const IBV_QP_EX_WITH_SEND: u64 = 1 << 2;
+pub const IBV_QP_EX_WITH_SEND_WITH_IMM: u64 = 1 << 3;
+pub const IBV_QP_EX_WITH_RDMA_READ: u64 = 1 << 4;
+pub const IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP: u64 = 1 << 5;
+pub const IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
+pub const IBV_QP_EX_WITH_LOCAL_INV: u64 = 1 << 7;
+pub const IBV_QP_EX_WITH_BIND_MW: u64 = 1 << 8;
+pub const IBV_QP_EX_WITH_SEND_WITH_INV: u64 = 1 << 9;
+
+/// `enum ibv_create_cq_wc_flags`: the standard ones (rxe's
+/// `RXE_SUP_WC_FLAGS`).
+pub const IBV_WC_STANDARD_FLAGS: u64 = 0x7f;
+/// `enum ibv_cq_init_attr_mask`.
+pub const IBV_CQ_INIT_ATTR_MASK_FLAGS: u32 = 1 << 0;
+pub const IBV_CQ_INIT_ATTR_MASK_PD: u32 = 1 << 1;
+/// `enum ibv_create_cq_attr_flags`.
+pub const IBV_CREATE_CQ_ATTR_SINGLE_THREADED: u32 = 1 << 0;
 
 /// Offsets and sizes the layout test compares with the installed
 /// `verbs.h`: (C expression, value here).
@@ -868,6 +1051,148 @@ pub const LAYOUT: &[(&str, usize)] = {
             offset_of!(ibv_async_event, event_type),
         ),
         ("sizeof(struct ibv_gid_entry)", size_of::<ibv_gid_entry>()),
+        (
+            "offsetof(struct verbs_context, create_cq_ex)",
+            offset_of!(verbs_context, create_cq_ex),
+        ),
+        (
+            "offsetof(struct verbs_context, create_qp_ex)",
+            offset_of!(verbs_context, create_qp_ex),
+        ),
+        (
+            "offsetof(struct verbs_context, create_srq_ex)",
+            offset_of!(verbs_context, create_srq_ex),
+        ),
+        (
+            "sizeof(struct ibv_qp_init_attr_ex)",
+            size_of::<ibv_qp_init_attr_ex>(),
+        ),
+        (
+            "offsetof(struct ibv_qp_init_attr_ex, comp_mask)",
+            offset_of!(ibv_qp_init_attr_ex, comp_mask),
+        ),
+        (
+            "offsetof(struct ibv_qp_init_attr_ex, pd)",
+            offset_of!(ibv_qp_init_attr_ex, pd),
+        ),
+        (
+            "offsetof(struct ibv_qp_init_attr_ex, create_flags)",
+            offset_of!(ibv_qp_init_attr_ex, create_flags),
+        ),
+        (
+            "offsetof(struct ibv_qp_init_attr_ex, rx_hash_conf)",
+            offset_of!(ibv_qp_init_attr_ex, rx_hash_conf),
+        ),
+        (
+            "offsetof(struct ibv_qp_init_attr_ex, source_qpn)",
+            offset_of!(ibv_qp_init_attr_ex, source_qpn),
+        ),
+        (
+            "offsetof(struct ibv_qp_init_attr_ex, send_ops_flags)",
+            offset_of!(ibv_qp_init_attr_ex, send_ops_flags),
+        ),
+        ("sizeof(struct ibv_data_buf)", size_of::<ibv_data_buf>()),
+        ("sizeof(struct ibv_qp_ex)", size_of::<ibv_qp_ex>()),
+        (
+            "offsetof(struct ibv_qp_ex, comp_mask)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, comp_mask),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_id)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_id),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_flags)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_flags),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_atomic_cmp_swp)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_atomic_cmp_swp),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_send)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_send),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_set_ud_addr)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_set_ud_addr),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_set_inline_data)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_set_inline_data),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_set_sge_list)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_set_sge_list),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_start)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_start),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_abort)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_abort),
+        ),
+        (
+            "offsetof(struct ibv_qp_ex, wr_atomic_write)",
+            offset_of!(ibv_qp_ex, ex) + offset_of!(ibv_qp_ex_ops, wr_atomic_write),
+        ),
+        // `struct verbs_qp` is in rdma-core's driver.h, not installed: its
+        // `comp_mask` follows the union of ibv_qp and ibv_qp_ex.
+        ("sizeof(struct ibv_qp_ex)", offset_of!(verbs_qp, comp_mask)),
+        (
+            "sizeof(struct ibv_poll_cq_attr)",
+            size_of::<ibv_poll_cq_attr>(),
+        ),
+        ("sizeof(struct ibv_cq_ex)", size_of::<ibv_cq_ex>()),
+        (
+            "offsetof(struct ibv_cq_ex, comp_mask)",
+            offset_of!(ibv_cq_ex, ex) + offset_of!(ibv_cq_ex_ops, comp_mask),
+        ),
+        (
+            "offsetof(struct ibv_cq_ex, status)",
+            offset_of!(ibv_cq_ex, ex) + offset_of!(ibv_cq_ex_ops, status),
+        ),
+        (
+            "offsetof(struct ibv_cq_ex, wr_id)",
+            offset_of!(ibv_cq_ex, ex) + offset_of!(ibv_cq_ex_ops, wr_id),
+        ),
+        (
+            "offsetof(struct ibv_cq_ex, start_poll)",
+            offset_of!(ibv_cq_ex, ex) + offset_of!(ibv_cq_ex_ops, start_poll),
+        ),
+        (
+            "offsetof(struct ibv_cq_ex, read_opcode)",
+            offset_of!(ibv_cq_ex, ex) + offset_of!(ibv_cq_ex_ops, read_opcode),
+        ),
+        (
+            "offsetof(struct ibv_cq_ex, read_dlid_path_bits)",
+            offset_of!(ibv_cq_ex, ex) + offset_of!(ibv_cq_ex_ops, read_dlid_path_bits),
+        ),
+        (
+            "offsetof(struct ibv_cq_ex, read_completion_ts)",
+            offset_of!(ibv_cq_ex, ex) + offset_of!(ibv_cq_ex_ops, _unsupported),
+        ),
+        (
+            "sizeof(struct ibv_cq_init_attr_ex)",
+            size_of::<ibv_cq_init_attr_ex>(),
+        ),
+        (
+            "offsetof(struct ibv_cq_init_attr_ex, comp_vector)",
+            offset_of!(ibv_cq_init_attr_ex, comp_vector),
+        ),
+        (
+            "offsetof(struct ibv_cq_init_attr_ex, wc_flags)",
+            offset_of!(ibv_cq_init_attr_ex, wc_flags),
+        ),
+        (
+            "offsetof(struct ibv_cq_init_attr_ex, flags)",
+            offset_of!(ibv_cq_init_attr_ex, flags),
+        ),
+        (
+            "offsetof(struct ibv_cq_init_attr_ex, parent_domain)",
+            offset_of!(ibv_cq_init_attr_ex, parent_domain),
+        ),
         (
             "offsetof(struct ibv_gid_entry, gid_type)",
             offset_of!(ibv_gid_entry, gid_type),

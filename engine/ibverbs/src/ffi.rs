@@ -40,10 +40,13 @@
 //! kernel driver returns for the same arguments (`checks.rs`).
 //!
 //! The verbs are grouped by what they act on: the device and its context
-//! here, then `regions` (PDs, MRs), `completions` (channels, CQs, events)
-//! and `queue_pairs` (QPs, posting).
+//! here, then `regions` (PDs, MRs), `completions` (channels, CQs, events),
+//! `cq_ex` (`ibv_create_cq_ex` and its polling ops), `queue_pairs` (QPs,
+//! posting) and `qp_ex` (`ibv_create_qp_ex` and the `ibv_wr_*` builders).
 
 mod completions;
+mod cq_ex;
+mod qp_ex;
 mod queue_pairs;
 mod regions;
 mod windows;
@@ -293,6 +296,8 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     let mut v: verbs_context = unsafe { std::mem::zeroed() };
     v.query_port = Some(query_port_ex);
     v.query_device_ex = Some(query_device_ex);
+    v.create_cq_ex = Some(cq_ex::create_cq_ex);
+    v.create_qp_ex = Some(qp_ex::create_qp_ex);
     v.sz = std::mem::size_of::<verbs_context>();
     let ctx = &mut v.context;
     ctx.device = dev;

@@ -35,7 +35,6 @@ null_verbs! {
     ibv_create_srq: "ibv_create_srq (shared receive queues)", libc::EOPNOTSUPP;
     ibv_create_ah: "ibv_create_ah (address handles: UD)", libc::EOPNOTSUPP;
     ibv_create_ah_from_wc: "ibv_create_ah_from_wc (address handles: UD)", libc::EOPNOTSUPP;
-    ibv_qp_to_qp_ex: "ibv_qp_to_qp_ex (the ibv_wr_* send API)", libc::EOPNOTSUPP;
     ibv_import_device: "ibv_import_device (a kernel verbs file descriptor)", libc::EOPNOTSUPP;
     ibv_import_pd: "ibv_import_pd (objects of another process's context)", libc::EOPNOTSUPP;
     ibv_import_mr: "ibv_import_mr (objects of another process's context)", libc::EOPNOTSUPP;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use engine::rc::{WcOpcode, WcStatus, WorkCompletion};
 
+use super::cq_ex::CqEx;
 use super::{context, engine, engine_of, errno_of, minus_one, object, pointer, status};
 use crate::abi::*;
 use crate::checks;
@@ -68,13 +69,15 @@ unsafe extern "C" fn ibv_destroy_comp_channel(ch: *mut ibv_comp_channel) -> c_in
 #[repr(C)]
 pub(super) struct Cq {
     c: UnsafeCell<ibv_cq>,
+    /// The rest of `ibv_cq_ex` (`ibv_cq_ex_to_cq` is a cast).
+    pub(super) ex: CqEx,
     pub(super) id: u32,
     channel: Option<*const CompChannel>,
     pub(super) qps: AtomicU32,
 }
 // SAFETY: `c` is written before the CQ is handed out, then only its event
 // counters, atomically ([`ibv_ack_cq_events`]); the rest is immutable or
-// atomic.
+// atomic, or (`ex`) guarded by the poll lock it holds.
 unsafe impl Send for Cq {}
 // SAFETY: as above.
 unsafe impl Sync for Cq {}
@@ -90,7 +93,7 @@ pub(super) fn cq<'a>(cq: *const ibv_cq) -> Result<&'a Cq, c_int> {
 }
 
 #[no_mangle]
-unsafe extern "C" fn ibv_create_cq(
+pub(super) unsafe extern "C" fn ibv_create_cq(
     ctx: *mut ibv_context,
     cqe: c_int,
     cq_context: *mut c_void,
@@ -113,6 +116,7 @@ unsafe extern "C" fn ibv_create_cq(
         c.cqe = cqe;
         let mut b = Box::new(Cq {
             c: UnsafeCell::new(c),
+            ex: CqEx::new(),
             id: 0,
             channel: ch.map(|c| c as *const CompChannel),
             qps: AtomicU32::new(0),
@@ -195,7 +199,7 @@ fn wc_opcode(o: WcOpcode) -> c_int {
     }
 }
 
-fn to_wc(w: &WorkCompletion) -> ibv_wc {
+pub(super) fn to_wc(w: &WorkCompletion) -> ibv_wc {
     ibv_wc {
         wr_id: w.wr_id,
         status: wc_status(w.status),

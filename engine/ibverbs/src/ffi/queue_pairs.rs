@@ -13,6 +13,7 @@ use engine::rc::{
 };
 
 use super::completions::{cq, Cq};
+use super::qp_ex::QpEx;
 use super::regions::{access_of, pd, Pd};
 use super::{engine, errno_of, mtu_enum, object, pointer, status, unsupported};
 use crate::abi::*;
@@ -25,6 +26,8 @@ use crate::shell::Shell;
 #[repr(C)]
 pub(super) struct Qp {
     c: UnsafeCell<ibv_qp>,
+    /// The rest of `ibv_qp_ex` and `verbs_qp` (`ibv_qp_to_qp_ex`).
+    pub(super) ex: QpEx,
     cap: ibv_qp_cap,
     sq_sig_all: c_int,
     access: AtomicU32,
@@ -34,7 +37,8 @@ pub(super) struct Qp {
 }
 // SAFETY: `c` is written before the QP is handed out, then only its
 // `state` (by `ibv_modify_qp`/`ibv_query_qp`, as rdma-core writes it) and
-// its event count (atomically); the rest is immutable or atomic.
+// its event count (atomically); the rest is immutable or atomic, or
+// (`ex`) guarded by the send lock it holds.
 unsafe impl Send for Qp {}
 // SAFETY: as above.
 unsafe impl Sync for Qp {}
@@ -71,7 +75,10 @@ impl Qp {
 }
 
 #[no_mangle]
-unsafe extern "C" fn ibv_create_qp(p: *mut ibv_pd, init: *mut ibv_qp_init_attr) -> *mut ibv_qp {
+pub(super) unsafe extern "C" fn ibv_create_qp(
+    p: *mut ibv_pd,
+    init: *mut ibv_qp_init_attr,
+) -> *mut ibv_qp {
     pointer((|| {
         let shell = engine()?;
         let owner = pd(p)?;
@@ -118,6 +125,7 @@ unsafe extern "C" fn ibv_create_qp(p: *mut ibv_pd, init: *mut ibv_qp_init_attr) 
         c.qp_type = IBV_QPT_RC;
         let b = Box::new(Qp {
             c: UnsafeCell::new(c),
+            ex: QpEx::new(),
             cap: a.cap,
             sq_sig_all: a.sq_sig_all,
             access: AtomicU32::new(0),
