@@ -417,12 +417,12 @@ unsafe extern "C" fn ibv_query_qp(
 ///
 /// # Safety
 /// `list` is NULL or points to `n` SGEs (the contract, point 1).
-unsafe fn sge_list<'o>(
+unsafe fn sge_list(
     list: *const ibv_sge,
     n: c_int,
     cap: u32,
-    out: &'o mut [Sge; MAX_SGE],
-) -> Result<&'o [Sge], c_int> {
+    out: &mut [Sge; MAX_SGE],
+) -> Result<&[Sge], c_int> {
     let n = usize::try_from(n).map_err(|_| libc::EINVAL)?;
     if n as u64 > u64::from(cap) || n > MAX_SGE {
         return Err(libc::EINVAL);

@@ -63,7 +63,7 @@ use super::cq::CompletionSink;
 use super::mr::{Access, AccessError, MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{packets_for, MAX_MESSAGE_LEN};
-use super::sgl::{scatter, QpSgl, WqeData};
+use super::sgl::{scatter, WqeData};
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::wire::{
     emit_frame, emit_templated, nak_code, AethRepr, AtomicAckEthRepr, AtomicEthRepr, Opcode,
@@ -460,7 +460,7 @@ impl Responder {
         let qp = QpScope { pd: cx.pd, qpn };
         let completed = match req {
             Request::Send { last, imm, inv, .. } => {
-                self.execute_send(last, imm, inv, payload, cx.mrs, cx.sgl, qp)?
+                self.execute_send(last, imm, inv, payload, cx)?
             }
             Request::Write { reth, last, imm } => {
                 let target = self.check_rkey_write(reth, payload.len(), cx.mrs, qp)?;
@@ -718,11 +718,11 @@ impl Responder {
         imm: Option<u32>,
         inv: Option<u32>,
         payload: &[u8],
-        mrs: &mut MrTable,
-        sgl: Option<&QpSgl>,
-        qp: QpScope,
+        cx: &mut RxContext<'_>,
     ) -> Result<Option<WorkCompletion>, RespError> {
-        let (pd, qpn) = (qp.pd, qp.qpn);
+        let (pd, qpn, sgl) = (cx.pd, cx.sink.qpn, cx.sgl);
+        let qp = QpScope { pd, qpn };
+        let mrs = &mut *cx.mrs;
         let (wqe, offset) = match self.in_progress {
             InProgress::Send { wr, offset } => (
                 RecvWqe {
