@@ -530,7 +530,7 @@ fn place_local(
     off: u32,
     data: &[u8],
 ) -> bool {
-    match w.data {
+    match w.data() {
         WqeData::List { slot, n } => {
             sgl.is_some_and(|s| scatter(mrs, pd, s.send_list(slot, n), off, data))
         }

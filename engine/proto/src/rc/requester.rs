@@ -40,7 +40,7 @@ use super::counters::QpCounters;
 use super::cq::CompletionSink;
 use super::mr::{MrTable, QpScope};
 use super::psn::Psn;
-use super::sgl::WqeData;
+use super::sgl::{DataKind, WqeData};
 use super::timer::{Timer, TimerTable};
 use super::wqe::{SendOp, SendWr, WcStatus};
 use crate::time::Instant;
@@ -62,8 +62,8 @@ pub const MAX_MESSAGE_LEN: u32 = 1 << 30;
 pub(crate) struct SendWqe {
     pub wr: SendWr,
     /// Where its data is: `wr.local`, or a list or inline bytes in the
-    /// QP's arenas (`wr.local.length` is then their total).
-    pub data: WqeData,
+    /// QP's arenas (`wr.local.length` is then their total; [`Self::data`]).
+    pub kind: DataKind,
     /// PSN of its first packet (assigned at post time: PSNs are contiguous).
     pub first_psn: Psn,
     /// Packets (PSNs) it consumes.
@@ -87,6 +87,12 @@ pub(crate) struct SendWqe {
 }
 
 impl SendWqe {
+    /// Where its data is (see [`DataKind`]).
+    #[inline(always)]
+    pub fn data(&self) -> WqeData {
+        WqeData::unpack(self.kind, &self.wr.local)
+    }
+
     /// One past its last PSN.
     #[inline]
     pub fn end_psn(&self) -> Psn {
@@ -232,7 +238,7 @@ impl Requester {
 
     /// Queue a request (validated by the caller) whose data `data` says
     /// where it is. `false` when full.
-    pub(crate) fn post(&mut self, wr: SendWr, data: WqeData, mtu: u32) -> bool {
+    pub(crate) fn post(&mut self, mut wr: SendWr, data: WqeData, mtu: u32) -> bool {
         if self.is_full() {
             return false;
         }
@@ -246,9 +252,10 @@ impl Requester {
         };
         let first_psn = self.tail_psn;
         self.tail_psn = first_psn.add(npkts);
+        let kind = data.pack(&mut wr.local);
         self.wqes.push_back(SendWqe {
             wr,
-            data,
+            kind,
             first_psn,
             npkts,
             resp_pkts: 0,
@@ -526,7 +533,7 @@ impl Requester {
         let payload: &[u8] = if len == 0 {
             &[]
         } else {
-            match wqe.data {
+            match wqe.data() {
                 // The L_Key must be of a region of the QP's PD (rxe
                 // copy_data -> lookup_mr); post_send checked key, range
                 // and rights only, and the region may have moved since.

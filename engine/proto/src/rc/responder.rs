@@ -63,7 +63,7 @@ use super::cq::CompletionSink;
 use super::mr::{Access, AccessError, MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{packets_for, MAX_MESSAGE_LEN};
-use super::sgl::{scatter, WqeData};
+use super::sgl::{scatter, DataKind, WqeData};
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::wire::{
     emit_frame, emit_templated, nak_code, AethRepr, AtomicAckEthRepr, AtomicEthRepr, Opcode,
@@ -142,7 +142,22 @@ impl Resource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RecvWqe {
     pub wr: RecvWr,
-    pub data: WqeData,
+    kind: DataKind,
+}
+
+impl RecvWqe {
+    /// `wr` whose buffer `data` says where it is (packed: [`DataKind`]).
+    #[inline]
+    pub(crate) fn new(mut wr: RecvWr, data: WqeData) -> RecvWqe {
+        let kind = data.pack(&mut wr.sge);
+        RecvWqe { wr, kind }
+    }
+
+    /// Where its buffer is.
+    #[inline(always)]
+    pub(crate) fn data(&self) -> WqeData {
+        WqeData::unpack(self.kind, &self.wr.sge)
+    }
 }
 
 /// A multi-packet message being received.
@@ -359,7 +374,7 @@ impl Responder {
         if self.is_full() {
             return false;
         }
-        self.rq.push_back(RecvWqe { wr, data });
+        self.rq.push_back(RecvWqe::new(wr, data));
         true
     }
 
@@ -724,13 +739,7 @@ impl Responder {
         let qp = QpScope { pd, qpn };
         let mrs = &mut *cx.mrs;
         let (wqe, offset) = match self.in_progress {
-            InProgress::Send { wr, offset } => (
-                RecvWqe {
-                    wr,
-                    data: WqeData::One,
-                },
-                offset,
-            ),
+            InProgress::Send { wr, offset } => (RecvWqe::new(wr, WqeData::One), offset),
             InProgress::SendList {
                 wr_id,
                 slot,
@@ -738,8 +747,8 @@ impl Responder {
                 length,
                 offset,
             } => (
-                RecvWqe {
-                    wr: RecvWr {
+                RecvWqe::new(
+                    RecvWr {
                         wr_id,
                         sge: super::wqe::Sge {
                             lkey: 0,
@@ -747,8 +756,8 @@ impl Responder {
                             length,
                         },
                     },
-                    data: WqeData::List { slot, n },
-                },
+                    WqeData::List { slot, n },
+                ),
                 offset,
             ),
             // check_resource saw a posted receive.
@@ -765,7 +774,7 @@ impl Responder {
             });
         }
         let placed = payload.is_empty()
-            || match wqe.data {
+            || match wqe.data() {
                 WqeData::One => mrs
                     .write(
                         pd,
@@ -786,7 +795,7 @@ impl Responder {
             return Err(RespError::MalformedWqe { wr });
         }
         if !last {
-            self.in_progress = match wqe.data {
+            self.in_progress = match wqe.data() {
                 WqeData::List { slot, n } => InProgress::SendList {
                     wr_id: wr.wr_id,
                     slot,

@@ -104,6 +104,55 @@ pub(crate) enum WqeData {
     Inline { slot: u32 },
 }
 
+/// What a queued request keeps of its [`WqeData`]: the kind, one byte;
+/// a list's slot and length, or inline data's slot, go into the
+/// request's SGE, whose key and address a list or inline data does not
+/// use (its length stays the data's total). A queued request is then no
+/// larger than before lists existed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub(crate) enum DataKind {
+    #[default]
+    One,
+    List,
+    Inline,
+}
+
+impl WqeData {
+    /// Store `self` in `sge` (see [`DataKind`]); the kind to keep.
+    #[inline]
+    pub(crate) fn pack(self, sge: &mut Sge) -> DataKind {
+        match self {
+            WqeData::One => DataKind::One,
+            WqeData::List { slot, n } => {
+                sge.addr = u64::from(slot);
+                sge.lkey = n;
+                DataKind::List
+            }
+            WqeData::Inline { slot } => {
+                sge.addr = u64::from(slot);
+                sge.lkey = 0;
+                DataKind::Inline
+            }
+        }
+    }
+
+    /// What [`WqeData::pack`] stored as `kind` in `sge`.
+    #[inline(always)]
+    pub(crate) fn unpack(kind: DataKind, sge: &Sge) -> WqeData {
+        match kind {
+            DataKind::One => WqeData::One,
+            DataKind::List => WqeData::List {
+                slot: sge.addr as u32,
+                n: sge.lkey,
+            },
+            DataKind::Inline => WqeData::Inline {
+                slot: sge.addr as u32,
+            },
+        }
+    }
+}
+
 /// A QP's arenas for SGE lists and inline data (see the module).
 #[derive(Debug)]
 pub struct QpSgl {
@@ -330,5 +379,19 @@ mod tests {
             ..g
         }
         .is_valid());
+    }
+}
+
+#[cfg(all(test, target_pointer_width = "64"))]
+mod sizes {
+    /// Lists and inline data cost a queued request nothing on the
+    /// one-SGE path: a send request stays 80 bytes (its kind fits the
+    /// padding), a receive grows from 24 to 32 (`docs/architecture.md`,
+    /// "Memory per QP").
+    #[test]
+    fn a_queued_request_keeps_its_size() {
+        use core::mem::size_of;
+        assert_eq!(size_of::<super::super::requester::SendWqe>(), 80);
+        assert_eq!(size_of::<super::super::responder::RecvWqe>(), 32);
     }
 }
