@@ -255,6 +255,17 @@ fn memory_windows_open_and_close_a_region_to_remote_access() {
     provider_check("windows");
 }
 
+/// Scatter/gather lists and inline data as rxe has them: the caps it
+/// grants, SEND, WRITE and READ with lists of up to 32 entries checked
+/// byte for byte, inline SEND and WRITE from unregistered buffers reused
+/// at once, a zero-SGE WRITE_WITH_IMM into a zero-SGE receive, and
+/// rxe's EINVALs and error completions.
+#[test]
+#[ignore = "needs root"]
+fn scatter_gather_lists_and_inline_data() {
+    provider_check("sgl");
+}
+
 /// Programs of every Debian package that links libibverbs start under
 /// exec with every symbol bound at load (`LD_BIND_NOW=1`): the loader
 /// finds each symbol and version in the drop-in, and those that list

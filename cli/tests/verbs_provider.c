@@ -26,7 +26,16 @@
  *              ibv_dealloc_mw each close a window, and an access after is
  *              refused; a bind of the wrong type, an unknown type, and
  *              the deregistration of a region with a window bound are
- *              refused.
+ *              refused;
+ *   sgl        scatter/gather lists and inline data: the caps rxe grants
+ *              (max_sge 32, max_inline_data from the WQE's room), SEND,
+ *              WRITE and READ with lists of up to 32 entries (zero-length
+ *              ones too, boundaries inside packets) byte for byte, inline
+ *              SEND and WRITE from unregistered buffers reused at once, a
+ *              zero-SGE WRITE_WITH_IMM into a zero-SGE receive, EINVAL for
+ *              more SGEs or inline bytes than the QP's, a list entry of
+ *              another PD (LOC_PROT_ERR, nothing written) and a receive
+ *              list too short (LOC_LEN_ERR).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -503,6 +512,258 @@ static void reconnect(struct side *a, struct side *b, int all)
 	connect_qp(b->qp, a->qp->qp_num, all);
 }
 
+/* A QP of `pd` on `cq` created with these SGE and inline caps; NULL and
+ * errno when refused. `got` receives what it was granted. */
+static struct ibv_qp *create_qp_caps(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t send_sge,
+				     uint32_t recv_sge, uint32_t inl, struct ibv_qp_cap *got)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = send_sge,
+			 .max_recv_sge = recv_sge, .max_inline_data = inl },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	if (got)
+		*got = ia.cap;
+	return qp;
+}
+
+/* `n` SGEs over `s`'s buffer from `off`: lengths `lens`, a gap of `gap`
+ * bytes before each. Returns the offset after the last. */
+static size_t lay(struct side *s, struct ibv_sge *sg, const uint32_t *lens, int n, size_t off,
+		  size_t gap)
+{
+	for (int i = 0; i < n; i++) {
+		off += gap;
+		sg[i].addr = (uintptr_t)s->buf + off;
+		sg[i].length = lens[i];
+		sg[i].lkey = s->mr->lkey;
+		off += lens[i];
+	}
+	return off;
+}
+
+/* The bytes the list names, concatenated into `out`; their total. */
+static size_t gather_sg(const struct ibv_sge *sg, int n, char *out)
+{
+	size_t at = 0;
+	for (int i = 0; i < n; i++) {
+		memcpy(out + at, (void *)(uintptr_t)sg[i].addr, sg[i].length);
+		at += sg[i].length;
+	}
+	return at;
+}
+
+static int post_list_send(struct side *s, enum ibv_wr_opcode op, uint64_t wr_id,
+			  struct ibv_sge *sg, int n, unsigned flags, struct side *remote, size_t roff)
+{
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = sg, .num_sge = n, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED | flags }, *bad = NULL;
+	if (remote) {
+		wr.wr.rdma.remote_addr = (uintptr_t)remote->buf + roff;
+		wr.wr.rdma.rkey = remote->mr->rkey;
+	}
+	wr.imm_data = htobe32(0x5151);
+	int r = ibv_post_send(s->qp, &wr, &bad);
+	CHECK(r == 0 || bad == &wr, "a refused post points bad at the request");
+	return r;
+}
+
+static int post_list_recv(struct side *s, uint64_t wr_id, struct ibv_sge *sg, int n)
+{
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = sg, .num_sge = n }, *bad = NULL;
+	int r = ibv_post_recv(s->qp, &wr, &bad);
+	CHECK(r == 0 || bad == &wr, "a refused receive points bad at the request");
+	return r;
+}
+
+static void expect_len(struct side *s, uint64_t wr_id, enum ibv_wc_opcode op, uint32_t len)
+{
+	struct ibv_wc wc = wait_wc(s->cq);
+	CHECK(wc.wr_id == wr_id && wc.status == IBV_WC_SUCCESS && wc.opcode == op &&
+	      wc.byte_len == len, "wr %llu: status %s opcode %d byte_len %u, wanted %d %u",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len,
+	      op, len);
+}
+
+static int sgl(void)
+{
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct ibv_device_attr da;
+	CHECK(!ibv_query_device(ctx, &da), "ibv_query_device");
+	CHECK(da.max_sge == 32 && da.max_sge_rd == 32, "max_sge %d max_sge_rd %d (rxe: 32)",
+	      da.max_sge, da.max_sge_rd);
+
+	/* What rxe grants: the send WQE holds max(16 x max_send_sge,
+	 * max_inline_data) bytes, and both fill it. */
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp_cap got;
+	struct ibv_qp *q = create_qp_caps(pd, cq, 1, 1, 0, &got);
+	CHECK(q && got.max_send_sge == 1 && got.max_recv_sge == 1 && got.max_inline_data == 16,
+	      "caps (1, 1, 0) -> (%u, %u, %u)", got.max_send_sge, got.max_recv_sge,
+	      got.max_inline_data);
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK(!ibv_query_qp(q, &qa, IBV_QP_CAP, &qi) && qi.cap.max_inline_data == 16 &&
+	      qa.cap.max_send_sge == 1, "ibv_query_qp reports the grants");
+	CHECK(!ibv_destroy_qp(q), "destroy");
+	q = create_qp_caps(pd, cq, 4, 32, 100, &got);
+	CHECK(q && got.max_send_sge == 6 && got.max_recv_sge == 32 && got.max_inline_data == 100,
+	      "caps (4, 32, 100) -> (%u, %u, %u)", got.max_send_sge, got.max_recv_sge,
+	      got.max_inline_data);
+	CHECK(!ibv_destroy_qp(q), "destroy");
+	q = create_qp_caps(pd, cq, 1, 1, 512, &got);
+	CHECK(q && got.max_send_sge == 32 && got.max_inline_data == 512,
+	      "caps (1, 1, 512) -> (%u, %u)", got.max_send_sge, got.max_inline_data);
+	CHECK(!ibv_destroy_qp(q), "destroy");
+	EXPECT_NULL_ERRNO(create_qp_caps(pd, cq, 33, 1, 0, NULL), EINVAL);
+	EXPECT_NULL_ERRNO(create_qp_caps(pd, cq, 1, 33, 0, NULL), EINVAL);
+	EXPECT_NULL_ERRNO(create_qp_caps(pd, cq, 1, 1, 513, NULL), EINVAL);
+	CHECK(!ibv_destroy_cq(cq) && !ibv_dealloc_pd(pd), "cleanup");
+
+	struct side a, b;
+	a.pd = ibv_alloc_pd(ctx);
+	b.pd = ibv_alloc_pd(ctx);
+	a.cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	b.cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	a.buf = aligned_alloc(64, LEN);
+	b.buf = aligned_alloc(64, LEN);
+	fill(a.buf, LEN, 3);
+	memset(b.buf, 0, LEN);
+	a.mr = ibv_reg_mr(a.pd, a.buf, LEN, all);
+	b.mr = ibv_reg_mr(b.pd, b.buf, LEN, all);
+	CHECK(a.mr && b.mr, "ibv_reg_mr");
+	a.qp = create_qp_caps(a.pd, a.cq, 32, 32, 256, &got);
+	CHECK(a.qp && got.max_inline_data == 512, "a: inline %u", got.max_inline_data);
+	b.qp = create_qp_caps(b.pd, b.cq, 4, 4, 0, &got);
+	CHECK(b.qp && got.max_send_sge == 4 && got.max_recv_sge == 4, "b");
+	connect_qp(a.qp, b.qp->qp_num, all);
+	connect_qp(b.qp, a.qp->qp_num, all);
+	static char want[LEN], flat[LEN];
+
+	/* SEND: 7 entries (one empty, boundaries inside 1024-byte packets)
+	 * into a receive of 4 entries. */
+	struct ibv_sge ss[32], rs[32];
+	const uint32_t slens[7] = { 700, 0, 1500, 33, 1, 900, 366 }; /* 3500 */
+	lay(&a, ss, slens, 7, 0, 5);
+	const uint32_t rlens[4] = { 1000, 17, 2000, 1000 };
+	lay(&b, rs, rlens, 4, 0, 11);
+	EXPECT_RET(post_list_recv(&b, 1, rs, 4), 0);
+	EXPECT_RET(post_list_send(&a, IBV_WR_SEND, 2, ss, 7, 0, NULL, 0), 0);
+	expect_len(&a, 2, IBV_WC_SEND, 3500);
+	expect_len(&b, 1, IBV_WC_RECV, 3500);
+	size_t n = gather_sg(ss, 7, flat);
+	CHECK(n == 3500, "gathered %zu", n);
+	/* The receive list, read back in order, holds the message. */
+	memcpy(want, flat, n);
+	gather_sg(rs, 4, flat);
+	CHECK(!memcmp(flat, want, 3500), "SEND: the receive list's bytes differ");
+
+	/* WRITE: 32 entries to one remote range. */
+	uint32_t wlens[32];
+	for (int i = 0; i < 32; i++)
+		wlens[i] = (i * 37) % 200;
+	lay(&a, ss, wlens, 32, 100, 3);
+	size_t wn = gather_sg(ss, 32, want);
+	memset(b.buf, 0, LEN);
+	EXPECT_RET(post_list_send(&a, IBV_WR_RDMA_WRITE, 3, ss, 32, 0, &b, 64), 0);
+	expect_len(&a, 3, IBV_WC_RDMA_WRITE, wn);
+	CHECK(!memcmp(b.buf + 64, want, wn), "WRITE: bytes differ");
+	CHECK(b.buf[63] == 0 && b.buf[64 + wn] == 0, "WRITE: outside the range");
+
+	/* READ: one remote range into 6 local entries. */
+	fill(b.buf, LEN, 9);
+	const uint32_t dl[6] = { 10, 1200, 0, 1, 1800, 989 }; /* 4000 */
+	memset(a.buf + 4096, 0, 4096);
+	lay(&a, ss, dl, 6, 4096, 7);
+	EXPECT_RET(post_list_send(&a, IBV_WR_RDMA_READ, 4, ss, 6, 0, &b, 100), 0);
+	expect_len(&a, 4, IBV_WC_RDMA_READ, 4000);
+	gather_sg(ss, 6, flat);
+	CHECK(!memcmp(flat, b.buf + 100, 4000), "READ: bytes differ");
+
+	/* Inline SEND of 300 bytes from two unregistered buffers, reused at
+	 * once; inline WRITE of 512 bytes. */
+	char x[200], y[100];
+	fill(x, 200, 21);
+	fill(y, 100, 22);
+	memcpy(want, x, 200);
+	memcpy(want + 200, y, 100);
+	struct ibv_sge is[2] = { { .addr = (uintptr_t)x, .length = 200, .lkey = 0 },
+				 { .addr = (uintptr_t)y, .length = 100, .lkey = 0xdead } };
+	rs[0] = (struct ibv_sge){ .addr = (uintptr_t)b.buf, .length = 1000, .lkey = b.mr->lkey };
+	EXPECT_RET(post_list_recv(&b, 5, rs, 1), 0);
+	EXPECT_RET(post_list_send(&a, IBV_WR_SEND_WITH_IMM, 6, is, 2, IBV_SEND_INLINE, NULL, 0), 0);
+	memset(x, 0, sizeof(x));
+	memset(y, 0, sizeof(y));
+	expect_len(&a, 6, IBV_WC_SEND, 300);
+	expect_len(&b, 5, IBV_WC_RECV, 300);
+	CHECK(!memcmp(b.buf, want, 300), "inline SEND: bytes differ");
+	static char big[513];
+	fill(big, 513, 23);
+	is[0] = (struct ibv_sge){ .addr = (uintptr_t)big, .length = 512 };
+	EXPECT_RET(post_list_send(&a, IBV_WR_RDMA_WRITE, 7, is, 1, IBV_SEND_INLINE, &b, 2048), 0);
+	memcpy(want, big, 512);
+	memset(big, 0, 512);
+	expect_len(&a, 7, IBV_WC_RDMA_WRITE, 512);
+	CHECK(!memcmp(b.buf + 2048, want, 512), "inline WRITE: bytes differ");
+
+	/* A zero-SGE WRITE_WITH_IMM into a zero-SGE receive (NCCL's). */
+	EXPECT_RET(post_list_recv(&b, 8, NULL, 0), 0);
+	EXPECT_RET(post_list_send(&a, IBV_WR_RDMA_WRITE_WITH_IMM, 9, NULL, 0, 0, &b, 0), 0);
+	expect_len(&a, 9, IBV_WC_RDMA_WRITE, 0);
+	struct ibv_wc wc = wait_wc(b.cq);
+	CHECK(wc.wr_id == 8 && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.byte_len == 0 &&
+	      (wc.wc_flags & IBV_WC_WITH_IMM) && be32toh(wc.imm_data) == 0x5151,
+	      "zero-SGE WRITE_WITH_IMM: status %d opcode %d len %u", wc.status, wc.opcode,
+	      wc.byte_len);
+
+	/* EINVAL: more SGEs than the QP's, more inline bytes than its. */
+	lay(&a, ss, wlens, 32, 0, 0);
+	is[0] = (struct ibv_sge){ .addr = (uintptr_t)big, .length = 513 };
+	EXPECT_RET(post_list_send(&a, IBV_WR_SEND, 10, is, 1, IBV_SEND_INLINE, NULL, 0), EINVAL);
+	EXPECT_RET(post_list_send(&a, IBV_WR_SEND, 10, ss, 33, 0, NULL, 0), EINVAL);
+	EXPECT_RET(post_list_send(&b, IBV_WR_SEND, 10, ss, 5, 0, NULL, 0), EINVAL);
+	EXPECT_RET(post_list_recv(&b, 10, rs, 5), EINVAL);
+	EXPECT_RET(post_list_recv(&a, 10, rs, 33), EINVAL);
+
+	/* A list entry of another PD: LOC_PROT_ERR, nothing written. */
+	memset(b.buf, 0, LEN);
+	struct ibv_mr *other = ibv_reg_mr(b.pd, b.buf + 4096, 4096, all);
+	CHECK(other, "ibv_reg_mr");
+	const uint32_t two[2] = { 100, 100 };
+	lay(&a, ss, two, 2, 0, 0);
+	ss[1].addr = (uintptr_t)b.buf + 4096;
+	ss[1].lkey = other->lkey;
+	if (post_list_send(&a, IBV_WR_RDMA_WRITE, 11, ss, 2, 0, &b, 0) == 0) {
+		wc = wait_wc(a.cq);
+		CHECK(wc.wr_id == 11 && wc.status == IBV_WC_LOC_PROT_ERR,
+		      "an entry of another PD: status %s", ibv_wc_status_str(wc.status));
+	}
+	for (int i = 0; i < 4096; i++)
+		CHECK(b.buf[i] == 0, "a WRITE with an entry of another PD landed at %d", i);
+	reconnect(&a, &b, all);
+
+	/* A receive list too short: LOC_LEN_ERR at b, REM_INV_REQ at a. */
+	const uint32_t small[2] = { 100, 100 };
+	lay(&b, rs, small, 2, 0, 50);
+	EXPECT_RET(post_list_recv(&b, 12, rs, 2), 0);
+	ss[0] = (struct ibv_sge){ .addr = (uintptr_t)a.buf, .length = 300, .lkey = a.mr->lkey };
+	EXPECT_RET(post_list_send(&a, IBV_WR_SEND, 13, ss, 1, 0, NULL, 0), 0);
+	wc = wait_wc(b.cq);
+	CHECK(wc.wr_id == 12 && wc.status == IBV_WC_LOC_LEN_ERR, "short receive: %s",
+	      ibv_wc_status_str(wc.status));
+	expect(&a, 13, IBV_WC_SEND, IBV_WC_REM_INV_REQ_ERR);
+
+	CHECK(!ibv_destroy_qp(a.qp) && !ibv_destroy_qp(b.qp), "destroy qp");
+	CHECK(!ibv_dereg_mr(other) && !ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr), "dereg");
+	CHECK(!ibv_destroy_cq(a.cq) && !ibv_destroy_cq(b.cq), "destroy cq");
+	CHECK(!ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd), "dealloc pd");
+	return 0;
+}
+
 static int windows(void)
 {
 	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
@@ -626,7 +887,7 @@ static int windows(void)
 
 int main(int argc, char **argv)
 {
-	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows", argv[0]);
+	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows|sgl", argv[0]);
 	open_device();
 	int r;
 	if (!strcmp(argv[1], "loopback"))
@@ -639,6 +900,8 @@ int main(int argc, char **argv)
 		r = bad_input();
 	else if (!strcmp(argv[1], "windows"))
 		r = windows();
+	else if (!strcmp(argv[1], "sgl"))
+		r = sgl();
 	else
 		FAIL("unknown check %s", argv[1]);
 	CHECK(!ibv_close_device(ctx), "ibv_close_device");

@@ -677,6 +677,7 @@ pub const IBV_WR_SEND_WITH_INV: c_int = 9;
 pub const IBV_MW_TYPE_1: c_int = 1;
 pub const IBV_MW_TYPE_2: c_int = 2;
 pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
+pub const IBV_SEND_INLINE: c_uint = 1 << 3;
 
 pub const IBV_WC_WITH_IMM: c_uint = 1 << 1;
 pub const IBV_WC_WITH_INV: c_uint = 1 << 3;

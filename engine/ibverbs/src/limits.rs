@@ -7,12 +7,16 @@ use std::ffi::c_int;
 pub const MAX_QP: c_int = engine::endpoint::MAX_QPS_PER_ENGINE as c_int;
 /// Work requests a queue holds (the endpoint's `check_init`: 1..=65536).
 pub const MAX_QP_WR: c_int = 1 << 16;
-/// Scatter/gather entries a work request carries.
-pub const MAX_SGE: c_int = 1;
-/// Bytes of `IBV_SEND_INLINE` data a QP accepts. The data is read from
-/// the work request's (registered) buffer when the engine sends it, not
-/// copied at post time (docs/verbs-drop-in.md, Limits).
-pub const MAX_INLINE_DATA: u32 = 1024;
+/// Scatter/gather entries a work request carries, and a READ's local
+/// list (`max_sge`, `max_sge_rd`; rxe `RXE_MAX_SGE`, `RXE_MAX_SGE_RD`).
+pub const MAX_SGE: c_int = engine::rc::MAX_SGE as c_int;
+/// Bytes of `IBV_SEND_INLINE` data a QP may be created for (rxe
+/// `RXE_MAX_INLINE_DATA`, the room of its largest send WQE's SGE list).
+/// The data is copied when the request is posted: the program may reuse
+/// its buffer at once, and the buffer need not be registered. A QP gets
+/// what rxe grants ([`engine::rc::SgeCaps::as_rxe_grants`]): at least
+/// 16 bytes a QP, more if it asked for more SGEs.
+pub const MAX_INLINE_DATA: u32 = engine::rc::MAX_INLINE_DATA;
 /// Completion queues: the engine's CQ ids are not reused, so this bounds
 /// the CQs a program creates over its life.
 pub const MAX_CQ: c_int = 1 << 16;

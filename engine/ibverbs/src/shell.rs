@@ -30,7 +30,7 @@ use engine::io::Waker;
 use engine::nic::{LoaderError, QueueOption, SteerOps, SteerRequest, Steering};
 use engine::rc::{
     Access, MrKeys, Mtu, MwType, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory,
-    SendWr, VerbsError, WcStatus, WorkCompletion,
+    SendWr, Sge, SgeCaps, VerbsError, WcStatus, WorkCompletion,
 };
 use engine::stats::{queue_counters, xdp_counters, QueueSnapshot, Snapshot, StatsServer};
 use engine::verbs::DeviceError;
@@ -670,6 +670,26 @@ impl Shell {
 
     pub fn post_recv(&self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
         self.with(|ep| ep.post_recv(qpn, wr))
+    }
+
+    /// Gives QP `qpn`, in RESET, its scatter/gather capacities.
+    pub fn set_qp_sge_caps(&self, qpn: u32, caps: SgeCaps) -> Result<(), VerbsError> {
+        self.with(|ep| ep.set_qp_sge_caps(qpn, caps))
+    }
+
+    /// A send request whose data is gathered from `sges`.
+    pub fn post_send_sgl(&self, qpn: u32, wr: SendWr, sges: &[Sge]) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_send_sgl(qpn, wr, sges))
+    }
+
+    /// A SEND or WRITE carrying `data` inline (copied now).
+    pub fn post_send_inline(&self, qpn: u32, wr: SendWr, data: &[u8]) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_send_inline(qpn, wr, data))
+    }
+
+    /// A receive whose buffer is the list `sges`.
+    pub fn post_recv_sgl(&self, qpn: u32, wr_id: u64, sges: &[Sge]) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_recv_sgl(qpn, wr_id, sges))
     }
 
     /// After an `ibv_post_send`: a thread other than the one that polls

@@ -39,7 +39,7 @@ use std::time::Duration;
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, XskSocket, ZeroCopy};
 use crate::nic::{in_netns, AttachMode, AttachedMode, SteerCounters, SteerProgram};
-use crate::rc::{Access, QpState, RecvWr, SendWr, VerbsError, WorkCompletion};
+use crate::rc::{Access, QpState, RecvWr, SendWr, Sge, SgeCaps, VerbsError, WorkCompletion};
 use crate::time::Instant;
 use crate::verbs::{DeviceError, MemoryRegion, QpCaps};
 
@@ -312,6 +312,38 @@ impl RunToCompletion {
     pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
         self.posted = true;
         self.ep.post_recv(qpn, wr)
+    }
+
+    /// Gives QP `qpn`, before it is connected, room for SGE lists and
+    /// inline data ([`Endpoint::set_qp_sge_caps`]).
+    pub fn set_qp_sge_caps(&mut self, qpn: u32, caps: SgeCaps) -> Result<(), VerbsError> {
+        self.ep.set_qp_sge_caps(qpn, caps)
+    }
+
+    /// Posts a send work request whose data is gathered from `sges`
+    /// ([`Endpoint::post_send_sgl`]).
+    pub fn post_send_sgl(&mut self, qpn: u32, wr: SendWr, sges: &[Sge]) -> Result<(), VerbsError> {
+        self.posted = true;
+        self.ep.post_send_sgl(qpn, wr, sges)
+    }
+
+    /// Posts a SEND or WRITE carrying `data` inline
+    /// ([`Endpoint::post_send_inline`]).
+    pub fn post_send_inline(
+        &mut self,
+        qpn: u32,
+        wr: SendWr,
+        data: &[u8],
+    ) -> Result<(), VerbsError> {
+        self.posted = true;
+        self.ep.post_send_inline(qpn, wr, data)
+    }
+
+    /// Posts a receive whose buffer is the list `sges`
+    /// ([`Endpoint::post_recv_sgl`]).
+    pub fn post_recv_sgl(&mut self, qpn: u32, wr_id: u64, sges: &[Sge]) -> Result<(), VerbsError> {
+        self.posted = true;
+        self.ep.post_recv_sgl(qpn, wr_id, sges)
     }
 
     /// The sans-IO endpoint behind this queue, for a verbs layer that maps

@@ -12,7 +12,7 @@ use crossbeam_queue::ArrayQueue;
 
 use crate::endpoint::Endpoint;
 use crate::io::{Waker, XskCounters, XskStatistics};
-use crate::rc::{Counters, Qp, RecvWr, SendWr, VerbsError, WorkCompletion};
+use crate::rc::{Counters, Qp, RecvWr, SendWr, Sge, VerbsError, WorkCompletion};
 
 /// A control operation run on the engine thread with exclusive access to
 /// the endpoint (QP creation, connection, memory registration, ...).
@@ -27,6 +27,25 @@ pub enum Work {
     Recv {
         qpn: u32,
         wr: RecvWr,
+    },
+    /// A send request whose data is gathered from `sges` (more than one
+    /// SGE: the one-SGE path above carries no list).
+    SendList {
+        qpn: u32,
+        wr: SendWr,
+        sges: Box<[Sge]>,
+    },
+    /// A SEND or WRITE carrying `data` inline (copied at post time).
+    SendInline {
+        qpn: u32,
+        wr: SendWr,
+        data: Box<[u8]>,
+    },
+    /// A receive whose buffer is the list `sges`.
+    RecvList {
+        qpn: u32,
+        wr_id: u64,
+        sges: Box<[Sge]>,
     },
     /// A control operation on the endpoint, not about one QP (memory
     /// registration, QP creation).
@@ -45,9 +64,12 @@ impl Work {
     #[inline]
     pub(crate) fn qpn(&self) -> Option<u32> {
         match self {
-            Work::Send { qpn, .. } | Work::Recv { qpn, .. } | Work::QpControl { qpn, .. } => {
-                Some(*qpn)
-            }
+            Work::Send { qpn, .. }
+            | Work::Recv { qpn, .. }
+            | Work::SendList { qpn, .. }
+            | Work::SendInline { qpn, .. }
+            | Work::RecvList { qpn, .. }
+            | Work::QpControl { qpn, .. } => Some(*qpn),
             Work::Control(_) => None,
         }
     }

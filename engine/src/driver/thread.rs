@@ -807,7 +807,9 @@ impl Core {
         }
         let taken = Taken {
             any: !batch.is_empty(),
-            may_transmit: batch.iter().any(|w| !matches!(w, Work::Recv { .. })),
+            may_transmit: batch
+                .iter()
+                .any(|w| !matches!(w, Work::Recv { .. } | Work::RecvList { .. })),
         };
         let ahead = prefetch_distance(&self.ep);
         let prefetch = ahead != Lookahead::default();
@@ -857,6 +859,21 @@ impl Core {
         let refused = match work {
             Work::Send { qpn, wr } => self.ep.post_send(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
             Work::Recv { qpn, wr } => self.ep.post_recv(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
+            Work::SendList { qpn, wr, sges } => self
+                .ep
+                .post_send_sgl(qpn, wr, &sges)
+                .err()
+                .map(|e| (qpn, wr.wr_id, e)),
+            Work::SendInline { qpn, wr, data } => self
+                .ep
+                .post_send_inline(qpn, wr, &data)
+                .err()
+                .map(|e| (qpn, wr.wr_id, e)),
+            Work::RecvList { qpn, wr_id, sges } => self
+                .ep
+                .post_recv_sgl(qpn, wr_id, &sges)
+                .err()
+                .map(|e| (qpn, wr_id, e)),
             Work::Control(f) | Work::QpControl { f, .. } => {
                 f(&mut self.ep, origin);
                 None

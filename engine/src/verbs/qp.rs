@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::driver::{Directory, Shared, Work};
 use crate::endpoint::{ConnectOptions, RemoteQp};
-use crate::rc::{QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendWr};
+use crate::rc::{QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, SendWr, Sge, SgeCaps};
 
 use super::device::call_qp;
 use super::DeviceError;
@@ -160,6 +160,74 @@ impl QueuePair {
     pub fn post_recv(&self, wr: RecvWr) -> Result<(), DeviceError> {
         self.shared
             .post(Work::Recv { qpn: self.qpn, wr })
+            .map_err(|_| DeviceError::WouldBlock(self.queue))
+    }
+
+    /// Gives the QP, before it is connected, room for SGE lists and
+    /// inline data (`ibv_qp_cap`'s `max_send_sge`, `max_recv_sge`,
+    /// `max_inline_data`; up to rxe's 32 SGEs and 512 inline bytes). A QP
+    /// is made with one SGE a request and no inline data.
+    pub fn set_sge_caps(&self, caps: SgeCaps) -> Result<(), DeviceError> {
+        let qpn = self.qpn;
+        Ok(call_qp(&self.shared, self.queue, qpn, move |ep, _| {
+            ep.set_qp_sge_caps(qpn, caps)
+        })??)
+    }
+
+    /// Posts a send work request whose data is gathered from `sges` (up
+    /// to the QP's `max_send_sge`; `wr.local` is ignored). One SGE or
+    /// none goes as [`QueuePair::post_send`] does; a longer list is
+    /// copied into the post.
+    pub fn post_send_sgl(&self, mut wr: SendWr, sges: &[Sge]) -> Result<(), DeviceError> {
+        let work = match sges {
+            [] | [_] => {
+                wr.local = sges.first().copied().unwrap_or_default();
+                Work::Send { qpn: self.qpn, wr }
+            }
+            _ => Work::SendList {
+                qpn: self.qpn,
+                wr,
+                sges: sges.into(),
+            },
+        };
+        self.shared
+            .post(work)
+            .map_err(|_| DeviceError::WouldBlock(self.queue))
+    }
+
+    /// Posts a SEND or WRITE (with or without immediate) carrying `data`
+    /// inline, up to the QP's `max_inline_data` bytes: copied now, so the
+    /// caller may reuse its buffer at once (`wr.local` is ignored).
+    pub fn post_send_inline(&self, wr: SendWr, data: &[u8]) -> Result<(), DeviceError> {
+        let work = Work::SendInline {
+            qpn: self.qpn,
+            wr,
+            data: data.into(),
+        };
+        self.shared
+            .post(work)
+            .map_err(|_| DeviceError::WouldBlock(self.queue))
+    }
+
+    /// Posts a receive work request whose buffer is the list `sges` (up to
+    /// the QP's `max_recv_sge`; none: it takes a zero-length message).
+    pub fn post_recv_sgl(&self, wr_id: u64, sges: &[Sge]) -> Result<(), DeviceError> {
+        let work = match sges {
+            [] | [_] => Work::Recv {
+                qpn: self.qpn,
+                wr: RecvWr {
+                    wr_id,
+                    sge: sges.first().copied().unwrap_or_default(),
+                },
+            },
+            _ => Work::RecvList {
+                qpn: self.qpn,
+                wr_id,
+                sges: sges.into(),
+            },
+        };
+        self.shared
+            .post(work)
             .map_err(|_| DeviceError::WouldBlock(self.queue))
     }
 

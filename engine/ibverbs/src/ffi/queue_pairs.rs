@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use engine::rc::{
     Mtu, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RemoteAddress, SendOp, SendWr, Sge,
+    SgeCaps,
 };
 
 use super::completions::{cq, Cq};
@@ -107,11 +108,20 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
             max_recv_wr: a.cap.max_recv_wr.max(1),
             sq_sig_all: a.sq_sig_all != 0,
         };
-        // Report what the QP has (one SGE a request).
+        // Report what the QP has: its SGEs and inline bytes as rxe grants
+        // them (rxe_qp_init_req: the send WQE's room is the larger of the
+        // SGEs and the inline data asked for, and both may fill it).
+        let sge_caps = SgeCaps {
+            max_send_sge: a.cap.max_send_sge,
+            max_recv_sge: a.cap.max_recv_sge,
+            max_inline_data: a.cap.max_inline_data,
+        }
+        .as_rxe_grants();
         a.cap.max_send_wr = init_attr.max_send_wr;
         a.cap.max_recv_wr = init_attr.max_recv_wr;
-        a.cap.max_send_sge = crate::limits::MAX_SGE as u32;
-        a.cap.max_recv_sge = crate::limits::MAX_SGE as u32;
+        a.cap.max_send_sge = sge_caps.max_send_sge;
+        a.cap.max_recv_sge = sge_caps.max_recv_sge;
+        a.cap.max_inline_data = sge_caps.max_inline_data;
         // SAFETY: ibv_qp is plain data (pointers, integers, and a pthread
         // mutex and condition whose all-zero value is their initializer).
         let mut c: ibv_qp = unsafe { std::mem::zeroed() };
@@ -137,6 +147,10 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
         let qpn = shell
             .create_qp(owner.number, init_attr, b.c.get() as usize)
             .map_err(|e| errno_of(&e))?;
+        if let Err(e) = shell.set_qp_sge_caps(qpn, sge_caps) {
+            let _ = shell.destroy_qp(qpn);
+            return Err(errno_of(&e));
+        }
         // SAFETY: not handed out yet: this is the only reference.
         unsafe {
             (*b.c.get()).handle = qpn;
@@ -404,34 +418,70 @@ unsafe extern "C" fn ibv_query_qp(
     })())
 }
 
-/// The work request's one SGE (a zero-length one for none).
+/// The work request's SGE list, as the engine's SGEs, in `out`; `num_sge`
+/// above the QP's `cap` (rxe: `max_send_sge`/`max_recv_sge`, as
+/// granted) or negative is `EINVAL` (rxe `validate_send_wr`,
+/// `rxe_post_one_recv`).
 ///
 /// # Safety
 /// `list` is NULL or points to `n` SGEs (the contract, point 1).
-unsafe fn one_sge(list: *const ibv_sge, n: c_int) -> Result<Sge, c_int> {
+unsafe fn sge_list(
+    list: *const ibv_sge,
+    n: c_int,
+    cap: u32,
+    out: &mut [Sge; MAX_SGE],
+) -> Result<&[Sge], c_int> {
+    let n = usize::try_from(n).map_err(|_| libc::EINVAL)?;
+    if n as u64 > u64::from(cap) || n > MAX_SGE {
+        return Err(libc::EINVAL);
+    }
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if list.is_null() {
+        return Err(libc::EINVAL);
+    }
+    // SAFETY: `n` SGEs at a non-NULL `list` (the function's contract).
+    let src = unsafe { std::slice::from_raw_parts(list, n) };
+    for (o, s) in out.iter_mut().zip(src) {
+        *o = Sge {
+            lkey: s.lkey,
+            addr: s.addr,
+            length: s.length,
+        };
+    }
+    Ok(&out[..n])
+}
+
+/// The request's one SGE (a zero-length one for none), or `None` when it
+/// has a list; `EINVAL` as [`sge_list`] says.
+///
+/// # Safety
+/// `list` is NULL or points to `n` SGEs (the contract, point 1).
+#[inline]
+unsafe fn one_sge(list: *const ibv_sge, n: c_int, cap: u32) -> Result<Option<Sge>, c_int> {
     match n {
-        0 => Ok(Sge::default()),
-        1 if !list.is_null() => {
+        0 => Ok(Some(Sge::default())),
+        1 if cap >= 1 && !list.is_null() => {
             // SAFETY: one SGE at a non-NULL `list` (the function's contract).
             let s = unsafe { &*list };
-            Ok(Sge {
+            Ok(Some(Sge {
                 lkey: s.lkey,
                 addr: s.addr,
                 length: s.length,
-            })
+            }))
         }
-        _ => Err(unsupported!(
-            "a work request with more than one SGE",
-            libc::EINVAL
-        )),
+        n if n > 1 => Ok(None),
+        _ => Err(libc::EINVAL),
     }
 }
 
-/// The engine's form of a send work request.
-///
-/// # Safety
-/// `w.sg_list` holds `w.num_sge` SGEs (the contract, point 1).
-unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr, c_int> {
+/// Most SGEs a request carries (`limits::MAX_SGE`).
+const MAX_SGE: usize = crate::limits::MAX_SGE as usize;
+
+/// The engine's form of a send work request whose data is `local` (its
+/// one SGE; a zero-length one when it has a list or none).
+fn send_wr(w: &ibv_send_wr, local: Sge) -> Result<SendWr, c_int> {
     let opcode = match w.opcode {
         IBV_WR_RDMA_WRITE => SendOp::Write,
         IBV_WR_RDMA_WRITE_WITH_IMM => SendOp::WriteWithImm,
@@ -441,9 +491,7 @@ unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr, c_int> {
         IBV_WR_ATOMIC_CMP_AND_SWP => SendOp::CompareSwap,
         IBV_WR_ATOMIC_FETCH_AND_ADD => SendOp::FetchAdd,
         IBV_WR_BIND_MW | IBV_WR_LOCAL_INV | IBV_WR_SEND_WITH_INV => {
-            // SAFETY: the function's contract.
-            let sge = unsafe { one_sge(w.sg_list, w.num_sge) }?;
-            return super::windows::window_wr(w, sge);
+            return super::windows::window_wr(w, local);
         }
         _ => {
             return Err(unsupported!(
@@ -452,8 +500,7 @@ unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr, c_int> {
             ))
         }
     };
-    // SAFETY: the function's contract.
-    let mut wr = SendWr::new(w.wr_id, opcode, unsafe { one_sge(w.sg_list, w.num_sge) }?);
+    let mut wr = SendWr::new(w.wr_id, opcode, local);
     wr.signaled = w.send_flags & IBV_SEND_SIGNALED != 0;
     wr.imm = u32::from_be(w.imm_data);
     wr.remote_addr = w.wr.remote_addr;
@@ -466,6 +513,99 @@ unsafe fn send_wr(w: &ibv_send_wr) -> Result<SendWr, c_int> {
         wr.rkey = w.wr.rdma_rkey_or_compare_add as u32;
     }
     Ok(wr)
+}
+
+/// Posts one send work request to QP `q` (rxe `post_one_send`): its SGE
+/// list checked against the QP's `max_send_sge`; with `IBV_SEND_INLINE`
+/// (a SEND or WRITE, with or without immediate) its bytes copied now, up
+/// to the QP's `max_inline_data` (more is `EINVAL`, as rxe), no key
+/// checked; otherwise one SGE (or none) as the request's own, more as a
+/// list the engine gathers from.
+///
+/// # Safety
+/// `w.sg_list` holds `w.num_sge` SGEs, and with `IBV_SEND_INLINE` each
+/// names `length` readable bytes at `addr` (the contract, point 1).
+unsafe fn post_one_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result<(), c_int> {
+    let qpn = q.qp_num();
+    // One SGE or none, not inline: the request carries it (no list).
+    if w.send_flags & IBV_SEND_INLINE == 0 {
+        // SAFETY: the function's contract.
+        if let Some(sge) = unsafe { one_sge(w.sg_list, w.num_sge, q.cap.max_send_sge) }? {
+            let wr = send_wr(w, sge)?;
+            return shell.post_send(qpn, wr).map_err(|e| errno_of(&e));
+        }
+    }
+    let mut buf = [Sge::default(); MAX_SGE];
+    // SAFETY: the function's contract.
+    let sges = unsafe { sge_list(w.sg_list, w.num_sge, q.cap.max_send_sge, &mut buf) }?;
+    let inline = w.send_flags & IBV_SEND_INLINE != 0
+        && matches!(
+            w.opcode,
+            IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM
+        );
+    if inline {
+        let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+        if total > u64::from(q.cap.max_inline_data) {
+            return Err(libc::EINVAL);
+        }
+        let mut data = [0u8; crate::limits::MAX_INLINE_DATA as usize];
+        let mut at = 0;
+        for s in sges.iter().filter(|s| s.length > 0) {
+            let n = s.length as usize;
+            // SAFETY: an inline request's SGE names `length` readable
+            // bytes at `addr` in the program's memory (the contract);
+            // `at + n` <= total <= max_inline_data <= data.len().
+            let src = unsafe { std::slice::from_raw_parts(s.addr as usize as *const u8, n) };
+            data[at..at + n].copy_from_slice(src);
+            at += n;
+        }
+        let wr = send_wr(w, Sge::default())?;
+        return shell
+            .post_send_inline(qpn, wr, &data[..at])
+            .map_err(|e| errno_of(&e));
+    }
+    match sges {
+        [] | [_] => {
+            let wr = send_wr(w, sges.first().copied().unwrap_or_default())?;
+            shell.post_send(qpn, wr).map_err(|e| errno_of(&e))
+        }
+        _ => {
+            let wr = send_wr(w, Sge::default())?;
+            shell.post_send_sgl(qpn, wr, sges).map_err(|e| errno_of(&e))
+        }
+    }
+}
+
+/// Posts one receive work request to QP `q` (rxe `rxe_post_one_recv`):
+/// its SGE list checked against the QP's `max_recv_sge`.
+///
+/// # Safety
+/// `w.sg_list` holds `w.num_sge` SGEs (the contract, point 1).
+unsafe fn post_one_recv(shell: &Shell, q: &Qp, w: &ibv_recv_wr) -> Result<(), c_int> {
+    let qpn = q.qp_num();
+    // SAFETY: the function's contract.
+    if let Some(sge) = unsafe { one_sge(w.sg_list, w.num_sge, q.cap.max_recv_sge) }? {
+        let wr = RecvWr {
+            wr_id: w.wr_id,
+            sge,
+        };
+        return shell.post_recv(qpn, wr).map_err(|e| errno_of(&e));
+    }
+    let mut buf = [Sge::default(); MAX_SGE];
+    // SAFETY: the function's contract.
+    let sges = unsafe { sge_list(w.sg_list, w.num_sge, q.cap.max_recv_sge, &mut buf) }?;
+    match sges {
+        [] | [_] => {
+            let wr = RecvWr {
+                wr_id: w.wr_id,
+                sge: sges.first().copied().unwrap_or_default(),
+            };
+            shell.post_recv(qpn, wr).map_err(|e| errno_of(&e))
+        }
+        _ => shell
+            .post_recv_sgl(qpn, w.wr_id, sges)
+            .map_err(|e| errno_of(&e)),
+    }
 }
 
 /// Posts the linked list of work requests at `first` one by one with
@@ -503,12 +643,12 @@ unsafe fn post_list<W>(
 ///
 /// # Safety
 /// `bad` is NULL or writable.
-unsafe fn post_target<W>(
+unsafe fn post_target<'q, W>(
     p: *mut ibv_qp,
     first: *mut W,
     bad: *mut *mut W,
-) -> Result<(&'static Shell, u32), c_int> {
-    let r = engine().and_then(|s| Ok((s, qp(p)?.qp_num())));
+) -> Result<(&'static Shell, &'q Qp), c_int> {
+    let r = engine().and_then(|s| Ok((s, qp(p)?)));
     if r.is_err() && !bad.is_null() {
         // SAFETY: the function's contract.
         unsafe { *bad = first };
@@ -523,23 +663,13 @@ pub(super) unsafe extern "C" fn post_send(
     bad: *mut *mut ibv_send_wr,
 ) -> c_int {
     // SAFETY: `bad` is NULL or writable (the contract, point 1).
-    let (shell, qpn) = match unsafe { post_target(p, wr, bad) } {
+    let (shell, q) = match unsafe { post_target(p, wr, bad) } {
         Ok(x) => x,
         Err(e) => return e,
     };
     // SAFETY: `wr` heads a list of live requests whose SGE lists hold
-    // `num_sge` entries (the contract, point 1).
-    let r = unsafe {
-        post_list(
-            wr,
-            bad,
-            |w| w.next,
-            |w| {
-                let s = send_wr(w)?;
-                shell.post_send(qpn, s).map_err(|e| errno_of(&e))
-            },
-        )
-    };
+    // `num_sge` entries, readable when inline (the contract, point 1).
+    let r = unsafe { post_list(wr, bad, |w| w.next, |w| post_one_send(shell, q, w)) };
     shell.doorbell();
     r
 }
@@ -551,26 +681,12 @@ pub(super) unsafe extern "C" fn post_recv(
     bad: *mut *mut ibv_recv_wr,
 ) -> c_int {
     // SAFETY: `bad` is NULL or writable (the contract, point 1).
-    let (shell, qpn) = match unsafe { post_target(p, wr, bad) } {
+    let (shell, q) = match unsafe { post_target(p, wr, bad) } {
         Ok(x) => x,
         Err(e) => return e,
     };
     // SAFETY: as in `post_send`.
-    unsafe {
-        post_list(
-            wr,
-            bad,
-            |w| w.next,
-            |w| {
-                let sge = one_sge(w.sg_list, w.num_sge)?;
-                let wr = RecvWr {
-                    wr_id: w.wr_id,
-                    sge,
-                };
-                shell.post_recv(qpn, wr).map_err(|e| errno_of(&e))
-            },
-        )
-    }
+    unsafe { post_list(wr, bad, |w| w.next, |w| post_one_recv(shell, q, w)) }
 }
 
 /// `ops.post_srq_recv`: there are no SRQs to post to.

@@ -55,7 +55,7 @@ use std::sync::Arc;
 use crate::cc::{QpCcConfig, QpCongestion};
 use crate::rc::{
     Access, Counters, Cq, MrKeys, MrTable, MwType, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState,
-    RecvWr, RegionMemory, RemoteAddress, Rng, SendWr, VerbsError, WorkCompletion,
+    RecvWr, RegionMemory, RemoteAddress, Rng, SendWr, Sge, SgeCaps, VerbsError, WorkCompletion,
 };
 use crate::time::Instant;
 use crate::wire::{
@@ -574,6 +574,46 @@ impl Endpoint {
     /// Post a receive work request.
     pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
         self.with_qp(qpn, |qp, mrs, cqs| qp.post_recv(wr, mrs, cqs))
+    }
+
+    /// Give QP `qpn`, in RESET, room for more than one SGE a work request
+    /// and for inline data (verbs `ibv_qp_cap`'s `max_send_sge`,
+    /// `max_recv_sge`, `max_inline_data`; rxe's bounds [`crate::rc::MAX_SGE`]
+    /// and [`crate::rc::MAX_INLINE_DATA`], beyond is `InvalidArgument`). A QP is made
+    /// with one SGE each way and no inline data.
+    pub fn set_qp_sge_caps(&mut self, qpn: u32, caps: SgeCaps) -> Result<(), VerbsError> {
+        if !caps.is_valid() {
+            return Err(VerbsError::InvalidArgument(
+                "max_send_sge/max_recv_sge above 32 or max_inline_data above 512",
+            ));
+        }
+        self.with_qp(qpn, |qp, _, _| qp.set_sge_caps(caps))
+    }
+
+    /// Post a send work request whose data is gathered from `sges`, up to
+    /// the QP's `max_send_sge` of them (`wr.local` is ignored; the
+    /// request's length is their total).
+    pub fn post_send_sgl(&mut self, qpn: u32, wr: SendWr, sges: &[Sge]) -> Result<(), VerbsError> {
+        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send_sgl(wr, sges, mrs, cqs))
+    }
+
+    /// Post a SEND or WRITE (with or without immediate) carrying `data`
+    /// inline, up to the QP's `max_inline_data` bytes: copied now, so the
+    /// caller's buffer is free at once (`wr.local` is ignored).
+    pub fn post_send_inline(
+        &mut self,
+        qpn: u32,
+        wr: SendWr,
+        data: &[u8],
+    ) -> Result<(), VerbsError> {
+        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send_inline(wr, data, mrs, cqs))
+    }
+
+    /// Post a receive work request whose buffer is the list `sges`, up to
+    /// the QP's `max_recv_sge` of them (none: only zero-length messages
+    /// fit).
+    pub fn post_recv_sgl(&mut self, qpn: u32, wr_id: u64, sges: &[Sge]) -> Result<(), VerbsError> {
+        self.with_qp(qpn, |qp, mrs, cqs| qp.post_recv_sgl(wr_id, sges, mrs, cqs))
     }
 
     /// Move up to `out.len()` completions of `cq` into `out`; returns how many.

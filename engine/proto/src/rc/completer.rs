@@ -30,6 +30,7 @@ use super::cq::CompletionSink;
 use super::mr::Access;
 use super::psn::Psn;
 use super::requester::{Requester, SendWqe};
+use super::sgl::{scatter, QpSgl, WqeData};
 use super::timer::Timer;
 use super::wqe::{SendOp, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
@@ -414,17 +415,7 @@ impl Requester {
                 };
                 // Atomic results land little-endian, as MrTable::atomic stores them.
                 // Through the QP's PD, as every local key (rxe lookup_mr).
-                if cx
-                    .mrs
-                    .write(
-                        cx.pd,
-                        front.wr.local.lkey,
-                        front.wr.local.addr,
-                        &orig.to_le_bytes(),
-                        Access::LOCAL_WRITE,
-                    )
-                    .is_err()
-                {
+                if !place_local(cx.mrs, cx.pd, cx.sgl, &front, 0, &orig.to_le_bytes()) {
                     return Err(self.fail_front(WcStatus::LocalProtectionError, sink, counters));
                 }
                 self.complete_front(WcStatus::Success, sink, counters);
@@ -442,7 +433,7 @@ impl Requester {
         payload: &[u8],
         cx: &mut RxContext<'_>,
     ) -> Result<(), Fatal> {
-        let (now, attr, mrs, pd) = (cx.now, cx.attr, &mut *cx.mrs, cx.pd);
+        let (now, attr, mrs, pd, sgl) = (cx.now, cx.attr, &mut *cx.mrs, cx.pd, cx.sgl);
         let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         // Everything before the READ is acknowledged: it is the front.
         let Some(front) = self.wqes.front().copied() else {
@@ -460,17 +451,7 @@ impl Requester {
             return self.go_back_n(false, sink, counters);
         }
         let off = front.resp_pkts * attr.path_mtu.bytes();
-        if !payload.is_empty()
-            && mrs
-                .write(
-                    pd,
-                    front.wr.local.lkey,
-                    front.wr.local.addr.wrapping_add(u64::from(off)),
-                    payload,
-                    Access::LOCAL_WRITE,
-                )
-                .is_err()
-        {
+        if !payload.is_empty() && !place_local(mrs, pd, sgl, &front, off, payload) {
             return Err(self.fail_front(WcStatus::LocalProtectionError, sink, counters));
         }
         if let Some(f) = self.wqes.front_mut() {
@@ -533,5 +514,36 @@ impl Requester {
         self.cur = 0;
         self.cur_pkt = 0;
         self.rd_atomic_sent = 0;
+    }
+}
+
+/// Write `data` at message offset `off` of the local buffer of the send
+/// request `w` (a READ's response bytes, an atomic's original value):
+/// its one SGE, or its SGE list (scattered across the entries, rxe
+/// copy_data), each through its L_Key in the QP's PD `pd` with
+/// LOCAL_WRITE. `false` when some piece cannot be written.
+fn place_local(
+    mrs: &mut super::mr::MrTable,
+    pd: u32,
+    sgl: Option<&QpSgl>,
+    w: &SendWqe,
+    off: u32,
+    data: &[u8],
+) -> bool {
+    match w.data() {
+        WqeData::List { slot, n } => {
+            sgl.is_some_and(|s| scatter(mrs, pd, s.send_list(slot, n), off, data))
+        }
+        // A READ or atomic is never inline (post_send refuses it).
+        WqeData::Inline { .. } => false,
+        WqeData::One => mrs
+            .write(
+                pd,
+                w.wr.local.lkey,
+                w.wr.local.addr.wrapping_add(u64::from(off)),
+                data,
+                Access::LOCAL_WRITE,
+            )
+            .is_ok(),
     }
 }

@@ -9,6 +9,7 @@ use super::counters::QpCounters;
 use super::cq::CompletionSink;
 use super::frame::FrameTemplate;
 use super::mr::MrTable;
+use super::sgl::QpSgl;
 use crate::time::Instant;
 use crate::wire::crc32::CopyCrc;
 
@@ -24,6 +25,8 @@ pub(crate) struct RxContext<'a> {
     /// The receive CQ (responder) or the send CQ (completer).
     pub sink: CompletionSink<'a>,
     pub counters: &'a mut QpCounters,
+    /// The QP's SGE lists, if it was created for more than one SGE.
+    pub sgl: Option<&'a QpSgl>,
 }
 
 /// For emitting one frame: a request (requester) or an answer (responder).
@@ -46,6 +49,8 @@ pub(crate) struct TxContext<'a> {
     pub counters: &'a mut QpCounters,
     /// Room left under the endpoint's in-flight limit for new messages.
     pub inflight: InflightRoom,
+    /// The QP's SGE lists and inline data, if it was created for them.
+    pub sgl: Option<&'a mut QpSgl>,
 }
 
 /// Room under an endpoint's in-flight limit (`max_inflight_packets`): how

@@ -23,6 +23,7 @@
 //!   coalescing, READ responses, atomic replay;
 //! - `context.rs`: what a QP lends its roles for one call;
 //! - `random.rs`: QP numbers, PSNs and keys from a caller's secret seed;
+//! - `sgl.rs`: scatter/gather lists and inline data of work requests;
 //! - `cq.rs`, `wqe.rs`, `timer.rs`, `counters.rs`, `error.rs`;
 //! - `congestion.rs`: the hook into [`crate::cc`];
 //! - `frame.rs`: a QP's header template.
@@ -42,6 +43,7 @@ mod qp;
 mod random;
 mod requester;
 mod responder;
+mod sgl;
 mod timer;
 mod wqe;
 
@@ -56,4 +58,5 @@ pub use psn::Psn;
 pub use qp::{Qp, QpInitAttr};
 pub use random::{KeyPermutation, Rng, Seed};
 pub use requester::MAX_MESSAGE_LEN;
+pub use sgl::{QpSgl, SgeCaps, MAX_INLINE_DATA, MAX_SGE};
 pub use wqe::{RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};

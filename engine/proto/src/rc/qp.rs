@@ -15,7 +15,8 @@ use super::mr::{Access, MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{Requester, TxOutcome, MAX_MESSAGE_LEN};
 use super::responder::Responder;
-use super::wqe::{RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion};
+use super::sgl::{QpSgl, SgeCaps, WqeData};
+use super::wqe::{RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
 use crate::wire::crc32::CopyCrc;
 use crate::wire::{emit_frame, Ecn, Opcode, RoceFrameView};
@@ -86,6 +87,9 @@ pub struct Qp {
     pub(crate) resp: Responder,
     pub(crate) cc: QpCongestion,
     pub(crate) req: Requester,
+    /// Its SGE-list and inline-data arenas, if it was made for more than
+    /// one SGE a request or for inline data ([`Qp::set_sge_caps`]).
+    pub(crate) sgl: Option<Box<QpSgl>>,
     pub(crate) counters: QpCounters,
 }
 
@@ -122,6 +126,7 @@ impl Qp {
             init,
             req: Requester::new(init.max_send_wr as usize),
             resp: Responder::new(init.max_recv_wr as usize),
+            sgl: None,
             cc,
             counters: QpCounters::default(),
             tpl: None,
@@ -285,8 +290,191 @@ impl Qp {
         mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), VerbsError> {
+        if !self.send_state_admits(&wr, cqs)? {
+            return Ok(());
+        }
+        if wr.local.length > MAX_MESSAGE_LEN {
+            return Err(VerbsError::InvalidArgument("message longer than 1 GiB"));
+        }
+        let need = self.send_checks(&wr)?;
+        // An atomic reads and writes 8 bytes of its buffer.
+        let len = if wr.opcode.is_atomic() {
+            8
+        } else {
+            wr.local.length
+        };
+        if len > 0
+            && mrs
+                .check_any_pd(wr.local.lkey, wr.local.addr, u64::from(len), need)
+                .is_err()
+        {
+            return Err(VerbsError::LocalProtection);
+        }
+        if !self.req.post(wr, WqeData::One, self.attr.path_mtu.bytes()) {
+            return Err(VerbsError::QueueFull);
+        }
+        Ok(())
+    }
+
+    /// The QP's scatter/gather capacities (one SGE each way and no
+    /// inline data unless [`Qp::set_sge_caps`] said otherwise).
+    pub fn sge_caps(&self) -> SgeCaps {
+        self.sgl
+            .as_ref()
+            .map_or_else(SgeCaps::default, |s| s.caps())
+    }
+
+    /// Give the QP, in RESET, the scatter/gather capacities `caps`
+    /// (checked against [`super::MAX_SGE`] and [`super::MAX_INLINE_DATA`]
+    /// by the caller): its arenas are made now, filled as lists and inline
+    /// data are posted.
+    pub(crate) fn set_sge_caps(&mut self, caps: SgeCaps) -> Result<(), VerbsError> {
+        if self.attr.state != QpState::Reset {
+            return Err(VerbsError::InvalidState);
+        }
+        self.sgl = caps.needs_arena().then(|| {
+            Box::new(QpSgl::new(
+                caps,
+                self.init.max_send_wr,
+                self.init.max_recv_wr,
+            ))
+        });
+        Ok(())
+    }
+
+    /// Post a send request whose data is gathered from the SGE list
+    /// `sges` (rxe `post_one_send`): more entries than the QP was made for
+    /// is `InvalidArgument` (rxe `EINVAL`), each entry's key, range and
+    /// rights are checked as one SGE's are, and the request's length is
+    /// their total. A list of one entry (or none) is
+    /// [`Qp::post_send`] with that entry (or a zero-length one).
+    pub(crate) fn post_send_sgl(
+        &mut self,
+        mut wr: SendWr,
+        sges: &[Sge],
+        mrs: &MrTable,
+        cqs: &mut [Cq],
+    ) -> Result<(), VerbsError> {
+        if sges.len() as u64 > u64::from(self.sge_caps().max_send_sge.max(1)) {
+            return Err(VerbsError::InvalidArgument(
+                "more SGEs than the QP's max_send_sge",
+            ));
+        }
+        if sges.len() <= 1 {
+            wr.local = sges.first().copied().unwrap_or_default();
+            return self.post_send(wr, mrs, cqs);
+        }
+        if !self.send_state_admits(&wr, cqs)? {
+            return Ok(());
+        }
+        let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+        if total > u64::from(MAX_MESSAGE_LEN) {
+            return Err(VerbsError::InvalidArgument("message longer than 1 GiB"));
+        }
+        wr.local = Sge {
+            lkey: 0,
+            addr: 0,
+            length: total as u32,
+        };
+        let need = self.send_checks(&wr)?;
+        for s in sges.iter().filter(|s| s.length > 0) {
+            if mrs
+                .check_any_pd(s.lkey, s.addr, u64::from(s.length), need)
+                .is_err()
+            {
+                return Err(VerbsError::LocalProtection);
+            }
+        }
+        if self.req.is_full() {
+            return Err(VerbsError::QueueFull);
+        }
+        // sge_caps allowed more than one: the arenas are there.
+        let Some(sgl) = self.sgl.as_deref_mut() else {
+            return Err(VerbsError::InvalidArgument("the QP holds no SGE lists"));
+        };
+        let data = sgl.put_send(sges);
+        self.req.post(wr, data, self.attr.path_mtu.bytes());
+        Ok(())
+    }
+
+    /// Post a send request carrying `data` inline (`IBV_SEND_INLINE`):
+    /// the bytes are copied now, no key is checked, and the caller may
+    /// reuse its buffer at once. SEND, SEND with immediate, WRITE and
+    /// WRITE with immediate only; at most the QP's `max_inline_data` bytes
+    /// (rxe `validate_send_wr`: more is `EINVAL`).
+    pub(crate) fn post_send_inline(
+        &mut self,
+        mut wr: SendWr,
+        data: &[u8],
+        mrs: &MrTable,
+        cqs: &mut [Cq],
+    ) -> Result<(), VerbsError> {
+        if !matches!(
+            wr.opcode,
+            SendOp::Send | SendOp::SendWithImm | SendOp::Write | SendOp::WriteWithImm
+        ) {
+            return Err(VerbsError::InvalidArgument(
+                "inline data is for SEND and WRITE only",
+            ));
+        }
+        if data.len() as u64 > u64::from(self.sge_caps().max_inline_data) {
+            return Err(VerbsError::InvalidArgument(
+                "more inline data than the QP's max_inline_data",
+            ));
+        }
+        if data.is_empty() {
+            wr.local = Sge::default();
+            return self.post_send(wr, mrs, cqs);
+        }
+        if !self.send_state_admits(&wr, cqs)? {
+            return Ok(());
+        }
+        if self.req.is_full() {
+            return Err(VerbsError::QueueFull);
+        }
+        let Some(sgl) = self.sgl.as_deref_mut() else {
+            return Err(VerbsError::InvalidArgument("the QP holds no inline data"));
+        };
+        wr.local = Sge {
+            lkey: 0,
+            addr: 0,
+            length: data.len() as u32,
+        };
+        let slot = sgl.put_inline(data);
+        self.req.post(wr, slot, self.attr.path_mtu.bytes());
+        Ok(())
+    }
+
+    /// The checks of a send request's own fields (atomics: an 8-byte
+    /// local buffer, an aligned remote address); the right its local
+    /// buffer needs.
+    #[inline]
+    fn send_checks(&self, wr: &SendWr) -> Result<Access, VerbsError> {
+        Ok(if wr.opcode.is_atomic() {
+            if wr.local.length < 8 {
+                return Err(VerbsError::InvalidArgument(
+                    "atomic needs an 8-byte local buffer",
+                ));
+            }
+            if !wr.remote_addr.is_multiple_of(8) {
+                return Err(VerbsError::InvalidArgument(
+                    "atomic remote address must be 8-byte aligned",
+                ));
+            }
+            Access::LOCAL_WRITE
+        } else if wr.opcode == SendOp::Read {
+            Access::LOCAL_WRITE
+        } else {
+            Access::NONE
+        })
+    }
+
+    /// Whether the QP's state lets a send request in: RTS does; in ERROR
+    /// it completes as flushed at once (`Ok(false)`); otherwise
+    /// `InvalidState`.
+    #[inline]
+    fn send_state_admits(&mut self, wr: &SendWr, cqs: &mut [Cq]) -> Result<bool, VerbsError> {
         match self.attr.state {
-            QpState::Rts => {}
             QpState::Error => {
                 // Verbs: work posted to a QP in error completes as flushed.
                 let wc = WorkCompletion {
@@ -303,41 +491,11 @@ impl Qp {
                         self.counters.rest().cq_overflow += 1;
                     }
                 }
-                return Ok(());
+                Ok(false)
             }
-            _ => return Err(VerbsError::InvalidState),
+            QpState::Rts => Ok(true),
+            _ => Err(VerbsError::InvalidState),
         }
-        if wr.local.length > MAX_MESSAGE_LEN {
-            return Err(VerbsError::InvalidArgument("message longer than 1 GiB"));
-        }
-        let (need, len) = if wr.opcode.is_atomic() {
-            if wr.local.length < 8 {
-                return Err(VerbsError::InvalidArgument(
-                    "atomic needs an 8-byte local buffer",
-                ));
-            }
-            if !wr.remote_addr.is_multiple_of(8) {
-                return Err(VerbsError::InvalidArgument(
-                    "atomic remote address must be 8-byte aligned",
-                ));
-            }
-            (Access::LOCAL_WRITE, 8)
-        } else if wr.opcode == super::wqe::SendOp::Read {
-            (Access::LOCAL_WRITE, wr.local.length)
-        } else {
-            (Access::NONE, wr.local.length)
-        };
-        if len > 0
-            && mrs
-                .check_any_pd(wr.local.lkey, wr.local.addr, u64::from(len), need)
-                .is_err()
-        {
-            return Err(VerbsError::LocalProtection);
-        }
-        if !self.req.post(wr, self.attr.path_mtu.bytes()) {
-            return Err(VerbsError::QueueFull);
-        }
-        Ok(())
     }
 
     /// Post a receive request (checked: state, local key, range and
@@ -351,8 +509,87 @@ impl Qp {
         mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), VerbsError> {
+        if !self.recv_state_admits(&wr, cqs)? {
+            return Ok(());
+        }
+        if wr.sge.length > 0
+            && mrs
+                .check_any_pd(
+                    wr.sge.lkey,
+                    wr.sge.addr,
+                    u64::from(wr.sge.length),
+                    Access::LOCAL_WRITE,
+                )
+                .is_err()
+        {
+            return Err(VerbsError::LocalProtection);
+        }
+        if !self.resp.post_recv(wr, WqeData::One) {
+            return Err(VerbsError::QueueFull);
+        }
+        Ok(())
+    }
+
+    /// Post a receive request whose buffer is the SGE list `sges` (rxe
+    /// `rxe_post_one_recv`): more entries than the QP was made for is
+    /// `InvalidArgument` (rxe `EINVAL`); each entry is checked as one
+    /// SGE is; an incoming message is scattered across them in order,
+    /// and one longer than their total completes the receive with a
+    /// local length error. One entry or none is [`Qp::post_recv`].
+    pub(crate) fn post_recv_sgl(
+        &mut self,
+        wr_id: u64,
+        sges: &[Sge],
+        mrs: &MrTable,
+        cqs: &mut [Cq],
+    ) -> Result<(), VerbsError> {
+        if sges.len() as u64 > u64::from(self.sge_caps().max_recv_sge.max(1)) {
+            return Err(VerbsError::InvalidArgument(
+                "more SGEs than the QP's max_recv_sge",
+            ));
+        }
+        if sges.len() <= 1 {
+            let sge = sges.first().copied().unwrap_or_default();
+            return self.post_recv(RecvWr { wr_id, sge }, mrs, cqs);
+        }
+        let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+        let wr = RecvWr {
+            wr_id,
+            sge: Sge {
+                lkey: 0,
+                addr: 0,
+                length: total.min(u64::from(u32::MAX)) as u32,
+            },
+        };
+        if !self.recv_state_admits(&wr, cqs)? {
+            return Ok(());
+        }
+        for s in sges.iter().filter(|s| s.length > 0) {
+            if mrs
+                .check_any_pd(s.lkey, s.addr, u64::from(s.length), Access::LOCAL_WRITE)
+                .is_err()
+            {
+                return Err(VerbsError::LocalProtection);
+            }
+        }
+        if self.resp.is_full() {
+            return Err(VerbsError::QueueFull);
+        }
+        let Some(sgl) = self.sgl.as_deref_mut() else {
+            return Err(VerbsError::InvalidArgument("the QP holds no SGE lists"));
+        };
+        let data = sgl.put_recv(sges);
+        self.resp.post_recv(wr, data);
+        Ok(())
+    }
+
+    /// Whether the QP's state lets a receive request in: RESET does not
+    /// (`InvalidState`); in ERROR it completes as flushed at once
+    /// (`Ok(false)`).
+    #[inline]
+    fn recv_state_admits(&mut self, wr: &RecvWr, cqs: &mut [Cq]) -> Result<bool, VerbsError> {
         match self.attr.state {
-            QpState::Reset => return Err(VerbsError::InvalidState),
+            QpState::Reset => Err(VerbsError::InvalidState),
             QpState::Error => {
                 let wc = WorkCompletion {
                     wr_id: wr.wr_id,
@@ -368,26 +605,10 @@ impl Qp {
                         self.counters.rest().cq_overflow += 1;
                     }
                 }
-                return Ok(());
+                Ok(false)
             }
-            _ => {}
+            _ => Ok(true),
         }
-        if wr.sge.length > 0
-            && mrs
-                .check_any_pd(
-                    wr.sge.lkey,
-                    wr.sge.addr,
-                    u64::from(wr.sge.length),
-                    Access::LOCAL_WRITE,
-                )
-                .is_err()
-        {
-            return Err(VerbsError::LocalProtection);
-        }
-        if !self.resp.post_recv(wr) {
-            return Err(VerbsError::QueueFull);
-        }
-        Ok(())
     }
 
     /// A parsed RoCE packet addressed to this QP.
@@ -430,6 +651,7 @@ impl Qp {
                 pd: self.pd,
                 sink: self.recv_sink(cqs),
                 counters: &mut self.counters,
+                sgl: self.sgl.as_deref(),
             };
             self.resp.handle_request(frame, &mut cx)
         } else if class::is_response(op) && state == QpState::Rts {
@@ -440,6 +662,7 @@ impl Qp {
                 pd: self.pd,
                 sink: self.send_sink(cqs),
                 counters: &mut self.counters,
+                sgl: self.sgl.as_deref(),
             };
             self.req.handle_response(frame, &mut cx)
         } else {
@@ -572,6 +795,7 @@ impl Qp {
             cc: &mut self.cc,
             counters: &mut self.counters,
             inflight,
+            sgl: self.sgl.as_deref_mut(),
         };
         for _ in 0..2 {
             if self.responder_turn {

@@ -40,6 +40,7 @@ use super::counters::QpCounters;
 use super::cq::CompletionSink;
 use super::mr::{MrTable, QpScope};
 use super::psn::Psn;
+use super::sgl::{DataKind, WqeData};
 use super::timer::{Timer, TimerTable};
 use super::wqe::{SendOp, SendWr, WcStatus};
 use crate::time::Instant;
@@ -60,6 +61,9 @@ pub const MAX_MESSAGE_LEN: u32 = 1 << 30;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SendWqe {
     pub wr: SendWr,
+    /// Where its data is: `wr.local`, or a list or inline bytes in the
+    /// QP's arenas (`wr.local.length` is then their total; [`Self::data`]).
+    pub kind: DataKind,
     /// PSN of its first packet (assigned at post time: PSNs are contiguous).
     pub first_psn: Psn,
     /// Packets (PSNs) it consumes.
@@ -83,6 +87,12 @@ pub(crate) struct SendWqe {
 }
 
 impl SendWqe {
+    /// Where its data is (see [`DataKind`]).
+    #[inline(always)]
+    pub fn data(&self) -> WqeData {
+        WqeData::unpack(self.kind, &self.wr.local)
+    }
+
     /// One past its last PSN.
     #[inline]
     pub fn end_psn(&self) -> Psn {
@@ -220,9 +230,16 @@ impl Requester {
         self.wqes.len()
     }
 
-    /// Queue a request (validated by the caller). `false` when full.
-    pub(crate) fn post(&mut self, wr: SendWr, mtu: u32) -> bool {
-        if self.wqes.len() >= self.max_wr {
+    /// Whether the send queue holds `max_wr` requests.
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        self.wqes.len() >= self.max_wr
+    }
+
+    /// Queue a request (validated by the caller) whose data `data` says
+    /// where it is. `false` when full.
+    pub(crate) fn post(&mut self, mut wr: SendWr, data: WqeData, mtu: u32) -> bool {
+        if self.is_full() {
             return false;
         }
         let npkts = if wr.opcode.is_atomic() {
@@ -235,8 +252,10 @@ impl Requester {
         };
         let first_psn = self.tail_psn;
         self.tail_psn = first_psn.add(npkts);
+        let kind = data.pack(&mut wr.local);
         self.wqes.push_back(SendWqe {
             wr,
+            kind,
             first_psn,
             npkts,
             resp_pkts: 0,
@@ -514,18 +533,35 @@ impl Requester {
         let payload: &[u8] = if len == 0 {
             &[]
         } else {
-            // The L_Key must be of a region of the QP's PD (rxe
-            // copy_data -> lookup_mr); post_send checked key, range and
-            // rights only, and the region may have moved since.
-            match mrs.slice(
-                cx.pd,
-                wr.local.lkey,
-                wr.local.addr.wrapping_add(u64::from(local_off)),
-                len as usize,
-                super::mr::Access::NONE,
-            ) {
-                Ok(p) => p,
-                Err(_) => return Err(LocalBufferFailed),
+            match wqe.data() {
+                // The L_Key must be of a region of the QP's PD (rxe
+                // copy_data -> lookup_mr); post_send checked key, range
+                // and rights only, and the region may have moved since.
+                WqeData::One => match mrs.slice(
+                    cx.pd,
+                    wr.local.lkey,
+                    wr.local.addr.wrapping_add(u64::from(local_off)),
+                    len as usize,
+                    super::mr::Access::NONE,
+                ) {
+                    Ok(p) => p,
+                    Err(_) => return Err(LocalBufferFailed),
+                },
+                // Gathered from the list, every piece checked as one SGE
+                // is (rxe copy_data walks the SGEs the same way).
+                WqeData::List { slot, n } => match cx.sgl.as_deref_mut() {
+                    Some(sgl) => sgl
+                        .gather_send(mrs, cx.pd, slot, n, local_off, len)
+                        .ok_or(LocalBufferFailed)?,
+                    None => return Err(LocalBufferFailed),
+                },
+                // Copied at post time: no key to check.
+                WqeData::Inline { slot } => match cx.sgl.as_deref() {
+                    Some(sgl) => sgl
+                        .inline_bytes(slot, local_off, len)
+                        .ok_or(LocalBufferFailed)?,
+                    None => return Err(LocalBufferFailed),
+                },
             }
         };
         let emitted = match (atomic, ieth) {

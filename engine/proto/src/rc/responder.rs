@@ -63,6 +63,7 @@ use super::cq::CompletionSink;
 use super::mr::{Access, AccessError, MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{packets_for, MAX_MESSAGE_LEN};
+use super::sgl::{scatter, DataKind, WqeData};
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::wire::{
     emit_frame, emit_templated, nak_code, AethRepr, AtomicAckEthRepr, AtomicEthRepr, Opcode,
@@ -135,12 +136,46 @@ impl Resource {
     }
 }
 
+/// A posted receive: the request, and where its buffer is (its one SGE,
+/// or a list in the QP's receive arena; `wr.sge.length` is then the
+/// list's total).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RecvWqe {
+    pub wr: RecvWr,
+    kind: DataKind,
+}
+
+impl RecvWqe {
+    /// `wr` whose buffer `data` says where it is (packed: [`DataKind`]).
+    #[inline]
+    pub(crate) fn new(mut wr: RecvWr, data: WqeData) -> RecvWqe {
+        let kind = data.pack(&mut wr.sge);
+        RecvWqe { wr, kind }
+    }
+
+    /// Where its buffer is.
+    #[inline(always)]
+    pub(crate) fn data(&self) -> WqeData {
+        WqeData::unpack(self.kind, &self.wr.sge)
+    }
+}
+
 /// A multi-packet message being received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum InProgress {
     None,
     Send {
         wr: RecvWr,
+        offset: u32,
+    },
+    /// A SEND into a receive whose buffer is the SGE list `n` entries at
+    /// `slot` of the receive arena, `length` bytes in all (kept apart
+    /// from `Send` so that the state stays as small as a one-SGE one).
+    SendList {
+        wr_id: u64,
+        slot: u32,
+        n: u32,
+        length: u32,
         offset: u32,
     },
     Write {
@@ -253,8 +288,9 @@ pub struct Responder {
     /// A NAK sequence error (or RNR NAK) was sent for the current gap.
     pub(crate) nak_sent: bool,
     /// Posted receives.
-    pub(crate) rq: VecDeque<RecvWr>,
-    pub(crate) max_recv_wr: usize,
+    pub(crate) rq: VecDeque<RecvWqe>,
+    /// Receive queue depth (u32, with `out_cap`: the QP's 576 bytes).
+    pub(crate) max_recv_wr: u32,
     in_progress: InProgress,
     pub(crate) out: VecDeque<Answer>,
     /// The coalesced ACK (PSN, MSN), queued after everything in `out`
@@ -263,7 +299,7 @@ pub struct Responder {
     /// `out` moves it into `out` first, so the order is kept.
     ack_pending: Option<(Psn, u32)>,
     /// Most answers queued (`out` plus the pending ACK).
-    out_cap: usize,
+    out_cap: u32,
     /// The responder resources, a ring of `max_dest_rd_atomic` entries
     /// (see [`Resource`]).
     resources: Vec<Resource>,
@@ -283,7 +319,7 @@ impl Responder {
             // Grows as receives are posted (as the send queue does), so
             // a QP that never receives a SEND holds no receive queue.
             rq: VecDeque::new(),
-            max_recv_wr,
+            max_recv_wr: max_recv_wr as u32,
             in_progress: InProgress::None,
             out: VecDeque::new(),
             ack_pending: None,
@@ -305,7 +341,7 @@ impl Responder {
         rq.clear();
         out.clear();
         resources.clear();
-        *self = Responder::new(self.max_recv_wr);
+        *self = Responder::new(self.max_recv_wr as usize);
         (self.rq, self.out, self.resources) = (rq, out, resources);
     }
 
@@ -317,7 +353,7 @@ impl Responder {
         self.nak_sent = false;
         self.in_progress = InProgress::None;
         let rd = usize::from(attr.max_dest_rd_atomic.max(1));
-        self.out_cap = 2 * rd + 4;
+        self.out_cap = (2 * rd + 4) as u32;
         // The answer queue and the resource ring grow to these bounds on
         // first need, once per QP, and keep their memory (a QP connected
         // again reuses it): a QP that is only written to or sent to holds
@@ -334,12 +370,18 @@ impl Responder {
     }
 
     /// Queue a receive. `false` when full.
-    pub(crate) fn post_recv(&mut self, wr: RecvWr) -> bool {
-        if self.rq.len() >= self.max_recv_wr {
+    pub(crate) fn post_recv(&mut self, wr: RecvWr, data: WqeData) -> bool {
+        if self.is_full() {
             return false;
         }
-        self.rq.push_back(wr);
+        self.rq.push_back(RecvWqe::new(wr, data));
         true
+    }
+
+    /// Whether the receive queue holds `max_recv_wr` requests.
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        self.rq.len() >= self.max_recv_wr as usize
     }
 
     /// Whether an answer is waiting.
@@ -433,7 +475,7 @@ impl Responder {
         let qp = QpScope { pd: cx.pd, qpn };
         let completed = match req {
             Request::Send { last, imm, inv, .. } => {
-                self.execute_send(last, imm, inv, payload, cx.mrs, qp)?
+                self.execute_send(last, imm, inv, payload, cx)?
             }
             Request::Write { reth, last, imm } => {
                 let target = self.check_rkey_write(reth, payload.len(), cx.mrs, qp)?;
@@ -484,7 +526,7 @@ impl Responder {
     /// answered is dropped unexecuted and the requester retransmits it.
     #[inline(always)]
     fn check_room(&self) -> Result<(), RespError> {
-        if self.queued() >= self.out_cap {
+        if self.queued() >= self.out_cap as usize {
             return Err(RespError::Busy);
         }
         Ok(())
@@ -553,9 +595,15 @@ impl Responder {
             (InProgress::None, Request::Send { first, .. }) => *first,
             (InProgress::None, Request::Write { reth, .. }) => reth.is_some(),
             (InProgress::None, Request::Read(_) | Request::Atomic { .. }) => true,
-            (InProgress::Send { .. }, Request::Send { first, .. }) => !*first,
+            (
+                InProgress::Send { .. } | InProgress::SendList { .. },
+                Request::Send { first, .. },
+            ) => !*first,
             (InProgress::Write { .. }, Request::Write { reth, .. }) => reth.is_none(),
-            (InProgress::Send { .. } | InProgress::Write { .. }, _) => false,
+            (
+                InProgress::Send { .. } | InProgress::SendList { .. } | InProgress::Write { .. },
+                _,
+            ) => false,
         };
         if !in_sequence {
             return Err(RespError::OpSequence);
@@ -685,15 +733,39 @@ impl Responder {
         imm: Option<u32>,
         inv: Option<u32>,
         payload: &[u8],
-        mrs: &mut MrTable,
-        qp: QpScope,
+        cx: &mut RxContext<'_>,
     ) -> Result<Option<WorkCompletion>, RespError> {
-        let (pd, qpn) = (qp.pd, qp.qpn);
-        let (wr, offset) = match self.in_progress {
-            InProgress::Send { wr, offset } => (wr, offset),
+        let (pd, qpn, sgl) = (cx.pd, cx.sink.qpn, cx.sgl);
+        let qp = QpScope { pd, qpn };
+        let mrs = &mut *cx.mrs;
+        let (wqe, offset) = match self.in_progress {
+            InProgress::Send { wr, offset } => (RecvWqe::new(wr, WqeData::One), offset),
+            InProgress::SendList {
+                wr_id,
+                slot,
+                n,
+                length,
+                offset,
+            } => (
+                RecvWqe::new(
+                    RecvWr {
+                        wr_id,
+                        sge: super::wqe::Sge {
+                            lkey: 0,
+                            addr: 0,
+                            length,
+                        },
+                    },
+                    WqeData::List { slot, n },
+                ),
+                offset,
+            ),
             // check_resource saw a posted receive.
             _ => (self.rq.pop_front().ok_or(RespError::ReceiverNotReady)?, 0),
         };
+        let wr = wqe.wr;
+        // The receive's length is its SGEs' total (rxe send_data_in:
+        // -ENOSPC when the message is longer).
         let end = offset as usize + payload.len();
         if end > wr.sge.length as usize {
             return Err(RespError::RecvTooShort {
@@ -701,23 +773,40 @@ impl Responder {
                 byte_len: end as u32,
             });
         }
-        if !payload.is_empty()
-            && mrs
-                .write(
-                    pd,
-                    wr.sge.lkey,
-                    wr.sge.addr.wrapping_add(u64::from(offset)),
-                    payload,
-                    Access::LOCAL_WRITE,
-                )
-                .is_err()
-        {
+        let placed = payload.is_empty()
+            || match wqe.data() {
+                WqeData::One => mrs
+                    .write(
+                        pd,
+                        wr.sge.lkey,
+                        wr.sge.addr.wrapping_add(u64::from(offset)),
+                        payload,
+                        Access::LOCAL_WRITE,
+                    )
+                    .is_ok(),
+                // Scattered across the list, each piece checked as one
+                // SGE is (rxe copy_data).
+                WqeData::List { slot, n } => {
+                    sgl.is_some_and(|s| scatter(mrs, pd, s.recv_list(slot, n), offset, payload))
+                }
+                WqeData::Inline { .. } => false,
+            };
+        if !placed {
             return Err(RespError::MalformedWqe { wr });
         }
         if !last {
-            self.in_progress = InProgress::Send {
-                wr,
-                offset: end as u32,
+            self.in_progress = match wqe.data() {
+                WqeData::List { slot, n } => InProgress::SendList {
+                    wr_id: wr.wr_id,
+                    slot,
+                    n,
+                    length: wr.sge.length,
+                    offset: end as u32,
+                },
+                _ => InProgress::Send {
+                    wr,
+                    offset: end as u32,
+                },
             };
             return Ok(None);
         }
@@ -791,9 +880,9 @@ impl Responder {
             return Ok(None);
         }
         // check_resource saw a posted receive.
-        Ok(self.rq.pop_front().map(|wr| WorkCompletion {
+        Ok(self.rq.pop_front().map(|w| WorkCompletion {
             opcode: WcOpcode::RecvRdmaWithImm,
-            ..recv_wc(wr, qpn, WcStatus::Success, t.total, imm)
+            ..recv_wc(w.wr, qpn, WcStatus::Success, t.total, imm)
         }))
     }
 
@@ -878,7 +967,7 @@ impl Responder {
             // else changes.
             RespError::OutOfSequence => {
                 counters.rest().out_of_seq_request += 1;
-                if !self.nak_sent && self.queued() < self.out_cap {
+                if !self.nak_sent && self.queued() < self.out_cap as usize {
                     self.push(Answer::Ack {
                         psn: self.e_psn,
                         syndrome: Syndrome::Nak(nak_code::PSN_SEQUENCE_ERROR),
@@ -1008,7 +1097,7 @@ impl Responder {
             qpn: cx.sink.qpn,
         };
         let (attr, mrs, counters) = (cx.attr, &*cx.mrs, &mut *cx.counters);
-        if self.queued() >= self.out_cap {
+        if self.queued() >= self.out_cap as usize {
             counters.rest().dropped_busy += 1;
             return;
         }
@@ -1242,12 +1331,25 @@ impl Responder {
 
     /// Flush posted receives (QP to error): each completes `Flushed`.
     pub(crate) fn flush(&mut self, sink: &mut CompletionSink<'_>, counters: &mut QpCounters) {
-        if let InProgress::Send { wr, .. } = self.in_progress {
-            sink.push(recv_wc(wr, sink.qpn, WcStatus::Flushed, 0, None), counters);
+        match self.in_progress {
+            InProgress::Send { wr, .. } => {
+                sink.push(recv_wc(wr, sink.qpn, WcStatus::Flushed, 0, None), counters);
+            }
+            InProgress::SendList { wr_id, .. } => {
+                let wr = RecvWr {
+                    wr_id,
+                    sge: Default::default(),
+                };
+                sink.push(recv_wc(wr, sink.qpn, WcStatus::Flushed, 0, None), counters);
+            }
+            _ => {}
         }
         self.in_progress = InProgress::None;
-        while let Some(wr) = self.rq.pop_front() {
-            sink.push(recv_wc(wr, sink.qpn, WcStatus::Flushed, 0, None), counters);
+        while let Some(w) = self.rq.pop_front() {
+            sink.push(
+                recv_wc(w.wr, sink.qpn, WcStatus::Flushed, 0, None),
+                counters,
+            );
         }
         // Keep only NAKs already queued: they tell the peer why we failed.
         self.ack_pending = None;

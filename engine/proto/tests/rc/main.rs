@@ -3,6 +3,8 @@
 //! by the test with explicit times, and every byte, completion and counter
 //! checked. One module per part of the transport.
 
+#[path = "../sgl_model/mod.rs"]
+mod sgl_model;
 mod support;
 
 mod completer;
@@ -12,5 +14,6 @@ mod qp_access;
 mod qp_state;
 mod requester;
 mod responder;
+mod sgl;
 mod tx_order;
 mod vlan;

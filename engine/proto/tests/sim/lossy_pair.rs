@@ -7,7 +7,7 @@ use core::net::{IpAddr, Ipv4Addr};
 use core::time::Duration;
 
 use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
-use proto::rc::{Access, QpInitAttr, WcStatus, WorkCompletion};
+use proto::rc::{Access, QpInitAttr, SgeCaps, WcStatus, WorkCompletion};
 use proto::sim::{Impairments, LinkConfig, Simulator};
 
 /// A's node.
@@ -79,6 +79,18 @@ pub struct Pair {
 /// requests (every request signaled) made as `a` / `b` say, connected
 /// with a short ACK timeout (`timeout` 8) and RNR timer.
 pub fn connect(seed: u64, b_lossy: bool, depth: u32, a: Side, b: Side) -> Pair {
+    connect_with_caps(seed, b_lossy, depth, a, b, SgeCaps::default())
+}
+
+/// [`connect`], both QPs made with the scatter/gather capacities `caps`.
+pub fn connect_with_caps(
+    seed: u64,
+    b_lossy: bool,
+    depth: u32,
+    a: Side,
+    b: Side,
+    caps: SgeCaps,
+) -> Pair {
     let mut sim = Simulator::new(seed);
     let ip = |x| IpAddr::V4(Ipv4Addr::new(10, 0, 0, x));
     let cfg = |mac: u8, x| EndpointConfig {
@@ -99,6 +111,7 @@ pub fn connect(seed: u64, b_lossy: bool, depth: u32, a: Side, b: Side) -> Pair {
             sq_sig_all: true,
         };
         let qpn = sim.endpoint(node).create_qp_in(side.pd, init).unwrap();
+        sim.endpoint(node).set_qp_sge_caps(qpn, caps).unwrap();
         (cq, qpn)
     };
     let ((cq_a, qa), (cq_b, qb)) = (qp(A, a), qp(B, b));

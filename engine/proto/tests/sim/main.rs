@@ -11,3 +11,6 @@ mod mw;
 mod pd;
 mod qp_access;
 mod scale;
+mod sgl;
+#[path = "../sgl_model/mod.rs"]
+mod sgl_model;
