@@ -116,6 +116,7 @@ impl Requester {
                     byte_len,
                     imm: None,
                     invalidated_rkey: None,
+                    ud: None,
                 },
                 counters,
             );

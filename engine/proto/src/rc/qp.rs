@@ -297,6 +297,7 @@ impl Qp {
                     byte_len: 0,
                     imm: None,
                     invalidated_rkey: None,
+                    ud: None,
                 };
                 if let Some(cq) = cqs.get_mut(self.init.send_cq as usize) {
                     if !cq.push(wc) {
@@ -362,6 +363,7 @@ impl Qp {
                     byte_len: 0,
                     imm: None,
                     invalidated_rkey: None,
+                    ud: None,
                 };
                 if let Some(cq) = cqs.get_mut(self.init.recv_cq as usize) {
                     if !cq.push(wc) {

@@ -1278,6 +1278,7 @@ fn recv_wc(
         byte_len,
         imm,
         invalidated_rkey: None,
+        ud: None,
     }
 }
 

@@ -9,6 +9,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use std::process::Command;
 
 use proto::wire::{
+    DethRepr,
     emit_frame, frame_len, pcap, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn, EthRepr,
     IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr, VlanTag, ROCE_V2_UDP_PORT,
 };
@@ -85,6 +86,10 @@ fn headers(op: Opcode, v6: bool, vlan: bool, seed: u32) -> RoceHeaders {
             .then_some(AtomicAckEthRepr { orig: 5 }),
         immdt: op.has_immdt().then_some(0xABCD),
         ieth: op.has_ieth().then_some(9),
+        deth: op.has_deth().then_some(DethRepr {
+            qkey: 0x8001_0000,
+            src_qp: 0x12_3456,
+        }),
     }
 }
 
