@@ -1019,5 +1019,4 @@ impl Endpoint {
         };
         self.ud.transmit(&ctx, &mut self.cqs, buf)
     }
-
 }

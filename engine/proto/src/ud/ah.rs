@@ -100,7 +100,9 @@ impl AhTable {
                 self.live -= 1;
                 Ok(())
             }
-            _ => Err(VerbsError::InvalidArgument("no address handle has this number")),
+            _ => Err(VerbsError::InvalidArgument(
+                "no address handle has this number",
+            )),
         }
     }
 
@@ -145,7 +147,10 @@ mod tests {
         let a = t.create(0, &v4(2), local).unwrap();
         let b = t.create(3, &v4(3), local).unwrap();
         assert_ne!(a, b);
-        assert_eq!(t.get(b).map(|(pd, at)| (pd, at.remote.ip)), Some((3, v4(3).remote.ip)));
+        assert_eq!(
+            t.get(b).map(|(pd, at)| (pd, at.remote.ip)),
+            Some((3, v4(3).remote.ip))
+        );
         t.destroy(a).unwrap();
         assert!(t.get(a).is_none());
         assert!(t.destroy(a).is_err());

@@ -12,8 +12,7 @@ use std::collections::VecDeque;
 
 use super::send::UdSendWr;
 use crate::rc::{
-    Counters, Cq, Mtu, QpInitAttr, QpState, RecvWr, VerbsError, WcOpcode, WcStatus,
-    WorkCompletion,
+    Counters, Cq, Mtu, QpInitAttr, QpState, RecvWr, VerbsError, WcOpcode, WcStatus, WorkCompletion,
 };
 
 /// The QP number of the General Services Interface (IBA 3.5.5, 13.4.3):
@@ -233,7 +232,9 @@ impl UdQp {
             ));
         }
         if mask.contains(UdQpAttrMask::PKEY_INDEX) && attr.pkey_index >= PKEY_TABLE_LEN {
-            return Err(VerbsError::InvalidArgument("pkey_index out of the P_Key table"));
+            return Err(VerbsError::InvalidArgument(
+                "pkey_index out of the P_Key table",
+            ));
         }
         if mask.contains(UdQpAttrMask::PORT) && attr.port != PORT_NUM {
             return Err(VerbsError::InvalidArgument("port_num must be 1"));

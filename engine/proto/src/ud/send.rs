@@ -12,8 +12,8 @@ use crate::rc::{
     MAX_MESSAGE_LEN,
 };
 use crate::wire::{
-    emit_frame, frame_len, BthRepr, DethRepr, Ecn, EthRepr, IpRepr, Opcode, RoceHeaders,
-    UdpRepr, ROCE_V2_UDP_PORT,
+    emit_frame, frame_len, BthRepr, DethRepr, Ecn, EthRepr, IpRepr, Opcode, RoceHeaders, UdpRepr,
+    ROCE_V2_UDP_PORT,
 };
 
 /// The operation of a UD send (`IBV_WR_SEND`, `IBV_WR_SEND_WITH_IMM`: the
@@ -120,7 +120,11 @@ impl UdQp {
                     "the address handle is of another protection domain",
                 ))
             }
-            None => return Err(VerbsError::InvalidArgument("no address handle has this number")),
+            None => {
+                return Err(VerbsError::InvalidArgument(
+                    "no address handle has this number",
+                ))
+            }
         }
         if wr.local.length > 0
             && mrs

@@ -6,11 +6,10 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 
 use proptest::prelude::*;
 use proto::wire::{
-    DethRepr,
     emit_frame, frame_len, parse_frame, parse_frame_lenient, parse_frame_unchecked_icrc, pcap,
     peek_dest_qp, peek_remote_access, peek_request, AethRepr, AtomicAckEthRepr, AtomicEthRepr,
-    BthRepr, Ecn, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag,
-    ROCE_V2_UDP_PORT,
+    BthRepr, DethRepr, Ecn, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr,
+    VlanTag, ROCE_V2_UDP_PORT,
 };
 
 fn ecn() -> impl Strategy<Value = Ecn> {

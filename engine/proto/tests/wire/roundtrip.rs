@@ -4,10 +4,9 @@
 use core::net::{Ipv4Addr, Ipv6Addr};
 
 use proto::wire::{
-    DethRepr,
-    emit_frame, frame_len, parse_frame, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn,
-    EmitError, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag,
-    DEFAULT_PKEY, ROCE_V2_UDP_PORT,
+    emit_frame, frame_len, parse_frame, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr,
+    DethRepr, Ecn, EmitError, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr,
+    VlanTag, DEFAULT_PKEY, ROCE_V2_UDP_PORT,
 };
 
 fn ipv4() -> IpRepr {
