@@ -305,7 +305,7 @@ fn tshark_dissects_ud_sends_with_their_deth() {
     let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
     for (line, (op, qp, deth, imm, payload)) in lines.iter().zip(expected) {
         let f: Vec<&str> = line.split('|').collect();
-        let ctx = format!("{line}");
+        let ctx = line.to_string();
         assert!(f[0].split(':').any(|p| p == "infiniband"), "{ctx}");
         assert_eq!(num(f[1]), u64::from(op.as_u8()), "{ctx}");
         assert_eq!(num(f[2]), u64::from(qp), "{ctx}");
