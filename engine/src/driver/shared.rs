@@ -13,6 +13,7 @@ use crossbeam_queue::ArrayQueue;
 use crate::endpoint::Endpoint;
 use crate::io::{Waker, XskCounters, XskStatistics};
 use crate::rc::{Counters, Qp, RecvWr, SendWr, VerbsError, WorkCompletion};
+use crate::ud::UdSendWr;
 
 /// A control operation run on the engine thread with exclusive access to
 /// the endpoint (QP creation, connection, memory registration, ...).
@@ -25,6 +26,16 @@ pub enum Work {
         wr: SendWr,
     },
     Recv {
+        qpn: u32,
+        wr: RecvWr,
+    },
+    /// A send to UD QP `qpn` (`crate::ud`).
+    UdSend {
+        qpn: u32,
+        wr: UdSendWr,
+    },
+    /// A receive for UD QP `qpn`.
+    UdRecv {
         qpn: u32,
         wr: RecvWr,
     },
@@ -45,9 +56,11 @@ impl Work {
     #[inline]
     pub(crate) fn qpn(&self) -> Option<u32> {
         match self {
-            Work::Send { qpn, .. } | Work::Recv { qpn, .. } | Work::QpControl { qpn, .. } => {
-                Some(*qpn)
-            }
+            Work::Send { qpn, .. }
+            | Work::Recv { qpn, .. }
+            | Work::UdSend { qpn, .. }
+            | Work::UdRecv { qpn, .. }
+            | Work::QpControl { qpn, .. } => Some(*qpn),
             Work::Control(_) => None,
         }
     }

@@ -807,7 +807,9 @@ impl Core {
         }
         let taken = Taken {
             any: !batch.is_empty(),
-            may_transmit: batch.iter().any(|w| !matches!(w, Work::Recv { .. })),
+            may_transmit: batch
+                .iter()
+                .any(|w| !matches!(w, Work::Recv { .. } | Work::UdRecv { .. })),
         };
         let ahead = prefetch_distance(&self.ep);
         let prefetch = ahead != Lookahead::default();
@@ -857,6 +859,12 @@ impl Core {
         let refused = match work {
             Work::Send { qpn, wr } => self.ep.post_send(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
             Work::Recv { qpn, wr } => self.ep.post_recv(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
+            Work::UdSend { qpn, wr } => {
+                self.ep.post_ud_send(qpn, wr).err().map(|e| (qpn, wr.wr_id, e))
+            }
+            Work::UdRecv { qpn, wr } => {
+                self.ep.post_ud_recv(qpn, wr).err().map(|e| (qpn, wr.wr_id, e))
+            }
             Work::Control(f) | Work::QpControl { f, .. } => {
                 f(&mut self.ep, origin);
                 None

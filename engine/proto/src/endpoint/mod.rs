@@ -873,6 +873,18 @@ impl Endpoint {
         self.ahs.create(pd, attr, self.config.local_ip)
     }
 
+    /// [`Endpoint::create_ah`] under a number the caller chooses: a device
+    /// whose queues each run an endpoint makes each handle in all of them
+    /// under one number, so that a UD QP finds it wherever it lives.
+    pub fn create_ah_numbered(
+        &mut self,
+        ah: u32,
+        pd: u32,
+        attr: &AhAttr,
+    ) -> Result<u32, VerbsError> {
+        self.ahs.create_at(ah, pd, attr, self.config.local_ip)
+    }
+
     /// Destroy an address handle (`ibv_destroy_ah`). A send already posted
     /// with it and not yet sent then fails with a local QP operation error.
     pub fn destroy_ah(&mut self, ah: u32) -> Result<(), VerbsError> {

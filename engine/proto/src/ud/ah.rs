@@ -90,6 +90,45 @@ impl AhTable {
         Ok(id)
     }
 
+    /// Make an address handle under number `id`, chosen by the caller (a
+    /// device that numbers its handles across its queues' endpoints, each
+    /// of which keeps a copy). Refused when `id` is taken or beyond
+    /// [`MAX_AHS`].
+    pub fn create_at(
+        &mut self,
+        id: u32,
+        pd: u32,
+        attr: &AhAttr,
+        local_ip: IpAddr,
+    ) -> Result<u32, VerbsError> {
+        if id as usize >= MAX_AHS {
+            return Err(VerbsError::InvalidArgument("address handle number out of range"));
+        }
+        if matches!(self.slots.get(id as usize), Some(Some(_))) {
+            return Err(VerbsError::InvalidArgument("address handle number in use"));
+        }
+        if local_ip.is_ipv4() != attr.remote.ip.is_ipv4() {
+            return Err(VerbsError::InvalidArgument(
+                "the address handle's IP is not of the endpoint's family",
+            ));
+        }
+        if attr.flow_label > 0xF_FFFF {
+            return Err(VerbsError::InvalidArgument("flow_label must fit 20 bits"));
+        }
+        let i = id as usize;
+        if i >= self.slots.len() {
+            // The numbers skipped become free ones.
+            let first = self.slots.len() as u32;
+            self.slots.resize(i + 1, None);
+            self.free.extend(first..id);
+        } else {
+            self.free.retain(|&f| f != id);
+        }
+        self.slots[i] = Some(Ah { pd, attr: *attr });
+        self.live += 1;
+        Ok(id)
+    }
+
     /// Destroy address handle `id` (sends already posted with it and not
     /// yet sent complete with an error, as rxe's do when their AH is gone).
     pub fn destroy(&mut self, id: u32) -> Result<(), VerbsError> {
@@ -157,6 +196,19 @@ mod tests {
         assert!(t.destroy(99).is_err());
         assert_eq!(t.create(0, &v4(4), local).unwrap(), a);
         assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn numbers_chosen_by_the_caller_leave_the_others_free() {
+        let local = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        let mut t = AhTable::default();
+        assert_eq!(t.create_at(3, 0, &v4(2), local), Ok(3));
+        assert!(t.create_at(3, 0, &v4(2), local).is_err());
+        assert!(t.create_at(MAX_AHS as u32, 0, &v4(2), local).is_err());
+        let drawn: Vec<u32> = (0..4).map(|_| t.create(0, &v4(5), local).unwrap()).collect();
+        assert!(!drawn.contains(&3));
+        assert_eq!(drawn.iter().filter(|&&d| d < 3).count(), 3);
+        assert_eq!(t.len(), 5);
     }
 
     #[test]
