@@ -859,12 +859,16 @@ impl Core {
         let refused = match work {
             Work::Send { qpn, wr } => self.ep.post_send(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
             Work::Recv { qpn, wr } => self.ep.post_recv(qpn, wr).err().map(|e| (qpn, wr.wr_id, e)),
-            Work::UdSend { qpn, wr } => {
-                self.ep.post_ud_send(qpn, wr).err().map(|e| (qpn, wr.wr_id, e))
-            }
-            Work::UdRecv { qpn, wr } => {
-                self.ep.post_ud_recv(qpn, wr).err().map(|e| (qpn, wr.wr_id, e))
-            }
+            Work::UdSend { qpn, wr } => self
+                .ep
+                .post_ud_send(qpn, wr)
+                .err()
+                .map(|e| (qpn, wr.wr_id, e)),
+            Work::UdRecv { qpn, wr } => self
+                .ep
+                .post_ud_recv(qpn, wr)
+                .err()
+                .map(|e| (qpn, wr.wr_id, e)),
             Work::Control(f) | Work::QpControl { f, .. } => {
                 f(&mut self.ep, origin);
                 None

@@ -102,7 +102,9 @@ impl AhTable {
         local_ip: IpAddr,
     ) -> Result<u32, VerbsError> {
         if id as usize >= MAX_AHS {
-            return Err(VerbsError::InvalidArgument("address handle number out of range"));
+            return Err(VerbsError::InvalidArgument(
+                "address handle number out of range",
+            ));
         }
         if matches!(self.slots.get(id as usize), Some(Some(_))) {
             return Err(VerbsError::InvalidArgument("address handle number in use"));
@@ -205,7 +207,9 @@ mod tests {
         assert_eq!(t.create_at(3, 0, &v4(2), local), Ok(3));
         assert!(t.create_at(3, 0, &v4(2), local).is_err());
         assert!(t.create_at(MAX_AHS as u32, 0, &v4(2), local).is_err());
-        let drawn: Vec<u32> = (0..4).map(|_| t.create(0, &v4(5), local).unwrap()).collect();
+        let drawn: Vec<u32> = (0..4)
+            .map(|_| t.create(0, &v4(5), local).unwrap())
+            .collect();
         assert!(!drawn.contains(&3));
         assert_eq!(drawn.iter().filter(|&&d| d < 3).count(), 3);
         assert_eq!(t.len(), 5);
