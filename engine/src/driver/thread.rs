@@ -778,6 +778,12 @@ impl Core {
         };
         self.deliver_completions();
         let Some(qp) = self.ep.take_qp(qpn) else {
+            // A UD QP does not move (its datagrams come from many peers,
+            // which RSS spreads over the queues): homed where it is, so
+            // its handed-over datagrams stop asking.
+            if self.ep.is_ud_qp(qpn) {
+                self.dir.set_home(qpn, self.me);
+            }
             return;
         };
         match target.hand_off(Handoff::Qp(qp)) {

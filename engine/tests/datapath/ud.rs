@@ -187,12 +187,20 @@ fn ud_datagrams_between_devices_and_to_the_own_address() {
         qp.destroy().unwrap();
     }
     let (sa, sb) = (a.close(), b.close());
+    eprintln!(
+        "A: handed over {} (dropped {}), looped back {}",
+        sa.rx_handoff, sa.rx_handoff_dropped, sa.loopback_frames
+    );
     assert_eq!(
         sa.transport.dropped_no_receive + sa.transport.dropped_bad_qkey,
         0
     );
     assert_eq!(sa.transport.rcvd_pkts, 3 * u64::from(MSGS));
     assert_eq!(sa.transport.sent_pkts, u64::from(MSGS));
+    assert!(
+        sa.loopback_frames >= u64::from(MSGS),
+        "sent to its own address"
+    );
     assert_eq!(sb.transport.sent_pkts, 2 * u64::from(MSGS));
 }
 
