@@ -267,8 +267,9 @@ impl UdQp {
                     .unwrap_or_else(|| default_udp_src_port(self.qpn)),
                 dst_port: ROCE_V2_UDP_PORT,
             },
-            // rxe init_req_packet: default P_Key, AckReq on the last (here
-            // the only) packet of a message, the destination from the WR.
+            // rxe init_req_packet: default P_Key, the destination from the
+            // WR, AckReq clear (rxe sets it for RC only since 2023: nothing
+            // acknowledges a datagram).
             bth: BthRepr {
                 opcode,
                 solicited: wr.solicited,
@@ -278,7 +279,7 @@ impl UdQp {
                 fecn: false,
                 becn: false,
                 dest_qp: wr.remote_qpn,
-                ack_req: true,
+                ack_req: false,
                 psn,
             },
             reth: None,

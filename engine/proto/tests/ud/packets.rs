@@ -53,7 +53,7 @@ fn a_send_is_one_ud_send_only_with_rxes_bth_and_deth_bytes() {
     assert_eq!(&bth[2..4], &[0xFF, 0xFF], "default P_Key");
     assert_eq!(bth[4], 0, "FECN/BECN/reserved");
     assert_eq!(&bth[5..8], &qb.to_be_bytes()[1..], "destination QP");
-    assert_eq!(bth[8], 0x80, "AckReq on the only packet, as rxe sets it");
+    assert_eq!(bth[8], 0, "AckReq clear, as rxe sends UD (and UC) packets");
     assert_eq!(&bth[9..12], &[0x00, 0x10, 0x00], "the first PSN");
     let deth = &f[54..62];
     assert_eq!(&deth[..4], &QKEY.to_be_bytes());
