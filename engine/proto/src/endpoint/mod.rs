@@ -1007,6 +1007,17 @@ impl Endpoint {
     /// A valid frame with a UD opcode: to its UD QP (rxe check_type: a
     /// UD packet for an RC QP is dropped, counted as malformed).
     fn receive_ud(&mut self, qpn: u32, f: &crate::wire::RoceFrameView<'_>) -> Received {
+        // UD has no peer to check, but a datagram must be addressed to
+        // this endpoint's IP (rxe gets only what the kernel routes to
+        // its address).
+        let to_us = match self.config.local_ip {
+            core::net::IpAddr::V4(ip) => f.ipv4_addrs().is_some_and(|(_, dst)| dst == ip),
+            core::net::IpAddr::V6(ip) => f.ipv6_addrs().is_some_and(|(_, dst)| dst == ip),
+        };
+        if !to_us && self.has_qp(qpn) {
+            self.counters.dropped_wrong_peer += 1;
+            return Received::Delivered { qpn };
+        }
         if self
             .ud
             .receive(qpn, f, &mut self.mrs, &mut self.cqs)

@@ -9,3 +9,4 @@ mod fuzz;
 mod packets;
 mod sim;
 mod support;
+mod vectors;

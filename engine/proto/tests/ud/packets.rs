@@ -571,3 +571,29 @@ fn traffic_class_hop_limit_and_vlan_come_from_the_address_handle() {
     }
     assert_eq!(h.udp.src_port, 0xC123);
 }
+
+#[test]
+fn a_datagram_for_another_ip_is_dropped_as_not_ours() {
+    let (mut a, mut b, qa, qb, _) = pair(v4_of);
+    recv(&mut b, qb, 1, 0, 100);
+    // An address handle with B's MAC and QP but another IP.
+    let elsewhere =
+        a.ep.create_ah(
+            0,
+            &proto::ud::AhAttr {
+                remote: proto::rc::RemoteAddress {
+                    mac: b.mac,
+                    ip: v4(99),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    a.ep.post_ud_send(qa, send_wr(&a, 1, 0, 8, elsewhere, qb, QKEY))
+        .unwrap();
+    b.ep.handle_packet(Instant::ZERO, &one_frame(&mut a));
+    assert!(completions(&mut b).is_empty());
+    assert_eq!(b.ep.counters().dropped_wrong_peer, 1);
+    assert_eq!(b.ep.ud_qp(qb).unwrap().recv_queue_len(), 1);
+}
