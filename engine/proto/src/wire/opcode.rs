@@ -112,11 +112,11 @@ impl Opcode {
         self as u8
     }
 
-    /// The IBTA / `ib_pack.h` name without the transport prefix (so the UD
-    /// SENDs share the RC SENDs' names: [`Opcode::is_ud`] tells them
-    /// apart), e.g.
-    /// `"SEND_FIRST"`, `"RDMA_WRITE_ONLY_WITH_IMMEDIATE"`, `"CNP"` (the same
-    /// names Scapy's RoCE layer uses after its `RC_` prefix).
+    /// The IBTA / `ib_pack.h` name, without the transport prefix for RC
+    /// and with it for UD (so the two SEND_ONLYs differ), e.g.
+    /// `"SEND_FIRST"`, `"RDMA_WRITE_ONLY_WITH_IMMEDIATE"`, `"CNP"`,
+    /// `"UD_SEND_ONLY"` (the names of Scapy's RoCE layer, its `RC_` prefix
+    /// dropped).
     pub const fn name(self) -> &'static str {
         match self {
             Opcode::SendFirst => "SEND_FIRST",
@@ -142,8 +142,8 @@ impl Opcode {
             Opcode::FetchAdd => "FETCH_ADD",
             Opcode::SendLastInv => "SEND_LAST_WITH_INVALIDATE",
             Opcode::SendOnlyInv => "SEND_ONLY_WITH_INVALIDATE",
-            Opcode::UdSendOnly => "SEND_ONLY",
-            Opcode::UdSendOnlyImm => "SEND_ONLY_WITH_IMMEDIATE",
+            Opcode::UdSendOnly => "UD_SEND_ONLY",
+            Opcode::UdSendOnlyImm => "UD_SEND_ONLY_WITH_IMMEDIATE",
             Opcode::Cnp => "CNP",
         }
     }
