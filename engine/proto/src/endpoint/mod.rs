@@ -22,6 +22,13 @@
 //! // (or `ep.connect(qpn, &RemoteQp { .. }, &ConnectOptions { .. })` for all three steps)
 //! ep.post_recv(qpn, RecvWr { wr_id, sge })?;
 //! ep.post_send(qpn, SendWr { wr_id, opcode: SendOp::Write, local: Sge { lkey, addr, length }, remote_addr, rkey, .. })?;
+//! // Unreliable Datagram (`crate::ud`, `docs/unreliable-datagram.md`)
+//! let ah = ep.create_ah(pd, &AhAttr { remote: RemoteAddress { mac, ip, ..Default::default() }, ..Default::default() })?;
+//! let ud = ep.create_ud_qp(pd, init)?;               // or create_ud_qp_numbered(pd, 1, init): the GSI
+//! ep.modify_ud_qp(ud, &UdQpAttr { state: QpState::Init, qkey, ..Default::default() }, UdQpAttrMask::STATE | UdQpAttrMask::PKEY_INDEX | UdQpAttrMask::PORT | UdQpAttrMask::QKEY)?;
+//! // ... RTR (STATE), RTS (STATE | SQ_PSN)
+//! ep.post_ud_recv(ud, RecvWr { wr_id, sge })?;       // 40 bytes of GRH area, then the message
+//! ep.post_ud_send(ud, UdSendWr::new(wr_id, sge, ah, remote_qpn, remote_qkey))?;
 //! // sans-IO loop
 //! ep.handle_packet(now, &rx_frame);                  // whole Ethernet frame
 //! while let Some(n) = ep.poll_transmit(now, &mut tx_buf) { send(&tx_buf[..n]) }

@@ -25,7 +25,7 @@ mod receive;
 mod send;
 mod table;
 
-pub use self::ah::{AhAttr, AhTable};
+pub use self::ah::{AhAttr, AhTable, MAX_AHS};
 pub use self::qp::{
     UdQp, UdQpAttr, UdQpAttrMask, GRH_LEN, GSI_QKEY, GSI_QPN, PKEY_TABLE_LEN, PORT_NUM,
 };
