@@ -133,6 +133,7 @@ fn frames(r: &mut Responder, ecn: Ecn) -> (Vec<u8>, usize) {
         atomic_ack_eth: None,
         immdt: None,
         ieth: None,
+        deth: None,
     };
     let len = frame_len(&h, PAYLOAD);
     let payload = [0xA5u8; PAYLOAD];

@@ -54,6 +54,7 @@ fn send_only(payload_len: usize) -> Vec<u8> {
         atomic_ack_eth: None,
         immdt: None,
         ieth: None,
+        deth: None,
     };
     let payload: Vec<u8> = (0..payload_len).map(|i| (i * 7) as u8).collect();
     let mut buf = vec![0u8; frame_len(&headers, payload_len)];

@@ -34,7 +34,7 @@
 //!   on it.
 #![deny(unsafe_code)]
 
-pub use proto::{cc, endpoint, rc, sim, time, wire};
+pub use proto::{cc, endpoint, rc, sim, time, ud, wire};
 
 pub mod driver;
 #[allow(unsafe_code)]

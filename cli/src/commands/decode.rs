@@ -180,6 +180,10 @@ fn to_json(number: u64, time_ns: u64, frame: &RoceFrame<'_>, expected_icrc: u32)
     m.insert("dqpn".into(), json!(b.dest_qp));
     m.insert("ack_req".into(), json!(b.ack_req));
     m.insert("psn".into(), json!(b.psn));
+    if let Some(d) = h.deth {
+        m.insert("deth_qkey".into(), json!(d.qkey));
+        m.insert("deth_src_qp".into(), json!(d.src_qp));
+    }
     if let Some(r) = h.reth {
         m.insert("reth_va".into(), json!(r.va));
         m.insert("reth_rkey".into(), json!(r.rkey));
@@ -255,6 +259,9 @@ fn to_text(number: u64, frame: &RoceFrame<'_>, expected_icrc: u32) -> String {
     }
     if b.pkey != engine::wire::DEFAULT_PKEY {
         let _ = write!(s, " pkey {:#06x}", b.pkey);
+    }
+    if let Some(d) = h.deth {
+        let _ = write!(s, " qkey {:#010x} src qp {:#08x}", d.qkey, d.src_qp);
     }
     if let Some(r) = h.reth {
         let _ = write!(

@@ -183,3 +183,38 @@ fn frames_captured_from_linux_rxe_all_have_a_good_icrc() {
     assert!(lines.iter().any(|l| l["aeth_kind"] == "NAK_PSN_SEQ"));
     assert!(lines.iter().any(|l| l["opcode_name"] == "SEND_MIDDLE"));
 }
+
+/// The Scapy-made UD datagrams (`vectors/ud/`): each line names the UD
+/// opcode and carries the DETH's Q_Key and source QP, with a good ICRC.
+#[test]
+fn ud_datagrams_show_their_deth() {
+    let dir = vectors().join("ud");
+    let text = std::fs::read_to_string(dir.join("ud_vectors.json")).unwrap();
+    let manifest: Value = serde_json::from_str(&text).unwrap();
+    let manifest = manifest["frames"].as_array().unwrap();
+    let out = decode(&[dir.join("ud_vectors.pcap").to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), manifest.len());
+    for (line, e) in lines.iter().zip(manifest) {
+        assert_eq!(line["opcode"], e["opcode"]);
+        let name = if e["opcode"] == 0x64 {
+            "UD_SEND_ONLY"
+        } else {
+            "UD_SEND_ONLY_WITH_IMMEDIATE"
+        };
+        assert_eq!(line["opcode_name"], name);
+        assert_eq!(line["deth_qkey"], e["qkey"]);
+        assert_eq!(line["deth_src_qp"], e["src_qp"]);
+        assert_eq!(line["dqpn"], e["dqpn"]);
+        assert_eq!(line["icrc_ok"], true);
+    }
+}

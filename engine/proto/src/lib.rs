@@ -3,6 +3,7 @@
 //! Layers, from the wire up (`docs/architecture.md`):
 //! - [`wire`]: zero-copy views and plain representations of every header.
 //! - [`rc`]: the Reliable Connection transport.
+//! - [`ud`]: the Unreliable Datagram transport.
 //! - [`cc`]: congestion control (CNP notification point, DCQCN reaction point).
 //! - [`endpoint`]: the one entry point, demultiplexing by QPN.
 //! - [`sim`]: a seeded, deterministic virtual network for tests and `roce-xdp sim`.
@@ -26,4 +27,5 @@ pub mod endpoint;
 pub mod rc;
 pub mod sim;
 pub mod time;
+pub mod ud;
 pub mod wire;

@@ -13,6 +13,7 @@ use crossbeam_queue::ArrayQueue;
 use crate::endpoint::Endpoint;
 use crate::io::{Waker, XskCounters, XskStatistics};
 use crate::rc::{Counters, Qp, RecvWr, SendWr, Sge, VerbsError, WorkCompletion};
+use crate::ud::UdSendWr;
 
 /// A control operation run on the engine thread with exclusive access to
 /// the endpoint (QP creation, connection, memory registration, ...).
@@ -47,6 +48,16 @@ pub enum Work {
         wr_id: u64,
         sges: Box<[Sge]>,
     },
+    /// A send to UD QP `qpn` (`crate::ud`).
+    UdSend {
+        qpn: u32,
+        wr: UdSendWr,
+    },
+    /// A receive for UD QP `qpn`.
+    UdRecv {
+        qpn: u32,
+        wr: RecvWr,
+    },
     /// A control operation on the endpoint, not about one QP (memory
     /// registration, QP creation).
     Control(Control),
@@ -69,6 +80,8 @@ impl Work {
             | Work::SendList { qpn, .. }
             | Work::SendInline { qpn, .. }
             | Work::RecvList { qpn, .. }
+            | Work::UdSend { qpn, .. }
+            | Work::UdRecv { qpn, .. }
             | Work::QpControl { qpn, .. } => Some(*qpn),
             Work::Control(_) => None,
         }

@@ -778,6 +778,12 @@ impl Core {
         };
         self.deliver_completions();
         let Some(qp) = self.ep.take_qp(qpn) else {
+            // A UD QP does not move (its datagrams come from many peers,
+            // which RSS spreads over the queues): homed where it is, so
+            // its handed-over datagrams stop asking.
+            if self.ep.is_ud_qp(qpn) {
+                self.dir.set_home(qpn, self.me);
+            }
             return;
         };
         match target.hand_off(Handoff::Qp(qp)) {
@@ -807,9 +813,12 @@ impl Core {
         }
         let taken = Taken {
             any: !batch.is_empty(),
-            may_transmit: batch
-                .iter()
-                .any(|w| !matches!(w, Work::Recv { .. } | Work::RecvList { .. })),
+            may_transmit: batch.iter().any(|w| {
+                !matches!(
+                    w,
+                    Work::Recv { .. } | Work::RecvList { .. } | Work::UdRecv { .. }
+                )
+            }),
         };
         let ahead = prefetch_distance(&self.ep);
         let prefetch = ahead != Lookahead::default();
@@ -874,6 +883,16 @@ impl Core {
                 .post_recv_sgl(qpn, wr_id, &sges)
                 .err()
                 .map(|e| (qpn, wr_id, e)),
+            Work::UdSend { qpn, wr } => self
+                .ep
+                .post_ud_send(qpn, wr)
+                .err()
+                .map(|e| (qpn, wr.wr_id, e)),
+            Work::UdRecv { qpn, wr } => self
+                .ep
+                .post_ud_recv(qpn, wr)
+                .err()
+                .map(|e| (qpn, wr.wr_id, e)),
             Work::Control(f) | Work::QpControl { f, .. } => {
                 f(&mut self.ep, origin);
                 None

@@ -80,13 +80,16 @@ pub struct Device {
     // Drivers stop (and unregister their sockets) before the program detaches.
     drivers: Vec<Driver>,
     /// Device-wide QP numbers, which queue holds each QP, hand-offs.
-    directory: Arc<Directory>,
+    pub(super) directory: Arc<Directory>,
     program: Arc<Mutex<SteerProgram>>,
     ifname: String,
     netns: Option<String>,
     mac: [u8; 6],
     ip: IpAddr,
     cq_wait: CqWait,
+    /// Address handle numbers (`ud.rs`): one number names the handle in
+    /// every queue's endpoint.
+    pub(super) ah_numbers: Mutex<super::ud::AhNumbers>,
 }
 
 impl std::fmt::Debug for Device {
@@ -154,6 +157,7 @@ impl Device {
             mac,
             ip,
             cq_wait: cfg.cq_wait,
+            ah_numbers: Mutex::default(),
         })
     }
 
@@ -187,7 +191,7 @@ impl Device {
             .is_some_and(Driver::is_zero_copy)
     }
 
-    fn shared(&self, q: u32) -> Result<&Arc<Shared>, DeviceError> {
+    pub(super) fn shared(&self, q: u32) -> Result<&Arc<Shared>, DeviceError> {
         self.drivers
             .get(q as usize)
             .map(Driver::shared)

@@ -23,6 +23,8 @@
 //! - `device.rs`: [`Device`] and [`DeviceConfig`];
 //! - `memory.rs`: [`MemoryRegion`];
 //! - `qp.rs`: [`QueuePair`] and [`QpCaps`];
+//! - `ud.rs`: [`UdQueuePair`] and [`AddressHandle`] (Unreliable
+//!   Datagram);
 //! - `error.rs`: [`DeviceError`].
 //!
 //! An application that wants to drive a queue's engine from its own thread
@@ -36,9 +38,11 @@ mod device;
 mod error;
 mod memory;
 mod qp;
+mod ud;
 
 pub use crate::driver::{CqWait, DrivenQueue};
 pub use device::{Device, DeviceConfig};
 pub use error::DeviceError;
 pub use memory::MemoryRegion;
 pub use qp::{QpCaps, QueuePair};
+pub use ud::{AddressHandle, UdQueuePair};

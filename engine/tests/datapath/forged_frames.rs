@@ -56,6 +56,7 @@ fn forged(from: &Side, to: &Side, src: Ipv4Addr, bth: BthRepr) -> RoceHeaders {
         atomic_ack_eth: None,
         immdt: None,
         ieth: None,
+        deth: None,
     }
 }
 

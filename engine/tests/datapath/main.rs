@@ -20,4 +20,5 @@ mod steer;
 mod support;
 mod teardown;
 mod tx_in_place;
+mod ud;
 mod vlan;

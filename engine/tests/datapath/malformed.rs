@@ -56,6 +56,7 @@ fn write_only(pair: &VethPair, dest_qp: u32) -> Vec<u8> {
         atomic_ack_eth: None,
         immdt: None,
         ieth: None,
+        deth: None,
     };
     let mut buf = vec![0u8; 2048];
     let n = emit_frame(&h, &[0x5a; 64], &mut buf).unwrap();

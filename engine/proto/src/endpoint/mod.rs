@@ -22,6 +22,13 @@
 //! // (or `ep.connect(qpn, &RemoteQp { .. }, &ConnectOptions { .. })` for all three steps)
 //! ep.post_recv(qpn, RecvWr { wr_id, sge })?;
 //! ep.post_send(qpn, SendWr { wr_id, opcode: SendOp::Write, local: Sge { lkey, addr, length }, remote_addr, rkey, .. })?;
+//! // Unreliable Datagram (`crate::ud`, `docs/unreliable-datagram.md`)
+//! let ah = ep.create_ah(pd, &AhAttr { remote: RemoteAddress { mac, ip, ..Default::default() }, ..Default::default() })?;
+//! let ud = ep.create_ud_qp(pd, init)?;               // or create_ud_qp_numbered(pd, 1, init): the GSI
+//! ep.modify_ud_qp(ud, &UdQpAttr { state: QpState::Init, qkey, ..Default::default() }, UdQpAttrMask::STATE | UdQpAttrMask::PKEY_INDEX | UdQpAttrMask::PORT | UdQpAttrMask::QKEY)?;
+//! // ... RTR (STATE), RTS (STATE | SQ_PSN)
+//! ep.post_ud_recv(ud, RecvWr { wr_id, sge })?;       // 40 bytes of GRH area, then the message
+//! ep.post_ud_send(ud, UdSendWr::new(wr_id, sge, ah, remote_qpn, remote_qkey))?;
 //! // sans-IO loop
 //! ep.handle_packet(now, &rx_frame);                  // whole Ethernet frame
 //! while let Some(n) = ep.poll_transmit(now, &mut tx_buf) { send(&tx_buf[..n]) }
@@ -58,6 +65,7 @@ use crate::rc::{
     RecvWr, RegionMemory, RemoteAddress, Rng, SendWr, Sge, SgeCaps, VerbsError, WorkCompletion,
 };
 use crate::time::Instant;
+use crate::ud::{AhAttr, AhTable, UdQp, UdQpAttr, UdQpAttrMask, UdQps, UdSendWr, GSI_QPN};
 use crate::wire::{
     parse_frame_view, peek_dest_qp, peek_remote_access, peek_request, Opcode, ParseError,
     PeekedRequest,
@@ -153,6 +161,13 @@ pub struct Endpoint {
     counters: Counters,
     /// What every QP's congestion state reads of `config.cc`, shared.
     qp_cc: Arc<QpCcConfig>,
+    /// The UD QPs (`crate::ud`), in the same QP number space.
+    ud: UdQps,
+    /// Address handles, for the UD sends.
+    ahs: AhTable,
+    /// Whether the UD QPs go first at the next `poll_transmit` (RC and
+    /// UD take turns while both have frames).
+    ud_turn: bool,
 }
 
 impl Endpoint {
@@ -168,6 +183,9 @@ impl Endpoint {
             rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
             qp_cc: Arc::new(QpCcConfig::new(&config.cc)),
+            ud: UdQps::default(),
+            ahs: AhTable::default(),
+            ud_turn: false,
             config,
         }
     }
@@ -345,14 +363,14 @@ impl Endpoint {
         let mut qpn = FIRST_QPN;
         for _ in 0..QPN_DRAWS {
             qpn = FIRST_QPN + self.rng.next_u24() % span;
-            if self.qps.slot(qpn).is_none() {
+            if self.qpn_unused(qpn) {
                 return self.place_new_qp(pd, qpn, init);
             }
         }
         // Nearly full: the next free number after the last draw.
         for k in 1..span {
             let q = FIRST_QPN + (qpn - FIRST_QPN + k) % span;
-            if self.qps.slot(q).is_none() {
+            if self.qpn_unused(q) {
                 return self.place_new_qp(pd, q, init);
             }
         }
@@ -388,7 +406,7 @@ impl Endpoint {
 
     /// Room for one more QP (`config.max_qps`).
     fn check_room(&self) -> Result<(), VerbsError> {
-        if self.qps.len() >= self.config.max_qps as usize {
+        if self.qps.len() + self.ud.len() >= self.config.max_qps as usize {
             return Err(VerbsError::ResourceExhausted);
         }
         Ok(())
@@ -399,7 +417,7 @@ impl Endpoint {
         if !(FIRST_QPN..=MAX_QPN).contains(&qpn) {
             return Err(VerbsError::InvalidArgument("QP number out of range"));
         }
-        if self.qps.slot(qpn).is_some() {
+        if !self.qpn_unused(qpn) {
             return Err(VerbsError::InvalidArgument("QP number in use"));
         }
         Ok(())
@@ -445,19 +463,21 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Whether QP `qpn` lives in this endpoint.
+    /// Whether QP `qpn` (RC or UD) lives in this endpoint.
     pub fn has_qp(&self, qpn: u32) -> bool {
-        self.qps.slot(qpn).is_some()
+        self.qps.slot(qpn).is_some() || self.ud.contains(qpn)
     }
 
-    /// Number of QPs in this endpoint.
+    /// Number of QPs (RC and UD) in this endpoint.
     pub fn qp_count(&self) -> usize {
-        self.qps.len()
+        self.qps.len() + self.ud.len()
     }
 
     /// Destroy a QP (its outstanding work is dropped without completions).
     pub fn destroy_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
-        let qp = self.qps.remove(qpn).ok_or(VerbsError::UnknownQp)?;
+        let Some(qp) = self.qps.remove(qpn) else {
+            return self.destroy_ud_qp(qpn);
+        };
         // Its type 2 windows are free: the number may come back.
         self.mrs.release_windows_of(qpn);
         // The device's counters keep what the QP counted (as rxe's).
@@ -563,7 +583,9 @@ impl Endpoint {
 
     /// State of a QP.
     pub fn qp_state(&self, qpn: u32) -> Option<QpState> {
-        self.qp(qpn).map(Qp::state)
+        self.qp(qpn)
+            .map(Qp::state)
+            .or_else(|| self.ud.get(qpn).map(UdQp::state))
     }
 
     /// Post a send work request.
@@ -660,7 +682,15 @@ impl Endpoint {
             }
         };
         let qpn = f.dest_qp();
+        if f.opcode().is_ud() {
+            return self.receive_ud(qpn, &f);
+        }
         let Some((i, qp)) = self.qps.touch(qpn) else {
+            if self.ud.contains(qpn) {
+                // rxe check_type: an RC packet (or CNP) for a UD QP.
+                self.counters.dropped_malformed += 1;
+                return Received::Delivered { qpn };
+            }
             return Received::NotHere { qpn };
         };
         if f.opcode() == Opcode::Cnp {
@@ -779,11 +809,25 @@ impl Endpoint {
     /// (round robin over the ready list: only QPs that may have work are
     /// visited).
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        // RC and UD take turns while both have frames to send.
+        let ud_waits = self.ud.wants_to_send();
+        if ud_waits {
+            self.ud_turn = !self.ud_turn;
+            if self.ud_turn {
+                if let Some(n) = self.transmit_ud(buf) {
+                    return Some(n);
+                }
+            }
+        }
         let (mrs, cqs) = (&mut self.mrs, &mut self.cqs);
         let copy_crc = self.config.copy_crc;
-        self.qps.transmit(now, |qp, room| {
+        let rc = self.qps.transmit(now, |qp, room| {
             qp.poll_transmit(now, copy_crc, room, mrs, cqs, buf)
-        })
+        });
+        if rc.is_some() || !ud_waits {
+            return rc;
+        }
+        self.transmit_ud(buf)
     }
 
     /// Request packets this endpoint's QPs have outstanding together, as
@@ -796,7 +840,7 @@ impl Endpoint {
     /// entries of QPs with nothing left to send are dropped on the way
     /// (`QpTable::any_ready`), so asking costs each such entry once.
     pub fn has_pending_transmit(&mut self) -> bool {
-        self.qps.any_ready(Qp::wants_to_send)
+        self.ud.wants_to_send() || self.qps.any_ready(Qp::wants_to_send)
     }
 
     /// The earliest time `handle_timeout` (or a rate-limited `poll_transmit`)
@@ -828,6 +872,7 @@ impl Endpoint {
     pub fn counters(&self) -> Counters {
         let mut c = self.counters;
         c.accumulate(&self.qps.counters());
+        c.accumulate(&self.ud.counters());
         for cq in &self.cqs {
             c.cq_overflow += cq.overflows;
         }
@@ -836,7 +881,9 @@ impl Endpoint {
 
     /// Counters of one QP.
     pub fn qp_counters(&self, qpn: u32) -> Option<Counters> {
-        self.qp(qpn).map(Qp::counters)
+        self.qp(qpn)
+            .map(Qp::counters)
+            .or_else(|| self.ud.get(qpn).map(UdQp::counters))
     }
 
     /// The congestion-control state of one QP.
@@ -856,5 +903,190 @@ impl Endpoint {
     /// QP numbers of every QP.
     pub fn qpns(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
         self.qps.iter().map(|q| q.qpn)
+    }
+
+    // ---- Unreliable Datagram (`crate::ud`) ----
+
+    /// `qpn` is held by no QP here, RC or UD.
+    #[inline]
+    fn qpn_unused(&self, qpn: u32) -> bool {
+        self.qps.slot(qpn).is_none() && !self.ud.contains(qpn)
+    }
+
+    /// Make an address handle in protection domain `pd` (verbs
+    /// `ibv_create_ah`): where UD sends that name it go. Its IP must be of
+    /// the endpoint's family. Returns its number.
+    pub fn create_ah(&mut self, pd: u32, attr: &AhAttr) -> Result<u32, VerbsError> {
+        self.ahs.create(pd, attr, self.config.local_ip)
+    }
+
+    /// [`Endpoint::create_ah`] under a number the caller chooses: a device
+    /// whose queues each run an endpoint makes each handle in all of them
+    /// under one number, so that a UD QP finds it wherever it lives.
+    pub fn create_ah_numbered(
+        &mut self,
+        ah: u32,
+        pd: u32,
+        attr: &AhAttr,
+    ) -> Result<u32, VerbsError> {
+        self.ahs.create_at(ah, pd, attr, self.config.local_ip)
+    }
+
+    /// Destroy an address handle (`ibv_destroy_ah`). A send already posted
+    /// with it and not yet sent then fails with a local QP operation error.
+    pub fn destroy_ah(&mut self, ah: u32) -> Result<(), VerbsError> {
+        self.ahs.destroy(ah)
+    }
+
+    /// An address handle's attributes and protection domain.
+    pub fn ah(&self, ah: u32) -> Option<(u32, &AhAttr)> {
+        self.ahs.get(ah)
+    }
+
+    /// Create a UD QP in RESET in protection domain `pd`, numbered at
+    /// random among the free numbers of `FIRST_QPN..=MAX_QPN` (shared with
+    /// the RC QPs, and counted against `max_qps` with them).
+    pub fn create_ud_qp(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
+        self.check_init(&init)?;
+        self.check_room()?;
+        let span = MAX_QPN - FIRST_QPN + 1;
+        let mut qpn = FIRST_QPN;
+        for _ in 0..QPN_DRAWS {
+            qpn = FIRST_QPN + self.rng.next_u24() % span;
+            if self.qpn_unused(qpn) {
+                return Ok(self.place_ud_qp(pd, qpn, init));
+            }
+        }
+        for k in 1..span {
+            let q = FIRST_QPN + (qpn - FIRST_QPN + k) % span;
+            if self.qpn_unused(q) {
+                return Ok(self.place_ud_qp(pd, q, init));
+            }
+        }
+        Err(VerbsError::ResourceExhausted)
+    }
+
+    /// Create a UD QP in RESET under a number the caller chooses: one of
+    /// `FIRST_QPN..=MAX_QPN` (a device numbering QPs across its queues'
+    /// endpoints), or [`GSI_QPN`] (QP 1, the General Services Interface a
+    /// connection manager runs, whose Q_Key is always
+    /// [`crate::ud::GSI_QKEY`]).
+    pub fn create_ud_qp_numbered(
+        &mut self,
+        pd: u32,
+        qpn: u32,
+        init: QpInitAttr,
+    ) -> Result<u32, VerbsError> {
+        self.check_init(&init)?;
+        if qpn == GSI_QPN {
+            if !self.qpn_unused(qpn) {
+                return Err(VerbsError::InvalidArgument("QP number in use"));
+            }
+        } else {
+            self.check_free(qpn)?;
+        }
+        self.check_room()?;
+        Ok(self.place_ud_qp(pd, qpn, init))
+    }
+
+    fn place_ud_qp(&mut self, pd: u32, qpn: u32, init: QpInitAttr) -> u32 {
+        let mut qp = UdQp::new(qpn, pd, init);
+        // A first send PSN drawn as an RC QP's is (RTS sets the real one).
+        qp.psn = self.rng.next_u24();
+        self.ud.insert(qp);
+        qpn
+    }
+
+    /// Whether `qpn` is a UD QP of this endpoint.
+    pub fn is_ud_qp(&self, qpn: u32) -> bool {
+        self.ud.contains(qpn)
+    }
+
+    /// A UD QP, for inspection.
+    pub fn ud_qp(&self, qpn: u32) -> Option<&UdQp> {
+        self.ud.get(qpn)
+    }
+
+    /// Every UD QP's number, in no particular order.
+    pub fn ud_qpns(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
+        self.ud.qpns()
+    }
+
+    /// Modify a UD QP (`ibv_modify_qp` for `IBV_QPT_UD`): attributes
+    /// selected by `mask`, transitions as IBA 11.2.4.2 gives them for UD
+    /// (`crate::ud`'s `qp.rs`).
+    pub fn modify_ud_qp(
+        &mut self,
+        qpn: u32,
+        attr: &UdQpAttr,
+        mask: UdQpAttrMask,
+    ) -> Result<(), VerbsError> {
+        let qp = self.ud.get_mut(qpn).ok_or(VerbsError::UnknownQp)?;
+        let r = qp.modify(attr, mask, &mut self.cqs);
+        self.ud.schedule(qpn);
+        r
+    }
+
+    /// Post a UD send: one datagram to the address handle, QP and Q_Key
+    /// the request names.
+    pub fn post_ud_send(&mut self, qpn: u32, wr: UdSendWr) -> Result<(), VerbsError> {
+        let qp = self.ud.get_mut(qpn).ok_or(VerbsError::UnknownQp)?;
+        let r = qp.post_send(wr, &self.ahs, &self.mrs, &mut self.cqs);
+        self.ud.schedule(qpn);
+        r
+    }
+
+    /// Post a receive to a UD QP: its buffer gets the 40-byte GRH area
+    /// and then the message ([`crate::ud::GRH_LEN`]).
+    pub fn post_ud_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        let qp = self.ud.get_mut(qpn).ok_or(VerbsError::UnknownQp)?;
+        qp.post_recv(wr, &self.mrs, &mut self.cqs)
+    }
+
+    /// Destroy a UD QP (its outstanding work is dropped without
+    /// completions; the endpoint's counters keep what it counted).
+    pub fn destroy_ud_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
+        let qp = self.ud.remove(qpn).ok_or(VerbsError::UnknownQp)?;
+        self.counters.accumulate(&qp.counters());
+        Ok(())
+    }
+
+    /// A valid frame with a UD opcode: to its UD QP (rxe check_type: a
+    /// UD packet for an RC QP is dropped, counted as malformed).
+    fn receive_ud(&mut self, qpn: u32, f: &crate::wire::RoceFrameView<'_>) -> Received {
+        // UD has no peer to check, but a datagram must be addressed to
+        // this endpoint's IP (rxe gets only what the kernel routes to
+        // its address).
+        let to_us = match self.config.local_ip {
+            core::net::IpAddr::V4(ip) => f.ipv4_addrs().is_some_and(|(_, dst)| dst == ip),
+            core::net::IpAddr::V6(ip) => f.ipv6_addrs().is_some_and(|(_, dst)| dst == ip),
+        };
+        if !to_us && self.has_qp(qpn) {
+            self.counters.dropped_wrong_peer += 1;
+            return Received::Delivered { qpn };
+        }
+        if self
+            .ud
+            .receive(qpn, f, &mut self.mrs, &mut self.cqs)
+            .is_some()
+        {
+            return Received::Delivered { qpn };
+        }
+        if self.qps.slot(qpn).is_some() {
+            self.counters.dropped_malformed += 1;
+            return Received::Delivered { qpn };
+        }
+        Received::NotHere { qpn }
+    }
+
+    /// The next UD datagram, if one waits.
+    fn transmit_ud(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let ctx = crate::ud::SendContext {
+            local_mac: self.config.local_mac,
+            local_ip: self.config.local_ip,
+            ahs: &self.ahs,
+            mrs: &self.mrs,
+        };
+        self.ud.transmit(&ctx, &mut self.cqs, buf)
     }
 }

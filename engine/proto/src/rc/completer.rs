@@ -117,6 +117,7 @@ impl Requester {
                     byte_len,
                     imm: None,
                     invalidated_rkey: None,
+                    ud: None,
                 },
                 counters,
             );

@@ -35,7 +35,7 @@ counters! {
     /// Transport counters of one QP, or their sum over an endpoint. A QP
     /// keeps them as [`QpCounters`].
     ///
-    /// Aligned to a cache line: its 264 bytes take 5 lines, never 6.
+    /// Aligned to a cache line: its 288 bytes take 5 lines, never 6.
     #[repr(align(64))]
     Counters {
         /// RoCE packets transmitted (requests, responses, ACKs, NAKs).
@@ -98,6 +98,15 @@ counters! {
         /// Frames dropped: BTH P_Key does not match the QP's (rxe's
         /// check_keys, `bad_pkey_cntr`); CNPs included.
         dropped_bad_pkey,
+        /// UD: datagrams dropped because their DETH Q_Key is not the QP's
+        /// (rxe's check_keys, `qkey_viol_cntr`; IBA 10.2.5).
+        dropped_bad_qkey,
+        /// UD: datagrams dropped because the QP had no receive posted (no
+        /// RNR on UD: IBA 9.7.5.2.8's class D, rxe `RESPST_ERR_RNR`).
+        dropped_no_receive,
+        /// UD: sends longer than the QP's MTU, completed successfully
+        /// without a packet (IBA C10-93.1.1, as rxe's requester).
+        ud_send_too_long,
         /// Frames dropped: not a well-formed RoCE v2 frame, or a packet the QP
         /// cannot accept in its state.
         dropped_malformed,

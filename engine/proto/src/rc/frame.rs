@@ -133,6 +133,7 @@ impl FrameTemplate {
             atomic_ack_eth: None,
             immdt: None,
             ieth: None,
+            deth: None,
         }
     }
 

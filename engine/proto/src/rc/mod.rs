@@ -48,10 +48,14 @@ mod timer;
 mod wqe;
 
 pub use attr::{Mtu, QpAttr, QpAttrMask, QpState, RemoteAddress};
+// The UD transport (`crate::ud`) picks its UDP source port and matches
+// P_Keys by the same rules.
+pub(crate) use attr::default_udp_src_port;
 pub(crate) use context::InflightRoom;
 pub use counters::{Counters, QpCounters};
 pub use cq::Cq;
 pub use error::VerbsError;
+pub(crate) use frame::pkey_match;
 pub use mr::{Access, AccessError, MrKeys, MrTable, QpScope, RegionMemory};
 pub use mw::{MwBind, MwError, MwType};
 pub use psn::Psn;

@@ -485,6 +485,7 @@ impl Qp {
                     byte_len: 0,
                     imm: None,
                     invalidated_rkey: None,
+                    ud: None,
                 };
                 if let Some(cq) = cqs.get_mut(self.init.send_cq as usize) {
                     if !cq.push(wc) {
@@ -599,6 +600,7 @@ impl Qp {
                     byte_len: 0,
                     imm: None,
                     invalidated_rkey: None,
+                    ud: None,
                 };
                 if let Some(cq) = cqs.get_mut(self.init.recv_cq as usize) {
                     if !cq.push(wc) {

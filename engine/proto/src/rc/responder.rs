@@ -1380,6 +1380,7 @@ fn recv_wc(
         byte_len,
         imm,
         invalidated_rkey: None,
+        ud: None,
     }
 }
 

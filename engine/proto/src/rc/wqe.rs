@@ -218,4 +218,10 @@ pub struct WorkCompletion {
     /// The R_Key a received SEND with invalidate invalidated
     /// (`IBV_WC_WITH_INV`, `invalidated_rkey`).
     pub invalidated_rkey: Option<u32>,
+    /// Who sent a message a UD QP received (`src_qp`, the source GID and
+    /// MAC, the network header type): `Some` on every receive completion
+    /// of a UD QP, which then also has a GRH in its buffer's first 40
+    /// bytes (verbs `IBV_WC_GRH`, which rxe sets on all of them); `None`
+    /// for every other completion.
+    pub ud: Option<crate::ud::UdSource>,
 }

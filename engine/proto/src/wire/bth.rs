@@ -52,7 +52,7 @@ impl<T: AsRef<[u8]>> Bth<T> {
     pub fn opcode_raw(&self) -> u8 {
         self.b(field::OPCODE)
     }
-    /// The opcode, if supported (RC or CNP).
+    /// The opcode, if supported (RC, UD or CNP).
     #[inline]
     pub fn opcode(&self) -> Option<Opcode> {
         Opcode::from_u8(self.opcode_raw())
@@ -108,7 +108,7 @@ impl<T: AsRef<[u8]>> Bth<T> {
         get24(self.buffer.as_ref(), field::PSN.start)
     }
 
-    /// What a RoCE v2 BTH must be: an RC or CNP opcode (else
+    /// What a RoCE v2 BTH must be: an RC, UD or CNP opcode (else
     /// `UnsupportedOpcode`), transport version 0 (else `NotRoce`). Returns
     /// the opcode. The one rule both [`BthRepr::parse`] and the frame
     /// validator apply.
@@ -210,7 +210,7 @@ pub struct BthRepr {
 }
 
 impl BthRepr {
-    /// Parse a BTH: the opcode must be RC or CNP (`UnsupportedOpcode`), the
+    /// Parse a BTH: the opcode must be RC, UD or CNP (`UnsupportedOpcode`), the
     /// transport version 0 (`NotRoce`); see [`Bth::check_roce`].
     #[inline(always)]
     pub fn parse<T: AsRef<[u8]>>(bth: &Bth<T>) -> Result<BthRepr, ParseError> {

@@ -58,6 +58,7 @@ pub fn cnp_headers(
         atomic_ack_eth: None,
         immdt: None,
         ieth: None,
+        deth: None,
     }
 }
 

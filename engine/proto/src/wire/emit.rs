@@ -8,6 +8,7 @@ use super::atomic::{AtomicAckEth, AtomicEth};
 use super::bth::{self, Bth};
 use super::checksum;
 use super::cnp::RESERVED_LEN as CNP_RESERVED_LEN;
+use super::deth::Deth;
 use super::error::EmitError;
 use super::frame::RoceHeaders;
 use super::icrc::{self, IpVersion, ICRC_LEN};
@@ -72,6 +73,7 @@ pub fn emit_frame(
         || headers.atomic_ack_eth.is_some() != op.has_atomic_ack_eth()
         || headers.immdt.is_some() != op.has_immdt()
         || headers.ieth.is_some() != op.has_ieth()
+        || headers.deth.is_some() != op.has_deth()
     {
         return Err(EmitError::HeadersMismatchOpcode);
     }
@@ -119,6 +121,11 @@ pub fn emit_frame(
     bth.emit(&mut Bth::new_unchecked(&mut f[bth_at..]));
 
     let mut x = bth_at + bth::HEADER_LEN;
+    // DETH first (IBA 9.3.3: UD packets carry BTH, DETH, [ImmDt]).
+    if let Some(d) = headers.deth {
+        d.emit(&mut Deth::new_unchecked(&mut f[x..]));
+        x += Deth::<&[u8]>::HEADER_LEN;
+    }
     if let Some(r) = headers.reth {
         r.emit(&mut Reth::new_unchecked(&mut f[x..]));
         x += Reth::<&[u8]>::HEADER_LEN;

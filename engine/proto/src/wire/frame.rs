@@ -7,6 +7,7 @@
 use super::aeth::AethRepr;
 use super::atomic::{AtomicAckEthRepr, AtomicEthRepr};
 use super::bth::BthRepr;
+use super::deth::DethRepr;
 use super::eth::EthRepr;
 use super::ip::IpRepr;
 use super::reth::RethRepr;
@@ -28,6 +29,8 @@ pub struct RoceHeaders {
     pub immdt: Option<u32>,
     /// IETH (R_Key to invalidate), for SEND_*_WITH_INV.
     pub ieth: Option<u32>,
+    /// DETH (Q_Key, source QP), for the UD opcodes: right after the BTH.
+    pub deth: Option<DethRepr>,
 }
 
 /// A parsed frame: headers, the payload (without pad) borrowed from the

@@ -31,6 +31,7 @@ mod aeth;
 mod atomic;
 mod bth;
 mod cnp;
+mod deth;
 mod emit;
 mod error;
 mod eth;
@@ -71,6 +72,7 @@ pub use self::aeth::{
 };
 pub use self::atomic::{AtomicAckEth, AtomicAckEthRepr, AtomicEth, AtomicEthRepr};
 pub use self::bth::{Bth, BthRepr, DEFAULT_PKEY, HEADER_LEN as BTH_HEADER_LEN};
+pub use self::deth::{Deth, DethRepr};
 pub use self::eth::{ethertype, EthRepr, EthernetFrame, HEADER_LEN as ETH_HEADER_LEN};
 pub use self::ieth::Ieth;
 pub use self::immdt::ImmDt;

@@ -4,7 +4,9 @@
 //! as mirrored by Linux `include/rdma/ib_pack.h`; see
 //! `docs/wire-format.md`, "RC opcodes".
 
-/// BTH opcodes of the RC transport (0x00-0x17) plus the RoCE v2 CNP (0x81).
+/// BTH opcodes of the RC transport (0x00-0x17), the UD transport's two
+/// (0x64, 0x65: IBA 9.2 table 38, "UD" opcodes 011xxxxx) and the RoCE v2
+/// CNP (0x81).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Opcode {
@@ -31,13 +33,17 @@ pub enum Opcode {
     FetchAdd = 0x14,
     SendLastInv = 0x16,
     SendOnlyInv = 0x17,
+    /// UD SEND_ONLY: BTH + DETH + payload.
+    UdSendOnly = 0x64,
+    /// UD SEND_ONLY_WITH_IMMEDIATE: BTH + DETH + ImmDt + payload.
+    UdSendOnlyImm = 0x65,
     Cnp = 0x81,
 }
 
 impl Opcode {
     /// Every supported opcode, in numeric order (RC 0x00-0x17 without the
-    /// reserved 0x15, then CNP 0x81).
-    pub const ALL: [Opcode; 24] = [
+    /// reserved 0x15, UD 0x64 and 0x65, then CNP 0x81).
+    pub const ALL: [Opcode; 26] = [
         Opcode::SendFirst,
         Opcode::SendMiddle,
         Opcode::SendLast,
@@ -61,10 +67,12 @@ impl Opcode {
         Opcode::FetchAdd,
         Opcode::SendLastInv,
         Opcode::SendOnlyInv,
+        Opcode::UdSendOnly,
+        Opcode::UdSendOnlyImm,
         Opcode::Cnp,
     ];
 
-    /// The opcode for a BTH opcode byte, if it is an RC opcode or CNP.
+    /// The opcode for a BTH opcode byte, if it is an RC or UD opcode or CNP.
     #[inline(always)]
     pub const fn from_u8(value: u8) -> Option<Opcode> {
         Some(match value {
@@ -91,6 +99,8 @@ impl Opcode {
             0x14 => Opcode::FetchAdd,
             0x16 => Opcode::SendLastInv,
             0x17 => Opcode::SendOnlyInv,
+            0x64 => Opcode::UdSendOnly,
+            0x65 => Opcode::UdSendOnlyImm,
             0x81 => Opcode::Cnp,
             _ => return None,
         })
@@ -102,9 +112,11 @@ impl Opcode {
         self as u8
     }
 
-    /// The IBTA / `ib_pack.h` name without the transport prefix, e.g.
-    /// `"SEND_FIRST"`, `"RDMA_WRITE_ONLY_WITH_IMMEDIATE"`, `"CNP"` (the same
-    /// names Scapy's RoCE layer uses after its `RC_` prefix).
+    /// The IBTA / `ib_pack.h` name, without the transport prefix for RC
+    /// and with it for UD (so the two SEND_ONLYs differ), e.g.
+    /// `"SEND_FIRST"`, `"RDMA_WRITE_ONLY_WITH_IMMEDIATE"`, `"CNP"`,
+    /// `"UD_SEND_ONLY"` (the names of Scapy's RoCE layer, its `RC_` prefix
+    /// dropped).
     pub const fn name(self) -> &'static str {
         match self {
             Opcode::SendFirst => "SEND_FIRST",
@@ -130,6 +142,8 @@ impl Opcode {
             Opcode::FetchAdd => "FETCH_ADD",
             Opcode::SendLastInv => "SEND_LAST_WITH_INVALIDATE",
             Opcode::SendOnlyInv => "SEND_ONLY_WITH_INVALIDATE",
+            Opcode::UdSendOnly => "UD_SEND_ONLY",
+            Opcode::UdSendOnlyImm => "UD_SEND_ONLY_WITH_IMMEDIATE",
             Opcode::Cnp => "CNP",
         }
     }
@@ -161,8 +175,25 @@ impl Opcode {
     pub const fn has_immdt(self) -> bool {
         matches!(
             self,
-            Opcode::SendLastImm | Opcode::SendOnlyImm | Opcode::WriteLastImm | Opcode::WriteOnlyImm
+            Opcode::SendLastImm
+                | Opcode::SendOnlyImm
+                | Opcode::WriteLastImm
+                | Opcode::WriteOnlyImm
+                | Opcode::UdSendOnlyImm
         )
+    }
+
+    /// An Unreliable Datagram opcode (transport bits 011, IBA 9.2 table
+    /// 38): SEND_ONLY with or without immediate.
+    #[inline(always)]
+    pub const fn is_ud(self) -> bool {
+        matches!(self, Opcode::UdSendOnly | Opcode::UdSendOnlyImm)
+    }
+
+    /// Carries a DETH (every UD packet; IBA 9.3.3).
+    #[inline(always)]
+    pub const fn has_deth(self) -> bool {
+        self.is_ud()
     }
 
     /// Carries an IETH (the `SEND_*_WITH_INVALIDATE` opcodes).
@@ -207,6 +238,8 @@ impl Opcode {
                 | Opcode::SendLastInv
                 | Opcode::SendOnlyInv
                 | Opcode::ReadRespOnly
+                | Opcode::UdSendOnly
+                | Opcode::UdSendOnlyImm
         )
     }
 
@@ -260,6 +293,8 @@ impl Opcode {
                 | Opcode::AtomicAcknowledge
                 | Opcode::CompareSwap
                 | Opcode::FetchAdd
+                | Opcode::UdSendOnly
+                | Opcode::UdSendOnlyImm
         )
     }
 
@@ -285,6 +320,8 @@ impl Opcode {
                 | Opcode::FetchAdd
                 | Opcode::SendLastInv
                 | Opcode::SendOnlyInv
+                | Opcode::UdSendOnly
+                | Opcode::UdSendOnlyImm
         )
     }
 
@@ -315,6 +352,8 @@ impl Opcode {
                 | Opcode::SendOnlyImm
                 | Opcode::SendLastInv
                 | Opcode::SendOnlyInv
+                | Opcode::UdSendOnly
+                | Opcode::UdSendOnlyImm
         )
     }
 
@@ -338,6 +377,9 @@ impl Opcode {
     #[inline(always)]
     pub const fn ext_headers_len(self) -> usize {
         let mut len = 0;
+        if self.has_deth() {
+            len += 8;
+        }
         if self.has_reth() {
             len += 16;
         }
@@ -396,6 +438,27 @@ mod tests {
         assert_eq!(Opcode::CompareSwap.ext_headers_len(), 28);
         assert_eq!(Opcode::SendOnlyInv.ext_headers_len(), 4);
         assert_eq!(Opcode::Cnp.ext_headers_len(), 0);
+        assert_eq!(Opcode::UdSendOnly.ext_headers_len(), 8);
+        assert_eq!(Opcode::UdSendOnlyImm.ext_headers_len(), 12);
+    }
+
+    #[test]
+    fn ud_opcodes_are_single_packet_sends_with_a_deth() {
+        assert_eq!(Opcode::from_u8(0x64), Some(Opcode::UdSendOnly));
+        assert_eq!(Opcode::from_u8(0x65), Some(Opcode::UdSendOnlyImm));
+        for op in Opcode::ALL {
+            assert_eq!(op.is_ud(), op.as_u8() >> 5 == 0b011, "{op:?}");
+            assert_eq!(op.has_deth(), op.is_ud());
+        }
+        for op in [Opcode::UdSendOnly, Opcode::UdSendOnlyImm] {
+            assert!(op.is_only() && op.is_send() && op.is_request() && op.has_payload());
+            assert!(!op.is_first() && !op.is_middle() && !op.is_last());
+        }
+        assert!(Opcode::UdSendOnlyImm.has_immdt() && !Opcode::UdSendOnly.has_immdt());
+        // No other UD opcode (0x60-0x7F) is known.
+        for raw in 0x60u8..=0x7F {
+            assert_eq!(Opcode::from_u8(raw).is_some(), raw == 0x64 || raw == 0x65);
+        }
     }
 
     #[test]

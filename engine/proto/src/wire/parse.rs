@@ -16,7 +16,8 @@
 //!   header checksum and the UDP checksum are not verified (the ICRC covers
 //!   every invariant byte; use [`Ipv4Packet::verify_checksum`] if you need
 //!   it).
-//! - A BTH opcode that is neither RC nor CNP is
+//! - A BTH opcode that is neither RC, UD (SEND_ONLY with or without
+//!   immediate: BTH, DETH, [ImmDt], payload; IBA 9.3.3) nor CNP is
 //!   [`ParseError::UnsupportedOpcode`].
 //! - Lengths: a frame shorter than its headers or its IP length is
 //!   [`ParseError::Truncated`]; a UDP length that disagrees with the IP

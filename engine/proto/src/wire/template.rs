@@ -198,6 +198,7 @@ pub fn emit_templated(
         || op.has_atomic_eth()
         || op.has_atomic_ack_eth()
         || op.has_ieth()
+        || op.has_deth()
         || op == super::Opcode::Cnp
         || (!op.has_payload() && !payload.is_empty())
     {

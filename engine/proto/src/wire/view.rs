@@ -16,6 +16,7 @@ use super::aeth::{Aeth, AethRepr};
 use super::atomic::{AtomicAckEth, AtomicAckEthRepr, AtomicEth, AtomicEthRepr};
 use super::bth::{self, Bth, BthRepr};
 use super::bytes::{get16, get32};
+use super::deth::{Deth, DethRepr};
 use super::eth::{self, EthRepr, EthernetFrame};
 use super::frame::{RoceFrame, RoceHeaders};
 use super::icrc::{self, IpVersion, ICRC_LEN};
@@ -149,6 +150,23 @@ impl<'a> RoceFrameView<'a> {
         }
     }
 
+    /// The IP header as received: 20 bytes (IPv4, no options) or 40
+    /// (IPv6). What a UD receive places in its buffer's GRH area.
+    #[inline]
+    pub fn ip_header(&self) -> &'a [u8] {
+        let len = match self.version {
+            IpVersion::V4 => ipv4::HEADER_LEN,
+            IpVersion::V6 => ipv6::HEADER_LEN,
+        };
+        &self.frame[self.ip_at()..self.ip_at() + len]
+    }
+
+    /// The Ethernet source address.
+    #[inline]
+    pub fn src_mac(&self) -> [u8; 6] {
+        EthernetFrame::new_unchecked(self.frame).src_addr()
+    }
+
     /// Source and destination addresses of an IPv4 frame.
     #[inline(always)]
     pub fn ipv4_addrs(&self) -> Option<(Ipv4Addr, Ipv4Addr)> {
@@ -176,13 +194,31 @@ impl<'a> RoceFrameView<'a> {
         }
     }
 
+    /// DETH (the UD opcodes); first extension header (IBA 9.3.3).
+    #[inline]
+    pub fn deth(&self) -> Option<DethRepr> {
+        if !self.opcode.has_deth() {
+            return None;
+        }
+        let at = self.ext_at();
+        Some(DethRepr::parse(&Deth::new_unchecked(
+            &self.frame[at..at + Deth::<&[u8]>::HEADER_LEN],
+        )))
+    }
+
+    /// Offset of the RETH: after a DETH (never both).
+    #[inline(always)]
+    fn reth_at(&self) -> usize {
+        self.ext_at() + if self.opcode.has_deth() { 8 } else { 0 }
+    }
+
     /// RETH (WRITE FIRST / ONLY, READ request); first extension header.
     #[inline(always)]
     pub fn reth(&self) -> Option<RethRepr> {
         if !self.opcode.has_reth() {
             return None;
         }
-        let at = self.ext_at();
+        let at = self.reth_at();
         Some(RethRepr::parse(&Reth::new_unchecked(
             &self.frame[at..at + Reth::<&[u8]>::HEADER_LEN],
         )))
@@ -191,7 +227,7 @@ impl<'a> RoceFrameView<'a> {
     /// Offset of the AtomicETH: after a RETH (never both in RC).
     #[inline(always)]
     fn atomic_eth_at(&self) -> usize {
-        self.ext_at() + if self.opcode.has_reth() { 16 } else { 0 }
+        self.reth_at() + if self.opcode.has_reth() { 16 } else { 0 }
     }
 
     /// Offset of the ImmDt / IETH: after RETH and AtomicETH.
@@ -309,6 +345,7 @@ impl<'a> RoceFrameView<'a> {
             atomic_ack_eth: self.atomic_ack_eth(),
             immdt: self.immdt(),
             ieth: self.ieth(),
+            deth: self.deth(),
         }
     }
 
@@ -365,10 +402,10 @@ mod tests {
                     vid: 100,
                 }),
             ] {
-                for raw in 0u8..=0x17 {
-                    let Some(op) = Opcode::from_u8(raw) else {
+                for op in Opcode::ALL {
+                    if op == Opcode::Cnp {
                         continue;
-                    };
+                    }
                     let h = RoceHeaders {
                         eth: EthRepr {
                             dst: [2, 0, 0, 0, 0, 2],
@@ -412,6 +449,10 @@ mod tests {
                             .then_some(AtomicAckEthRepr { orig: 99 }),
                         immdt: op.has_immdt().then_some(0xCAFE_F00D),
                         ieth: op.has_ieth().then_some(0x0BAD_CAFE),
+                        deth: op.has_deth().then_some(DethRepr {
+                            qkey: 0x8001_0000,
+                            src_qp: 0x00_ABCD,
+                        }),
                     };
                     let payload: &[u8] = if op.has_payload() && !op.is_first() && !op.is_middle() {
                         b"abc"
@@ -446,6 +487,7 @@ mod tests {
             assert_eq!(v.atomic_ack_eth(), h.atomic_ack_eth);
             assert_eq!(v.immdt(), h.immdt);
             assert_eq!(v.ieth(), h.ieth);
+            assert_eq!(v.deth(), h.deth);
             assert_eq!(v.payload(), owned.payload);
             match h.ip {
                 IpRepr::V4 { src, dst, .. } => {

@@ -152,6 +152,7 @@ fn wire_emitter_matches_scapy_cnp() {
             atomic_ack_eth: None,
             immdt: None,
             ieth: None,
+            deth: None,
         };
         let mut buf = [0u8; 128];
         let n = emit_frame(&h, &[0u8; 16], &mut buf).unwrap();

@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use proto::wire::{
     emit_frame, frame_len, parse_frame, parse_frame_lenient, parse_frame_unchecked_icrc, pcap,
     peek_dest_qp, peek_remote_access, peek_request, AethRepr, AtomicAckEthRepr, AtomicEthRepr,
-    BthRepr, Ecn, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag,
-    ROCE_V2_UDP_PORT,
+    BthRepr, DethRepr, Ecn, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr,
+    VlanTag, ROCE_V2_UDP_PORT,
 };
 
 fn ecn() -> impl Strategy<Value = Ecn> {
@@ -90,6 +90,10 @@ prop_compose! {
             atomic_ack_eth: op.has_atomic_ack_eth().then_some(AtomicAckEthRepr { orig }),
             immdt: op.has_immdt().then_some(imm),
             ieth: op.has_ieth().then_some(imm ^ 0x5555_5555),
+            deth: op.has_deth().then_some(DethRepr {
+                qkey: imm.rotate_left(7),
+                src_qp: imm & 0xFF_FFFF,
+            }),
         }
     }
 }

@@ -4,9 +4,9 @@
 use core::net::{Ipv4Addr, Ipv6Addr};
 
 use proto::wire::{
-    emit_frame, frame_len, parse_frame, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr, Ecn,
-    EmitError, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr, VlanTag,
-    DEFAULT_PKEY, ROCE_V2_UDP_PORT,
+    emit_frame, frame_len, parse_frame, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr,
+    DethRepr, Ecn, EmitError, EthRepr, IpRepr, Opcode, ParseError, RethRepr, RoceHeaders, UdpRepr,
+    VlanTag, DEFAULT_PKEY, ROCE_V2_UDP_PORT,
 };
 
 fn ipv4() -> IpRepr {
@@ -76,6 +76,10 @@ fn headers(op: Opcode, ip: IpRepr, vlan: Option<VlanTag>) -> RoceHeaders {
             .then_some(AtomicAckEthRepr { orig: u64::MAX - 1 }),
         immdt: op.has_immdt().then_some(0x0102_0304),
         ieth: op.has_ieth().then_some(0x0A0B_0C0D),
+        deth: op.has_deth().then_some(DethRepr {
+            qkey: 0x1122_3344,
+            src_qp: 0x00_5678,
+        }),
     }
 }
 

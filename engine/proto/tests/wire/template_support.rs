@@ -19,10 +19,15 @@ pub const SIZES: [usize; 17] = [
 ];
 
 /// The opcodes `emit_templated` builds: all but the atomics, the
-/// SEND with invalidate and CNP (those go through `emit_frame`).
+/// SEND with invalidate, the UD SENDs and CNP (those go through
+/// `emit_frame`).
 pub fn templated_opcodes() -> impl Iterator<Item = Opcode> {
     Opcode::ALL.into_iter().filter(|op| {
-        !op.has_atomic_eth() && !op.has_atomic_ack_eth() && !op.has_ieth() && *op != Opcode::Cnp
+        !op.has_atomic_eth()
+            && !op.has_atomic_ack_eth()
+            && !op.has_ieth()
+            && !op.has_deth()
+            && *op != Opcode::Cnp
     })
 }
 
@@ -87,6 +92,7 @@ pub fn headers(ip: IpAddr, vlan: bool, op: Opcode, psn: u32, seed: u32) -> RoceH
         atomic_ack_eth: None,
         immdt: op.has_immdt().then_some(0xDEAD_0000 ^ seed),
         ieth: None,
+        deth: None,
     }
 }
 

@@ -1,0 +1,216 @@
+//! Receiving datagrams: rxe's checks for a UD QP (`rxe_recv.c`:
+//! `check_type`, the state, `check_keys` with the Q_Key; no peer address
+//! check, UD has no peer) and its responder for UD (`rxe_resp.c`:
+//! `check_resource` takes the next receive or drops the message,
+//! `check_length`, `execute` copies the network header into the first 40
+//! bytes of the buffer and the payload after it, `do_complete`).
+
+use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::qp::{UdQp, DEFAULT_PKEY, GRH_LEN};
+use crate::rc::{pkey_match, Access, Cq, MrTable, QpState, WcOpcode, WcStatus};
+use crate::wire::RoceFrameView;
+
+/// The network header a UD message came with (verbs
+/// `ibv_wc.wc_flags`' network header type; rxe's `RDMA_NETWORK_IPV4` /
+/// `RDMA_NETWORK_IPV6`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum NetworkHeader {
+    /// RoCE v2 over IPv4: the GRH area holds 20 zero bytes, then the IPv4
+    /// header.
+    #[default]
+    Ipv4,
+    /// RoCE v2 over IPv6: the GRH area holds the IPv6 header.
+    Ipv6,
+}
+
+/// Who sent a datagram: what a UD receive completion adds
+/// ([`crate::rc::WorkCompletion::ud`]), enough to answer it
+/// (`ibv_create_ah_from_wc`: the source GID, and the MAC that a verbs
+/// layer without neighbour resolution needs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct UdSource {
+    /// The sending QP (the DETH's source QP; `ibv_wc.src_qp`).
+    pub src_qp: u32,
+    /// The source GID: the IPv6 source address, or the IPv4 one mapped
+    /// (`::ffff:a.b.c.d`, RoCE v2's GID of an IPv4 address).
+    pub sgid: [u8; 16],
+    /// IPv4 or IPv6.
+    pub network: NetworkHeader,
+    /// The Ethernet source address (kernel `ib_wc.smac`).
+    pub smac: [u8; 6],
+}
+
+impl UdSource {
+    /// The source IP address.
+    pub fn src_ip(&self) -> IpAddr {
+        let v6 = Ipv6Addr::from(self.sgid);
+        match self.network {
+            NetworkHeader::Ipv4 => IpAddr::V4(v6.to_ipv4_mapped().unwrap_or(Ipv4Addr::UNSPECIFIED)),
+            NetworkHeader::Ipv6 => IpAddr::V6(v6),
+        }
+    }
+}
+
+/// What [`UdQp::receive`] did with a datagram, for the endpoint's
+/// bookkeeping (every drop is counted in the QP's counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Received {
+    /// Placed and completed (or completed with an error).
+    Completed,
+    /// Dropped and counted.
+    Dropped,
+}
+
+impl UdQp {
+    /// A valid RoCE v2 frame with a UD opcode for this QP.
+    pub(crate) fn receive(
+        &mut self,
+        f: &RoceFrameView<'_>,
+        mrs: &mut MrTable,
+        cqs: &mut [Cq],
+    ) -> Received {
+        // rxe hdr_check: a request needs RTR or RTS.
+        if !matches!(self.attr.state, QpState::Rtr | QpState::Rts) {
+            self.counters.dropped_malformed += 1;
+            return Received::Dropped;
+        }
+        // check_keys: the P_Key (IBA 9.6.1.1 / 10.9.3, rxe `pkey_match`
+        // against the one table entry), then the Q_Key (IBA 10.2.5,
+        // C10-15; QP 1 wants the GSI's).
+        if !pkey_match(f.pkey(), DEFAULT_PKEY) {
+            self.counters.dropped_bad_pkey += 1;
+            return Received::Dropped;
+        }
+        let Some(deth) = f.deth() else {
+            self.counters.dropped_malformed += 1;
+            return Received::Dropped;
+        };
+        if deth.qkey != self.qkey() {
+            self.counters.dropped_bad_qkey += 1;
+            return Received::Dropped;
+        }
+        self.counters.rcvd_pkts += 1;
+        // check_resource: no receive posted is class D on UD (IBA
+        // 9.7.5.2.8; rxe RESPST_ERR_RNR for UD): the message is dropped.
+        let Some(&wr) = self.rq.front() else {
+            self.counters.dropped_no_receive += 1;
+            return Received::Dropped;
+        };
+        // check_length: an ONLY packet longer than the MTU is class D too.
+        let payload = f.payload();
+        if payload.len() > self.attr.mtu.bytes() as usize {
+            self.counters.dropped_malformed += 1;
+            return Received::Dropped;
+        }
+        self.rq.pop_front();
+        // execute: the GRH area, then the payload. A buffer too small for
+        // both (rxe copy_data: -EINVAL, RESPST_ERR_MALFORMED_WQE) or a
+        // key that does not work completes with a local QP operation error
+        // and moves the QP to ERROR (class A).
+        let need = GRH_LEN + payload.len();
+        let placed = (wr.sge.length as usize >= need)
+            .then(|| {
+                mrs.slice_mut(self.pd, wr.sge.lkey, wr.sge.addr, need, Access::LOCAL_WRITE)
+                    .ok()
+            })
+            .flatten();
+        let Some(dst) = placed else {
+            let wc = self.wc(wr.wr_id, WcStatus::LocalQpOperationError, WcOpcode::Recv);
+            self.complete(self.init.recv_cq, wc, cqs);
+            self.flush(cqs);
+            return Received::Completed;
+        };
+        let ip = f.ip_header();
+        let (grh, data) = dst.split_at_mut(GRH_LEN);
+        // rxe `union rdma_network_hdr`: over IPv4, 20 reserved zero bytes
+        // and the IPv4 header; over IPv6, the IPv6 header (its 40 bytes
+        // have the GRH's layout).
+        grh[..GRH_LEN - ip.len()].fill(0);
+        grh[GRH_LEN - ip.len()..].copy_from_slice(ip);
+        data.copy_from_slice(payload);
+        let (network, sgid) = match (f.ipv4_addrs(), f.ipv6_addrs()) {
+            (Some((src, _)), _) => (NetworkHeader::Ipv4, src.to_ipv6_mapped().octets()),
+            (_, Some((src, _))) => (NetworkHeader::Ipv6, src.octets()),
+            _ => (NetworkHeader::Ipv4, [0; 16]),
+        };
+        let mut wc = self.wc(wr.wr_id, WcStatus::Success, WcOpcode::Recv);
+        wc.byte_len = need as u32;
+        wc.imm = f.immdt();
+        wc.ud = Some(UdSource {
+            src_qp: deth.src_qp,
+            sgid,
+            network,
+            smac: f.src_mac(),
+        });
+        self.complete(self.init.recv_cq, wc, cqs);
+        Received::Completed
+    }
+
+    /// Post a receive (checked: state, key, range, rights; the region's
+    /// PD is compared when a datagram is placed, as rxe does).
+    pub(crate) fn post_recv(
+        &mut self,
+        wr: crate::rc::RecvWr,
+        mrs: &MrTable,
+        cqs: &mut [Cq],
+    ) -> Result<(), crate::rc::VerbsError> {
+        use crate::rc::VerbsError;
+        match self.attr.state {
+            QpState::Reset => return Err(VerbsError::InvalidState),
+            QpState::Error => {
+                let wc = self.wc(wr.wr_id, WcStatus::Flushed, WcOpcode::Recv);
+                self.complete(self.init.recv_cq, wc, cqs);
+                return Ok(());
+            }
+            _ => {}
+        }
+        if wr.sge.length > 0
+            && mrs
+                .check_any_pd(
+                    wr.sge.lkey,
+                    wr.sge.addr,
+                    u64::from(wr.sge.length),
+                    Access::LOCAL_WRITE,
+                )
+                .is_err()
+        {
+            return Err(VerbsError::LocalProtection);
+        }
+        if self.rq.len() >= self.init.max_recv_wr as usize {
+            return Err(VerbsError::QueueFull);
+        }
+        self.rq.push_back(wr);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rc::WorkCompletion;
+
+    /// The sender's details keep a completion within one cache line
+    /// (40 bytes without them).
+    #[test]
+    fn a_completion_fits_a_cache_line() {
+        assert_eq!(core::mem::size_of::<UdSource>(), 28);
+        assert!(core::mem::size_of::<WorkCompletion>() <= 64);
+    }
+
+    #[test]
+    fn the_source_ip_comes_back_from_the_gid() {
+        let v4 = UdSource {
+            sgid: Ipv4Addr::new(10, 0, 0, 7).to_ipv6_mapped().octets(),
+            network: NetworkHeader::Ipv4,
+            ..UdSource::default()
+        };
+        assert_eq!(v4.src_ip(), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 7)));
+        let v6 = UdSource {
+            sgid: Ipv6Addr::LOCALHOST.octets(),
+            network: NetworkHeader::Ipv6,
+            ..UdSource::default()
+        };
+        assert_eq!(v6.src_ip(), IpAddr::V6(Ipv6Addr::LOCALHOST));
+    }
+}
