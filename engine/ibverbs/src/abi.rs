@@ -298,6 +298,27 @@ pub struct ibv_ah_attr {
     pub port_num: u8,
 }
 
+/// `struct ibv_ah`: an address handle.
+#[repr(C)]
+pub struct ibv_ah {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub handle: u32,
+}
+
+/// `struct ibv_grh`: the 40 bytes a UD receive buffer begins with (an
+/// IPv6 header, or over IPv4 20 bytes then the IPv4 header).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_grh {
+    pub version_tclass_flow: u32,
+    pub paylen: u16,
+    pub next_hdr: u8,
+    pub hop_limit: u8,
+    pub sgid: [u8; 16],
+    pub dgid: [u8; 16],
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct ibv_qp_attr {
@@ -677,10 +698,13 @@ pub const IBV_WR_SEND_WITH_INV: c_int = 9;
 pub const IBV_MW_TYPE_1: c_int = 1;
 pub const IBV_MW_TYPE_2: c_int = 2;
 pub const IBV_SEND_SIGNALED: c_uint = 1 << 1;
+pub const IBV_SEND_SOLICITED: c_uint = 1 << 2;
 pub const IBV_SEND_INLINE: c_uint = 1 << 3;
 
 pub const IBV_WC_WITH_IMM: c_uint = 1 << 1;
 pub const IBV_WC_WITH_INV: c_uint = 1 << 3;
+/// The receive buffer begins with the 40-byte GRH area (every UD receive).
+pub const IBV_WC_GRH: c_uint = 1 << 0;
 
 pub const IBV_EVENT_QP_FATAL: c_int = 1;
 
@@ -1197,6 +1221,17 @@ pub const LAYOUT: &[(&str, usize)] = {
         (
             "offsetof(struct ibv_gid_entry, gid_type)",
             offset_of!(ibv_gid_entry, gid_type),
+        ),
+        ("sizeof(struct ibv_ah)", size_of::<ibv_ah>()),
+        (
+            "offsetof(struct ibv_ah, handle)",
+            offset_of!(ibv_ah, handle),
+        ),
+        ("sizeof(struct ibv_grh)", size_of::<ibv_grh>()),
+        ("offsetof(struct ibv_grh, sgid)", offset_of!(ibv_grh, sgid)),
+        (
+            "offsetof(struct ibv_wc, src_qp)",
+            offset_of!(ibv_wc, src_qp),
         ),
     ]
 };

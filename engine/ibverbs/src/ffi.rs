@@ -44,6 +44,7 @@
 //! `cq_ex` (`ibv_create_cq_ex` and its polling ops), `queue_pairs` (QPs,
 //! posting) and `qp_ex` (`ibv_create_qp_ex` and the `ibv_wr_*` builders).
 
+mod address_handles;
 mod completions;
 mod cq_ex;
 mod qp_ex;

@@ -24,6 +24,7 @@ pub enum Kind {
     Cq,
     Qp,
     Mw,
+    Ah,
 }
 
 /// A type whose boxes are handed to the program.

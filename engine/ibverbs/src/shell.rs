@@ -33,6 +33,7 @@ use engine::rc::{
     SendWr, Sge, SgeCaps, VerbsError, WcStatus, WorkCompletion,
 };
 use engine::stats::{queue_counters, xdp_counters, QueueSnapshot, Snapshot, StatsServer};
+use engine::ud::{AhAttr, UdQpAttr, UdQpAttrMask, UdSendWr};
 use engine::verbs::DeviceError;
 
 use crate::config::Config;
@@ -690,6 +691,56 @@ impl Shell {
     /// A receive whose buffer is the list `sges`.
     pub fn post_recv_sgl(&self, qpn: u32, wr_id: u64, sges: &[Sge]) -> Result<(), VerbsError> {
         self.with(|ep| ep.post_recv_sgl(qpn, wr_id, sges))
+    }
+
+    // ---- Unreliable Datagram (docs/unreliable-datagram.md) ----
+
+    /// Makes an address handle in the engine's protection domain `pd`.
+    pub fn create_ah(&self, pd: u32, attr: &AhAttr) -> Result<u32, VerbsError> {
+        self.with(|ep| ep.create_ah(pd, attr))
+    }
+
+    pub fn destroy_ah(&self, ah: u32) -> Result<(), VerbsError> {
+        self.with(|ep| ep.destroy_ah(ah))
+    }
+
+    /// Creates a UD QP in the engine's protection domain `pd`.
+    pub fn create_ud_qp(&self, pd: u32, init: QpInitAttr, token: usize) -> Result<u32, VerbsError> {
+        let mut st = lock(&self.state);
+        let qpn = st.rtc.endpoint_mut().create_ud_qp(pd, init)?;
+        st.qps.insert(qpn, (token, false));
+        Ok(qpn)
+    }
+
+    /// Modifies a UD QP; as [`Shell::modify_qp`], a move to RESET leaves
+    /// none of its completions behind.
+    pub fn modify_ud_qp(
+        &self,
+        qpn: u32,
+        attr: &UdQpAttr,
+        mask: UdQpAttrMask,
+    ) -> Result<(), VerbsError> {
+        let mut st = lock(&self.state);
+        let r = st.rtc.endpoint_mut().modify_ud_qp(qpn, attr, mask);
+        if r.is_ok() && mask.contains(UdQpAttrMask::STATE) && attr.state == QpState::Reset {
+            st.forget_completions(qpn, self);
+        }
+        drop(st);
+        self.wake();
+        r
+    }
+
+    /// The UD QP's attributes (its state among them) and next send PSN.
+    pub fn query_ud_qp(&self, qpn: u32) -> Option<(UdQpAttr, u32)> {
+        self.with(|ep| ep.ud_qp(qpn).map(|q| (*q.attr(), q.next_psn())))
+    }
+
+    pub fn post_ud_send(&self, qpn: u32, wr: UdSendWr) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_ud_send(qpn, wr))
+    }
+
+    pub fn post_ud_recv(&self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_ud_recv(qpn, wr))
     }
 
     /// After an `ibv_post_send`: a thread other than the one that polls

@@ -219,7 +219,11 @@ pub(super) fn to_wc(w: &WorkCompletion) -> ibv_wc {
             IBV_WC_WITH_INV
         } else {
             0
-        },
+        } | if w.ud.is_some() { IBV_WC_GRH } else { 0 },
+        // A UD receive: the sender's QP; its buffer begins with the GRH
+        // area (rxe sets IB_WC_GRH on every one). slid, sl and pkey_index
+        // are 0, as rxe reports them on RoCE.
+        src_qp: w.ud.map_or(0, |u| u.src_qp),
         ..ibv_wc::default()
     }
 }

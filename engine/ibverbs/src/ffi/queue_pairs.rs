@@ -22,6 +22,8 @@ use crate::checks;
 use crate::handles::{self, Kind, Object};
 use crate::shell::Shell;
 
+mod ud;
+
 /// A QP: the engine's QP `qp_num`, what it was created with, its access
 /// flags (`IBV_QP_ACCESS_FLAGS`, as the program last set them).
 #[repr(C)]
@@ -60,6 +62,12 @@ impl Qp {
         unsafe { (*self.c.get()).qp_num }
     }
 
+    /// `IBV_QPT_RC` or `IBV_QPT_UD`.
+    fn qp_type(&self) -> c_int {
+        // SAFETY: `qp_type` is written before the QP is handed out.
+        unsafe { (*self.c.get()).qp_type }
+    }
+
     /// Mirrors the engine's state into `qp->state`, which programs read.
     fn set_state(&self, s: c_int) {
         // SAFETY: written as rdma-core writes it (the contract, point 4).
@@ -86,9 +94,9 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
         // SAFETY: a non-NULL `init` points to the attributes (point 1).
         let a = unsafe { init.as_mut() }.ok_or(libc::EINVAL)?;
         let (scq, rcq) = (cq(a.send_cq)?, cq(a.recv_cq)?);
-        if a.qp_type != IBV_QPT_RC {
+        if a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UD {
             return Err(unsupported!(
-                "ibv_create_qp of a QP type other than RC (UC, UD, XRC, raw packet)",
+                "ibv_create_qp of a QP type other than RC and UD (UC, XRC, raw packet)",
                 libc::EOPNOTSUPP
             ));
         }
@@ -108,6 +116,9 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
             max_recv_wr: a.cap.max_recv_wr.max(1),
             sq_sig_all: a.sq_sig_all != 0,
         };
+        if a.qp_type == IBV_QPT_UD {
+            return ud::create(shell, p, owner, (scq, rcq), a, init_attr);
+        }
         // Report what the QP has: its SGEs and inline bytes as rxe grants
         // them (rxe_qp_init_req: the send WQE's room is the larger of the
         // SGEs and the inline data asked for, and both may fill it).
@@ -213,7 +224,7 @@ fn mtu_of(e: c_int) -> Option<Mtu> {
     })
 }
 
-fn ip_of_gid(g: [u8; 16]) -> IpAddr {
+pub(super) fn ip_of_gid(g: [u8; 16]) -> IpAddr {
     let v6 = Ipv6Addr::from(g);
     match v6.to_ipv4_mapped() {
         Some(v4) => IpAddr::V4(v4),
@@ -235,6 +246,9 @@ unsafe extern "C" fn ibv_modify_qp(p: *mut ibv_qp, attr: *mut ibv_qp_attr, mask:
         let me = qp(p)?;
         // SAFETY: a non-NULL `attr` points to the attributes (point 1).
         let a = unsafe { attr.as_ref() }.ok_or(libc::EINVAL)?;
+        if me.qp_type() == IBV_QPT_UD {
+            return ud::modify(shell, me, a, mask);
+        }
         let has = |bit: c_int| mask & bit != 0;
         let (cur, _) = shell.query_qp(me.qp_num()).ok_or(libc::EINVAL)?;
         let target = has(IBV_QP_STATE).then_some(a.qp_state);
@@ -367,6 +381,10 @@ unsafe extern "C" fn ibv_query_qp(
         let me = qp(p)?;
         if attr.is_null() {
             return Err(libc::EINVAL);
+        }
+        if me.qp_type() == IBV_QPT_UD {
+            // SAFETY: the contract, point 1, as below.
+            return unsafe { ud::query(shell, me, attr, init) };
         }
         let (state, q) = shell.query_qp(me.qp_num()).ok_or(libc::EINVAL)?;
         let mut a = ibv_qp_attr {
@@ -526,6 +544,10 @@ fn send_wr(w: &ibv_send_wr, local: Sge) -> Result<SendWr, c_int> {
 /// `w.sg_list` holds `w.num_sge` SGEs, and with `IBV_SEND_INLINE` each
 /// names `length` readable bytes at `addr` (the contract, point 1).
 unsafe fn post_one_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result<(), c_int> {
+    if q.qp_type() == IBV_QPT_UD {
+        // SAFETY: the function's contract.
+        return unsafe { ud::post_send(shell, q, w) };
+    }
     let qpn = q.qp_num();
     // One SGE or none, not inline: the request carries it (no list).
     if w.send_flags & IBV_SEND_INLINE == 0 {
@@ -582,6 +604,10 @@ unsafe fn post_one_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result<(), c_
 /// # Safety
 /// `w.sg_list` holds `w.num_sge` SGEs (the contract, point 1).
 unsafe fn post_one_recv(shell: &Shell, q: &Qp, w: &ibv_recv_wr) -> Result<(), c_int> {
+    if q.qp_type() == IBV_QPT_UD {
+        // SAFETY: the function's contract.
+        return unsafe { ud::post_recv(shell, q, w) };
+    }
     let qpn = q.qp_num();
     // SAFETY: the function's contract.
     if let Some(sge) = unsafe { one_sge(w.sg_list, w.num_sge, q.cap.max_recv_sge) }? {
