@@ -35,7 +35,21 @@
  *              zero-SGE WRITE_WITH_IMM into a zero-SGE receive, EINVAL for
  *              more SGEs or inline bytes than the QP's, a list entry of
  *              another PD (LOC_PROT_ERR, nothing written) and a receive
- *              list too short (LOC_LEN_ERR).
+ *              list too short (LOC_LEN_ERR);
+ *   ud         UD QPs and address handles on the device's own GID
+ *              (loopback): the caps granted, the UD transitions and their
+ *              masks, ibv_query_qp; SEND and SEND_WITH_IMM checked byte
+ *              for byte with the 40-byte GRH area (20 zero bytes, then
+ *              the IPv4 header), src_qp, wc_flags, byte_len;
+ *              ibv_init_ah_from_wc / ibv_create_ah_from_wc answering
+ *              back; the extended API (ibv_wr_set_ud_addr, ibv_wr_send)
+ *              into an extended CQ (ibv_wc_read_src_qp); bad input: a
+ *              NULL or destroyed AH, an RC opcode, two SGEs (EINVAL), a
+ *              send longer than the MTU (completes, nothing arrives), a
+ *              wrong Q_Key (dropped), a receive buffer too short
+ *              (LOC_QP_OP_ERR); bad AH attributes. With UD_HOLD set it
+ *              prints "hold" and waits for stdin to close before it
+ *              exits (the test reads the engine's counters meanwhile).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -885,9 +899,329 @@ static int windows(void)
 	return 0;
 }
 
+/* ---- ud ---- */
+
+#define QKEY 0x11111111
+#define GRH 40
+
+static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t psn)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp, "ibv_create_qp UD: %s", strerror(errno));
+	CHECK(qp->qp_type == IBV_QPT_UD && qp->state == IBV_QPS_RESET, "a new UD QP");
+	CHECK(ia.cap.max_send_sge == 1 && ia.cap.max_recv_sge == 1 && ia.cap.max_send_wr >= 16 &&
+	      ia.cap.max_recv_wr >= 16, "UD caps granted");
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	/* RESET->INIT needs the Q_Key; an RC attribute is refused. */
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL);
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				 IBV_QP_QKEY | IBV_QP_ACCESS_FLAGS), EINVAL);
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+	      "UD INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE), "UD RTR (state only)");
+	a.qp_state = IBV_QPS_RTS;
+	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL); /* SQ_PSN missing */
+	a.sq_psn = psn;
+	CHECK(!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), "UD RTS");
+	CHECK(qp->state == IBV_QPS_RTS, "qp->state follows");
+	struct ibv_qp_init_attr qi;
+	memset(&a, 0, sizeof(a));
+	CHECK(!ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_QKEY | IBV_QP_SQ_PSN, &qi), "query UD");
+	CHECK(a.qp_state == IBV_QPS_RTS && a.qkey == QKEY && a.sq_psn == psn && a.port_num == 1 &&
+	      a.pkey_index == 0 && qi.qp_type == IBV_QPT_UD && qi.cap.max_send_sge == 1,
+	      "ibv_query_qp of a UD QP: state %d qkey %#x psn %u port %d", a.qp_state, a.qkey,
+	      a.sq_psn, a.port_num);
+	return qp;
+}
+
+static void ud_recv(struct ibv_qp *qp, struct ibv_mr *mr, uint64_t wr_id, char *at, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)at, .length = len, .lkey = mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+	CHECK(!ibv_post_recv(qp, &wr, &bad), "ibv_post_recv UD");
+}
+
+static int ud_send(struct ibv_qp *qp, struct ibv_mr *mr, enum ibv_wr_opcode op, uint64_t wr_id,
+		   char *at, uint32_t len, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey, int num_sge)
+{
+	struct ibv_sge sge[2] = { { .addr = (uintptr_t)at, .length = len, .lkey = mr->lkey },
+				  { .addr = (uintptr_t)at, .length = 1, .lkey = mr->lkey } };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = sge, .num_sge = num_sge, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	if (op == IBV_WR_SEND_WITH_IMM)
+		wr.imm_data = htobe32(0x5a5a0001);
+	int r = ibv_post_send(qp, &wr, &bad);
+	CHECK(r == 0 || bad == &wr, "a refused post points bad at the request");
+	return r;
+}
+
+/* The receive at `buf`: 20 zero bytes, the IPv4 header of a datagram from
+ * and to the device's own address, then the payload `want`. */
+static void check_grh(const char *buf, const char *want, uint32_t len, int imm)
+{
+	const unsigned char *g = (const unsigned char *)buf;
+	for (int i = 0; i < 20; i++)
+		CHECK(g[i] == 0, "GRH area byte %d is %#x, not 0", i, g[i]);
+	const unsigned char *ip = g + 20;
+	CHECK(ip[0] == 0x45, "IPv4 header: version/IHL %#x", ip[0]);
+	/* IPv4, UDP, BTH, DETH, ImmDt, the payload padded to 4 bytes, ICRC. */
+	uint32_t total = 20 + 8 + 12 + 8 + (imm ? 4 : 0) + ((len + 3) & ~3u) + 4;
+	CHECK((uint32_t)((ip[2] << 8) | ip[3]) == total, "IPv4 total length %d, wanted %u",
+	      (ip[2] << 8) | ip[3], total);
+	CHECK(ip[9] == 17, "IPv4 protocol %d", ip[9]);
+	CHECK(!memcmp(ip + 12, gid1.raw + 12, 4) && !memcmp(ip + 16, gid1.raw + 12, 4),
+	      "IPv4 addresses: the device's own");
+	CHECK(!memcmp(buf + GRH, want, len), "payload bytes");
+}
+
+/* The two completions of a send `send_id` and the receive it lands in, in
+ * whichever order they come: the receive is returned, the send checked. */
+static struct ibv_wc send_and_recv(struct ibv_cq *cq, uint64_t send_id)
+{
+	struct ibv_wc r = { 0 };
+	int got = 0;
+	for (int i = 0; i < 2; i++) {
+		struct ibv_wc wc = wait_wc(cq);
+		if (wc.wr_id == send_id && wc.opcode == IBV_WC_SEND) {
+			CHECK(wc.status == IBV_WC_SUCCESS, "send %llu: %s", (unsigned long long)send_id,
+			      ibv_wc_status_str(wc.status));
+			continue;
+		}
+		r = wc;
+		got++;
+	}
+	CHECK(got == 1, "one receive completion");
+	return r;
+}
+
+/* A receive completion as rxe gives it for a UD datagram. */
+static void check_recv(const struct ibv_wc *wc, uint64_t wr_id, uint32_t len, uint32_t src_qp,
+		       uint32_t qpn, int imm)
+{
+	CHECK(wc->wr_id == wr_id && wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV,
+	      "UD receive %llu: status %s opcode %d", (unsigned long long)wc->wr_id,
+	      ibv_wc_status_str(wc->status), wc->opcode);
+	CHECK(wc->byte_len == GRH + len, "byte_len %u, wanted %u", wc->byte_len, GRH + len);
+	CHECK(wc->src_qp == src_qp && wc->qp_num == qpn, "src_qp %#x qp_num %#x", wc->src_qp,
+	      wc->qp_num);
+	CHECK(wc->wc_flags & IBV_WC_GRH, "IBV_WC_GRH set");
+	CHECK(!!(wc->wc_flags & IBV_WC_WITH_IMM) == imm, "IBV_WC_WITH_IMM %d", imm);
+	if (imm)
+		CHECK(be32toh(wc->imm_data) == 0x5a5a0001, "imm_data %#x", be32toh(wc->imm_data));
+	CHECK(wc->slid == 0 && wc->sl == 0 && wc->pkey_index == 0 && wc->dlid_path_bits == 0,
+	      "slid/sl/pkey_index as rxe's");
+}
+
+static int ud(void)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	CHECK(pd && cq, "pd/cq");
+	char *buf = aligned_alloc(64, 4 * LEN);
+	memset(buf, 0, 4 * LEN);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 4 * LEN, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "ibv_reg_mr");
+	char *snd = buf, *rcv = buf + LEN, *rcv2 = buf + 2 * LEN, *rcv3 = buf + 3 * LEN;
+
+	/* More than one SGE or inline data: refused (one SGE per request). */
+	struct ibv_qp_init_attr big = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 2, .max_recv_sge = 1 },
+	};
+	EXPECT_NULL_ERRNO(ibv_create_qp(pd, &big), EINVAL);
+
+	struct ibv_qp *a = ud_qp(pd, cq, 10), *b = ud_qp(pd, cq, 20);
+
+	/* Address handles: bad attributes, then the device's own GID. */
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	aa.grh.dgid = gid1;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	aa.grh.traffic_class = 0;
+	struct ibv_ah_attr bad_attr = aa;
+	bad_attr.is_global = 0;
+	EXPECT_NULL_ERRNO(ibv_create_ah(pd, &bad_attr), EINVAL);
+	bad_attr = aa;
+	bad_attr.port_num = 2;
+	EXPECT_NULL_ERRNO(ibv_create_ah(pd, &bad_attr), EINVAL);
+	bad_attr = aa;
+	bad_attr.grh.sgid_index = 7;
+	EXPECT_NULL_ERRNO(ibv_create_ah(pd, &bad_attr), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_create_ah(pd, NULL), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_create_ah(NULL, &aa), EINVAL);
+	struct ibv_ah *ah = ibv_create_ah(pd, &aa);
+	CHECK(ah, "ibv_create_ah (own GID): %s", strerror(errno));
+	CHECK(ah->pd == pd && ah->context == ctx, "ibv_ah fields");
+	EXPECT_RET(ibv_dealloc_pd(pd), EBUSY);
+
+	/* SEND a -> b: the GRH area, the payload, the completion. */
+	fill(snd, 300, 3);
+	ud_recv(b, mr, 100, rcv, GRH + 1024);
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 1, snd, 300, ah, b->qp_num, QKEY, 1), 0);
+	struct ibv_wc rw = send_and_recv(cq, 1);
+	check_recv(&rw, 100, 300, a->qp_num, b->qp_num, 0);
+	check_grh(rcv, snd, 300, 0);
+	CHECK(((const unsigned char *)rcv)[20 + 8] == 64, "TTL: the AH's hop limit");
+
+	/* The AH that answers: libibverbs' own computation over the GRH. */
+	struct ibv_ah_attr back;
+	memset(&back, 0xee, sizeof(back));
+	CHECK(!ibv_init_ah_from_wc(ctx, 1, &rw, (struct ibv_grh *)rcv, &back), "ibv_init_ah_from_wc");
+	CHECK(back.is_global == 1 && !memcmp(back.grh.dgid.raw, gid1.raw, 16) &&
+	      back.grh.sgid_index == 1 && back.grh.hop_limit == 64 && back.grh.traffic_class == 0 &&
+	      back.port_num == 1 && back.dlid == 0 && back.sl == 0 && back.grh.flow_label == 0,
+	      "ibv_init_ah_from_wc: global %d sgid_index %d hop %d", back.is_global,
+	      back.grh.sgid_index, back.grh.hop_limit);
+	struct ibv_ah *reply = ibv_create_ah_from_wc(pd, &rw, (struct ibv_grh *)rcv, 1);
+	CHECK(reply, "ibv_create_ah_from_wc: %s", strerror(errno));
+	/* Without IBV_WC_GRH: no GRH in the attributes. */
+	struct ibv_wc nogrh = rw;
+	nogrh.wc_flags = 0;
+	CHECK(!ibv_init_ah_from_wc(ctx, 1, &nogrh, (struct ibv_grh *)rcv, &back) && !back.is_global,
+	      "ibv_init_ah_from_wc without a GRH");
+
+	/* SEND_WITH_IMM b -> a with the AH made from the completion. */
+	fill(snd + 2000, 777, 9);
+	ud_recv(a, mr, 200, rcv2, GRH + 1024);
+	EXPECT_RET(ud_send(b, mr, IBV_WR_SEND_WITH_IMM, 2, snd + 2000, 777, reply, rw.src_qp, QKEY, 1), 0);
+	rw = send_and_recv(cq, 2);
+	check_recv(&rw, 200, 777, b->qp_num, a->qp_num, 1);
+	check_grh(rcv2, snd + 2000, 777, 1);
+	EXPECT_RET(ibv_destroy_ah(reply), 0);
+
+	/* A zero-length SEND: the GRH area alone. */
+	ud_recv(b, mr, 101, rcv, GRH + 1024);
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 3, snd, 0, ah, b->qp_num, QKEY, 0), 0);
+	rw = send_and_recv(cq, 3);
+	check_recv(&rw, 101, 0, a->qp_num, b->qp_num, 0);
+
+	/* Bad input: NULL and destroyed AHs, an RC opcode, two SGEs. */
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 9, snd, 10, NULL, b->qp_num, QKEY, 1), EINVAL);
+	struct ibv_ah *gone = ibv_create_ah(pd, &aa);
+	CHECK(gone, "a second AH");
+	EXPECT_RET(ibv_destroy_ah(gone), 0);
+	EXPECT_RET(ibv_destroy_ah(gone), EINVAL);
+	EXPECT_RET(ibv_destroy_ah(NULL), EINVAL);
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 9, snd, 10, gone, b->qp_num, QKEY, 1), EINVAL);
+	EXPECT_RET(ud_send(a, mr, IBV_WR_RDMA_WRITE, 9, snd, 10, ah, b->qp_num, QKEY, 1), EINVAL);
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 9, snd, 10, ah, b->qp_num, QKEY, 2), EINVAL);
+	struct ibv_sge two[2] = { { (uintptr_t)rcv, 8, mr->lkey }, { (uintptr_t)rcv, 8, mr->lkey } };
+	struct ibv_recv_wr rw2 = { .wr_id = 9, .sg_list = two, .num_sge = 2 }, *rbad;
+	EXPECT_RET(ibv_post_recv(b, &rw2, &rbad), EINVAL);
+
+	/* Longer than the MTU (1024): completes, nothing arrives; a wrong
+	 * Q_Key: dropped. The receive posted stays for the next datagram. */
+	ud_recv(b, mr, 102, rcv3, GRH + 4000);
+	fill(snd, 2000, 5);
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 4, snd, 2000, ah, b->qp_num, QKEY, 1), 0);
+	struct ibv_wc wc = wait_wc(cq);
+	CHECK(wc.wr_id == 4 && wc.status == IBV_WC_SUCCESS, "a UD send over the MTU completes");
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 5, snd, 50, ah, b->qp_num, 0x22222222, 1), 0);
+	wc = wait_wc(cq);
+	CHECK(wc.wr_id == 5 && wc.status == IBV_WC_SUCCESS, "a send with a wrong Q_Key completes");
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 6, snd + 1, 60, ah, b->qp_num, QKEY, 1), 0);
+	rw = send_and_recv(cq, 6);
+	check_recv(&rw, 102, 60, a->qp_num, b->qp_num, 0);
+	check_grh(rcv3, snd + 1, 60, 0);
+
+	/* The extended API: ibv_wr_set_ud_addr + ibv_wr_send on a UD QP of
+	 * ibv_create_qp_ex, into a QP whose CQ is an extended one. */
+	struct ibv_cq_init_attr_ex cqa = { .cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
+					   IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_QP_NUM };
+	struct ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &cqa);
+	CHECK(cqx, "ibv_create_cq_ex: %s", strerror(errno));
+	struct ibv_qp *d = ud_qp(pd, ibv_cq_ex_to_cq(cqx), 30);
+	struct ibv_qp_init_attr_ex xa = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD, .pd = pd,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM,
+	};
+	struct ibv_qp *x = ibv_create_qp_ex(ctx, &xa);
+	CHECK(x, "ibv_create_qp_ex UD: %s", strerror(errno));
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	CHECK(!ibv_modify_qp(x, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) &&
+	      !ibv_modify_qp(x, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR }, IBV_QP_STATE) &&
+	      !ibv_modify_qp(x, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 5 },
+			     IBV_QP_STATE | IBV_QP_SQ_PSN), "extended UD QP to RTS");
+	struct ibv_qp_ex *qx = ibv_qp_to_qp_ex(x);
+	CHECK(qx, "ibv_qp_to_qp_ex");
+	fill(snd + 3000, 500, 11);
+	ud_recv(d, mr, 300, rcv, GRH + 1024);
+	ibv_wr_start(qx);
+	qx->wr_id = 7;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+	ibv_wr_set_ud_addr(qx, ah, d->qp_num, QKEY);
+	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)snd + 3000, 500);
+	EXPECT_RET(ibv_wr_complete(qx), 0);
+	wc = wait_wc(cq);
+	CHECK(wc.wr_id == 7 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND &&
+	      wc.qp_num == x->qp_num, "extended UD send completion: %s", ibv_wc_status_str(wc.status));
+	struct ibv_poll_cq_attr pa = { 0 };
+	time_t end = time(NULL) + 20;
+	int r;
+	while ((r = ibv_start_poll(cqx, &pa)) == ENOENT && time(NULL) < end)
+		;
+	CHECK(r == 0, "ibv_start_poll: %d", r);
+	CHECK(cqx->wr_id == 300 && cqx->status == IBV_WC_SUCCESS &&
+	      ibv_wc_read_opcode(cqx) == IBV_WC_RECV && ibv_wc_read_byte_len(cqx) == GRH + 500 &&
+	      ibv_wc_read_src_qp(cqx) == x->qp_num && ibv_wc_read_qp_num(cqx) == d->qp_num &&
+	      (ibv_wc_read_wc_flags(cqx) & IBV_WC_GRH),
+	      "extended CQ: wr %llu byte_len %u src_qp %#x flags %#x", (unsigned long long)cqx->wr_id,
+	      ibv_wc_read_byte_len(cqx), ibv_wc_read_src_qp(cqx), ibv_wc_read_wc_flags(cqx));
+	ibv_end_poll(cqx);
+	check_grh(rcv, snd + 3000, 500, 0);
+	/* The extended API refuses an RC operation on a UD QP. */
+	ibv_wr_start(qx);
+	qx->wr_id = 8;
+	ibv_wr_rdma_write(qx, 1, 0);
+	EXPECT_RET(ibv_wr_complete(qx), EOPNOTSUPP);
+
+	/* A receive buffer too short for the GRH area and the payload: a
+	 * local QP operation error, the QP in ERROR. */
+	ud_recv(d, mr, 301, rcv, GRH + 10);
+	EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 10, snd, 100, ah, d->qp_num, QKEY, 1), 0);
+	wc = wait_wc(cq);
+	CHECK(wc.wr_id == 10 && wc.status == IBV_WC_SUCCESS, "send 10");
+	end = time(NULL) + 20;
+	while ((r = ibv_start_poll(cqx, &pa)) == ENOENT && time(NULL) < end)
+		;
+	CHECK(r == 0 && cqx->wr_id == 301 && cqx->status == IBV_WC_LOC_QP_OP_ERR,
+	      "a short UD receive: %s", ibv_wc_status_str(cqx->status));
+	ibv_end_poll(cqx);
+	memset(&m, 0, sizeof(m));
+	struct ibv_qp_init_attr qi;
+	CHECK(!ibv_query_qp(d, &m, IBV_QP_STATE, &qi) && m.qp_state == IBV_QPS_ERR,
+	      "the QP of a short receive is in ERROR (%d)", m.qp_state);
+
+	if (getenv("UD_HOLD")) {
+		printf("hold\n");
+		fflush(stdout);
+		while (getchar() != EOF)
+			;
+	}
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b) && !ibv_destroy_qp(d) && !ibv_destroy_qp(x),
+	      "destroy UD QPs");
+	EXPECT_RET(ibv_destroy_ah(ah), 0);
+	CHECK(!ibv_dereg_mr(mr) && !ibv_destroy_cq(cq) && !ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)),
+	      "dereg/destroy cq");
+	EXPECT_RET(ibv_dealloc_pd(pd), 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows|sgl", argv[0]);
+	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows|sgl|ud", argv[0]);
 	open_device();
 	int r;
 	if (!strcmp(argv[1], "loopback"))
@@ -902,6 +1236,8 @@ int main(int argc, char **argv)
 		r = windows();
 	else if (!strcmp(argv[1], "sgl"))
 		r = sgl();
+	else if (!strcmp(argv[1], "ud"))
+		r = ud();
 	else
 		FAIL("unknown check %s", argv[1]);
 	CHECK(!ibv_close_device(ctx), "ibv_close_device");
