@@ -914,7 +914,9 @@ static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t psn)
 	CHECK(qp, "ibv_create_qp UD: %s", strerror(errno));
 	CHECK(qp->qp_type == IBV_QPT_UD && qp->state == IBV_QPS_RESET, "a new UD QP");
 	CHECK(ia.cap.max_send_sge == 1 && ia.cap.max_recv_sge == 1 && ia.cap.max_send_wr >= 16 &&
-	      ia.cap.max_recv_wr >= 16, "UD caps granted");
+	      ia.cap.max_recv_wr >= 16 && ia.cap.max_inline_data == 16,
+	      "UD caps granted as rxe (one SGE's room: 16 inline bytes): sge %u inline %u",
+	      ia.cap.max_send_sge, ia.cap.max_inline_data);
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
 	/* RESET->INIT needs the Q_Key; an RC attribute is refused. */
 	EXPECT_RET(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT), EINVAL);
@@ -1032,10 +1034,10 @@ static int ud(void)
 	CHECK(mr, "ibv_reg_mr");
 	char *snd = buf, *rcv = buf + LEN, *rcv2 = buf + 2 * LEN, *rcv3 = buf + 3 * LEN;
 
-	/* More than one SGE or inline data: refused (one SGE per request). */
+	/* More than one receive SGE: refused (a UD receive takes one). */
 	struct ibv_qp_init_attr big = {
 		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 2, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 2 },
 	};
 	EXPECT_NULL_ERRNO(ibv_create_qp(pd, &big), EINVAL);
 
@@ -1133,6 +1135,100 @@ static int ud(void)
 	check_recv(&rw, 102, 60, a->qp_num, b->qp_num, 0);
 	check_grh(rcv3, snd + 1, 60, 0);
 
+	/* SGE lists and inline data, gathered into one datagram. */
+	struct ibv_qp_init_attr ga = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 4, .max_recv_sge = 1,
+			 .max_inline_data = 64 },
+	};
+	struct ibv_qp *g = ibv_create_qp(pd, &ga);
+	CHECK(g, "UD QP with SGE lists and inline data: %s", strerror(errno));
+	CHECK(ga.cap.max_send_sge == 4 && ga.cap.max_inline_data == 64,
+	      "caps: sge %u inline %u", ga.cap.max_send_sge, ga.cap.max_inline_data);
+	{
+		struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+		CHECK(!ibv_modify_qp(g, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) &&
+		      !ibv_modify_qp(g, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR }, IBV_QP_STATE) &&
+		      !ibv_modify_qp(g, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 1 },
+				     IBV_QP_STATE | IBV_QP_SQ_PSN), "g to RTS");
+	}
+	fill(snd, 3 * 1024, 13);
+	struct ibv_sge gl[4] = { { (uintptr_t)snd + 100, 100, mr->lkey },
+				 { (uintptr_t)snd + 5, 0, mr->lkey },
+				 { (uintptr_t)snd + 2000, 250, mr->lkey },
+				 { (uintptr_t)snd + 17, 3, mr->lkey } };
+	char want[400];
+	memcpy(want, snd + 100, 100);
+	memcpy(want + 100, snd + 2000, 250);
+	memcpy(want + 350, snd + 17, 3);
+	for (int round = 0; round < 6; round++) { /* past the staging ring (4 slots) */
+		ud_recv(b, mr, 400 + round, rcv, GRH + 1024);
+		struct ibv_send_wr w = { .wr_id = 40 + round, .sg_list = gl, .num_sge = 4,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *wbad;
+		w.wr.ud.ah = ah;
+		w.wr.ud.remote_qpn = b->qp_num;
+		w.wr.ud.remote_qkey = QKEY;
+		EXPECT_RET(ibv_post_send(g, &w, &wbad), 0);
+		rw = send_and_recv(cq, 40 + round);
+		check_recv(&rw, 400 + round, 353, g->qp_num, b->qp_num, 0);
+		check_grh(rcv, want, 353, 0);
+	}
+	/* Inline: from a stack buffer clobbered right after the post. */
+	{
+		char stack[64];
+		memset(stack, 0x3c, sizeof(stack));
+		struct ibv_sge il[2] = { { (uintptr_t)stack, 40, 0 }, { (uintptr_t)stack + 50, 14, 0 } };
+		struct ibv_send_wr w = { .wr_id = 50, .sg_list = il, .num_sge = 2,
+					 .opcode = IBV_WR_SEND_WITH_IMM,
+					 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE }, *wbad;
+		w.imm_data = htobe32(0x5a5a0001);
+		w.wr.ud.ah = ah;
+		w.wr.ud.remote_qpn = b->qp_num;
+		w.wr.ud.remote_qkey = QKEY;
+		ud_recv(b, mr, 500, rcv, GRH + 1024);
+		EXPECT_RET(ibv_post_send(g, &w, &wbad), 0);
+		memset(stack, 0x77, sizeof(stack));
+		char iw[54];
+		memset(iw, 0x3c, sizeof(iw));
+		rw = send_and_recv(cq, 50);
+		check_recv(&rw, 500, 54, g->qp_num, b->qp_num, 1);
+		check_grh(rcv, iw, 54, 1);
+		/* More inline bytes than the QP's, more SGEs than its: EINVAL. */
+		char big_inline[65];
+		struct ibv_sge bl = { (uintptr_t)big_inline, 65, 0 };
+		w.sg_list = &bl;
+		w.num_sge = 1;
+		EXPECT_RET(ibv_post_send(g, &w, &wbad), EINVAL);
+		struct ibv_sge five[5] = { gl[0], gl[1], gl[2], gl[3], gl[0] };
+		w.sg_list = five;
+		w.num_sge = 5;
+		w.send_flags = IBV_SEND_SIGNALED;
+		EXPECT_RET(ibv_post_send(g, &w, &wbad), EINVAL);
+		/* An SGE with a key that names no region: EINVAL. */
+		struct ibv_sge badkey[2] = { gl[0], { (uintptr_t)snd, 10, mr->lkey + 0x1000 } };
+		w.sg_list = badkey;
+		w.num_sge = 2;
+		EXPECT_RET(ibv_post_send(g, &w, &wbad), EINVAL);
+		/* A list longer than the MTU: completes, nothing arrives (the
+		 * receive posted next gets the next datagram). */
+		struct ibv_sge longl[2] = { { (uintptr_t)snd, 700, mr->lkey },
+					    { (uintptr_t)snd + 1000, 700, mr->lkey } };
+		w.wr_id = 51;
+		w.sg_list = longl;
+		w.num_sge = 2;
+		ud_recv(b, mr, 501, rcv3, GRH + 2048);
+		EXPECT_RET(ibv_post_send(g, &w, &wbad), 0);
+		wc = wait_wc(cq);
+		CHECK(wc.wr_id == 51 && wc.status == IBV_WC_SUCCESS, "a gathered send over the MTU completes");
+		w.wr_id = 52;
+		w.sg_list = gl;
+		w.num_sge = 4;
+		EXPECT_RET(ibv_post_send(g, &w, &wbad), 0);
+		rw = send_and_recv(cq, 52);
+		check_recv(&rw, 501, 353, g->qp_num, b->qp_num, 1); /* still SEND_WITH_IMM */
+		check_grh(rcv3, want, 353, 1);
+	}
+
 	/* The extended API: ibv_wr_set_ud_addr + ibv_wr_send on a UD QP of
 	 * ibv_create_qp_ex, into a QP whose CQ is an extended one. */
 	struct ibv_cq_init_attr_ex cqa = { .cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
@@ -1210,7 +1306,8 @@ static int ud(void)
 		while (getchar() != EOF)
 			;
 	}
-	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b) && !ibv_destroy_qp(d) && !ibv_destroy_qp(x),
+	CHECK(!ibv_destroy_qp(a) && !ibv_destroy_qp(b) && !ibv_destroy_qp(d) && !ibv_destroy_qp(x) &&
+	      !ibv_destroy_qp(g),
 	      "destroy UD QPs");
 	EXPECT_RET(ibv_destroy_ah(ah), 0);
 	CHECK(!ibv_dereg_mr(mr) && !ibv_destroy_cq(cq) && !ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)),

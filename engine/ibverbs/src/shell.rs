@@ -137,6 +137,32 @@ struct State {
     /// Where a drain takes the engine's completions (allocated once: an
     /// empty poll initializes no batch).
     scratch: Box<[WorkCompletion; DRAIN_BATCH]>,
+    /// UD QP number -> its send staging area ([`UdStaging`]).
+    ud_staging: HashMap<u32, UdStaging>,
+}
+
+/// Where a UD QP's sends that the engine's one-SGE UD request cannot
+/// carry as they are (an SGE list, inline data) are gathered: a region of
+/// the QP's PD, registered in the engine, of one MTU-sized slot per send
+/// queue entry. A send takes the next slot; the send posted `slots`
+/// earlier has left it by then (the queue has room only once it is out,
+/// and the engine copies a datagram's payload into its frame as it sends
+/// it).
+struct UdStaging {
+    lkey: u32,
+    slot_len: usize,
+    slots: usize,
+    next: usize,
+    /// One message, gathered before it is written into its slot.
+    scratch: Box<[u8]>,
+}
+
+/// The data of a staged UD send ([`Shell::post_ud_send_staged`]).
+pub enum UdData<'a> {
+    /// An SGE list, gathered through the engine's regions.
+    Sges(&'a [Sge]),
+    /// Inline bytes, already copied from the program.
+    Inline(&'a [u8]),
 }
 
 /// The engine of one program: one interface queue.
@@ -326,6 +352,7 @@ impl Shell {
                 cqs: Vec::new(),
                 qps: HashMap::new(),
                 scratch: Box::new([WorkCompletion::default(); DRAIN_BATCH]),
+                ud_staging: HashMap::new(),
             }),
             async_events: AsyncEvents {
                 fd: EventFd::new().map_err(|e| format!("eventfd: {e}"))?,
@@ -660,6 +687,11 @@ impl Shell {
         st.rtc.flush_deferred();
         st.qps.remove(&qpn);
         let r = st.rtc.endpoint_mut().destroy_qp(qpn);
+        if r.is_ok() {
+            if let Some(s) = st.ud_staging.remove(&qpn) {
+                let _ = st.rtc.endpoint_mut().dereg_mr(s.lkey);
+            }
+        }
         drop(st);
         self.wake();
         r
@@ -743,6 +775,100 @@ impl Shell {
         self.with(|ep| ep.post_ud_recv(qpn, wr))
     }
 
+    /// Gives UD QP `qpn`, of the engine's PD `pd`, a staging area of
+    /// `slots` sends ([`UdStaging`]), for SGE lists and inline data.
+    pub fn stage_ud_sends(&self, qpn: u32, pd: u32, slots: usize) -> Result<(), VerbsError> {
+        let slot_len = self.active_mtu.bytes() as usize;
+        // Two slots at least: a send longer than the MTU names a range
+        // one byte longer than a slot (see `post_ud_send_staged`).
+        let slots = slots.max(2);
+        let memory = vec![0u8; slots * slot_len].into_boxed_slice();
+        let mut st = lock(&self.state);
+        let keys = st
+            .rtc
+            .endpoint_mut()
+            .reg_mr_in(pd, Box::new(memory), 0, Access::LOCAL_WRITE)?;
+        st.ud_staging.insert(
+            qpn,
+            UdStaging {
+                lkey: keys.lkey,
+                slot_len,
+                slots,
+                next: 0,
+                scratch: vec![0u8; slot_len].into_boxed_slice(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Posts a UD send whose data is `data`, gathered into the QP's next
+    /// staging slot; `wr.local` is set here. An SGE list is read through
+    /// the engine's regions (a bad key or range: `LocalProtection`, at
+    /// the post). A message longer than the MTU is not copied: the engine
+    /// completes it without a packet (IBA C10-93.1.1), as it does any
+    /// such send.
+    pub fn post_ud_send_staged(
+        &self,
+        qpn: u32,
+        mut wr: UdSendWr,
+        data: UdData<'_>,
+    ) -> Result<(), VerbsError> {
+        let mut st = lock(&self.state);
+        let State {
+            rtc, ud_staging, ..
+        } = &mut *st;
+        let ep = rtc.endpoint_mut();
+        let s = ud_staging
+            .get_mut(&qpn)
+            .ok_or(VerbsError::InvalidArgument("the QP has no UD staging area"))?;
+        let q = ep.ud_qp(qpn).ok_or(VerbsError::UnknownQp)?;
+        // The slot must not hold a send still queued (see `UdStaging`).
+        if q.send_queue_len() >= q.init_attr().max_send_wr as usize {
+            return Err(VerbsError::QueueFull);
+        }
+        let total: u64 = match data {
+            UdData::Sges(l) => l.iter().map(|g| u64::from(g.length)).sum(),
+            UdData::Inline(d) => d.len() as u64,
+        };
+        if total > u64::from(engine::rc::MAX_MESSAGE_LEN) {
+            return Err(VerbsError::InvalidArgument("message longer than 1 GiB"));
+        }
+        let base = ((s.next % s.slots) * s.slot_len) as u64;
+        wr.local = if total == 0 {
+            Sge::default()
+        } else if total > s.slot_len as u64 {
+            Sge {
+                lkey: s.lkey,
+                addr: 0,
+                length: s.slot_len as u32 + 1,
+            }
+        } else {
+            let n = total as usize;
+            match data {
+                UdData::Sges(l) => {
+                    let mut at = 0;
+                    for g in l.iter().filter(|g| g.length > 0) {
+                        let len = g.length as usize;
+                        ep.mr_read(g.lkey, g.addr, &mut s.scratch[at..at + len])?;
+                        at += len;
+                    }
+                }
+                UdData::Inline(d) => s.scratch[..n].copy_from_slice(d),
+            }
+            ep.mr_write(s.lkey, base, &s.scratch[..n])?;
+            Sge {
+                lkey: s.lkey,
+                addr: base,
+                length: n as u32,
+            }
+        };
+        ep.post_ud_send(qpn, wr)?;
+        s.next = s.next.wrapping_add(1);
+        drop(st);
+        self.wake();
+        Ok(())
+    }
+
     /// After an `ibv_post_send`: a thread other than the one that polls
     /// transmits what it posted at once, as a NIC's doorbell would start
     /// it. The polling thread needs none: its next `ibv_poll_cq` sends its
@@ -807,6 +933,7 @@ impl Shell {
                 cqs,
                 qps,
                 scratch,
+                ..
             } = &mut *st;
             rtc.poll_with(|ep| drain_cq(ep, cqs, qps, scratch, cq as usize, self))
                 .1
@@ -907,6 +1034,7 @@ impl State {
             cqs,
             qps,
             scratch,
+            ..
         } = self;
         drain_cq(rtc.endpoint_mut(), cqs, qps, scratch, i, shell)
     }

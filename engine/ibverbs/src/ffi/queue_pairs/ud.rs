@@ -2,17 +2,19 @@
 //! (docs/unreliable-datagram.md, "The API a verbs layer maps onto"):
 //! creation, the UD transitions and their masks, query, posts.
 //!
-//! The engine's UD requests carry one SGE: a UD QP is created with at
-//! most one SGE per request and no inline data (asking for more is
-//! `EINVAL`, with a line saying why), and a request with more SGEs than
-//! that is `EINVAL`, as rxe answers a request beyond the QP's caps.
+//! The engine's UD request carries one SGE: a send with one SGE (or none)
+//! goes as it is; an SGE list or inline data is gathered into the QP's
+//! staging slot first (`Shell::post_ud_send_staged`), so a UD QP has
+//! rxe's send caps (its SGEs and inline bytes). A receive takes one SGE:
+//! `max_recv_sge` above 1 is `EINVAL` at creation (with a line saying
+//! why), a receive with more SGEs `EINVAL`.
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use engine::rc::{QpInitAttr, RecvWr, Sge, VerbsError};
+use engine::rc::{QpInitAttr, RecvWr, Sge, SgeCaps, VerbsError};
 use engine::ud::{UdQpAttr, UdQpAttrMask, UdSendOp, UdSendWr};
 
 use super::super::address_handles::ah;
@@ -20,11 +22,11 @@ use super::super::completions::Cq;
 use super::super::qp_ex::QpEx;
 use super::super::regions::Pd;
 use super::super::{errno_of, mtu_enum, unsupported};
-use super::{one_sge, state_enum, state_of, Qp};
+use super::{one_sge, sge_list, state_enum, state_of, Qp, MAX_SGE};
 use crate::abi::*;
 use crate::checks;
 use crate::handles;
-use crate::shell::Shell;
+use crate::shell::{Shell, UdData};
 
 /// `ibv_create_qp` of a UD QP (the common checks done by the caller).
 pub(super) fn create(
@@ -35,19 +37,25 @@ pub(super) fn create(
     a: &mut ibv_qp_init_attr,
     init_attr: QpInitAttr,
 ) -> Result<*mut ibv_qp, c_int> {
-    if a.cap.max_send_sge > 1 || a.cap.max_recv_sge > 1 || a.cap.max_inline_data > 0 {
+    if a.cap.max_recv_sge > 1 {
         return Err(unsupported!(
-            "a UD QP with more than one SGE per request or inline data (the engine's UD requests carry one SGE)",
+            "a UD QP with more than one SGE per receive (the engine's UD receive takes one SGE)",
             libc::EINVAL
         ));
     }
-    // What the QP has: one SGE each way (rxe grants at least what was
-    // asked), no inline data.
+    // What the QP has: its send SGEs and inline bytes as rxe grants them
+    // (the larger of the two fills the WQE's room), one receive SGE.
+    let grants = SgeCaps {
+        max_send_sge: a.cap.max_send_sge,
+        max_recv_sge: 1,
+        max_inline_data: a.cap.max_inline_data,
+    }
+    .as_rxe_grants();
     a.cap.max_send_wr = init_attr.max_send_wr;
     a.cap.max_recv_wr = init_attr.max_recv_wr;
-    a.cap.max_send_sge = 1;
+    a.cap.max_send_sge = grants.max_send_sge;
     a.cap.max_recv_sge = 1;
-    a.cap.max_inline_data = 0;
+    a.cap.max_inline_data = grants.max_inline_data;
     // SAFETY: ibv_qp is plain data (pointers, integers, and a pthread
     // mutex and condition whose all-zero value is their initializer).
     let mut c: ibv_qp = unsafe { std::mem::zeroed() };
@@ -72,6 +80,10 @@ pub(super) fn create(
     let qpn = shell
         .create_ud_qp(owner.number, init_attr, b.c.get() as usize)
         .map_err(|e| errno_of(&e))?;
+    if let Err(e) = shell.stage_ud_sends(qpn, owner.number, init_attr.max_send_wr as usize) {
+        let _ = shell.destroy_qp(qpn);
+        return Err(errno_of(&e));
+    }
     // SAFETY: not handed out yet: this is the only reference.
     unsafe {
         (*b.c.get()).handle = qpn;
@@ -206,24 +218,19 @@ pub(super) unsafe fn query(
 
 /// Posts one UD send (rxe `post_one_send` for UD): SEND or SEND_WITH_IMM
 /// to `wr.ud.ah` (a live address handle: a NULL or destroyed one is
-/// `EINVAL`), `wr.ud.remote_qpn`, `wr.ud.remote_qkey`; one SGE at most.
+/// `EINVAL`), `wr.ud.remote_qpn`, `wr.ud.remote_qkey`; its SGE list
+/// within the QP's `max_send_sge`, inline data within its
+/// `max_inline_data` (more is `EINVAL`, as rxe).
 ///
 /// # Safety
-/// `w.sg_list` holds `w.num_sge` SGEs (the contract, point 1).
+/// `w.sg_list` holds `w.num_sge` SGEs, and with `IBV_SEND_INLINE` each
+/// names `length` readable bytes at `addr` (the contract, point 1).
 pub(super) unsafe fn post_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result<(), c_int> {
     let opcode = match w.opcode {
         IBV_WR_SEND => UdSendOp::Send,
         IBV_WR_SEND_WITH_IMM => UdSendOp::SendWithImm,
         _ => return Err(libc::EINVAL),
     };
-    // SAFETY: the function's contract.
-    let local =
-        unsafe { one_sge(w.sg_list, w.num_sge, q.cap.max_send_sge) }?.ok_or(libc::EINVAL)?;
-    // Inline: the QP has no inline room (rxe: more than max_inline is
-    // EINVAL); an empty message needs none.
-    if w.send_flags & IBV_SEND_INLINE != 0 && local.length > q.cap.max_inline_data {
-        return Err(libc::EINVAL);
-    }
     // wr.ud: the AH where `remote_addr` is, then the remote QPN and
     // Q_Key in the two halves of the next word.
     let handle = ah(w.wr.remote_addr as usize as *const ibv_ah)?;
@@ -231,11 +238,7 @@ pub(super) unsafe fn post_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result
     let wr = UdSendWr {
         wr_id: w.wr_id,
         opcode,
-        local: if local.length == 0 {
-            Sge::default()
-        } else {
-            local
-        },
+        local: Sge::default(),
         imm: u32::from_be(w.imm_data),
         ah: handle.number,
         remote_qpn: word as u32,
@@ -243,7 +246,41 @@ pub(super) unsafe fn post_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result
         signaled: w.send_flags & IBV_SEND_SIGNALED != 0,
         solicited: w.send_flags & IBV_SEND_SOLICITED != 0,
     };
-    shell.post_ud_send(q.qp_num(), wr).map_err(|e| errno_of(&e))
+    let qpn = q.qp_num();
+    if w.send_flags & IBV_SEND_INLINE == 0 {
+        // One SGE or none: the request carries it.
+        // SAFETY: the function's contract.
+        if let Some(local) = unsafe { one_sge(w.sg_list, w.num_sge, q.cap.max_send_sge) }? {
+            let wr = UdSendWr { local, ..wr };
+            return shell.post_ud_send(qpn, wr).map_err(|e| errno_of(&e));
+        }
+    }
+    let mut buf = [Sge::default(); MAX_SGE];
+    // SAFETY: the function's contract.
+    let sges = unsafe { sge_list(w.sg_list, w.num_sge, q.cap.max_send_sge, &mut buf) }?;
+    if w.send_flags & IBV_SEND_INLINE == 0 {
+        return shell
+            .post_ud_send_staged(qpn, wr, UdData::Sges(sges))
+            .map_err(|e| errno_of(&e));
+    }
+    let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+    if total > u64::from(q.cap.max_inline_data) {
+        return Err(libc::EINVAL);
+    }
+    let mut data = [0u8; crate::limits::MAX_INLINE_DATA as usize];
+    let mut at = 0;
+    for s in sges.iter().filter(|s| s.length > 0) {
+        let n = s.length as usize;
+        // SAFETY: an inline request's SGE names `length` readable bytes
+        // at `addr` in the program's memory (the contract); `at + n` <=
+        // total <= max_inline_data <= data.len().
+        let src = unsafe { std::slice::from_raw_parts(s.addr as usize as *const u8, n) };
+        data[at..at + n].copy_from_slice(src);
+        at += n;
+    }
+    shell
+        .post_ud_send_staged(qpn, wr, UdData::Inline(&data[..at]))
+        .map_err(|e| errno_of(&e))
 }
 
 /// Posts one UD receive: one SGE at most; the buffer gets the 40-byte
