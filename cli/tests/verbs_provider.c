@@ -42,7 +42,9 @@
  *              for byte with the 40-byte GRH area (20 zero bytes, then
  *              the IPv4 header), src_qp, wc_flags, byte_len;
  *              ibv_init_ah_from_wc / ibv_create_ah_from_wc answering
- *              back; the extended API (ibv_wr_set_ud_addr, ibv_wr_send)
+ *              back; send SGE lists and inline data gathered, receive
+ *              SGE lists scattered (past the staging rings' ends);
+ *              the extended API (ibv_wr_set_ud_addr, ibv_wr_send)
  *              into an extended CQ (ibv_wc_read_src_qp); bad input: a
  *              NULL or destroyed AH, an RC opcode, two SGEs (EINVAL), a
  *              send longer than the MTU (completes, nothing arrives), a
@@ -1034,12 +1036,6 @@ static int ud(void)
 	CHECK(mr, "ibv_reg_mr");
 	char *snd = buf, *rcv = buf + LEN, *rcv2 = buf + 2 * LEN, *rcv3 = buf + 3 * LEN;
 
-	/* More than one receive SGE: refused (a UD receive takes one). */
-	struct ibv_qp_init_attr big = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 2 },
-	};
-	EXPECT_NULL_ERRNO(ibv_create_qp(pd, &big), EINVAL);
 
 	struct ibv_qp *a = ud_qp(pd, cq, 10), *b = ud_qp(pd, cq, 20);
 
@@ -1227,6 +1223,53 @@ static int ud(void)
 		rw = send_and_recv(cq, 52);
 		check_recv(&rw, 501, 353, g->qp_num, b->qp_num, 1); /* still SEND_WITH_IMM */
 		check_grh(rcv3, want, 353, 1);
+	}
+
+	/* Receive SGE lists: the GRH area and the message scattered. */
+	{
+		struct ibv_qp_init_attr ha = {
+			.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+			.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1, .max_recv_sge = 3 },
+		};
+		struct ibv_qp *h = ibv_create_qp(pd, &ha);
+		CHECK(h && ha.cap.max_recv_sge == 3, "UD QP with 3 receive SGEs: %s", strerror(errno));
+		struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+		CHECK(!ibv_modify_qp(h, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) &&
+		      !ibv_modify_qp(h, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR }, IBV_QP_STATE),
+		      "h to RTR");
+		for (int round = 0; round < 5; round++) { /* past the 2 slots */
+			memset(rcv, 0xa5, 2 * LEN);
+			struct ibv_sge sl[3] = { { (uintptr_t)rcv + 7, 30, mr->lkey },
+						 { (uintptr_t)rcv + 1000, 50, mr->lkey },
+						 { (uintptr_t)rcv2 + 3, 1024, mr->lkey } };
+			struct ibv_recv_wr r = { .wr_id = 600 + round, .sg_list = sl, .num_sge = 3 }, *rb;
+			EXPECT_RET(ibv_post_recv(h, &r, &rb), 0);
+			fill(snd, 200, 20 + round);
+			EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 60 + round, snd, 200, ah, h->qp_num, QKEY, 1), 0);
+			rw = send_and_recv(cq, 60 + round);
+			check_recv(&rw, 600 + round, 200, a->qp_num, h->qp_num, 0);
+			char whole[GRH + 200];
+			memcpy(whole, rcv + 7, 30);
+			memcpy(whole + 30, rcv + 1000, 50);
+			memcpy(whole + 80, rcv2 + 3, GRH + 200 - 80);
+			check_grh(whole, snd, 200, 0);
+			CHECK((unsigned char)rcv[6] == 0xa5 && (unsigned char)rcv[37] == 0xa5 &&
+			      (unsigned char)rcv[1050] == 0xa5 && (unsigned char)rcv2[3 + 160] == 0xa5,
+			      "nothing written outside the list");
+		}
+		/* A list too short for the GRH area and the message. */
+		struct ibv_sge sl[2] = { { (uintptr_t)rcv, 30, mr->lkey }, { (uintptr_t)rcv + 100, 30, mr->lkey } };
+		struct ibv_recv_wr r = { .wr_id = 700, .sg_list = sl, .num_sge = 2 }, *rb;
+		EXPECT_RET(ibv_post_recv(h, &r, &rb), 0);
+		EXPECT_RET(ud_send(a, mr, IBV_WR_SEND, 70, snd, 100, ah, h->qp_num, QKEY, 1), 0);
+		rw = send_and_recv(cq, 70);
+		CHECK(rw.wr_id == 700 && rw.status == IBV_WC_LOC_QP_OP_ERR, "short list: %s",
+		      ibv_wc_status_str(rw.status));
+		struct ibv_sge four[4] = { sl[0], sl[1], sl[0], sl[1] };
+		r.sg_list = four;
+		r.num_sge = 4;
+		EXPECT_RET(ibv_post_recv(h, &r, &rb), EINVAL);
+		CHECK(!ibv_destroy_qp(h), "destroy h");
 	}
 
 	/* The extended API: ibv_wr_set_ud_addr + ibv_wr_send on a UD QP of

@@ -30,7 +30,7 @@ use engine::io::Waker;
 use engine::nic::{LoaderError, QueueOption, SteerOps, SteerRequest, Steering};
 use engine::rc::{
     Access, MrKeys, Mtu, MwType, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory,
-    SendWr, Sge, SgeCaps, VerbsError, WcStatus, WorkCompletion,
+    SendWr, Sge, SgeCaps, VerbsError, WcOpcode, WcStatus, WorkCompletion,
 };
 use engine::stats::{queue_counters, xdp_counters, QueueSnapshot, Snapshot, StatsServer};
 use engine::ud::{AhAttr, UdQpAttr, UdQpAttrMask, UdSendWr};
@@ -139,6 +139,63 @@ struct State {
     scratch: Box<[WorkCompletion; DRAIN_BATCH]>,
     /// UD QP number -> its send staging area ([`UdStaging`]).
     ud_staging: HashMap<u32, UdStaging>,
+    /// UD QP number -> its receive staging area ([`UdRecvStaging`]).
+    ud_recv_staging: HashMap<u32, UdRecvStaging>,
+}
+
+/// Where the receives of a UD QP created with more than one receive SGE
+/// land (the engine's UD receive takes one SGE): a region of the QP's PD
+/// with one slot of 40 + MTU bytes per receive queue entry. Every receive
+/// of the QP takes the next slot and keeps the program's SGE list beside
+/// it; its completion (receives complete in the order they were posted,
+/// flushed ones too) scatters the slot's bytes into that list.
+struct UdRecvStaging {
+    lkey: u32,
+    slot_len: usize,
+    slots: usize,
+    max_sge: usize,
+    /// Receives posted and completed so far (slot = count % slots).
+    posted: usize,
+    completed: usize,
+    /// The program's SGE lists, `max_sge` per slot, and their lengths.
+    sges: Box<[Sge]>,
+    counts: Box<[usize]>,
+    scratch: Box<[u8]>,
+}
+
+impl UdRecvStaging {
+    /// The next receive completion of the QP: the bytes of its slot
+    /// scattered into the program's list (a region gone since the post:
+    /// a local protection error, as rxe's `copy_data`).
+    fn complete(&mut self, ep: &mut Endpoint, wc: &mut WorkCompletion) {
+        let slot = self.completed % self.slots;
+        self.completed = self.completed.wrapping_add(1);
+        if wc.status != WcStatus::Success {
+            return;
+        }
+        let n = (wc.byte_len as usize).min(self.slot_len);
+        let base = (slot * self.slot_len) as u64;
+        if ep.mr_read(self.lkey, base, &mut self.scratch[..n]).is_err() {
+            wc.status = WcStatus::LocalProtectionError;
+            return;
+        }
+        let list = &self.sges[slot * self.max_sge..][..self.counts[slot]];
+        let mut at = 0;
+        for g in list {
+            if at == n {
+                break;
+            }
+            let k = (g.length as usize).min(n - at);
+            if ep
+                .mr_write(g.lkey, g.addr, &self.scratch[at..at + k])
+                .is_err()
+            {
+                wc.status = WcStatus::LocalProtectionError;
+                return;
+            }
+            at += k;
+        }
+    }
 }
 
 /// Where a UD QP's sends that the engine's one-SGE UD request cannot
@@ -353,6 +410,7 @@ impl Shell {
                 qps: HashMap::new(),
                 scratch: Box::new([WorkCompletion::default(); DRAIN_BATCH]),
                 ud_staging: HashMap::new(),
+                ud_recv_staging: HashMap::new(),
             }),
             async_events: AsyncEvents {
                 fd: EventFd::new().map_err(|e| format!("eventfd: {e}"))?,
@@ -691,6 +749,9 @@ impl Shell {
             if let Some(s) = st.ud_staging.remove(&qpn) {
                 let _ = st.rtc.endpoint_mut().dereg_mr(s.lkey);
             }
+            if let Some(s) = st.ud_recv_staging.remove(&qpn) {
+                let _ = st.rtc.endpoint_mut().dereg_mr(s.lkey);
+            }
         }
         drop(st);
         self.wake();
@@ -756,6 +817,10 @@ impl Shell {
         let r = st.rtc.endpoint_mut().modify_ud_qp(qpn, attr, mask);
         if r.is_ok() && mask.contains(UdQpAttrMask::STATE) && attr.state == QpState::Reset {
             st.forget_completions(qpn, self);
+            // RESET empties the receive queue without completions.
+            if let Some(r) = st.ud_recv_staging.get_mut(&qpn) {
+                r.completed = r.posted;
+            }
         }
         drop(st);
         self.wake();
@@ -773,6 +838,84 @@ impl Shell {
 
     pub fn post_ud_recv(&self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
         self.with(|ep| ep.post_ud_recv(qpn, wr))
+    }
+
+    /// Gives UD QP `qpn`, of the engine's PD `pd`, a receive staging
+    /// area of `slots` receives of up to `max_sge` SGEs
+    /// ([`UdRecvStaging`]).
+    pub fn stage_ud_recvs(
+        &self,
+        qpn: u32,
+        pd: u32,
+        slots: usize,
+        max_sge: usize,
+    ) -> Result<(), VerbsError> {
+        let slot_len = engine::ud::GRH_LEN + self.active_mtu.bytes() as usize;
+        let slots = slots.max(1);
+        let memory = vec![0u8; slots * slot_len].into_boxed_slice();
+        let mut st = lock(&self.state);
+        let keys = st
+            .rtc
+            .endpoint_mut()
+            .reg_mr_in(pd, Box::new(memory), 0, Access::LOCAL_WRITE)?;
+        st.ud_recv_staging.insert(
+            qpn,
+            UdRecvStaging {
+                lkey: keys.lkey,
+                slot_len,
+                slots,
+                max_sge,
+                posted: 0,
+                completed: 0,
+                sges: vec![Sge::default(); slots * max_sge].into_boxed_slice(),
+                counts: vec![0; slots].into_boxed_slice(),
+                scratch: vec![0u8; slot_len].into_boxed_slice(),
+            },
+        );
+        Ok(())
+    }
+
+    /// Posts a receive of UD QP `qpn` (one with a receive staging area)
+    /// whose buffer is the list `sges` (at most the area's `max_sge`).
+    pub fn post_ud_recv_staged(
+        &self,
+        qpn: u32,
+        wr_id: u64,
+        sges: &[Sge],
+    ) -> Result<(), VerbsError> {
+        let mut st = lock(&self.state);
+        let State {
+            rtc,
+            ud_recv_staging,
+            ..
+        } = &mut *st;
+        let r = ud_recv_staging
+            .get_mut(&qpn)
+            .ok_or(VerbsError::InvalidArgument(
+                "the QP has no receive staging area",
+            ))?;
+        if sges.len() > r.max_sge {
+            return Err(VerbsError::InvalidArgument("more SGEs than the QP's"));
+        }
+        // A slot still waiting for its completion is not taken again.
+        if r.posted.wrapping_sub(r.completed) >= r.slots {
+            return Err(VerbsError::QueueFull);
+        }
+        let total: u64 = sges.iter().map(|g| u64::from(g.length)).sum();
+        let slot = r.posted % r.slots;
+        let sge = Sge {
+            lkey: r.lkey,
+            addr: (slot * r.slot_len) as u64,
+            length: total.min(r.slot_len as u64) as u32,
+        };
+        rtc.endpoint_mut()
+            .post_ud_recv(qpn, RecvWr { wr_id, sge })?;
+        r.sges[slot * r.max_sge..][..sges.len()].copy_from_slice(sges);
+        r.counts[slot] = sges.len();
+        r.posted = r.posted.wrapping_add(1);
+        drop(st);
+        self.wake();
+        Ok(())
     }
 
     /// Gives UD QP `qpn`, of the engine's PD `pd`, a staging area of
@@ -933,9 +1076,10 @@ impl Shell {
                 cqs,
                 qps,
                 scratch,
+                ud_recv_staging,
                 ..
             } = &mut *st;
-            rtc.poll_with(|ep| drain_cq(ep, cqs, qps, scratch, cq as usize, self))
+            rtc.poll_with(|ep| drain_cq(ep, cqs, qps, scratch, ud_recv_staging, cq as usize, self))
                 .1
         };
         // What this call received may have completed work of another CQ,
@@ -1034,9 +1178,18 @@ impl State {
             cqs,
             qps,
             scratch,
+            ud_recv_staging,
             ..
         } = self;
-        drain_cq(rtc.endpoint_mut(), cqs, qps, scratch, i, shell)
+        drain_cq(
+            rtc.endpoint_mut(),
+            cqs,
+            qps,
+            scratch,
+            ud_recv_staging,
+            i,
+            shell,
+        )
     }
 }
 
@@ -1048,6 +1201,7 @@ fn drain_cq(
     cqs: &mut [Option<CqState>],
     qps: &mut HashMap<u32, (usize, bool)>,
     batch: &mut [WorkCompletion; DRAIN_BATCH],
+    ud_recv_staging: &mut HashMap<u32, UdRecvStaging>,
     i: usize,
     shell: &Shell,
 ) -> usize {
@@ -1062,6 +1216,15 @@ fn drain_cq(
         }
         let n = ep.poll_cq(i as u32, &mut batch[..room]);
         moved += n;
+        if !ud_recv_staging.is_empty() {
+            for wc in batch[..n].iter_mut() {
+                if wc.opcode == WcOpcode::Recv {
+                    if let Some(r) = ud_recv_staging.get_mut(&wc.qpn) {
+                        r.complete(ep, wc);
+                    }
+                }
+            }
+        }
         for wc in &batch[..n] {
             if wc.status != WcStatus::Success && wc.status != WcStatus::Flushed {
                 if let Some((token, reported)) = qps.get_mut(&wc.qpn) {

@@ -37,24 +37,18 @@ pub(super) fn create(
     a: &mut ibv_qp_init_attr,
     init_attr: QpInitAttr,
 ) -> Result<*mut ibv_qp, c_int> {
-    if a.cap.max_recv_sge > 1 {
-        return Err(unsupported!(
-            "a UD QP with more than one SGE per receive (the engine's UD receive takes one SGE)",
-            libc::EINVAL
-        ));
-    }
-    // What the QP has: its send SGEs and inline bytes as rxe grants them
-    // (the larger of the two fills the WQE's room), one receive SGE.
+    // What the QP has: its SGEs and inline bytes as rxe grants them (the
+    // larger of the send SGEs and the inline data fills the WQE's room).
     let grants = SgeCaps {
         max_send_sge: a.cap.max_send_sge,
-        max_recv_sge: 1,
+        max_recv_sge: a.cap.max_recv_sge.max(1),
         max_inline_data: a.cap.max_inline_data,
     }
     .as_rxe_grants();
     a.cap.max_send_wr = init_attr.max_send_wr;
     a.cap.max_recv_wr = init_attr.max_recv_wr;
     a.cap.max_send_sge = grants.max_send_sge;
-    a.cap.max_recv_sge = 1;
+    a.cap.max_recv_sge = grants.max_recv_sge;
     a.cap.max_inline_data = grants.max_inline_data;
     // SAFETY: ibv_qp is plain data (pointers, integers, and a pthread
     // mutex and condition whose all-zero value is their initializer).
@@ -80,7 +74,18 @@ pub(super) fn create(
     let qpn = shell
         .create_ud_qp(owner.number, init_attr, b.c.get() as usize)
         .map_err(|e| errno_of(&e))?;
-    if let Err(e) = shell.stage_ud_sends(qpn, owner.number, init_attr.max_send_wr as usize) {
+    let staged = shell
+        .stage_ud_sends(qpn, owner.number, init_attr.max_send_wr as usize)
+        .and_then(|()| match a.cap.max_recv_sge > 1 {
+            true => shell.stage_ud_recvs(
+                qpn,
+                owner.number,
+                init_attr.max_recv_wr as usize,
+                a.cap.max_recv_sge as usize,
+            ),
+            false => Ok(()),
+        });
+    if let Err(e) = staged {
         let _ = shell.destroy_qp(qpn);
         return Err(errno_of(&e));
     }
@@ -283,21 +288,32 @@ pub(super) unsafe fn post_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result
         .map_err(|e| errno_of(&e))
 }
 
-/// Posts one UD receive: one SGE at most; the buffer gets the 40-byte
-/// GRH area, then the message.
+/// Posts one UD receive: the buffer gets the 40-byte GRH area, then the
+/// message. A QP of one receive SGE gives the engine its SGE; one of more
+/// takes every receive through its staging area (`Shell::post_ud_recv_staged`).
 ///
 /// # Safety
 /// `w.sg_list` holds `w.num_sge` SGEs (the contract, point 1).
 pub(super) unsafe fn post_recv(shell: &Shell, q: &Qp, w: &ibv_recv_wr) -> Result<(), c_int> {
+    let qpn = q.qp_num();
+    if q.cap.max_recv_sge <= 1 {
+        // SAFETY: the function's contract.
+        let sge =
+            unsafe { one_sge(w.sg_list, w.num_sge, q.cap.max_recv_sge) }?.ok_or(libc::EINVAL)?;
+        return shell
+            .post_ud_recv(
+                qpn,
+                RecvWr {
+                    wr_id: w.wr_id,
+                    sge,
+                },
+            )
+            .map_err(|e| errno_of(&e));
+    }
+    let mut buf = [Sge::default(); MAX_SGE];
     // SAFETY: the function's contract.
-    let sge = unsafe { one_sge(w.sg_list, w.num_sge, q.cap.max_recv_sge) }?.ok_or(libc::EINVAL)?;
+    let sges = unsafe { sge_list(w.sg_list, w.num_sge, q.cap.max_recv_sge, &mut buf) }?;
     shell
-        .post_ud_recv(
-            q.qp_num(),
-            RecvWr {
-                wr_id: w.wr_id,
-                sge,
-            },
-        )
+        .post_ud_recv_staged(qpn, w.wr_id, sges)
         .map_err(|e| errno_of(&e))
 }
