@@ -267,6 +267,7 @@ impl Rig {
             max_send_wr: 4,
             max_recv_wr: 4,
             sq_sig_all: false,
+            srq: None,
         };
         let mut qps = Vec::with_capacity(n as usize);
         for _ in 0..n {

@@ -42,13 +42,15 @@
 //! The verbs are grouped by what they act on: the device and its context
 //! here, then `regions` (PDs, MRs), `completions` (channels, CQs, events),
 //! `cq_ex` (`ibv_create_cq_ex` and its polling ops), `queue_pairs` (QPs,
-//! posting) and `qp_ex` (`ibv_create_qp_ex` and the `ibv_wr_*` builders).
+//! posting), `qp_ex` (`ibv_create_qp_ex` and the `ibv_wr_*` builders) and
+//! `srq` (shared receive queues).
 
 mod completions;
 mod cq_ex;
 mod qp_ex;
 mod queue_pairs;
 mod regions;
+mod srq;
 mod windows;
 
 use std::cell::UnsafeCell;
@@ -116,6 +118,7 @@ fn minus_one(r: Result<(), c_int>) -> c_int {
 fn errno_of(e: &VerbsError) -> c_int {
     match e {
         VerbsError::QueueFull | VerbsError::ResourceExhausted => libc::ENOMEM,
+        VerbsError::Busy => libc::EBUSY,
         _ => libc::EINVAL,
     }
 }
@@ -309,7 +312,7 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     ctx.ops.req_notify_cq = Some(completions::req_notify_cq);
     ctx.ops.post_send = Some(queue_pairs::post_send);
     ctx.ops.post_recv = Some(queue_pairs::post_recv);
-    ctx.ops.post_srq_recv = Some(queue_pairs::post_srq_recv);
+    ctx.ops.post_srq_recv = Some(srq::post_srq_recv);
     ctx.ops.alloc_mw = Some(windows::alloc_mw);
     ctx.ops.bind_mw = Some(windows::bind_mw);
     ctx.ops.dealloc_mw = Some(windows::dealloc_mw);
@@ -350,6 +353,9 @@ fn device_attr(shell: &Shell) -> ibv_device_attr {
     a.max_mr = limits::MAX_MR;
     a.max_mw = limits::MAX_MW;
     a.max_pd = limits::MAX_PD;
+    a.max_srq = limits::MAX_SRQ;
+    a.max_srq_wr = limits::MAX_SRQ_WR;
+    a.max_srq_sge = limits::MAX_SRQ_SGE;
     a.max_qp_rd_atom = limits::MAX_QP_RD_ATOM;
     a.max_qp_init_rd_atom = limits::MAX_QP_RD_ATOM;
     a.max_res_rd_atom = limits::MAX_QP_RD_ATOM * limits::MAX_QP;

@@ -24,6 +24,7 @@ pub enum Kind {
     Cq,
     Qp,
     Mw,
+    Srq,
 }
 
 /// A type whose boxes are handed to the program.
