@@ -45,6 +45,8 @@
  *              destroy while a QP uses it (EBUSY), and bad handles.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -311,6 +313,16 @@ static int checks(void)
 	      dx.orig_attr.max_cqe == da.max_cqe, "ibv_query_device_ex");
 	struct ibv_query_device_ex_input in = { .comp_mask = 1 };
 	EXPECT_RET(ibv_query_device_ex(ctx, &in, &dx), EINVAL);
+	/* cmd_fd is an open descriptor of the context (programs poll or dup
+	 * it), distinct from async_fd; importing it is refused. */
+	CHECK(ctx->cmd_fd >= 0 && fcntl(ctx->cmd_fd, F_GETFD) >= 0 &&
+	      ctx->cmd_fd != ctx->async_fd, "cmd_fd %d", ctx->cmd_fd);
+	int cmd_dup = dup(ctx->cmd_fd);
+	CHECK(cmd_dup >= 0, "dup(cmd_fd): %s", strerror(errno));
+	errno = 0;
+	CHECK(!ibv_import_device(cmd_dup) && errno == EOPNOTSUPP,
+	      "ibv_import_device: errno %d", errno);
+	close(cmd_dup);
 	struct ibv_port_attr pa;
 	EXPECT_RET(ibv_query_port(ctx, 2, &pa), EINVAL);
 	EXPECT_RET(ibv_query_port(ctx, 1, &pa), 0);

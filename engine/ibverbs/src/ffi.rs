@@ -65,6 +65,7 @@ use crate::config::Config;
 use crate::handles::{self, Kind, Object};
 use crate::identity::{self, GIDS_IN_USE, GID_TABLE_LEN};
 use crate::limits;
+use crate::os::EventFd;
 use crate::shell::Shell;
 
 pub use crate::identity::DEVICE_NAME;
@@ -269,6 +270,12 @@ extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
 #[repr(C)]
 struct Context {
     vctx: UnsafeCell<verbs_context>,
+    /// The context's `cmd_fd`: rdma-core's is the opened uverbs device,
+    /// which programs may poll or `dup` (pyverbs' shared-PD tests dup it
+    /// to import the context). Here a descriptor that never becomes
+    /// readable, closed with the context; `ibv_import_device` of it
+    /// refuses with EOPNOTSUPP.
+    _cmd: EventFd,
 }
 // SAFETY: the context is filled in before it is handed out and only read
 // afterwards, by the program and by the drop-in.
@@ -304,7 +311,8 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     v.sz = std::mem::size_of::<verbs_context>();
     let ctx = &mut v.context;
     ctx.device = dev;
-    ctx.cmd_fd = -1;
+    let cmd = EventFd::new().map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?;
+    ctx.cmd_fd = cmd.raw();
     ctx.async_fd = shell.async_events.fd.raw();
     ctx.num_comp_vectors = limits::NUM_COMP_VECTORS;
     ctx.abi_compat = VERBS_ABI_IS_EXTENDED;
@@ -318,6 +326,7 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     ctx.ops.dealloc_mw = Some(windows::dealloc_mw);
     Ok(handles::publish(Box::new(Context {
         vctx: UnsafeCell::new(v),
+        _cmd: cmd,
     })))
 }
 
