@@ -411,13 +411,8 @@ impl Qp {
             length: total as u32,
         };
         let need = self.send_checks(&wr)?;
-        for s in sges.iter().filter(|s| s.length > 0) {
-            if mrs
-                .check_any_pd(s.lkey, s.addr, u64::from(s.length), need)
-                .is_err()
-            {
-                return Err(VerbsError::LocalProtection);
-            }
+        for s in sges {
+            mrs.check_sge(s, need)?;
         }
         if self.req.is_full() {
             return Err(VerbsError::QueueFull);
@@ -547,18 +542,7 @@ impl Qp {
         if !self.recv_state_admits(&wr, cqs)? {
             return Ok(());
         }
-        if wr.sge.length > 0
-            && mrs
-                .check_any_pd(
-                    wr.sge.lkey,
-                    wr.sge.addr,
-                    u64::from(wr.sge.length),
-                    Access::LOCAL_WRITE,
-                )
-                .is_err()
-        {
-            return Err(VerbsError::LocalProtection);
-        }
+        mrs.check_sge(&wr.sge, Access::LOCAL_WRITE)?;
         if !self.resp.post_recv(wr, WqeData::One) {
             return Err(VerbsError::QueueFull);
         }
@@ -599,13 +583,8 @@ impl Qp {
         if !self.recv_state_admits(&wr, cqs)? {
             return Ok(());
         }
-        for s in sges.iter().filter(|s| s.length > 0) {
-            if mrs
-                .check_any_pd(s.lkey, s.addr, u64::from(s.length), Access::LOCAL_WRITE)
-                .is_err()
-            {
-                return Err(VerbsError::LocalProtection);
-            }
+        for s in sges {
+            mrs.check_sge(s, Access::LOCAL_WRITE)?;
         }
         if self.resp.is_full() {
             return Err(VerbsError::QueueFull);

@@ -234,18 +234,7 @@ impl Srq {
     /// range and LOCAL_WRITE, in any PD: the QP that takes it writes
     /// through its own PD, as rxe) and queue it.
     pub(crate) fn post_checked(&mut self, wr: RecvWr, mrs: &MrTable) -> Result<(), VerbsError> {
-        if wr.sge.length > 0
-            && mrs
-                .check_any_pd(
-                    wr.sge.lkey,
-                    wr.sge.addr,
-                    u64::from(wr.sge.length),
-                    Access::LOCAL_WRITE,
-                )
-                .is_err()
-        {
-            return Err(VerbsError::LocalProtection);
-        }
+        mrs.check_sge(&wr.sge, Access::LOCAL_WRITE)?;
         if !self.post(wr) {
             return Err(VerbsError::QueueFull);
         }
