@@ -378,22 +378,26 @@ impl Endpoint {
     pub fn create_qp_in(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
         self.check_init(&init)?;
         self.check_room()?;
+        let qpn = self.draw_free_qpn()?;
+        self.place_new_qp(pd, qpn, init)
+    }
+
+    /// A free QP number of `FIRST_QPN..=MAX_QPN`, drawn at random (RC, UC
+    /// and UD QPs share the numbers): up to `QPN_DRAWS` draws, then, the
+    /// space nearly full, the next free number after the last draw.
+    fn draw_free_qpn(&mut self) -> Result<u32, VerbsError> {
         let span = MAX_QPN - FIRST_QPN + 1;
         let mut qpn = FIRST_QPN;
         for _ in 0..QPN_DRAWS {
             qpn = FIRST_QPN + self.rng.next_u24() % span;
             if self.qpn_unused(qpn) {
-                return self.place_new_qp(pd, qpn, init);
+                return Ok(qpn);
             }
         }
-        // Nearly full: the next free number after the last draw.
-        for k in 1..span {
-            let q = FIRST_QPN + (qpn - FIRST_QPN + k) % span;
-            if self.qpn_unused(q) {
-                return self.place_new_qp(pd, q, init);
-            }
-        }
-        Err(VerbsError::ResourceExhausted)
+        (1..span)
+            .map(|k| FIRST_QPN + (qpn - FIRST_QPN + k) % span)
+            .find(|&q| self.qpn_unused(q))
+            .ok_or(VerbsError::ResourceExhausted)
     }
 
     /// Create an RC QP in RESET under a number chosen by the caller (a
@@ -1074,21 +1078,8 @@ impl Endpoint {
         }
         self.check_init(&init)?;
         self.check_room()?;
-        let span = MAX_QPN - FIRST_QPN + 1;
-        let mut qpn = FIRST_QPN;
-        for _ in 0..QPN_DRAWS {
-            qpn = FIRST_QPN + self.rng.next_u24() % span;
-            if self.qpn_unused(qpn) {
-                return Ok(self.place_ud_qp(pd, qpn, init));
-            }
-        }
-        for k in 1..span {
-            let q = FIRST_QPN + (qpn - FIRST_QPN + k) % span;
-            if self.qpn_unused(q) {
-                return Ok(self.place_ud_qp(pd, q, init));
-            }
-        }
-        Err(VerbsError::ResourceExhausted)
+        let qpn = self.draw_free_qpn()?;
+        Ok(self.place_ud_qp(pd, qpn, init))
     }
 
     /// Create a UD QP in RESET under a number the caller chooses: one of
