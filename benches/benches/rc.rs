@@ -110,6 +110,7 @@ impl Rig {
             max_send_wr: 4096,
             max_recv_wr: 16,
             sq_sig_all: false,
+            srq: None,
         };
         let qa = a.create_qp(init).unwrap();
         let qb = b
@@ -313,6 +314,7 @@ impl Requester {
                 max_send_wr: 4096,
                 max_recv_wr: 16,
                 sq_sig_all: false,
+                srq: None,
             })
             .unwrap();
         let qb = 0x77;
@@ -533,6 +535,7 @@ fn best_of_responder() {
             max_send_wr: 16,
             max_recv_wr: 16,
             sq_sig_all: false,
+            srq: None,
         };
         let q = small.b.create_qp(init).unwrap();
         let remote = RemoteQp {

@@ -60,6 +60,7 @@ fn run(impair: Impairments) -> (u64, u64) {
                 max_send_wr: 64,
                 max_recv_wr: 64,
                 sq_sig_all: false,
+                srq: None,
             })
             .expect("create_qp");
         keys.push(

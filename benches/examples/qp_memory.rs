@@ -44,6 +44,7 @@ fn main() {
                 max_send_wr: wr,
                 max_recv_wr: wr,
                 sq_sig_all: false,
+                srq: None,
             })
             .unwrap();
         if connect || full {

@@ -56,6 +56,7 @@ pub fn measure(duration: Duration) -> Result<PathTiming, String> {
         max_send_wr: 1024,
         max_recv_wr: 1024,
         sq_sig_all: false,
+        srq: None,
     };
     let qa = a.create_qp(init(cq_a)).map_err(e)?;
     let qb = b.create_qp(init(cq_b)).map_err(e)?;

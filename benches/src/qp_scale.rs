@@ -46,7 +46,7 @@
 //! ([`engine::driver::prefetch_posts`]). Stage two of both also asks for
 //! the payload's memory (the WRITE's target, the message's data): the
 //! region the messages cycle through stays in the caches at 1 QP and not
-//! with 64K QPs (`docs/architecture.md`, "The payload's memory").
+//! with 64K QPs (`docs/design/qp-layout.md`, "The payload's memory").
 //!
 //! The rows `responder+stats` and `requester+stats` (shuffled order) add
 //! what the driver's statistics cost: it publishes the endpoint's counters
@@ -267,6 +267,7 @@ impl Rig {
             max_send_wr: 4,
             max_recv_wr: 4,
             sq_sig_all: false,
+            srq: None,
         };
         let mut qps = Vec::with_capacity(n as usize);
         for _ in 0..n {

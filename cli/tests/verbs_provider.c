@@ -51,9 +51,19 @@
  *              wrong Q_Key (dropped), a receive buffer too short
  *              (LOC_QP_OP_ERR); bad AH attributes. With UD_HOLD set it
  *              prints "hold" and waits for stdin to close before it
- *              exits (the test reads the engine's counters meanwhile).
+ *              exits (the test reads the engine's counters meanwhile);
+ *   srq        a shared receive queue two RC QPs receive through: SENDs
+ *              of both land in its receives in order (bytes checked), the
+ *              armed limit raises one IBV_EVENT_SRQ_LIMIT_REACHED through
+ *              ibv_get_async_event and disarms; rxe's errnos for its
+ *              creation, modify, posts (full: ENOMEM, too many SGEs:
+ *              EINVAL), ibv_post_recv on a QP of the SRQ (EINVAL),
+ *              destroy while a QP uses it (EBUSY), and bad handles.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,6 +329,16 @@ static int checks(void)
 	      dx.orig_attr.max_cqe == da.max_cqe, "ibv_query_device_ex");
 	struct ibv_query_device_ex_input in = { .comp_mask = 1 };
 	EXPECT_RET(ibv_query_device_ex(ctx, &in, &dx), EINVAL);
+	/* cmd_fd is an open descriptor of the context (programs poll or dup
+	 * it), distinct from async_fd; importing it is refused. */
+	CHECK(ctx->cmd_fd >= 0 && fcntl(ctx->cmd_fd, F_GETFD) >= 0 &&
+	      ctx->cmd_fd != ctx->async_fd, "cmd_fd %d", ctx->cmd_fd);
+	int cmd_dup = dup(ctx->cmd_fd);
+	CHECK(cmd_dup >= 0, "dup(cmd_fd): %s", strerror(errno));
+	errno = 0;
+	CHECK(!ibv_import_device(cmd_dup) && errno == EOPNOTSUPP,
+	      "ibv_import_device: errno %d", errno);
+	close(cmd_dup);
 	struct ibv_port_attr pa;
 	EXPECT_RET(ibv_query_port(ctx, 2, &pa), EINVAL);
 	EXPECT_RET(ibv_query_port(ctx, 1, &pa), 0);
@@ -1359,9 +1379,194 @@ static int ud(void)
 	return 0;
 }
 
+/* Whether an asynchronous event arrives within `ms`. */
+static int async_event_within(int ms)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	return poll(&p, 1, ms) == 1;
+}
+
+static int srq_check(void)
+{
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct ibv_device_attr da;
+	CHECK(!ibv_query_device(ctx, &da), "ibv_query_device");
+	CHECK(da.max_srq > 0 && da.max_srq_wr >= 1024 && da.max_srq_sge >= 1,
+	      "SRQ limits: max_srq %d max_srq_wr %d max_srq_sge %d", da.max_srq, da.max_srq_wr,
+	      da.max_srq_sge);
+
+	struct side a1, a2, b;
+	side_open(&a1, all);
+	side_open(&a2, all);
+	side_open(&b, all);
+
+	/* rxe's creation checks. */
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 0, .max_sge = 1 } };
+	EXPECT_NULL_ERRNO(ibv_create_srq(b.pd, &si), EINVAL);
+	si.attr.max_wr = da.max_srq_wr + 1;
+	EXPECT_NULL_ERRNO(ibv_create_srq(b.pd, &si), EINVAL);
+	si.attr.max_wr = 8;
+	si.attr.max_sge = da.max_srq_sge + 1;
+	EXPECT_NULL_ERRNO(ibv_create_srq(b.pd, &si), EINVAL);
+	si.attr.max_sge = 1;
+	EXPECT_NULL_ERRNO(ibv_create_srq(NULL, &si), EINVAL);
+	EXPECT_NULL_ERRNO(ibv_create_srq(b.pd, NULL), EINVAL);
+	/* ibv_create_srq_ex: a basic SRQ of a PD is ibv_create_srq's; other
+	 * types (XRC) have no create_srq_ex to go to. */
+	struct ibv_srq_init_attr_ex sx = { .attr = { .max_wr = 4, .max_sge = 1 },
+					   .comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE,
+					   .srq_type = IBV_SRQT_BASIC, .pd = b.pd };
+	struct ibv_srq *basic = ibv_create_srq_ex(ctx, &sx);
+	CHECK(basic, "ibv_create_srq_ex of a basic SRQ: %s", strerror(errno));
+	EXPECT_RET(ibv_destroy_srq(basic), 0);
+	sx.srq_type = IBV_SRQT_XRC;
+	EXPECT_NULL_ERRNO(ibv_create_srq_ex(ctx, &sx), EOPNOTSUPP);
+
+	si.srq_context = &si;
+	struct ibv_srq *srq = ibv_create_srq(b.pd, &si);
+	CHECK(srq, "ibv_create_srq: %s", strerror(errno));
+	CHECK(si.attr.max_wr >= 8 && srq->pd == b.pd && srq->context == ctx &&
+	      srq->srq_context == &si, "the SRQ's fields");
+	struct ibv_srq_attr sa;
+	EXPECT_RET(ibv_query_srq(srq, &sa), 0);
+	CHECK(sa.max_wr == si.attr.max_wr && sa.max_sge >= 1 && sa.srq_limit == 0,
+	      "ibv_query_srq: %u %u %u", sa.max_wr, sa.max_sge, sa.srq_limit);
+
+	/* Two QPs of b on the SRQ, each connected to a QP of its own. */
+	struct ibv_qp_init_attr ia = {
+		.send_cq = b.cq, .recv_cq = b.cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *b1 = ibv_create_qp(b.pd, &ia);
+	CHECK(b1, "ibv_create_qp on an SRQ: %s", strerror(errno));
+	CHECK(b1->srq == srq, "qp->srq");
+	struct ibv_qp *b2 = ibv_create_qp(b.pd, &ia);
+	CHECK(b2, "ibv_create_qp on an SRQ: %s", strerror(errno));
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	EXPECT_RET(ibv_query_qp(b1, &qa, 0, &qi), 0);
+	CHECK(qi.srq == srq, "ibv_query_qp names the SRQ");
+	connect_qp(a1.qp, b1->qp_num, all);
+	connect_qp(b1, a1.qp->qp_num, all);
+	connect_qp(a2.qp, b2->qp_num, all);
+	connect_qp(b2, a2.qp->qp_num, all);
+
+	/* The QPs have no receive queue of their own (rxe: EINVAL). */
+	struct ibv_sge rs = { .addr = (uintptr_t)b.buf, .length = 1024, .lkey = b.mr->lkey };
+	struct ibv_recv_wr rw = { .wr_id = 99, .sg_list = &rs, .num_sge = 1 }, *bad = NULL;
+	EXPECT_RET(ibv_post_recv(b1, &rw, &bad), EINVAL);
+	CHECK(bad == &rw, "bad_wr of the refused post_recv");
+
+	/* Eight receives, each 1024 bytes of b's buffer, posted as a list;
+	 * a ninth finds it full (ENOMEM) and one of two SGEs is refused. */
+	struct ibv_sge sg[9];
+	struct ibv_recv_wr w[9];
+	for (int i = 0; i < 9; i++) {
+		sg[i] = (struct ibv_sge){ .addr = (uintptr_t)b.buf + i * 800, .length = 800,
+					  .lkey = b.mr->lkey };
+		w[i] = (struct ibv_recv_wr){ .wr_id = 100 + i, .sg_list = &sg[i], .num_sge = 1,
+					     .next = i < 7 ? &w[i + 1] : NULL };
+	}
+	struct ibv_recv_wr two = { .wr_id = 7, .sg_list = sg, .num_sge = 2 };
+	bad = NULL;
+	EXPECT_RET(ibv_post_srq_recv(srq, &two, &bad), EINVAL);
+	CHECK(bad == &two, "bad_wr of the refused SGE list");
+	bad = NULL;
+	EXPECT_RET(ibv_post_srq_recv(srq, &w[0], &bad), 0);
+	EXPECT_RET(ibv_post_srq_recv(srq, &w[8], &bad), ENOMEM);
+	CHECK(bad == &w[8], "bad_wr of the post to a full SRQ");
+
+	/* modify: a limit beyond max_wr is refused; 6 arms it. */
+	struct ibv_srq_attr m = { .srq_limit = si.attr.max_wr + 1 };
+	EXPECT_RET(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT), EINVAL);
+	m.srq_limit = 6;
+	EXPECT_RET(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT), 0);
+	EXPECT_RET(ibv_query_srq(srq, &sa), 0);
+	CHECK(sa.srq_limit == 6, "armed: srq_limit %u", sa.srq_limit);
+	CHECK(!async_event_within(100), "no event before the limit");
+
+	/* Three SENDs, from a1, a2, a1: receives 100, 101, 102 in turn; the
+	 * third leaves 5 < 6 posted. */
+	struct side *from[3] = { &a1, &a2, &a1 };
+	struct ibv_qp *to[3] = { b1, b2, b1 };
+	for (int i = 0; i < 3; i++) {
+		fill(from[i]->buf + 1000, 300 + i, 20 + i);
+		post(from[i], IBV_WR_SEND, 1, 1000, 300 + i, NULL, 0);
+		expect(from[i], 1, IBV_WC_SEND, IBV_WC_SUCCESS);
+		struct ibv_wc wc = wait_wc(b.cq);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+		      wc.wr_id == (uint64_t)(100 + i) && wc.byte_len == (uint32_t)(300 + i) &&
+		      wc.qp_num == to[i]->qp_num,
+		      "receive %d: status %d wr_id %llu len %u qp %u", i, wc.status,
+		      (unsigned long long)wc.wr_id, wc.byte_len, wc.qp_num);
+		CHECK(!memcmp(b.buf + i * 800, from[i]->buf + 1000, 300 + i),
+		      "receive %d: bytes differ", i);
+	}
+	CHECK(async_event_within(5000), "no limit event");
+	struct ibv_async_event ev;
+	EXPECT_RET(ibv_get_async_event(ctx, &ev), 0);
+	CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq,
+	      "event %d (%s) on %p", ev.event_type, ibv_event_type_str(ev.event_type),
+	      (void *)ev.element.srq);
+	ibv_ack_async_event(&ev);
+	CHECK(srq->events_completed == 1, "acked");
+	EXPECT_RET(ibv_query_srq(srq, &sa), 0);
+	CHECK(sa.srq_limit == 0, "disarmed: srq_limit %u", sa.srq_limit);
+	/* Disarmed: another SEND raises nothing. */
+	post(&a2, IBV_WR_SEND, 2, 1000, 10, NULL, 0);
+	expect(&a2, 2, IBV_WC_SEND, IBV_WC_SUCCESS);
+	struct ibv_wc wc = wait_wc(b.cq);
+	CHECK(wc.wr_id == 103 && wc.qp_num == b2->qp_num, "fourth receive");
+	CHECK(!async_event_within(200), "a second event while disarmed");
+
+	/* Resize: max_wr below the 4 posted is refused, 12 gives room. */
+	m.max_wr = 3;
+	EXPECT_RET(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR), EINVAL);
+	m.max_wr = 12;
+	EXPECT_RET(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR), 0);
+	EXPECT_RET(ibv_query_srq(srq, &sa), 0);
+	CHECK(sa.max_wr >= 12, "resized: max_wr %u", sa.max_wr);
+	EXPECT_RET(ibv_post_srq_recv(srq, &w[8], &bad), 0);
+
+	/* Busy while a QP uses it; bad handles. */
+	EXPECT_RET(ibv_destroy_srq(srq), EBUSY);
+	struct ibv_srq fake = { .context = ctx };
+	bad = NULL;
+	EXPECT_RET(ibv_post_srq_recv(&fake, &w[8], &bad), EINVAL);
+	CHECK(bad == &w[8], "bad_wr of a post to no SRQ");
+	EXPECT_RET(ibv_query_srq(&fake, &sa), EINVAL);
+	EXPECT_RET(ibv_modify_srq(&fake, &m, IBV_SRQ_LIMIT), EINVAL);
+	EXPECT_RET(ibv_modify_srq(srq, NULL, IBV_SRQ_LIMIT), EINVAL);
+	EXPECT_RET(ibv_query_srq(srq, NULL), EINVAL);
+	EXPECT_RET(ibv_destroy_srq(&fake), EINVAL);
+	EXPECT_RET(ibv_destroy_srq(NULL), EINVAL);
+	ia.srq = &fake;
+	EXPECT_NULL_ERRNO(ibv_create_qp(b.pd, &ia), EINVAL);
+	EXPECT_RET(ibv_dealloc_pd(b.pd), EBUSY);
+
+	CHECK(!ibv_destroy_qp(b1), "destroy b1");
+	EXPECT_RET(ibv_destroy_srq(srq), EBUSY);
+	CHECK(!ibv_destroy_qp(b2), "destroy b2");
+	EXPECT_RET(ibv_destroy_srq(srq), 0);
+	EXPECT_RET(ibv_query_srq(srq, &sa), EINVAL);
+	EXPECT_RET(ibv_destroy_srq(srq), EINVAL);
+	ia.srq = srq;
+	EXPECT_NULL_ERRNO(ibv_create_qp(b.pd, &ia), EINVAL);
+
+	CHECK(!ibv_destroy_qp(a1.qp) && !ibv_destroy_qp(a2.qp) && !ibv_destroy_qp(b.qp),
+	      "destroy qp");
+	CHECK(!ibv_dereg_mr(a1.mr) && !ibv_dereg_mr(a2.mr) && !ibv_dereg_mr(b.mr), "dereg");
+	CHECK(!ibv_destroy_cq(a1.cq) && !ibv_destroy_cq(a2.cq) && !ibv_destroy_cq(b.cq),
+	      "destroy cq");
+	CHECK(!ibv_dealloc_pd(a1.pd) && !ibv_dealloc_pd(a2.pd) && !ibv_dealloc_pd(b.pd),
+	      "dealloc pd");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows|sgl|ud", argv[0]);
+	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows|sgl|ud|srq", argv[0]);
 	open_device();
 	int r;
 	if (!strcmp(argv[1], "loopback"))
@@ -1378,6 +1583,8 @@ int main(int argc, char **argv)
 		r = sgl();
 	else if (!strcmp(argv[1], "ud"))
 		r = ud();
+	else if (!strcmp(argv[1], "srq"))
+		r = srq_check();
 	else
 		FAIL("unknown check %s", argv[1]);
 	CHECK(!ibv_close_device(ctx), "ibv_close_device");

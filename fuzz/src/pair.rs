@@ -75,6 +75,7 @@ impl Side {
                 max_send_wr: 32,
                 max_recv_wr: 32,
                 sq_sig_all: false,
+                srq: None,
             })
             .expect("a QP");
         let mut reg = |len: usize, iova: u64, access: Access, fill: Vec<u8>| {

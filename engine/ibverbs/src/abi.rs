@@ -155,6 +155,38 @@ pub struct ibv_qp {
     pub events_completed: u32,
 }
 
+/// `struct ibv_srq`.
+#[repr(C)]
+pub struct ibv_srq {
+    pub context: *mut ibv_context,
+    pub srq_context: *mut c_void,
+    pub pd: *mut ibv_pd,
+    pub handle: u32,
+    pub mutex: PthreadMutex,
+    pub cond: PthreadCond,
+    pub events_completed: u32,
+}
+
+/// `struct ibv_srq_attr`.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct ibv_srq_attr {
+    pub max_wr: u32,
+    pub max_sge: u32,
+    pub srq_limit: u32,
+}
+
+/// `struct ibv_srq_init_attr`.
+#[repr(C)]
+pub struct ibv_srq_init_attr {
+    pub srq_context: *mut c_void,
+    pub attr: ibv_srq_attr,
+}
+
+/// `enum ibv_srq_attr_mask`.
+pub const IBV_SRQ_MAX_WR: c_int = 1 << 0;
+pub const IBV_SRQ_LIMIT: c_int = 1 << 1;
+
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub struct ibv_wc {
@@ -707,6 +739,7 @@ pub const IBV_WC_WITH_INV: c_uint = 1 << 3;
 pub const IBV_WC_GRH: c_uint = 1 << 0;
 
 pub const IBV_EVENT_QP_FATAL: c_int = 1;
+pub const IBV_EVENT_SRQ_LIMIT_REACHED: c_int = 15;
 
 pub const IBV_QPT_UD: c_int = 4;
 
@@ -889,6 +922,29 @@ pub const LAYOUT: &[(&str, usize)] = {
         (
             "offsetof(struct ibv_qp, events_completed)",
             offset_of!(ibv_qp, events_completed),
+        ),
+        ("sizeof(struct ibv_srq)", size_of::<ibv_srq>()),
+        (
+            "offsetof(struct ibv_srq, handle)",
+            offset_of!(ibv_srq, handle),
+        ),
+        ("offsetof(struct ibv_srq, cond)", offset_of!(ibv_srq, cond)),
+        (
+            "offsetof(struct ibv_srq, events_completed)",
+            offset_of!(ibv_srq, events_completed),
+        ),
+        ("sizeof(struct ibv_srq_attr)", size_of::<ibv_srq_attr>()),
+        (
+            "sizeof(struct ibv_srq_init_attr)",
+            size_of::<ibv_srq_init_attr>(),
+        ),
+        (
+            "offsetof(struct ibv_srq_init_attr, attr)",
+            offset_of!(ibv_srq_init_attr, attr),
+        ),
+        (
+            "IBV_EVENT_SRQ_LIMIT_REACHED",
+            IBV_EVENT_SRQ_LIMIT_REACHED as usize,
         ),
         ("sizeof(struct ibv_wc)", size_of::<ibv_wc>()),
         (

@@ -42,7 +42,8 @@
 //! The verbs are grouped by what they act on: the device and its context
 //! here, then `regions` (PDs, MRs), `completions` (channels, CQs, events),
 //! `cq_ex` (`ibv_create_cq_ex` and its polling ops), `queue_pairs` (QPs,
-//! posting) and `qp_ex` (`ibv_create_qp_ex` and the `ibv_wr_*` builders).
+//! posting), `qp_ex` (`ibv_create_qp_ex` and the `ibv_wr_*` builders) and
+//! `srq` (shared receive queues).
 
 mod address_handles;
 mod completions;
@@ -50,6 +51,7 @@ mod cq_ex;
 mod qp_ex;
 mod queue_pairs;
 mod regions;
+mod srq;
 mod windows;
 
 use std::cell::UnsafeCell;
@@ -64,6 +66,7 @@ use crate::config::Config;
 use crate::handles::{self, Kind, Object};
 use crate::identity::{self, GIDS_IN_USE, GID_TABLE_LEN};
 use crate::limits;
+use crate::os::EventFd;
 use crate::shell::Shell;
 
 pub use crate::identity::DEVICE_NAME;
@@ -117,6 +120,7 @@ fn minus_one(r: Result<(), c_int>) -> c_int {
 fn errno_of(e: &VerbsError) -> c_int {
     match e {
         VerbsError::QueueFull | VerbsError::ResourceExhausted => libc::ENOMEM,
+        VerbsError::Busy => libc::EBUSY,
         _ => libc::EINVAL,
     }
 }
@@ -267,6 +271,12 @@ extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
 #[repr(C)]
 struct Context {
     vctx: UnsafeCell<verbs_context>,
+    /// The context's `cmd_fd`: rdma-core's is the opened uverbs device,
+    /// which programs may poll or `dup` (pyverbs' shared-PD tests dup it
+    /// to import the context). Here a descriptor that never becomes
+    /// readable, closed with the context; `ibv_import_device` of it
+    /// refuses with EOPNOTSUPP.
+    _cmd: EventFd,
 }
 // SAFETY: the context is filled in before it is handed out and only read
 // afterwards, by the program and by the drop-in.
@@ -302,7 +312,8 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     v.sz = std::mem::size_of::<verbs_context>();
     let ctx = &mut v.context;
     ctx.device = dev;
-    ctx.cmd_fd = -1;
+    let cmd = EventFd::new().map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?;
+    ctx.cmd_fd = cmd.raw();
     ctx.async_fd = shell.async_events.fd.raw();
     ctx.num_comp_vectors = limits::NUM_COMP_VECTORS;
     ctx.abi_compat = VERBS_ABI_IS_EXTENDED;
@@ -310,12 +321,13 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     ctx.ops.req_notify_cq = Some(completions::req_notify_cq);
     ctx.ops.post_send = Some(queue_pairs::post_send);
     ctx.ops.post_recv = Some(queue_pairs::post_recv);
-    ctx.ops.post_srq_recv = Some(queue_pairs::post_srq_recv);
+    ctx.ops.post_srq_recv = Some(srq::post_srq_recv);
     ctx.ops.alloc_mw = Some(windows::alloc_mw);
     ctx.ops.bind_mw = Some(windows::bind_mw);
     ctx.ops.dealloc_mw = Some(windows::dealloc_mw);
     Ok(handles::publish(Box::new(Context {
         vctx: UnsafeCell::new(v),
+        _cmd: cmd,
     })))
 }
 
@@ -351,6 +363,9 @@ fn device_attr(shell: &Shell) -> ibv_device_attr {
     a.max_mr = limits::MAX_MR;
     a.max_mw = limits::MAX_MW;
     a.max_pd = limits::MAX_PD;
+    a.max_srq = limits::MAX_SRQ;
+    a.max_srq_wr = limits::MAX_SRQ_WR;
+    a.max_srq_sge = limits::MAX_SRQ_SGE;
     a.max_qp_rd_atom = limits::MAX_QP_RD_ATOM;
     a.max_qp_init_rd_atom = limits::MAX_QP_RD_ATOM;
     a.max_res_rd_atom = limits::MAX_QP_RD_ATOM * limits::MAX_QP;

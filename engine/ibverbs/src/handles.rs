@@ -25,6 +25,7 @@ pub enum Kind {
     Qp,
     Mw,
     Ah,
+    Srq,
 }
 
 /// A type whose boxes are handed to the program.

@@ -38,6 +38,13 @@ pub const MAX_PD: c_int = 1 << 16;
 pub const MAX_QP_RD_ATOM: c_int = 128;
 /// Completion vectors (`ibv_context.num_comp_vectors`).
 pub const NUM_COMP_VECTORS: c_int = 1;
+/// Shared receive queues a process holds at once (the engine's limit).
+pub const MAX_SRQ: c_int = engine::rc::MAX_SRQS as c_int;
+/// Work requests a shared receive queue holds (the engine's SRQ).
+pub const MAX_SRQ_WR: c_int = engine::rc::MAX_SRQ_WR as c_int;
+/// Scatter/gather entries a shared receive queue's work request carries
+/// (the engine's SRQ: one; the lists of `rc/sgl.rs` are a QP's own).
+pub const MAX_SRQ_SGE: c_int = engine::rc::MAX_SRQ_SGE as c_int;
 /// `vendor_id` of software RoCE devices: Soft-RoCE reports 0xFFFFFF
 /// (`RXE_VENDOR_ID`), and programs that require a nonzero id accept it.
 pub const VENDOR_ID: u32 = 0xFF_FFFF;

@@ -25,12 +25,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use engine::driver::{InlineConfig, RunToCompletion};
-use engine::endpoint::Endpoint;
+use engine::endpoint::{AsyncEvent, Endpoint};
 use engine::io::Waker;
 use engine::nic::{LoaderError, QueueOption, SteerOps, SteerRequest, Steering};
 use engine::rc::{
     Access, MrKeys, Mtu, MwType, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory,
-    SendWr, Sge, SgeCaps, VerbsError, WcOpcode, WcStatus, WorkCompletion,
+    SendWr, Sge, SgeCaps, SrqAttr, SrqAttrMask, VerbsError, WcOpcode, WcStatus, WorkCompletion,
 };
 use engine::stats::{queue_counters, xdp_counters, QueueSnapshot, Snapshot, StatsServer};
 use engine::ud::{AhAttr, UdQpAttr, UdQpAttrMask, UdSendWr};
@@ -134,6 +134,8 @@ struct State {
     cqs: Vec<Option<CqState>>,
     /// QP number -> (token of its `ibv_qp`, a fatal event was reported).
     qps: HashMap<u32, (usize, bool)>,
+    /// SRQ id -> token of its `ibv_srq` (its limit events carry it).
+    srqs: HashMap<u32, usize>,
     /// Where a drain takes the engine's completions (allocated once: an
     /// empty poll initializes no batch).
     scratch: Box<[WorkCompletion; DRAIN_BATCH]>,
@@ -408,6 +410,7 @@ impl Shell {
                 rtc,
                 cqs: Vec::new(),
                 qps: HashMap::new(),
+                srqs: HashMap::new(),
                 scratch: Box::new([WorkCompletion::default(); DRAIN_BATCH]),
                 ud_staging: HashMap::new(),
                 ud_recv_staging: HashMap::new(),
@@ -1012,6 +1015,52 @@ impl Shell {
         Ok(())
     }
 
+    /// Creates a shared receive queue in the engine's protection domain
+    /// `pd`; its limit events carry `token`. Returns its id and what it
+    /// holds.
+    pub fn create_srq(
+        &self,
+        pd: u32,
+        attr: SrqAttr,
+        token: usize,
+    ) -> Result<(u32, SrqAttr), VerbsError> {
+        let mut st = lock(&self.state);
+        let ep = st.rtc.endpoint_mut();
+        let id = ep.create_srq(pd, attr)?;
+        let got = ep.query_srq(id)?;
+        st.srqs.insert(id, token);
+        Ok((id, got))
+    }
+
+    pub fn modify_srq(
+        &self,
+        srq: u32,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+    ) -> Result<(), VerbsError> {
+        self.with(|ep| ep.modify_srq(srq, attr, mask))
+    }
+
+    pub fn query_srq(&self, srq: u32) -> Result<SrqAttr, VerbsError> {
+        self.with(|ep| ep.query_srq(srq))
+    }
+
+    /// Destroys an SRQ no QP uses (`VerbsError::Busy` otherwise). A limit
+    /// event of it not yet taken by the program is dropped.
+    pub fn destroy_srq(&self, srq: u32) -> Result<(), VerbsError> {
+        let mut st = lock(&self.state);
+        st.rtc.endpoint_mut().destroy_srq(srq)?;
+        if let Some(token) = st.srqs.remove(&srq) {
+            lock(&self.async_events.events)
+                .retain(|&(ty, t)| !(ty == crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED && t == token));
+        }
+        Ok(())
+    }
+
+    pub fn post_srq_recv(&self, srq: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_srq_recv(srq, wr))
+    }
+
     /// After an `ibv_post_send`: a thread other than the one that polls
     /// transmits what it posted at once, as a NIC's doorbell would start
     /// it. The polling thread needs none: its next `ibv_poll_cq` sends its
@@ -1075,12 +1124,24 @@ impl Shell {
                 rtc,
                 cqs,
                 qps,
+                srqs,
                 scratch,
                 ud_recv_staging,
                 ..
             } = &mut *st;
-            rtc.poll_with(|ep| drain_cq(ep, cqs, qps, scratch, ud_recv_staging, cq as usize, self))
-                .1
+            rtc.poll_with(|ep| {
+                drain_cq(
+                    ep,
+                    cqs,
+                    qps,
+                    srqs,
+                    scratch,
+                    ud_recv_staging,
+                    cq as usize,
+                    self,
+                )
+            })
+            .1
         };
         // What this call received may have completed work of another CQ,
         // which another thread may wait for.
@@ -1177,6 +1238,7 @@ impl State {
             rtc,
             cqs,
             qps,
+            srqs,
             scratch,
             ud_recv_staging,
             ..
@@ -1185,6 +1247,7 @@ impl State {
             rtc.endpoint_mut(),
             cqs,
             qps,
+            srqs,
             scratch,
             ud_recv_staging,
             i,
@@ -1194,17 +1257,30 @@ impl State {
 }
 
 /// Moves the engine's completions of CQ `i` into its buffer, reports QP
-/// errors as asynchronous events, fires an armed channel; returns how many
+/// errors and the engine's asynchronous events (SRQ limits) as
+/// asynchronous events, fires an armed channel; returns how many
 /// completions it moved.
+// The parts of `State` it needs, borrowed apart (a `State` borrow would
+// hold the engine the caller's `poll_with` lends).
+#[allow(clippy::too_many_arguments)]
 fn drain_cq(
     ep: &mut Endpoint,
     cqs: &mut [Option<CqState>],
     qps: &mut HashMap<u32, (usize, bool)>,
+    srqs: &HashMap<u32, usize>,
     batch: &mut [WorkCompletion; DRAIN_BATCH],
     ud_recv_staging: &mut HashMap<u32, UdRecvStaging>,
     i: usize,
     shell: &Shell,
 ) -> usize {
+    while let Some(e) = ep.poll_event() {
+        let AsyncEvent::SrqLimitReached { srq } = e;
+        if let Some(&token) = srqs.get(&srq) {
+            lock(&shell.async_events.events)
+                .push_back((crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, token));
+            shell.async_events.fd.signal();
+        }
+    }
     let Some(Some(c)) = cqs.get_mut(i) else {
         return 0;
     };

@@ -32,7 +32,6 @@ macro_rules! errno_verbs {
 }
 
 null_verbs! {
-    ibv_create_srq: "ibv_create_srq (shared receive queues)", libc::EOPNOTSUPP;
     ibv_import_device: "ibv_import_device (a kernel verbs file descriptor)", libc::EOPNOTSUPP;
     ibv_import_pd: "ibv_import_pd (objects of another process's context)", libc::EOPNOTSUPP;
     ibv_import_mr: "ibv_import_mr (objects of another process's context)", libc::EOPNOTSUPP;
@@ -41,14 +40,11 @@ null_verbs! {
 }
 
 errno_verbs! {
-    ibv_destroy_srq: "ibv_destroy_srq (shared receive queues)", libc::EOPNOTSUPP;
     ibv_attach_mcast: "ibv_attach_mcast (multicast: UD)", libc::EOPNOTSUPP;
     ibv_detach_mcast: "ibv_detach_mcast (multicast: UD)", libc::EOPNOTSUPP;
     ibv_query_ece: "ibv_query_ece", libc::EOPNOTSUPP;
     ibv_set_ece: "ibv_set_ece", libc::EOPNOTSUPP;
     ibv_resolve_eth_l2_from_gid: "ibv_resolve_eth_l2_from_gid", libc::EOPNOTSUPP;
-    ibv_modify_srq: "ibv_modify_srq (shared receive queues)", libc::EOPNOTSUPP;
-    ibv_query_srq: "ibv_query_srq (shared receive queues)", libc::EOPNOTSUPP;
 }
 
 /// Kernel-ABI copy helpers (for librdmacm's kernel path): nothing to copy.

@@ -27,6 +27,7 @@ impl QpCaps {
             max_send_wr: self.max_send_wr,
             max_recv_wr: self.max_recv_wr,
             sq_sig_all: false,
+            srq: None,
         }
     }
 }

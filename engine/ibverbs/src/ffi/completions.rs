@@ -329,4 +329,9 @@ unsafe extern "C" fn ibv_ack_async_event(event: *mut ibv_async_event) {
             qp.ack_event();
         }
     }
+    if ty == IBV_EVENT_SRQ_LIMIT_REACHED {
+        if let Ok(srq) = super::srq::srq(element as *const ibv_srq) {
+            srq.ack_event();
+        }
+    }
 }

@@ -3,9 +3,9 @@
 //! (through the context's ops).
 
 use std::cell::UnsafeCell;
-use std::ffi::{c_int, c_void};
+use std::ffi::c_int;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::ptr::{null_mut, NonNull};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use engine::rc::{
@@ -100,8 +100,14 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
                 libc::EOPNOTSUPP
             ));
         }
-        if !a.srq.is_null() {
-            return Err(unsupported!("ibv_create_qp with an SRQ", libc::EOPNOTSUPP));
+        // A QP on an SRQ takes its receives from it: its receive
+        // capacities are ignored (rxe_qp_chk_cap) and read 0.
+        let srq = match a.srq.is_null() {
+            true => None,
+            false => Some(super::srq::srq(a.srq)?),
+        };
+        if srq.is_some() {
+            (a.cap.max_recv_wr, a.cap.max_recv_sge) = (0, 0);
         }
         checks::qp_cap(
             a.cap.max_send_wr,
@@ -115,6 +121,7 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
             max_send_wr: a.cap.max_send_wr.max(1),
             max_recv_wr: a.cap.max_recv_wr.max(1),
             sq_sig_all: a.sq_sig_all != 0,
+            srq: srq.map(|s| s.id),
         };
         if a.qp_type == IBV_QPT_UD {
             return ud::create(shell, p, owner, (scq, rcq), a, init_attr);
@@ -129,10 +136,12 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
         }
         .as_rxe_grants();
         a.cap.max_send_wr = init_attr.max_send_wr;
-        a.cap.max_recv_wr = init_attr.max_recv_wr;
         a.cap.max_send_sge = sge_caps.max_send_sge;
-        a.cap.max_recv_sge = sge_caps.max_recv_sge;
         a.cap.max_inline_data = sge_caps.max_inline_data;
+        if srq.is_none() {
+            a.cap.max_recv_wr = init_attr.max_recv_wr;
+            a.cap.max_recv_sge = sge_caps.max_recv_sge;
+        }
         // SAFETY: ibv_qp is plain data (pointers, integers, and a pthread
         // mutex and condition whose all-zero value is their initializer).
         let mut c: ibv_qp = unsafe { std::mem::zeroed() };
@@ -142,6 +151,7 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
         c.pd = p;
         c.send_cq = a.send_cq;
         c.recv_cq = a.recv_cq;
+        c.srq = a.srq;
         c.state = IBV_QPS_RESET;
         c.qp_type = IBV_QPT_RC;
         let b = Box::new(Qp {
@@ -424,7 +434,7 @@ unsafe extern "C" fn ibv_query_qp(
                     qp_context: c.qp_context,
                     send_cq: c.send_cq,
                     recv_cq: c.recv_cq,
-                    srq: null_mut(),
+                    srq: c.srq,
                     cap: me.cap,
                     qp_type: IBV_QPT_RC,
                     sq_sig_all: me.sq_sig_all,
@@ -641,7 +651,7 @@ unsafe fn post_one_recv(shell: &Shell, q: &Qp, w: &ibv_recv_wr) -> Result<(), c_
 /// # Safety
 /// `first` is NULL or the head of a list of live work requests; `bad` is
 /// NULL or writable (the contract, point 1).
-unsafe fn post_list<W>(
+pub(super) unsafe fn post_list<W>(
     first: *mut W,
     bad: *mut *mut W,
     next: impl Fn(&W) -> *mut W,
@@ -715,18 +725,16 @@ pub(super) unsafe extern "C" fn post_recv(
     unsafe { post_list(wr, bad, |w| w.next, |w| post_one_recv(shell, q, w)) }
 }
 
-/// `ops.post_srq_recv`: there are no SRQs to post to.
-pub(super) unsafe extern "C" fn post_srq_recv(
-    _srq: *mut c_void,
-    wr: *mut ibv_recv_wr,
-    bad: *mut *mut ibv_recv_wr,
-) -> c_int {
-    if !bad.is_null() {
-        // SAFETY: `bad` is writable (the contract, point 1).
-        unsafe { *bad = wr };
-    }
-    unsupported!(
-        "ibv_post_srq_recv (shared receive queues)",
-        libc::EOPNOTSUPP
-    )
+/// The engine's form of a receive work request of one SGE or none (an
+/// SRQ's: its receives carry one, `rc/srq.rs`); `EINVAL` for a list.
+///
+/// # Safety
+/// `w.sg_list` holds `w.num_sge` SGEs (the contract, point 1).
+pub(super) unsafe fn recv_wr(w: &ibv_recv_wr) -> Result<RecvWr, c_int> {
+    // SAFETY: the function's contract.
+    let sge = unsafe { one_sge(w.sg_list, w.num_sge, 1) }?.ok_or(libc::EINVAL)?;
+    Ok(RecvWr {
+        wr_id: w.wr_id,
+        sge,
+    })
 }

@@ -15,13 +15,18 @@
 //! ep.set_mr_pd(keys.lkey, other_pd)?;      // ibv_rereg_mr with IBV_REREG_MR_CHANGE_PD
 //! // completion queues and queue pairs
 //! let cq = ep.create_cq(4096);
-//! let qpn = ep.create_qp(QpInitAttr { send_cq: cq, recv_cq: cq, max_send_wr: 256, max_recv_wr: 256, sq_sig_all: false })?;
+//! let qpn = ep.create_qp(QpInitAttr { send_cq: cq, recv_cq: cq, max_send_wr: 256, max_recv_wr: 256, sq_sig_all: false, srq: None })?;
 //! ep.modify_qp(qpn, &QpAttr { state: QpState::Init, access: Access::REMOTE_WRITE, ..Default::default() }, QpAttrMask::STATE | QpAttrMask::ACCESS_FLAGS)?;
 //! ep.modify_qp(qpn, &rtr_attr, QpAttrMask::STATE | QpAttrMask::DEST_QPN | QpAttrMask::RQ_PSN | QpAttrMask::AV | ...)?;
 //! ep.modify_qp(qpn, &rts_attr, QpAttrMask::STATE | QpAttrMask::SQ_PSN | QpAttrMask::TIMEOUT | ...)?;
 //! // (or `ep.connect(qpn, &RemoteQp { .. }, &ConnectOptions { .. })` for all three steps)
 //! ep.post_recv(qpn, RecvWr { wr_id, sge })?;
 //! ep.post_send(qpn, SendWr { wr_id, opcode: SendOp::Write, local: Sge { lkey, addr, length }, remote_addr, rkey, .. })?;
+//! // shared receive queues: QPs created with `srq: Some(srq)` take their receives from it
+//! let srq = ep.create_srq(pd, SrqAttr { max_wr: 1024, max_sge: 1, srq_limit: 0 })?;
+//! ep.post_srq_recv(srq, RecvWr { wr_id, sge })?;
+//! ep.modify_srq(srq, &SrqAttr { srq_limit: 16, ..Default::default() }, SrqAttrMask::LIMIT)?;
+//! while let Some(AsyncEvent::SrqLimitReached { srq }) = ep.poll_event() { /* post more */ }
 //! // Unreliable Datagram (`crate::ud`, `docs/unreliable-datagram.md`)
 //! let ah = ep.create_ah(pd, &AhAttr { remote: RemoteAddress { mac, ip, ..Default::default() }, ..Default::default() })?;
 //! let ud = ep.create_ud_qp(pd, init)?;               // or create_ud_qp_numbered(pd, 1, init): the GSI
@@ -62,7 +67,8 @@ use std::sync::Arc;
 use crate::cc::{QpCcConfig, QpCongestion};
 use crate::rc::{
     Access, Counters, Cq, MrKeys, MrTable, MwType, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState,
-    RecvWr, RegionMemory, RemoteAddress, Rng, SendWr, Sge, SgeCaps, VerbsError, WorkCompletion,
+    RecvWr, RegionMemory, RemoteAddress, Rng, SendWr, Sge, SgeCaps, Srq, SrqAttr, SrqAttrMask,
+    VerbsError, WorkCompletion,
 };
 use crate::time::Instant;
 use crate::ud::{AhAttr, AhTable, UdQp, UdQpAttr, UdQpAttrMask, UdQps, UdSendWr, GSI_QPN};
@@ -83,6 +89,16 @@ pub enum Received {
     /// A valid packet for QP `qpn`, which this endpoint does not hold:
     /// neither counted nor handled.
     NotHere { qpn: u32 },
+}
+
+/// An asynchronous event of the endpoint (verbs `ibv_get_async_event`),
+/// taken with [`Endpoint::poll_event`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AsyncEvent {
+    /// Shared receive queue `srq` holds fewer receives than its armed
+    /// limit; the limit is disarmed (`IBV_EVENT_SRQ_LIMIT_REACHED`, IBA
+    /// 11.5.2.4).
+    SrqLimitReached { srq: u32 },
 }
 
 /// Lowest QP number handed out (QPN 0 and 1 are special in InfiniBand;
@@ -155,6 +171,8 @@ pub struct Endpoint {
     cqs: Vec<Cq>,
     /// QPs by number, the ready list and the timer heap (`qp_table.rs`).
     qps: QpTable,
+    /// Shared receive queues by id (`rc/srq.rs`); ids are reused.
+    srqs: Vec<Option<Srq>>,
     /// QP numbers and initial PSNs, from `config.seed`.
     rng: Rng,
     /// Endpoint-level drops (frames that reached no QP).
@@ -179,6 +197,7 @@ impl Endpoint {
             // keys derived from the one seed.
             mrs: MrTable::with_seed([k0 ^ 0x6b65_7973, k1]),
             cqs: Vec::new(),
+            srqs: Vec::new(),
             qps: QpTable::with_capacity(config.max_qps, config.max_inflight_packets),
             rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
@@ -359,22 +378,26 @@ impl Endpoint {
     pub fn create_qp_in(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
         self.check_init(&init)?;
         self.check_room()?;
+        let qpn = self.draw_free_qpn()?;
+        self.place_new_qp(pd, qpn, init)
+    }
+
+    /// A free QP number of `FIRST_QPN..=MAX_QPN`, drawn at random (RC, UC
+    /// and UD QPs share the numbers): up to `QPN_DRAWS` draws, then, the
+    /// space nearly full, the next free number after the last draw.
+    fn draw_free_qpn(&mut self) -> Result<u32, VerbsError> {
         let span = MAX_QPN - FIRST_QPN + 1;
         let mut qpn = FIRST_QPN;
         for _ in 0..QPN_DRAWS {
             qpn = FIRST_QPN + self.rng.next_u24() % span;
             if self.qpn_unused(qpn) {
-                return self.place_new_qp(pd, qpn, init);
+                return Ok(qpn);
             }
         }
-        // Nearly full: the next free number after the last draw.
-        for k in 1..span {
-            let q = FIRST_QPN + (qpn - FIRST_QPN + k) % span;
-            if self.qpn_unused(q) {
-                return self.place_new_qp(pd, q, init);
-            }
-        }
-        Err(VerbsError::ResourceExhausted)
+        (1..span)
+            .map(|k| FIRST_QPN + (qpn - FIRST_QPN + k) % span)
+            .find(|&q| self.qpn_unused(q))
+            .ok_or(VerbsError::ResourceExhausted)
     }
 
     /// Create an RC QP in RESET under a number chosen by the caller (a
@@ -392,11 +415,13 @@ impl Endpoint {
         if init.send_cq as usize >= self.cqs.len() || init.recv_cq as usize >= self.cqs.len() {
             return Err(VerbsError::UnknownCq);
         }
-        if init.max_send_wr == 0
-            || init.max_recv_wr == 0
-            || init.max_send_wr > 1 << 16
-            || init.max_recv_wr > 1 << 16
-        {
+        if let Some(srq) = init.srq {
+            self.srq(srq).ok_or(VerbsError::UnknownSrq)?;
+        }
+        // A QP on an SRQ has no receive queue: its max_recv_wr is ignored
+        // (rxe rxe_qp_chk_cap checks it only without an SRQ).
+        let recv_ok = init.srq.is_some() || (1..=1 << 16).contains(&init.max_recv_wr);
+        if init.max_send_wr == 0 || init.max_send_wr > 1 << 16 || !recv_ok {
             return Err(VerbsError::InvalidArgument(
                 "max_send_wr and max_recv_wr must be 1..=65536",
             ));
@@ -432,6 +457,9 @@ impl Endpoint {
         // modify_qp with TRAFFIC_CLASS (or connect) sets otherwise.
         qp.attr.dscp = self.config.cc.marking.data_dscp;
         qp.attr.ecn = self.config.cc.marking.data_ecn;
+        if let Some(s) = init.srq.and_then(|s| self.srq_mut(s)) {
+            s.attach();
+        }
         self.qps.insert(qp);
         Ok(qpn)
     }
@@ -447,7 +475,12 @@ impl Endpoint {
     /// endpoint with [`Endpoint::insert_qp`]: how a device moves a QP to
     /// the queue its packets arrive on. Its completion queue ids stay as
     /// they were, so the endpoint it moves to must have the same CQs.
+    ///
+    /// A QP created on a shared receive queue stays with its SRQ: `None`.
     pub fn take_qp(&mut self, qpn: u32) -> Option<Box<Qp>> {
+        if self.qps.get(qpn)?.srq().is_some() {
+            return None;
+        }
         self.qps.remove(qpn).map(Box::new)
     }
 
@@ -456,7 +489,7 @@ impl Endpoint {
     /// range here, or the endpoint is full. Its timers and pending
     /// transmissions resume at the next `poll_timeout` / `poll_transmit`.
     pub fn insert_qp(&mut self, qp: Box<Qp>) -> Result<(), Box<Qp>> {
-        if self.check_free(qp.qpn).is_err() || self.check_room().is_err() {
+        if self.check_free(qp.qpn).is_err() || self.check_room().is_err() || qp.srq().is_some() {
             return Err(qp);
         }
         self.qps.insert(*qp);
@@ -478,6 +511,9 @@ impl Endpoint {
         let Some(qp) = self.qps.remove(qpn) else {
             return self.destroy_ud_qp(qpn);
         };
+        if let Some(s) = qp.srq().and_then(|s| self.srq_mut(s)) {
+            s.detach();
+        }
         // Its type 2 windows are free: the number may come back.
         self.mrs.release_windows_of(qpn);
         // The device's counters keep what the QP counted (as rxe's).
@@ -638,6 +674,90 @@ impl Endpoint {
         self.with_qp(qpn, |qp, mrs, cqs| qp.post_recv_sgl(wr_id, sges, mrs, cqs))
     }
 
+    // ---- shared receive queues (rc/srq.rs) ----
+
+    /// Create a shared receive queue in protection domain `pd`
+    /// (`ibv_create_srq`): `attr.max_wr` receives of up to `attr.max_sge`
+    /// entries, its limit armed at `attr.srq_limit` (0: disarmed). Returns
+    /// its id; [`Endpoint::query_srq`] tells what it holds. At most
+    /// [`crate::rc::MAX_SRQS`] at once.
+    pub fn create_srq(&mut self, pd: u32, attr: SrqAttr) -> Result<u32, VerbsError> {
+        let srq = Srq::new(pd, attr).map_err(|e| VerbsError::InvalidArgument(e.what()))?;
+        let id = match self.srqs.iter().position(Option::is_none) {
+            Some(i) => i,
+            None if self.srqs.len() >= crate::rc::MAX_SRQS as usize => {
+                return Err(VerbsError::ResourceExhausted)
+            }
+            None => {
+                self.srqs.push(None);
+                self.srqs.len() - 1
+            }
+        };
+        self.srqs[id] = Some(srq);
+        Ok(id as u32)
+    }
+
+    /// Arm its limit (`SrqAttrMask::LIMIT`) and/or resize it
+    /// (`SrqAttrMask::MAX_WR`) (`ibv_modify_srq`; see `rc/srq.rs`).
+    pub fn modify_srq(
+        &mut self,
+        srq: u32,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+    ) -> Result<(), VerbsError> {
+        self.srq_mut(srq)
+            .ok_or(VerbsError::UnknownSrq)?
+            .modify(attr, mask)
+            .map_err(|e| VerbsError::InvalidArgument(e.what()))
+    }
+
+    /// Its attributes now (`ibv_query_srq`).
+    pub fn query_srq(&self, srq: u32) -> Result<SrqAttr, VerbsError> {
+        self.srq(srq).map(Srq::attr).ok_or(VerbsError::UnknownSrq)
+    }
+
+    /// Destroy it (`ibv_destroy_srq`): refused while a QP created on it
+    /// lives ([`VerbsError::Busy`]); the receives it holds go with it.
+    pub fn destroy_srq(&mut self, srq: u32) -> Result<(), VerbsError> {
+        let s = self.srq(srq).ok_or(VerbsError::UnknownSrq)?;
+        if s.qps() > 0 {
+            return Err(VerbsError::Busy);
+        }
+        self.srqs[srq as usize] = None;
+        Ok(())
+    }
+
+    /// Post a receive to it (`ibv_post_srq_recv`), checked as a QP's
+    /// receive: the local key, range and LOCAL_WRITE (any PD; the QP that
+    /// takes it writes through its own PD, as rxe). Any QP on it may take
+    /// it, whatever their states.
+    pub fn post_srq_recv(&mut self, srq: u32, wr: RecvWr) -> Result<(), VerbsError> {
+        let Endpoint { srqs, mrs, .. } = self;
+        srqs.get_mut(srq as usize)
+            .and_then(Option::as_mut)
+            .ok_or(VerbsError::UnknownSrq)?
+            .post_checked(wr, mrs)
+    }
+
+    /// A shared receive queue, for inspection.
+    pub fn srq(&self, srq: u32) -> Option<&Srq> {
+        self.srqs.get(srq as usize)?.as_ref()
+    }
+
+    fn srq_mut(&mut self, srq: u32) -> Option<&mut Srq> {
+        self.srqs.get_mut(srq as usize)?.as_mut()
+    }
+
+    /// The next asynchronous event, if any: an SRQ whose limit was
+    /// reached since the last look (each reported once).
+    pub fn poll_event(&mut self) -> Option<AsyncEvent> {
+        let i = self
+            .srqs
+            .iter_mut()
+            .position(|s| s.as_mut().is_some_and(Srq::take_limit_event))?;
+        Some(AsyncEvent::SrqLimitReached { srq: i as u32 })
+    }
+
     /// Move up to `out.len()` completions of `cq` into `out`; returns how many.
     pub fn poll_cq(&mut self, cq: u32, out: &mut [WorkCompletion]) -> usize {
         match self.cqs.get_mut(cq as usize) {
@@ -697,7 +817,11 @@ impl Endpoint {
             // Checked as any packet of the QP (rc/congestion.rs).
             qp.handle_cnp(now, &f);
         } else {
-            qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs);
+            let srq = match qp.srq() {
+                None => None,
+                Some(s) => self.srqs.get_mut(s as usize).and_then(Option::as_mut),
+            };
+            qp.handle_packet(now, &f, &mut self.mrs, &mut self.cqs, srq);
         }
         self.qps.schedule(i);
         Received::Delivered { qpn }
@@ -947,23 +1071,15 @@ impl Endpoint {
     /// random among the free numbers of `FIRST_QPN..=MAX_QPN` (shared with
     /// the RC QPs, and counted against `max_qps` with them).
     pub fn create_ud_qp(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
+        if init.srq.is_some() {
+            return Err(VerbsError::InvalidArgument(
+                "a UD QP takes no shared receive queue here",
+            ));
+        }
         self.check_init(&init)?;
         self.check_room()?;
-        let span = MAX_QPN - FIRST_QPN + 1;
-        let mut qpn = FIRST_QPN;
-        for _ in 0..QPN_DRAWS {
-            qpn = FIRST_QPN + self.rng.next_u24() % span;
-            if self.qpn_unused(qpn) {
-                return Ok(self.place_ud_qp(pd, qpn, init));
-            }
-        }
-        for k in 1..span {
-            let q = FIRST_QPN + (qpn - FIRST_QPN + k) % span;
-            if self.qpn_unused(q) {
-                return Ok(self.place_ud_qp(pd, q, init));
-            }
-        }
-        Err(VerbsError::ResourceExhausted)
+        let qpn = self.draw_free_qpn()?;
+        Ok(self.place_ud_qp(pd, qpn, init))
     }
 
     /// Create a UD QP in RESET under a number the caller chooses: one of
@@ -977,6 +1093,11 @@ impl Endpoint {
         qpn: u32,
         init: QpInitAttr,
     ) -> Result<u32, VerbsError> {
+        if init.srq.is_some() {
+            return Err(VerbsError::InvalidArgument(
+                "a UD QP takes no shared receive queue here",
+            ));
+        }
         self.check_init(&init)?;
         if qpn == GSI_QPN {
             if !self.qpn_unused(qpn) {

@@ -54,15 +54,14 @@ struct Meta {
 /// step's prefetch asks for the slot as one range
 /// ([`QpTable::state_range`]).
 ///
-/// Until 2026-12-05 the schedule entries were a dense array of their own
-/// (24 bytes a slot, 1.5 MiB for 65,536 QPs), so that marking a QP ready
-/// touched no line of its state. With tens of thousands of active QPs
-/// that array is out of the caches too, and each packet then reached two
-/// places in memory instead of one. Alternating runs of
+/// The schedule entries are not a dense array of their own (24 bytes a
+/// slot, 1.5 MiB for 65,536 QPs), though marking a QP ready would then
+/// touch no line of its state: with tens of thousands of active QPs that
+/// array is out of the caches too, and each packet would reach two places
+/// in memory instead of one. Alternating runs of
 /// `examples/qp_scale_probe 65536 4 [req] shuffled`, builds with the array
 /// and with this slot, medians in ns a packet: responder 181.4 to 179.1,
-/// requester 243.3 to 232.6 (`docs/architecture.md`, "QP limits", has
-/// the other rows and what else a packet's time goes to).
+/// requester 243.3 to 232.6 (`docs/design/qp-layout.md`).
 #[derive(Default)]
 #[repr(C)]
 pub(super) struct Slot {
@@ -81,11 +80,11 @@ pub(super) struct Slot {
 /// anything can change them: a look adds only the open slot's. The
 /// counters this reads are those of the QP just handled (in the caches)
 /// and those of the QP about to be (its stage-two prefetch covers them).
-/// Until 2026-12-04 (fifth session) `sum` left out every slot marked
-/// since the last look, listed, and a look read the counters of each:
-/// with 65,536 active QPs, one cold line per QP marked since the last
-/// look, paid in one go by the engine loop at each look
-/// (`docs/architecture.md`, "The statistics' sum over active QPs").
+/// Leaving out of `sum` every slot marked since the last look, and reading
+/// each of their counters at the look, would cost one cold line per QP
+/// marked since the last look with 65,536 active QPs, paid in one go by
+/// the engine loop (`docs/architecture.md`, "The statistics' sum over
+/// active QPs").
 #[derive(Default)]
 struct CounterSum {
     sum: Counters,
@@ -198,24 +197,20 @@ impl QpTable {
     /// state a received packet reads first (`rc/qp.rs`), so that nothing of it
     /// waits for memory after the lookup. Measured with
     /// `examples/qp_scale_probe 65536 6 [req] shuffled` (64 B WRITEs, QP
-    /// state in huge pages; 2026-12-04, the 13-line QP in this order, five
-    /// alternating runs of each build, median of the runs' median pass, ns
-    /// a packet): its first 384 bytes (what was prefetched before, when the
-    /// QP had 17 lines and prefetching all of it measured no better)
-    /// responder 351, requester 364; 448 bytes 303, 362; all 576 bytes
-    /// before the counters 280, 337.
+    /// state in huge pages, alternating runs of each build, median of the
+    /// runs' median pass, ns a packet): prefetching its first 384 bytes
+    /// gave responder 351, requester 364; 448 bytes 303, 362; all 576
+    /// bytes before the counters 280, 337.
     ///
     /// The QP's last line holds the 32 bytes of counters it keeps inline
     /// ([`crate::rc::QpCounters`]; the rest, allocated once one of them
     /// counted, is not prefetched): with many active QPs the packet's QP
     /// is, as a rule, not the one handed out last, and handing it out reads
-    /// them ([`CounterSum`]). When the counters were first prefetched (a
-    /// range of their own then), that measured 225 against 284 ns a packet
-    /// with the sum, 215 against 264 without it (`examples/qp_scale_probe
-    /// 65536 3 shuffled [snapshot]`, 2026-12-04, builds with and without,
-    /// eight alternating runs each, median of 16 passes). Until 2026-12-04
-    /// (fourth session) the counters stayed a second range, though the
-    /// first already ended in their line: the same lines, asked for twice.
+    /// them ([`CounterSum`]). Prefetching the counters measured 225
+    /// against 284 ns a packet with the sum, 215 against 264 without it
+    /// (`examples/qp_scale_probe 65536 3 shuffled [snapshot]`, builds with
+    /// and without, eight alternating runs each, median of 16 passes). They
+    /// are part of the slot's one range: the slot ends in their line.
     #[inline]
     pub fn state_range(&self, qpn: u32) -> Option<MemoryRange> {
         Some(MemoryRange::of(self.slots.get(self.slot(qpn)?)?))

@@ -10,6 +10,7 @@ use super::cq::CompletionSink;
 use super::frame::FrameTemplate;
 use super::mr::MrTable;
 use super::sgl::QpSgl;
+use super::srq::Srq;
 use crate::time::Instant;
 use crate::wire::crc32::CopyCrc;
 
@@ -27,6 +28,9 @@ pub(crate) struct RxContext<'a> {
     pub counters: &'a mut QpCounters,
     /// The QP's SGE lists, if it was created for more than one SGE.
     pub sgl: Option<&'a QpSgl>,
+    /// The shared receive queue the responder takes its receives from,
+    /// for a QP created on one (`rc/srq.rs`).
+    pub srq: Option<&'a mut Srq>,
 }
 
 /// For emitting one frame: a request (requester) or an answer (responder).

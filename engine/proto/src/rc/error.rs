@@ -24,6 +24,11 @@ pub enum VerbsError {
     LocalProtection,
     /// Too many QPs or memory regions.
     ResourceExhausted,
+    /// No shared receive queue with this id on this endpoint.
+    UnknownSrq,
+    /// The object is in use: a shared receive queue that QPs still take
+    /// their receives from (verbs `EBUSY`).
+    Busy,
 }
 
 impl fmt::Display for VerbsError {
@@ -38,6 +43,8 @@ impl fmt::Display for VerbsError {
             VerbsError::QueueFull => write!(f, "work queue full: poll completions before posting more"),
             VerbsError::LocalProtection => write!(f, "local buffer not inside a registered region with the needed rights"),
             VerbsError::ResourceExhausted => write!(f, "too many QPs or memory regions"),
+            VerbsError::UnknownSrq => write!(f, "unknown shared receive queue"),
+            VerbsError::Busy => write!(f, "in use: QPs still take their receives from the shared receive queue"),
         }
     }
 }

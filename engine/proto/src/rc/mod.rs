@@ -21,6 +21,8 @@
 //!   timers, error completions;
 //! - `responder.rs`: incoming requests in PSN order (rxe's stages), ACK
 //!   coalescing, READ responses, atomic replay;
+//! - `srq.rs`: shared receive queues ([`Srq`]), which QPs created on one
+//!   take their receives from;
 //! - `context.rs`: what a QP lends its roles for one call;
 //! - `random.rs`: QP numbers, PSNs and keys from a caller's secret seed;
 //! - `sgl.rs`: scatter/gather lists and inline data of work requests;
@@ -44,6 +46,7 @@ mod random;
 mod requester;
 mod responder;
 mod sgl;
+mod srq;
 mod timer;
 mod wqe;
 
@@ -63,4 +66,7 @@ pub use qp::{Qp, QpInitAttr};
 pub use random::{KeyPermutation, Rng, Seed};
 pub use requester::MAX_MESSAGE_LEN;
 pub use sgl::{QpSgl, SgeCaps, MAX_INLINE_DATA, MAX_SGE};
+pub use srq::{
+    Srq, SrqAttr, SrqAttrMask, SrqCounters, SrqError, MAX_SRQS, MAX_SRQ_SGE, MAX_SRQ_WR,
+};
 pub use wqe::{RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};

@@ -17,8 +17,10 @@
 use core::fmt;
 use core::ops::BitOr;
 
+use super::error::VerbsError;
 use super::mw::{Binding, MwBind, MwError, MwType, Window};
 use super::random::{KeyPermutation, NumberMap, Seed};
+use super::wqe::Sge;
 
 /// Backing memory of a region. The core implements it for `Vec<u8>` and
 /// `Box<[u8]>`; the datapath implements it over shared memory so that
@@ -585,6 +587,22 @@ impl MrTable {
     ) -> Result<usize, AccessError> {
         self.locate(key, addr, len, need, None, None)
             .map(|(_, off)| off)
+    }
+
+    /// The check of a posted scatter/gather entry: an entry of no bytes
+    /// names no memory and passes; any other needs its key, range and
+    /// `need` ([`MrTable::check_any_pd`]), else a local protection error
+    /// (rxe's `lookup_mr` at post).
+    #[inline]
+    pub fn check_sge(&self, sge: &Sge, need: Access) -> Result<(), VerbsError> {
+        if sge.length > 0
+            && self
+                .check_any_pd(sge.lkey, sge.addr, u64::from(sge.length), need)
+                .is_err()
+        {
+            return Err(VerbsError::LocalProtection);
+        }
+        Ok(())
     }
 
     #[inline]

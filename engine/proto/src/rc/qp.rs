@@ -16,6 +16,7 @@ use super::psn::Psn;
 use super::requester::{Requester, TxOutcome, MAX_MESSAGE_LEN};
 use super::responder::Responder;
 use super::sgl::{QpSgl, SgeCaps, WqeData};
+use super::srq::Srq;
 use super::wqe::{RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};
 use crate::time::Instant;
 use crate::wire::crc32::CopyCrc;
@@ -35,6 +36,10 @@ pub struct QpInitAttr {
     pub max_recv_wr: u32,
     /// Every send request completes, as if `signaled` were always set.
     pub sq_sig_all: bool,
+    /// The shared receive queue (an id from `Endpoint::create_srq`) the
+    /// QP takes its receives from instead of a receive queue of its own
+    /// (`ibv_qp_init_attr.srq`); `max_recv_wr` is then ignored.
+    pub srq: Option<u32>,
 }
 
 impl Default for QpInitAttr {
@@ -45,6 +50,30 @@ impl Default for QpInitAttr {
             max_send_wr: 128,
             max_recv_wr: 128,
             sq_sig_all: false,
+            srq: None,
+        }
+    }
+}
+
+/// What a QP keeps of its [`QpInitAttr`]: where its completions go and
+/// its SRQ (the depths of its queues are its requester's and responder's).
+/// 20 bytes, as `QpInitAttr` was before it had an SRQ: the QP keeps its
+/// size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QpQueues {
+    pub(crate) send_cq: u32,
+    pub(crate) recv_cq: u32,
+    pub(crate) srq: Option<u32>,
+    pub(crate) sq_sig_all: bool,
+}
+
+impl From<QpInitAttr> for QpQueues {
+    fn from(a: QpInitAttr) -> QpQueues {
+        QpQueues {
+            send_cq: a.send_cq,
+            recv_cq: a.recv_cq,
+            srq: a.srq,
+            sq_sig_all: a.sq_sig_all,
         }
     }
 }
@@ -81,7 +110,7 @@ pub struct Qp {
     /// A lone pending ACK let one request packet go first (see
     /// `poll_transmit`); cleared when the responder sends.
     ack_yielded: bool,
-    pub(crate) init: QpInitAttr,
+    pub(crate) init: QpQueues,
     pub(crate) attr: QpAttr,
     pub(crate) tpl: Option<FrameTemplate>,
     pub(crate) resp: Responder,
@@ -123,7 +152,7 @@ impl Qp {
         Qp {
             qpn,
             attr: QpAttr::default(),
-            init,
+            init: init.into(),
             req: Requester::new(init.max_send_wr as usize),
             resp: Responder::new(init.max_recv_wr as usize),
             sgl: None,
@@ -165,6 +194,11 @@ impl Qp {
     /// Send requests posted and not yet completed.
     pub fn outstanding_send_wrs(&self) -> usize {
         self.req.outstanding_wrs()
+    }
+
+    /// The shared receive queue it takes its receives from, if any.
+    pub fn srq(&self) -> Option<u32> {
+        self.init.srq
     }
 
     /// Receive requests posted and not yet consumed.
@@ -335,8 +369,8 @@ impl Qp {
         self.sgl = caps.needs_arena().then(|| {
             Box::new(QpSgl::new(
                 caps,
-                self.init.max_send_wr,
-                self.init.max_recv_wr,
+                self.req.max_wr as u32,
+                self.resp.max_recv_wr,
             ))
         });
         Ok(())
@@ -377,13 +411,8 @@ impl Qp {
             length: total as u32,
         };
         let need = self.send_checks(&wr)?;
-        for s in sges.iter().filter(|s| s.length > 0) {
-            if mrs
-                .check_any_pd(s.lkey, s.addr, u64::from(s.length), need)
-                .is_err()
-            {
-                return Err(VerbsError::LocalProtection);
-            }
+        for s in sges {
+            mrs.check_sge(s, need)?;
         }
         if self.req.is_full() {
             return Err(VerbsError::QueueFull);
@@ -513,18 +542,7 @@ impl Qp {
         if !self.recv_state_admits(&wr, cqs)? {
             return Ok(());
         }
-        if wr.sge.length > 0
-            && mrs
-                .check_any_pd(
-                    wr.sge.lkey,
-                    wr.sge.addr,
-                    u64::from(wr.sge.length),
-                    Access::LOCAL_WRITE,
-                )
-                .is_err()
-        {
-            return Err(VerbsError::LocalProtection);
-        }
+        mrs.check_sge(&wr.sge, Access::LOCAL_WRITE)?;
         if !self.resp.post_recv(wr, WqeData::One) {
             return Err(VerbsError::QueueFull);
         }
@@ -565,13 +583,8 @@ impl Qp {
         if !self.recv_state_admits(&wr, cqs)? {
             return Ok(());
         }
-        for s in sges.iter().filter(|s| s.length > 0) {
-            if mrs
-                .check_any_pd(s.lkey, s.addr, u64::from(s.length), Access::LOCAL_WRITE)
-                .is_err()
-            {
-                return Err(VerbsError::LocalProtection);
-            }
+        for s in sges {
+            mrs.check_sge(s, Access::LOCAL_WRITE)?;
         }
         if self.resp.is_full() {
             return Err(VerbsError::QueueFull);
@@ -586,9 +599,16 @@ impl Qp {
 
     /// Whether the QP's state lets a receive request in: RESET does not
     /// (`InvalidState`); in ERROR it completes as flushed at once
-    /// (`Ok(false)`).
+    /// (`Ok(false)`). A QP on a shared receive queue takes none
+    /// (`InvalidArgument`: rxe's provider, whose QP then has no receive
+    /// queue, answers EINVAL).
     #[inline]
     fn recv_state_admits(&mut self, wr: &RecvWr, cqs: &mut [Cq]) -> Result<bool, VerbsError> {
+        if self.init.srq.is_some() {
+            return Err(VerbsError::InvalidArgument(
+                "the QP takes its receives from a shared receive queue: post them there",
+            ));
+        }
         match self.attr.state {
             QpState::Reset => Err(VerbsError::InvalidState),
             QpState::Error => {
@@ -613,7 +633,8 @@ impl Qp {
         }
     }
 
-    /// A parsed RoCE packet addressed to this QP.
+    /// A parsed RoCE packet addressed to this QP; `srq` is its shared
+    /// receive queue (that of `init.srq`), if it was created on one.
     // Inlined into its one caller (Endpoint::handle_packet): the peer check
     // then reads the addresses the parse just produced instead of reloading
     // them from the frame struct on the stack with loads that straddle two
@@ -625,6 +646,7 @@ impl Qp {
         frame: &RoceFrameView<'_>,
         mrs: &mut MrTable,
         cqs: &mut [Cq],
+        srq: Option<&mut Srq>,
     ) {
         let state = self.attr.state;
         if !matches!(state, QpState::Rtr | QpState::Rts) {
@@ -654,6 +676,7 @@ impl Qp {
                 sink: self.recv_sink(cqs),
                 counters: &mut self.counters,
                 sgl: self.sgl.as_deref(),
+                srq,
             };
             self.resp.handle_request(frame, &mut cx)
         } else if class::is_response(op) && state == QpState::Rts {
@@ -665,6 +688,7 @@ impl Qp {
                 sink: self.send_sink(cqs),
                 counters: &mut self.counters,
                 sgl: self.sgl.as_deref(),
+                srq: None,
             };
             self.req.handle_response(frame, &mut cx)
         } else {

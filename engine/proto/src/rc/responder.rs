@@ -36,6 +36,10 @@
 //!   remote operational error, the QP goes to error;
 //! - a SEND (or WRITE with immediate) that finds no posted receive gets an
 //!   RNR NAK, never a silent drop;
+//! - a QP created on a shared receive queue takes its receives from it
+//!   instead of its own queue (rxe `get_srq_wqe`; `rc/srq.rs`): the
+//!   message's first packet takes one, which the message holds to its
+//!   last packet; an empty SRQ is RNR NAKed as an empty queue is;
 //! - MSN counts completed inbound messages (24-bit).
 //!
 //! The request path ([`Responder::handle_request`]) runs rxe's stages in
@@ -64,6 +68,7 @@ use super::mr::{Access, AccessError, MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{packets_for, MAX_MESSAGE_LEN};
 use super::sgl::{scatter, DataKind, WqeData};
+use super::srq::Srq;
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::wire::{
     emit_frame, emit_templated, nak_code, AethRepr, AtomicAckEthRepr, AtomicEthRepr, Opcode,
@@ -469,7 +474,7 @@ impl Responder {
         let req = self.check_op_seq(frame)?;
         check_op_valid(&req, cx.attr.access)?;
         check_length(&req, payload.len(), mtu)?;
-        self.check_resource(&req, cx.attr)?;
+        self.check_resource(&req, cx.attr, cx.srq.as_deref())?;
         self.check_reads_sent(&req)?;
         let qpn = cx.sink.qpn;
         let qp = QpScope { pd: cx.pd, qpn };
@@ -479,7 +484,7 @@ impl Responder {
             }
             Request::Write { reth, last, imm } => {
                 let target = self.check_rkey_write(reth, payload.len(), cx.mrs, qp)?;
-                self.execute_write(target, last, imm, payload, qpn)?
+                self.execute_write(target, last, imm, payload, qpn, cx.srq.as_deref_mut())?
             }
             Request::Read(reth) => {
                 check_rkey_read(&reth, cx.mrs, qp)?;
@@ -615,18 +620,21 @@ impl Responder {
     /// and a WRITE with immediate, need a posted receive (checked before
     /// anything is placed, so the retry after the RNR NAK finds the same
     /// state); a READ needs a free READ/atomic slot (`max_dest_rd_atomic`;
-    /// atomics are bounded by the answer queue only).
+    /// atomics are bounded by the answer queue only). The receive is the
+    /// SRQ's for a QP created on one.
     #[inline(always)]
-    fn check_resource(&self, req: &Request, attr: &QpAttr) -> Result<(), RespError> {
+    fn check_resource(
+        &self,
+        req: &Request,
+        attr: &QpAttr,
+        srq: Option<&Srq>,
+    ) -> Result<(), RespError> {
+        let no_recv = || srq.map_or(self.rq.is_empty(), Srq::is_empty);
         match req {
-            Request::Send { .. }
-                if matches!(self.in_progress, InProgress::None) && self.rq.is_empty() =>
-            {
+            Request::Send { .. } if matches!(self.in_progress, InProgress::None) && no_recv() => {
                 Err(RespError::ReceiverNotReady)
             }
-            Request::Write { imm: Some(_), .. } if self.rq.is_empty() => {
-                Err(RespError::ReceiverNotReady)
-            }
+            Request::Write { imm: Some(_), .. } if no_recv() => Err(RespError::ReceiverNotReady),
             Request::Read(_) if !self.rd_atomic_slot_free(attr) => Err(RespError::Busy),
             _ => Ok(()),
         }
@@ -761,7 +769,11 @@ impl Responder {
                 offset,
             ),
             // check_resource saw a posted receive.
-            _ => (self.rq.pop_front().ok_or(RespError::ReceiverNotReady)?, 0),
+            _ => (
+                self.take_recv(cx.srq.as_deref_mut())
+                    .ok_or(RespError::ReceiverNotReady)?,
+                0,
+            ),
         };
         let wr = wqe.wr;
         // The receive's length is its SGEs' total (rxe send_data_in:
@@ -846,6 +858,7 @@ impl Responder {
         imm: Option<u32>,
         payload: &[u8],
         qpn: u32,
+        srq: Option<&mut Srq>,
     ) -> Result<Option<WorkCompletion>, RespError> {
         match t.place {
             Placement::Checked(dst) => dst.copy_from_slice(payload),
@@ -880,7 +893,7 @@ impl Responder {
             return Ok(None);
         }
         // check_resource saw a posted receive.
-        Ok(self.rq.pop_front().map(|w| WorkCompletion {
+        Ok(self.take_recv(srq).map(|w| WorkCompletion {
             opcode: WcOpcode::RecvRdmaWithImm,
             ..recv_wc(w.wr, qpn, WcStatus::Success, t.total, imm)
         }))
@@ -939,6 +952,17 @@ impl Responder {
         Ok(())
     }
 
+    /// The receive a new message consumes: the head of the QP's receive
+    /// queue, or of its SRQ (rxe `get_srq_wqe`), whose receives have one
+    /// SGE (`rc/srq.rs`).
+    #[inline(always)]
+    fn take_recv(&mut self, srq: Option<&mut Srq>) -> Option<RecvWqe> {
+        match srq {
+            Some(s) => s.take().map(|wr| RecvWqe::new(wr, WqeData::One)),
+            None => self.rq.pop_front(),
+        }
+    }
+
     /// An in-order request executed: expect `next`, and the next gap gets
     /// its NAK again.
     #[inline(always)]
@@ -990,6 +1014,9 @@ impl Responder {
             }
             // Class B: RNR NAK, nothing executed, the QP stays.
             RespError::ReceiverNotReady => {
+                if let Some(s) = cx.srq.as_deref_mut() {
+                    s.note_rnr();
+                }
                 self.rnr_nak(cx.attr, counters);
                 Ok(())
             }

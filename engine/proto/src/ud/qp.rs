@@ -325,6 +325,7 @@ mod tests {
             max_send_wr: 4,
             max_recv_wr: 4,
             sq_sig_all: false,
+            srq: None,
         };
         (UdQp::new(0x20, 0, init), vec![Cq::new(16)])
     }

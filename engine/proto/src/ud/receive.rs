@@ -165,18 +165,7 @@ impl UdQp {
             }
             _ => {}
         }
-        if wr.sge.length > 0
-            && mrs
-                .check_any_pd(
-                    wr.sge.lkey,
-                    wr.sge.addr,
-                    u64::from(wr.sge.length),
-                    Access::LOCAL_WRITE,
-                )
-                .is_err()
-        {
-            return Err(VerbsError::LocalProtection);
-        }
+        mrs.check_sge(&wr.sge, Access::LOCAL_WRITE)?;
         if self.rq.len() >= self.init.max_recv_wr as usize {
             return Err(VerbsError::QueueFull);
         }

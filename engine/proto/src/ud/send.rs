@@ -126,18 +126,7 @@ impl UdQp {
                 ))
             }
         }
-        if wr.local.length > 0
-            && mrs
-                .check_any_pd(
-                    wr.local.lkey,
-                    wr.local.addr,
-                    u64::from(wr.local.length),
-                    Access::NONE,
-                )
-                .is_err()
-        {
-            return Err(VerbsError::LocalProtection);
-        }
+        mrs.check_sge(&wr.local, Access::NONE)?;
         if self.sq.len() >= self.init.max_send_wr as usize {
             return Err(VerbsError::QueueFull);
         }

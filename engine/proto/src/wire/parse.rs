@@ -99,12 +99,11 @@ pub fn parse_frame_lenient(frame: &[u8]) -> Result<(RoceFrame<'_>, u32), ParseEr
 /// [`parse_frame_view`] as usual; the hint only brought a QP's lines
 /// into the caches.
 ///
-/// Until 2026-12-04 (fourth session) it checked everything
-/// [`parse_frame_view`] does but the ICRC, twice per frame (the driver's
-/// two prefetch stages): a profile of `examples/qp_scale_probe 1 N
-/// shuffled` with the prefetch forced on (a build for the experiment)
-/// found it a large part of what the prefetch costs
-/// (`docs/architecture.md`, "What the prefetch costs").
+/// Checking everything [`parse_frame_view`] does but the ICRC here, twice
+/// per frame (the driver's two prefetch stages), was a large part of what
+/// the prefetch costs in a profile of `examples/qp_scale_probe 1 N
+/// shuffled` with the prefetch forced on (`docs/performance-log.md`, "What
+/// the prefetch costs").
 #[inline]
 pub fn peek_dest_qp(frame: &[u8]) -> Option<u32> {
     peek_request(frame).map(|p| p.dest_qp)

@@ -15,5 +15,6 @@ mod qp_state;
 mod requester;
 mod responder;
 mod sgl;
+mod srq;
 mod tx_order;
 mod vlan;

@@ -379,6 +379,7 @@ fn pair_in_pd(pd: u32) -> Pair {
             max_send_wr: 64,
             max_recv_wr: 64,
             sq_sig_all: false,
+            srq: None,
         };
         let qpn = ep.create_qp_in(pd, init).unwrap();
         assert_eq!(ep.qp(qpn).unwrap().pd(), pd);

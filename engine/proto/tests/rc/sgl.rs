@@ -45,6 +45,7 @@ fn pair(mtu: Mtu, caps: SgeCaps) -> Pair {
             max_send_wr: 64,
             max_recv_wr: 64,
             sq_sig_all: false,
+            srq: None,
         };
         let qpn = ep.create_qp_numbered(FIRST_QPN, init).unwrap();
         ep.set_qp_sge_caps(qpn, caps).unwrap();

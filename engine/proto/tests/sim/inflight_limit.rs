@@ -42,6 +42,7 @@ fn rig(n: u32, limit: u32) -> Rig {
         max_send_wr: 16,
         max_recv_wr: 4,
         sq_sig_all: true,
+        srq: None,
     };
     let opts = ConnectOptions {
         path_mtu: Mtu::Mtu1024,

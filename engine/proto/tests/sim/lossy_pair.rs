@@ -109,6 +109,7 @@ pub fn connect_with_caps(
             max_send_wr: depth,
             max_recv_wr: depth,
             sq_sig_all: true,
+            srq: None,
         };
         let qpn = sim.endpoint(node).create_qp_in(side.pd, init).unwrap();
         sim.endpoint(node).set_qp_sge_caps(qpn, caps).unwrap();

@@ -2,7 +2,8 @@
 //! under loss, reordering, duplication and corruption; every byte
 //! checked), many QPs (`scale.rs`), the responder QP's access flags
 //! under loss (`qp_access.rs`) and protection domains under loss
-//! (`pd.rs`) and memory windows under loss (`mw.rs`).
+//! (`pd.rs`), memory windows under loss (`mw.rs`) and many QPs sharing
+//! one receive queue under loss (`srq.rs`).
 
 mod inflight_limit;
 mod lossy_pair;
@@ -14,3 +15,4 @@ mod scale;
 mod sgl;
 #[path = "../sgl_model/mod.rs"]
 mod sgl_model;
+mod srq;

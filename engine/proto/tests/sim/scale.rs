@@ -37,6 +37,7 @@ fn qp_numbers_are_drawn_from_the_whole_space_and_unique() {
         max_send_wr: 1,
         max_recv_wr: 1,
         sq_sig_all: false,
+        srq: None,
     };
     let qpns: Vec<u32> = (0..20_000).map(|_| ep.create_qp(init).unwrap()).collect();
     assert_eq!(qpns.iter().collect::<HashSet<_>>().len(), qpns.len());

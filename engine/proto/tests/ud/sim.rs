@@ -96,6 +96,7 @@ fn run(seed: u64) {
         max_send_wr: depth,
         max_recv_wr: depth,
         sq_sig_all: true,
+        srq: None,
     };
     let mut rx_qps = [0u32; 2];
     for q in &mut rx_qps {

@@ -58,6 +58,7 @@ pub fn init(n: &Node, depth: u32) -> QpInitAttr {
         max_send_wr: depth,
         max_recv_wr: depth,
         sq_sig_all: false,
+        srq: None,
     }
 }
 

@@ -90,6 +90,7 @@ fn scapys_ud_datagrams_land_in_a_ud_qp() {
             max_send_wr: 4,
             max_recv_wr: 4,
             sq_sig_all: false,
+            srq: None,
         };
         let qpn = u(&e["dqpn"]) as u32;
         ep.create_ud_qp_numbered(0, qpn, init).unwrap();

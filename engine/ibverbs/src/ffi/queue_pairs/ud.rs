@@ -37,6 +37,13 @@ pub(super) fn create(
     a: &mut ibv_qp_init_attr,
     init_attr: QpInitAttr,
 ) -> Result<*mut ibv_qp, c_int> {
+    // The engine's UD QP takes its receives from its own queue.
+    if init_attr.srq.is_some() {
+        return Err(unsupported!(
+            "ibv_create_qp of a UD QP on a shared receive queue",
+            libc::EOPNOTSUPP
+        ));
+    }
     // What the QP has: its SGEs and inline bytes as rxe grants them (the
     // larger of the send SGEs and the inline data fills the WQE's room).
     let grants = SgeCaps {

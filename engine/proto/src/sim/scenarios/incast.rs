@@ -384,6 +384,7 @@ impl<'c> Incast<'c> {
             max_send_wr: self.window,
             max_recv_wr: 1,
             sq_sig_all: true,
+            srq: None,
         };
         let qpn = self.sim.endpoint(node).create_qp(init).expect("sender QP");
         let rinit = QpInitAttr {

@@ -388,6 +388,7 @@ impl<'c> Workload<'c> {
             max_send_wr: self.window,
             max_recv_wr: self.window,
             sq_sig_all: true,
+            srq: None,
         };
         let qa = self
             .sim

@@ -144,6 +144,7 @@ impl Pair {
                 max_send_wr: 64,
                 max_recv_wr: 64,
                 sq_sig_all: false,
+                srq: None,
             },
             &oa,
             &ob,
