@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use engine::driver::{CqWait, PollMode};
 use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::io::process_cpu_time;
-use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
+use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, SgeCaps, WcStatus, WorkCompletion};
 use engine::testbed::netns::{Side, VethPair};
 use engine::verbs::{Device, DeviceConfig, MemoryRegion, QpCaps, QueuePair};
 
@@ -36,6 +36,39 @@ impl Op {
             Op::Write => "WRITE",
             Op::Send => "SEND",
             Op::Read => "READ",
+        }
+    }
+}
+
+/// How a stream's application thread posts each message's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostMode {
+    /// One SGE (`QueuePair::post_send`): the path every other row takes.
+    OneSge,
+    /// The message gathered from this many equal, consecutive SGEs of the
+    /// same range (`QueuePair::post_send_sgl`, on QPs whose `max_send_sge`
+    /// allows them).
+    Sges(u32),
+    /// The message copied from application memory into the post
+    /// (`QueuePair::post_send_inline`, `IBV_SEND_INLINE`), on QPs whose
+    /// `max_inline_data` holds it.
+    Inline,
+}
+
+impl PostMode {
+    /// The QP capacities the mode needs for `size`-byte messages (`None`:
+    /// the QP keeps its defaults, one SGE and no inline data).
+    fn caps(self, size: u64) -> Option<SgeCaps> {
+        match self {
+            PostMode::OneSge => None,
+            PostMode::Sges(n) => Some(SgeCaps {
+                max_send_sge: n,
+                ..SgeCaps::default()
+            }),
+            PostMode::Inline => Some(SgeCaps {
+                max_inline_data: size as u32,
+                ..SgeCaps::default()
+            }),
         }
     }
 }
@@ -261,6 +294,12 @@ impl Rig {
     /// Creates and connects a fresh QP pair on queue `q` (a fresh pair per
     /// test, so one test's outcome cannot leak into the next).
     pub(crate) fn connect(&self, q: u32) -> EngineResult<QpPair> {
+        self.connect_with(q, None)
+    }
+
+    /// [`Rig::connect`], the requester's QP given `sge_caps` first (before
+    /// it is connected, as `ibv_create_qp`'s `cap` would).
+    fn connect_with(&self, q: u32, sge_caps: Option<SgeCaps>) -> EngineResult<QpPair> {
         let k = self.created.get();
         self.created.set(k + 1);
         let caps = QpCaps {
@@ -275,6 +314,10 @@ impl Rig {
             .b
             .create_qp(q, caps)
             .map_err(context("creating QP b"))?;
+        if let Some(c) = sge_caps {
+            qa.set_sge_caps(c)
+                .map_err(context("setting QP a's SGE and inline capacities"))?;
+        }
         let (ip_a, ip_b): (IpAddr, IpAddr) = (self.a.ip(), self.b.ip());
         let opts = ConnectOptions {
             path_mtu: Mtu::Mtu4096,
@@ -317,9 +360,9 @@ impl Rig {
     }
 
     /// The rig's fresh QP pairs, QP i on queue i % queues.
-    fn connect_all(&self) -> EngineResult<Vec<QpPair>> {
+    fn connect_all(&self, sge_caps: Option<SgeCaps>) -> EngineResult<Vec<QpPair>> {
         (0..self.qps)
-            .map(|i| self.connect(i % self.a.queues()))
+            .map(|i| self.connect_with(i % self.a.queues(), sge_caps))
             .collect()
     }
 
@@ -405,11 +448,39 @@ pub(crate) fn stream(
     layout: SourceLayout,
     duration: Duration,
 ) -> EngineResult<StreamResult> {
+    stream_posting(rig, op, size, layout, duration, PostMode::OneSge)
+}
+
+/// [`stream`], each message's data posted as `mode` says (WRITE and SEND;
+/// inline messages are copied from an application buffer laid out as the
+/// registered region, at the same offsets).
+pub(crate) fn stream_posting(
+    rig: &Rig,
+    op: Op,
+    size: u64,
+    layout: SourceLayout,
+    duration: Duration,
+    mode: PostMode,
+) -> EngineResult<StreamResult> {
+    if let PostMode::Sges(n) = mode {
+        if n == 0 || !size.is_multiple_of(u64::from(n)) {
+            return Err(format!("{size} B cannot be gathered from {n} equal SGEs"));
+        }
+    }
+    if mode != PostMode::OneSge && op == Op::Read {
+        return Err("READ takes no gathered or inline data".into());
+    }
+    // The application's own copy of the data posted inline.
+    let inline_src = match mode {
+        PostMode::Inline => crate::sources::region_pattern(REGION),
+        _ => Vec::new(),
+    };
+    let mut sges = Vec::new();
     // The application thread posts from the core of the side that does
     // not send the data (WRITE, SEND: a sends; READ: b sends the
     // responses), never beside the engine thread that limits the stream.
     let _pinned = placement::Pinned::to(rig.cores.map(|[a, b]| if op == Op::Read { a } else { b }));
-    let qps = rig.connect_all()?;
+    let qps = rig.connect_all(mode.caps(size))?;
     let win = window(size);
     let signal_every = signal_every(win);
     let mut flows: Vec<Flow> = qps
@@ -479,7 +550,21 @@ pub(crate) fn stream(
                 wr.remote_addr = qp.rb.addr() + off as u64;
                 wr.rkey = qp.rb.rkey;
                 wr.signaled = op == Op::Send || (f.issued + 1) % signal_every == 0;
-                if qp.a.post_send(wr).is_err() {
+                let posted = match mode {
+                    PostMode::OneSge => qp.a.post_send(wr),
+                    PostMode::Sges(n) => {
+                        let piece = (size / u64::from(n)) as usize;
+                        sges.clear();
+                        sges.extend(
+                            (0..n as usize).map(|i| qp.la.sge(off + i * piece, piece as u32)),
+                        );
+                        qp.a.post_send_sgl(wr, &sges)
+                    }
+                    PostMode::Inline => {
+                        qp.a.post_send_inline(wr, &inline_src[off..off + size as usize])
+                    }
+                };
+                if posted.is_err() {
                     break;
                 }
                 f.issued += 1;
@@ -700,6 +785,23 @@ pub fn measure_points(
     }
     rig.close();
     Ok(out)
+}
+
+/// One point of `size`-byte `op` messages posted as `mode` says, on a
+/// fresh 1-queue rig (closed before returning, as [`measure_points`]).
+pub fn measure_point_posting(
+    pair: &VethPair,
+    op: Op,
+    size: u64,
+    layout: SourceLayout,
+    point: Duration,
+    poll: PollMode,
+    mode: PostMode,
+) -> EngineResult<Point> {
+    let rig = Rig::open(pair, 1, poll)?;
+    let p = stream_posting(&rig, op, size, layout, point, mode);
+    rig.close();
+    Ok(p?.point(op, size))
 }
 
 /// Runs the engine measurements on `pair`. What cannot be measured is

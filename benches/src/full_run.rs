@@ -138,6 +138,23 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         "stock perftest on the drop-in libibverbs against the tools",
     );
     let verbs_drop_in = crate::verbs_drop_in::measure(&pair, opts, &mut missing);
+    progress(
+        opts,
+        "SGE lists and inline data against the one-SGE path (paired)",
+    );
+    let sge_paths = crate::sge_paths::measure(
+        &pair,
+        &crate::sge_paths::SGE_ROWS,
+        &paired_opts,
+        opts.progress,
+        &mut missing,
+    );
+    notes.push(format!(
+        "SGE lists and inline data: the engine's own WRITE and SEND streams (verbs Device, fresh 1-queue device per point), the variant (64 KiB WRITE gathered from 8 SGEs of 8 KiB with post_send_sgl on a QP with max_send_sge 8; 64 B SEND posted inline with post_send_inline on a QP with max_inline_data 64, its bytes copied from application memory) against the same stream posted from one SGE with post_send, as {} pairs of {:.2} s points in alternating order, the rows' pairs interleaved; ratio = variant / one SGE per pair, the row's figure the median, target >= {}",
+        paired_opts.pairs,
+        paired_opts.point.as_secs_f64(),
+        crate::sge_paths::BOUND
+    ));
     let mut seen = std::collections::HashSet::new();
     notes.retain(|n| seen.insert(n.clone()));
     if rounds > 1 {
@@ -219,6 +236,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         qp_scale: qp_scale_rows(opts, &mut missing_late),
         qp_scale_memory: qp_scale_memory_rows(opts),
         verbs_drop_in,
+        sge_paths,
         notes,
         missing,
     };

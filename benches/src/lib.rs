@@ -30,6 +30,7 @@ pub mod placement;
 pub mod protocol_path;
 pub mod qp_scale;
 pub mod report;
+pub mod sge_paths;
 pub mod sources;
 pub mod stats;
 pub mod sysinfo;

@@ -32,7 +32,7 @@ pub use model::{
     Cmp, GoodputRow, Latency, MessageRate, MultiQueue, MultiQueueRow, Pair, PairedTarget,
     Projection, ProjectionRow, Ratio, Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,
 };
-pub use tables::{paired_tables, size_label, Table};
+pub use tables::{paired_tables, sge_tables, size_label, Table};
 pub use targets::{
     Baseline, BaselinePayload, Metric, PairedSpec, PAIRED_INFO, PAIRED_LABEL, PAIRED_TARGETS,
     SWEEP_LABEL,

@@ -51,6 +51,12 @@ pub struct Report {
     /// tools (`crate::verbs_drop_in`); absent from older reports.
     #[serde(default)]
     pub verbs_drop_in: super::DropInReport,
+    /// Scatter/gather lists and inline data against the one-SGE path
+    /// (`crate::sge_paths`): paired comparisons whose "engine" side is
+    /// the variant (8 SGEs, inline) and whose baseline is the same stream
+    /// posted from one SGE; absent from older reports.
+    #[serde(default)]
+    pub sge_paths: Vec<PairedTarget>,
     /// How the figures were obtained (chunking, modes, ...).
     pub notes: Vec<String>,
     /// What was not measured, and why.

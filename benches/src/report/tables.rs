@@ -31,12 +31,34 @@ fn ratio(n: Option<f64>, d: Option<f64>) -> String {
 /// The paired target measurements: one row per target, then every
 /// pair in the order measured (also used by `examples/paired_targets.rs`).
 pub fn paired_tables(paired: &[PairedTarget]) -> [Table; 2] {
-    [paired_summary(paired), paired_pairs(paired)]
+    [
+        paired_summary(
+            paired,
+            "Paired target measurements (engine WRITE and its baseline back to back, alternating order; ratio = engine / baseline per pair)",
+        ),
+        paired_pairs(paired, "Paired target measurements, every pair", "engine"),
+    ]
 }
 
-fn paired_summary(paired: &[PairedTarget]) -> Table {
+/// Scatter/gather lists and inline data against the one-SGE path: one
+/// row per comparison, then every pair (`crate::sge_paths`).
+pub fn sge_tables(rows: &[PairedTarget]) -> [Table; 2] {
+    [
+        paired_summary(
+            rows,
+            "SGE lists and inline data against the one-SGE path (engine on veth; the two streams back to back, alternating order; ratio = variant / one SGE per pair)",
+        ),
+        paired_pairs(
+            rows,
+            "SGE lists and inline data against the one-SGE path, every pair",
+            "variant",
+        ),
+    ]
+}
+
+fn paired_summary(paired: &[PairedTarget], title: &str) -> Table {
     Table {
-        title: "Paired target measurements (engine WRITE and its baseline back to back, alternating order; ratio = engine / baseline per pair)".into(),
+        title: title.into(),
         header: [
             "target",
             "pairs",
@@ -79,7 +101,9 @@ fn paired_summary(paired: &[PairedTarget]) -> Table {
     }
 }
 
-fn paired_pairs(paired: &[PairedTarget]) -> Table {
+/// Every pair of `paired`; `engine` names the side a pair's `engine`
+/// figure belongs to.
+fn paired_pairs(paired: &[PairedTarget], title: &str, engine: &str) -> Table {
     let mut rows = Vec::new();
     for p in paired {
         let decimals = if p.unit == "Mmsg/s" { 3 } else { 2 };
@@ -88,9 +112,9 @@ fn paired_pairs(paired: &[PairedTarget]) -> Table {
                 p.name.clone(),
                 (i + 1).to_string(),
                 if pair.engine_first {
-                    format!("engine, {}", p.baseline)
+                    format!("{engine}, {}", p.baseline)
                 } else {
-                    format!("{}, engine", p.baseline)
+                    format!("{}, {engine}", p.baseline)
                 },
                 format!("{} {}", num(Some(pair.engine), decimals), p.unit),
                 format!("{} {}", num(Some(pair.baseline), decimals), p.unit),
@@ -99,8 +123,8 @@ fn paired_pairs(paired: &[PairedTarget]) -> Table {
         }
     }
     Table {
-        title: "Paired target measurements, every pair".into(),
-        header: ["target", "pair", "order", "engine", "baseline", "ratio"]
+        title: title.into(),
+        header: ["target", "pair", "order", engine, "baseline", "ratio"]
             .map(String::from)
             .to_vec(),
         rows,
@@ -225,6 +249,9 @@ impl Report {
         });
         if !self.paired.is_empty() {
             t.extend(paired_tables(&self.paired));
+        }
+        if !self.sge_paths.is_empty() {
+            t.extend(sge_tables(&self.sge_paths));
         }
         t.push(Table {
             title: "Ratios against the targets".into(),
@@ -370,6 +397,49 @@ impl Report {
 mod tests {
     use super::*;
     use crate::report::sample::{sample, sample_paired};
+
+    #[test]
+    fn sge_rows_get_their_tables_target_rows_and_json_key() {
+        use crate::report::Pair;
+        use crate::sge_paths::SGE_ROWS;
+        let mut r = sample();
+        let before = r.target_ratios().len();
+        r.sge_paths = vec![
+            // Ratios 0.98, 0.96: median 0.97.
+            SGE_ROWS[0].summarise(
+                0.3,
+                vec![Pair::new(false, 9.8, 10.0), Pair::new(true, 9.6, 10.0)],
+            ),
+            // Ratios 0.9, 0.94: median 0.92.
+            SGE_ROWS[1].summarise(
+                0.3,
+                vec![Pair::new(false, 0.9, 1.0), Pair::new(true, 0.94, 1.0)],
+            ),
+        ];
+        r.ratios = r.target_ratios();
+        assert_eq!(r.ratios.len(), before + 2);
+        let md = r.to_markdown(None);
+        assert!(md.contains("SGE lists and inline data against the one-SGE path (engine on veth"));
+        assert!(md.contains(
+            "| 64 KiB WRITE from 8 SGEs of 8 KiB / from 1 SGE, goodput (engine on veth) | 2 x 0.30 s | 0.970 | n/a (under 6 pairs) | 0.960–0.980 | >= 0.95 | yes |"
+        ));
+        assert!(md.contains(
+            "| 64 B SEND inline / from a registered buffer, message rate (engine on veth) | 2 | variant, registered buffer (1 SGE) | 0.940 Mmsg/s | 1.000 Mmsg/s | 0.940 |"
+        ));
+        // The target rows, labelled as the paired ones are.
+        assert!(md.contains(
+            "| 64 B SEND inline / from a registered buffer, message rate (engine on veth) [paired median] | 0.920 | >= 0.95 | NO |"
+        ));
+        let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(v["sge_paths"].as_array().unwrap().len(), 2);
+        assert!((v["sge_paths"][0]["median"].as_f64().unwrap() - 0.97).abs() < 1e-9);
+        assert_eq!(v["sge_paths"][1]["unit"], "Mmsg/s");
+        // An older report without the key reads as no rows.
+        let mut old = v.clone();
+        old.as_object_mut().unwrap().remove("sge_paths");
+        let back: Report = serde_json::from_value(old).unwrap();
+        assert!(back.sge_paths.is_empty());
+    }
 
     #[test]
     fn paired_tables_show_every_pair_and_the_summary() {

@@ -260,6 +260,8 @@ impl Report {
             Cmp::Below,
             1.0,
         ));
+        // Scatter/gather lists and inline data against the one-SGE path.
+        out.extend(self.sge_paths.iter().map(PairedTarget::ratio));
         if let Some(m) = &self.multi_queue {
             let (first, last) = (m.rows.first(), m.rows.last());
             if let (Some(one), Some(many)) = (first, last.filter(|r| r.queues > 1)) {

@@ -44,6 +44,7 @@ fn bench_quick_json_has_the_documented_shape() {
         "message_rate",
         "latency",
         "ratios",
+        "sge_paths",
         "scaling",
         "projection",
         "notes",
@@ -123,9 +124,40 @@ fn bench_quick_json_has_the_documented_shape() {
             "engine SEND ping-pong ({mode}) neither measured nor listed as missing"
         );
     }
-    // The six target ratios, each computed from its figures (the sixth:
-    // engine CPU per packet, 2 queues / 1, of the multi-queue row).
-    assert_eq!(r.ratios.len(), 6, "{:?}", r.missing);
+    // The eight target ratios, each computed from its figures: the four
+    // paired throughput targets, the latency one, the two SGE rows (8
+    // SGEs / 1 SGE, inline / registered buffer) and engine CPU per packet,
+    // 2 queues / 1, of the multi-queue row.
+    assert_eq!(r.ratios.len(), 8, "{:?}", r.missing);
+    // Scatter/gather lists and inline data against the one-SGE path: two
+    // paired rows with figures (or listed as missing with the reason), in
+    // the Markdown and among the target rows.
+    let sge_names: Vec<&str> = r.sge_paths.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        sge_names,
+        [
+            "64 KiB WRITE from 8 SGEs of 8 KiB / from 1 SGE, goodput (engine on veth)",
+            "64 B SEND inline / from a registered buffer, message rate (engine on veth)",
+        ]
+    );
+    for p in &r.sge_paths {
+        assert_eq!(p.target, ">= 0.95");
+        let measured = p.pairs.len() == 2
+            && p.pairs.iter().all(|q| q.engine > 0.0 && q.baseline > 0.0)
+            && p.median.is_some_and(|m| m > 0.0);
+        assert!(
+            measured || r.missing.iter().any(|m| m.starts_with("sge paths")),
+            "{p:?} {:?}",
+            r.missing
+        );
+        assert!(
+            r.ratios
+                .iter()
+                .any(|x| x.name == format!("{} [paired median]", p.name) && x.value == p.median),
+            "{:?}",
+            r.ratios
+        );
+    }
     let mq = r.multi_queue.as_ref().expect("the multi-queue row");
     assert_eq!(
         mq.rows.iter().map(|row| row.queues).collect::<Vec<_>>(),
@@ -168,6 +200,10 @@ fn bench_quick_json_has_the_documented_shape() {
         assert!(ratio.value.is_some() || !r.missing.is_empty(), "{ratio:?}");
     }
     let md = std::fs::read_to_string(out_dir.join("results.md")).expect("results.md");
+    assert!(md.contains("SGE lists and inline data against the one-SGE path (engine on veth"));
+    for p in &r.sge_paths {
+        assert!(md.contains(&format!("| {} | 2 x ", p.name)), "{md}");
+    }
     // Stock perftest and the transfer-engine pattern (posting threads
     // that spin or yield, a polling thread) on the drop-in: seven
     // comparisons, each with its pairs and a ratio, or a line in
