@@ -16,4 +16,5 @@ mod requester;
 mod responder;
 mod sgl;
 mod tx_order;
+mod uc;
 mod vlan;
