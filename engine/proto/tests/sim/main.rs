@@ -14,3 +14,4 @@ mod scale;
 mod sgl;
 #[path = "../sgl_model/mod.rs"]
 mod sgl_model;
+mod uc;

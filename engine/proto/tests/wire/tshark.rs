@@ -362,7 +362,7 @@ fn tshark_dissects_uc_sends_and_writes_with_their_headers() {
             } else {
                 1 + seed as usize % 61
             };
-            let payload: Vec<u8> = (0..len).map(|i| (i as u32 * 3 ^ seed) as u8).collect();
+            let payload: Vec<u8> = (0..len).map(|i| ((i as u32 * 3) ^ seed) as u8).collect();
             let mut buf = vec![0u8; frame_len(&h, len)];
             emit_frame(&h, &payload, &mut buf).unwrap();
             assert_eq!(buf[buf.len() - 4..], spec_icrc(&buf), "{op}");
