@@ -696,3 +696,38 @@ fn ibv_rc_pingpong_new_send_api() {
         "{s}\n{c}"
     );
 }
+
+/// rdma-core's UC example (`IBV_QPT_UC`: UC's modify masks, SENDs that
+/// complete as they leave, receives that complete as messages land) in
+/// both directions (each side sends and receives every iteration), one
+/// packet (64 bytes), a path MTU's worth, and 16 packets a message; each
+/// side checks the bytes it received (`-c`).
+#[test]
+#[ignore = "needs root"]
+fn ibv_uc_pingpong_sizes_and_event_mode() {
+    for (size, events) in [
+        ("64", false),
+        ("1024", false),
+        ("16384", false),
+        ("4096", true),
+    ] {
+        let mut args = vec!["ibv_uc_pingpong", "-c", "-g", "1", "-n", "200", "-s", size];
+        if events {
+            args.push("-e");
+        }
+        let (s, c) = client_server(&args);
+        assert!(
+            s.contains("200 iters in") && c.contains("200 iters in"),
+            "size {size}:\n{s}\n{c}"
+        );
+        let bytes = format!("{} bytes in", 2 * 200 * size.parse::<u64>().unwrap());
+        assert!(
+            s.contains(&bytes) && c.contains(&bytes),
+            "size {size}:\n{s}\n{c}"
+        );
+        assert!(
+            !(s.contains("invalid data") || c.contains("invalid data")),
+            "size {size}:\n{s}\n{c}"
+        );
+    }
+}
