@@ -731,3 +731,23 @@ fn ibv_uc_pingpong_sizes_and_event_mode() {
         );
     }
 }
+
+/// UC's refusals and its completions as a verbs program sees them
+/// (`verbs_uc.c`): RC's modify masks and READ, atomics and SEND with
+/// invalidate refused with EINVAL; a SEND and a WRITE with immediate
+/// complete successfully with no peer engine to answer them.
+#[test]
+#[ignore = "needs root"]
+fn uc_qps_refuse_what_uc_has_not_and_complete_sends_as_they_leave() {
+    prerequisites();
+    let exe = compile_c("tests/verbs_uc.c");
+    let pair = Pair::create();
+    let out = finish(
+        pair.exec(0, &[exe.to_str().unwrap(), &pair.ips[1]])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let text = assert_ok("verbs_uc", &out);
+    assert!(text.contains("ok"), "{text}");
+}
