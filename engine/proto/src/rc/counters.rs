@@ -35,7 +35,7 @@ counters! {
     /// Transport counters of one QP, or their sum over an endpoint. A QP
     /// keeps them as [`QpCounters`].
     ///
-    /// Aligned to a cache line: its 288 bytes take 5 lines, never 6.
+    /// Aligned to a cache line: its 304 bytes take 5 lines, never 6.
     #[repr(align(64))]
     Counters {
         /// RoCE packets transmitted (requests, responses, ACKs, NAKs).

@@ -461,7 +461,7 @@ impl Requester {
                         .is_some_and(|n| !cx.inflight.admits(n.npkts + 1))
                 };
                 // UC: UC's opcodes (IBA 9.2 table 38), and no AckReq: no
-                // ACK ever comes (rxe sets it; the responder ignores it).
+                // ACK ever comes (rxe sets it for RC only since 2023).
                 let (opcode, ack_req) = match opcode.to_uc() {
                     Some(uc) if cx.uc => (uc, false),
                     _ => (
