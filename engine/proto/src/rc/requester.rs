@@ -462,14 +462,15 @@ impl Requester {
                 };
                 // UC: UC's opcodes (IBA 9.2 table 38), and no AckReq: no
                 // ACK ever comes (rxe sets it for RC only since 2023).
-                let (opcode, ack_req) = match opcode.to_uc() {
-                    Some(uc) if cx.uc => (uc, false),
-                    _ => (
+                let (opcode, ack_req) = if cx.uc {
+                    (opcode.to_uc().unwrap_or(opcode), false)
+                } else {
+                    (
                         opcode,
                         window_full
                             || self.since_ack_req + 1 >= ACK_REQ_EVERY
                             || (last && (self.last_packet_wants_ack(now, attr) || next_waits())),
-                    ),
+                    )
                 };
                 let reth = (!is_send && k == 0).then_some(RethRepr {
                     va: wr.remote_addr,

@@ -554,7 +554,8 @@ impl Responder {
     pub(super) fn check_op_seq(&self, frame: &RoceFrameView<'_>) -> Result<Request, RespError> {
         // A UC opcode reads as its RC counterpart (same headers, same
         // place in a message); only a UC QP gets them (`Qp::handle_packet`).
-        let op = frame.opcode().rc_equivalent();
+        let op = frame.opcode();
+        let op = if op.is_uc() { op.rc_equivalent() } else { op };
         // The extension headers an opcode announces are present in every
         // frame the parser accepted; `Malformed` is never expected.
         let req = match op {

@@ -255,8 +255,14 @@ impl Opcode {
     #[inline]
     pub const fn has_reth(self) -> bool {
         matches!(
-            self.rc_equivalent(),
-            Opcode::WriteFirst | Opcode::WriteOnly | Opcode::WriteOnlyImm | Opcode::ReadRequest
+            self,
+            Opcode::WriteFirst
+                | Opcode::WriteOnly
+                | Opcode::WriteOnlyImm
+                | Opcode::ReadRequest
+                | Opcode::UcWriteFirst
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -277,12 +283,16 @@ impl Opcode {
     #[inline]
     pub const fn has_immdt(self) -> bool {
         matches!(
-            self.rc_equivalent(),
+            self,
             Opcode::SendLastImm
                 | Opcode::SendOnlyImm
                 | Opcode::WriteLastImm
                 | Opcode::WriteOnlyImm
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendLastImm
+                | Opcode::UcSendOnlyImm
+                | Opcode::UcWriteLastImm
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -322,7 +332,7 @@ impl Opcode {
     #[inline]
     pub const fn has_payload(self) -> bool {
         matches!(
-            self.rc_equivalent(),
+            self,
             Opcode::SendFirst
                 | Opcode::SendMiddle
                 | Opcode::SendLast
@@ -343,6 +353,18 @@ impl Opcode {
                 | Opcode::ReadRespOnly
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendFirst
+                | Opcode::UcSendMiddle
+                | Opcode::UcSendLast
+                | Opcode::UcSendLastImm
+                | Opcode::UcSendOnly
+                | Opcode::UcSendOnlyImm
+                | Opcode::UcWriteFirst
+                | Opcode::UcWriteMiddle
+                | Opcode::UcWriteLast
+                | Opcode::UcWriteLastImm
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -350,8 +372,12 @@ impl Opcode {
     #[inline]
     pub const fn is_first(self) -> bool {
         matches!(
-            self.rc_equivalent(),
-            Opcode::SendFirst | Opcode::WriteFirst | Opcode::ReadRespFirst
+            self,
+            Opcode::SendFirst
+                | Opcode::WriteFirst
+                | Opcode::ReadRespFirst
+                | Opcode::UcSendFirst
+                | Opcode::UcWriteFirst
         )
     }
 
@@ -359,8 +385,12 @@ impl Opcode {
     #[inline]
     pub const fn is_middle(self) -> bool {
         matches!(
-            self.rc_equivalent(),
-            Opcode::SendMiddle | Opcode::WriteMiddle | Opcode::ReadRespMiddle
+            self,
+            Opcode::SendMiddle
+                | Opcode::WriteMiddle
+                | Opcode::ReadRespMiddle
+                | Opcode::UcSendMiddle
+                | Opcode::UcWriteMiddle
         )
     }
 
@@ -368,13 +398,17 @@ impl Opcode {
     #[inline]
     pub const fn is_last(self) -> bool {
         matches!(
-            self.rc_equivalent(),
+            self,
             Opcode::SendLast
                 | Opcode::SendLastImm
                 | Opcode::SendLastInv
                 | Opcode::WriteLast
                 | Opcode::WriteLastImm
                 | Opcode::ReadRespLast
+                | Opcode::UcSendLast
+                | Opcode::UcSendLastImm
+                | Opcode::UcWriteLast
+                | Opcode::UcWriteLastImm
         )
     }
 
@@ -384,7 +418,7 @@ impl Opcode {
     #[inline]
     pub const fn is_only(self) -> bool {
         matches!(
-            self.rc_equivalent(),
+            self,
             Opcode::SendOnly
                 | Opcode::SendOnlyImm
                 | Opcode::SendOnlyInv
@@ -398,6 +432,10 @@ impl Opcode {
                 | Opcode::FetchAdd
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendOnly
+                | Opcode::UcSendOnlyImm
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -405,7 +443,7 @@ impl Opcode {
     #[inline]
     pub const fn is_request(self) -> bool {
         matches!(
-            self.rc_equivalent(),
+            self,
             Opcode::SendFirst
                 | Opcode::SendMiddle
                 | Opcode::SendLast
@@ -425,6 +463,18 @@ impl Opcode {
                 | Opcode::SendOnlyInv
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendFirst
+                | Opcode::UcSendMiddle
+                | Opcode::UcSendLast
+                | Opcode::UcSendLastImm
+                | Opcode::UcSendOnly
+                | Opcode::UcSendOnlyImm
+                | Opcode::UcWriteFirst
+                | Opcode::UcWriteMiddle
+                | Opcode::UcWriteLast
+                | Opcode::UcWriteLastImm
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -446,7 +496,7 @@ impl Opcode {
     #[inline]
     pub const fn is_send(self) -> bool {
         matches!(
-            self.rc_equivalent(),
+            self,
             Opcode::SendFirst
                 | Opcode::SendMiddle
                 | Opcode::SendLast
@@ -457,6 +507,12 @@ impl Opcode {
                 | Opcode::SendOnlyInv
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendFirst
+                | Opcode::UcSendMiddle
+                | Opcode::UcSendLast
+                | Opcode::UcSendLastImm
+                | Opcode::UcSendOnly
+                | Opcode::UcSendOnlyImm
         )
     }
 
@@ -464,13 +520,19 @@ impl Opcode {
     #[inline]
     pub const fn is_write(self) -> bool {
         matches!(
-            self.rc_equivalent(),
+            self,
             Opcode::WriteFirst
                 | Opcode::WriteMiddle
                 | Opcode::WriteLast
                 | Opcode::WriteLastImm
                 | Opcode::WriteOnly
                 | Opcode::WriteOnlyImm
+                | Opcode::UcWriteFirst
+                | Opcode::UcWriteMiddle
+                | Opcode::UcWriteLast
+                | Opcode::UcWriteLastImm
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
