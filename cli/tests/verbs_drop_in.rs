@@ -865,3 +865,58 @@ fn ibv_srq_pingpong_four_qps_several_sizes() {
 fn ibv_srq_pingpong_sixteen_qps_event_mode() {
     srq_pingpong("2048", "16", &["-e"]);
 }
+
+/// rdma-core's UC example (`IBV_QPT_UC`: UC's modify masks, SENDs that
+/// complete as they leave, receives that complete as messages land) in
+/// both directions (each side sends and receives every iteration), one
+/// packet (64 bytes), a path MTU's worth, and 16 packets a message; each
+/// side checks the bytes it received (`-c`).
+#[test]
+#[ignore = "needs root"]
+fn ibv_uc_pingpong_sizes_and_event_mode() {
+    for (size, events) in [
+        ("64", false),
+        ("1024", false),
+        ("16384", false),
+        ("4096", true),
+    ] {
+        let mut args = vec!["ibv_uc_pingpong", "-c", "-g", "1", "-n", "200", "-s", size];
+        if events {
+            args.push("-e");
+        }
+        let (s, c) = client_server(&args);
+        assert!(
+            s.contains("200 iters in") && c.contains("200 iters in"),
+            "size {size}:\n{s}\n{c}"
+        );
+        let bytes = format!("{} bytes in", 2 * 200 * size.parse::<u64>().unwrap());
+        assert!(
+            s.contains(&bytes) && c.contains(&bytes),
+            "size {size}:\n{s}\n{c}"
+        );
+        assert!(
+            !(s.contains("invalid data") || c.contains("invalid data")),
+            "size {size}:\n{s}\n{c}"
+        );
+    }
+}
+
+/// UC's refusals and its completions as a verbs program sees them
+/// (`verbs_uc.c`): RC's modify masks and READ, atomics and SEND with
+/// invalidate refused with EINVAL; a SEND and a WRITE with immediate
+/// complete successfully with no peer engine to answer them.
+#[test]
+#[ignore = "needs root"]
+fn uc_qps_refuse_what_uc_has_not_and_complete_sends_as_they_leave() {
+    prerequisites();
+    let exe = compile_c("tests/verbs_uc.c");
+    let pair = Pair::create();
+    let out = finish(
+        pair.exec(0, &[exe.to_str().unwrap(), &pair.ips[1]])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let text = assert_ok("verbs_uc", &out);
+    assert!(text.contains("ok"), "{text}");
+}

@@ -655,6 +655,7 @@ pub const IBV_TRANSPORT_IB: c_int = 0;
 pub const IBV_LINK_LAYER_ETHERNET: u8 = 2;
 pub const IBV_ATOMIC_HCA: c_int = 1;
 pub const IBV_QPT_RC: c_int = 2;
+pub const IBV_QPT_UC: c_int = 3;
 pub const IBV_GID_TYPE_ROCE_V2: u32 = 2;
 pub const IBV_GID_TYPE_SYSFS_IB_ROCE_V1: c_int = 0;
 pub const IBV_GID_TYPE_SYSFS_ROCE_V2: c_int = 1;

@@ -144,6 +144,29 @@ pub fn rc_modify_is_ok(cur: c_int, new_state: Option<c_int>, qp_mask: c_int) -> 
     given & req == req && given & !(req | opt) == 0
 }
 
+/// The attributes only RC has: the UC column of `qp_state_table` is RC's
+/// without them (IBA 11.2.4.2, table 91).
+const RC_ONLY: c_int = IBV_QP_TIMEOUT
+    | IBV_QP_RETRY_CNT
+    | IBV_QP_RNR_RETRY
+    | IBV_QP_MAX_QP_RD_ATOMIC
+    | IBV_QP_MAX_DEST_RD_ATOMIC
+    | IBV_QP_MIN_RNR_TIMER;
+
+/// `ib_modify_qp_is_ok` for a UC QP: [`rc_modify_is_ok`] on the UC
+/// column (INIT->RTR needs AV, PATH_MTU, DEST_QPN, RQ_PSN; RTR->RTS
+/// SQ_PSN; the timeout, retry counts, RNR timer and READ/atomic depths
+/// are not allowed anywhere).
+pub fn uc_modify_is_ok(cur: c_int, new_state: Option<c_int>, qp_mask: c_int) -> bool {
+    let to = new_state.unwrap_or(cur);
+    let Some((req, opt)) = rc_transition(cur, to) else {
+        return false;
+    };
+    let (req, opt) = (req & !RC_ONLY, opt & !RC_ONLY);
+    let given = qp_mask & !IBV_QP_STATE;
+    given & req == req && given & !(req | opt) == 0
+}
+
 /// The attribute values `rxe_qp_chk_attr` checks: port 1, P_Key index 0
 /// (one P_Key), a path MTU the port carries, RDMA read depths within the
 /// device's, a local ACK timeout exponent of at most 31.
@@ -318,6 +341,54 @@ mod tests {
         assert!(rc_modify_is_ok(IBV_QPS_INIT, None, IBV_QP_ACCESS_FLAGS));
         assert!(!rc_modify_is_ok(IBV_QPS_RESET, None, IBV_QP_ACCESS_FLAGS));
         assert!(!rc_modify_is_ok(IBV_QPS_RESET, Some(7), IBV_QP_STATE));
+    }
+
+    #[test]
+    fn uc_modify_follows_the_uc_column() {
+        let init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+        assert!(uc_modify_is_ok(IBV_QPS_RESET, Some(IBV_QPS_INIT), init));
+        let rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+        assert!(uc_modify_is_ok(IBV_QPS_INIT, Some(IBV_QPS_RTR), rtr));
+        assert!(!uc_modify_is_ok(
+            IBV_QPS_INIT,
+            Some(IBV_QPS_RTR),
+            rtr & !IBV_QP_PATH_MTU
+        ));
+        for rc_only in [IBV_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MIN_RNR_TIMER] {
+            assert!(!uc_modify_is_ok(
+                IBV_QPS_INIT,
+                Some(IBV_QPS_RTR),
+                rtr | rc_only
+            ));
+        }
+        // What RC needs at INIT->RTR, UC refuses.
+        assert!(!rc_modify_is_ok(IBV_QPS_INIT, Some(IBV_QPS_RTR), rtr));
+        let rts = IBV_QP_STATE | IBV_QP_SQ_PSN;
+        assert!(uc_modify_is_ok(IBV_QPS_RTR, Some(IBV_QPS_RTS), rts));
+        assert!(!uc_modify_is_ok(
+            IBV_QPS_RTR,
+            Some(IBV_QPS_RTS),
+            IBV_QP_STATE
+        ));
+        for rc_only in [
+            IBV_QP_TIMEOUT,
+            IBV_QP_RETRY_CNT,
+            IBV_QP_RNR_RETRY,
+            IBV_QP_MAX_QP_RD_ATOMIC,
+        ] {
+            assert!(!uc_modify_is_ok(
+                IBV_QPS_RTR,
+                Some(IBV_QPS_RTS),
+                rts | rc_only
+            ));
+        }
+        assert!(uc_modify_is_ok(IBV_QPS_RTS, None, IBV_QP_ACCESS_FLAGS));
+        assert!(!uc_modify_is_ok(IBV_QPS_RTS, None, IBV_QP_MIN_RNR_TIMER));
+        assert!(uc_modify_is_ok(
+            IBV_QPS_RTS,
+            Some(IBV_QPS_ERR),
+            IBV_QP_STATE
+        ));
     }
 
     #[test]

@@ -723,6 +723,16 @@ impl Shell {
         Ok(qpn)
     }
 
+    /// Creates a UC QP in the engine's protection domain `pd`
+    /// (`IBV_QPT_UC`): as [`Shell::create_qp`], the Unreliable Connection
+    /// service.
+    pub fn create_uc_qp(&self, pd: u32, init: QpInitAttr, token: usize) -> Result<u32, VerbsError> {
+        let mut st = lock(&self.state);
+        let qpn = st.rtc.endpoint_mut().create_uc_qp_in(pd, init)?;
+        st.qps.insert(qpn, (token, false));
+        Ok(qpn)
+    }
+
     pub fn modify_qp(&self, qpn: u32, attr: &QpAttr, mask: QpAttrMask) -> Result<(), VerbsError> {
         let mut st = lock(&self.state);
         // A move to ERR or RESET drops what the QP had due: its deferred

@@ -274,6 +274,13 @@ pub(super) unsafe extern "C" fn create_qp_ex(
             | IBV_QP_EX_WITH_BIND_MW
             | IBV_QP_EX_WITH_SEND_WITH_INV;
         const UD_OPS: u64 = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+        // UC: no READ, atomic or SEND with invalidate (IBA 9.2 table 38).
+        const UC_OPS: u64 = IBV_QP_EX_WITH_SEND
+            | IBV_QP_EX_WITH_SEND_WITH_IMM
+            | IBV_QP_EX_WITH_RDMA_WRITE
+            | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM
+            | IBV_QP_EX_WITH_LOCAL_INV
+            | IBV_QP_EX_WITH_BIND_MW;
         if a.comp_mask & !MASK != 0 {
             return Err(libc::EOPNOTSUPP);
         }
@@ -289,6 +296,7 @@ pub(super) unsafe extern "C" fn create_qp_ex(
                 let supported = match a.qp_type {
                     IBV_QPT_RC => RC_OPS,
                     IBV_QPT_UD => UD_OPS,
+                    IBV_QPT_UC => UC_OPS,
                     _ => 0,
                 };
                 if supported == 0 || a.send_ops_flags & !supported != 0 {

@@ -62,8 +62,8 @@ impl Qp {
         unsafe { (*self.c.get()).qp_num }
     }
 
-    /// `IBV_QPT_RC` or `IBV_QPT_UD`.
-    fn qp_type(&self) -> c_int {
+    /// `IBV_QPT_RC`, `IBV_QPT_UC` or `IBV_QPT_UD`.
+    pub(super) fn qp_type(&self) -> c_int {
         // SAFETY: `qp_type` is written before the QP is handed out.
         unsafe { (*self.c.get()).qp_type }
     }
@@ -94,9 +94,9 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
         // SAFETY: a non-NULL `init` points to the attributes (point 1).
         let a = unsafe { init.as_mut() }.ok_or(libc::EINVAL)?;
         let (scq, rcq) = (cq(a.send_cq)?, cq(a.recv_cq)?);
-        if a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UD {
+        if a.qp_type != IBV_QPT_RC && a.qp_type != IBV_QPT_UC && a.qp_type != IBV_QPT_UD {
             return Err(unsupported!(
-                "ibv_create_qp of a QP type other than RC and UD (UC, XRC, raw packet)",
+                "ibv_create_qp of a QP type other than RC, UC and UD (XRC, raw packet)",
                 libc::EOPNOTSUPP
             ));
         }
@@ -153,7 +153,7 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
         c.recv_cq = a.recv_cq;
         c.srq = a.srq;
         c.state = IBV_QPS_RESET;
-        c.qp_type = IBV_QPT_RC;
+        c.qp_type = a.qp_type;
         let b = Box::new(Qp {
             c: UnsafeCell::new(c),
             ex: QpEx::new(),
@@ -165,9 +165,13 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
             recv_cq: rcq,
         });
         // The engine hands the public address back with the QP's events.
-        let qpn = shell
-            .create_qp(owner.number, init_attr, b.c.get() as usize)
-            .map_err(|e| errno_of(&e))?;
+        let token = b.c.get() as usize;
+        let qpn = if a.qp_type == IBV_QPT_UC {
+            shell.create_uc_qp(owner.number, init_attr, token)
+        } else {
+            shell.create_qp(owner.number, init_attr, token)
+        }
+        .map_err(|e| errno_of(&e))?;
         if let Err(e) = shell.set_qp_sge_caps(qpn, sge_caps) {
             let _ = shell.destroy_qp(qpn);
             return Err(errno_of(&e));
@@ -267,7 +271,13 @@ unsafe extern "C" fn ibv_modify_qp(p: *mut ibv_qp, attr: *mut ibv_qp_attr, mask:
                 return Err(unsupported!("ibv_modify_qp to SQD or SQE", libc::EINVAL));
             }
         }
-        if !checks::rc_modify_is_ok(state_enum(cur), target, mask) {
+        if me.qp_type() == IBV_QPT_UC {
+            if !checks::uc_modify_is_ok(state_enum(cur), target, mask) {
+                return Err(modify_error(
+                    "the attribute mask does not fit the state transition (IBA 11.2.4.2 for UC: RESET->INIT needs PKEY_INDEX, PORT, ACCESS_FLAGS; INIT->RTR AV, PATH_MTU, DEST_QPN, RQ_PSN; RTR->RTS SQ_PSN; no timeout, retry, RNR or rd_atomic attributes)",
+                ));
+            }
+        } else if !checks::rc_modify_is_ok(state_enum(cur), target, mask) {
             return Err(modify_error(
                 "the attribute mask does not fit the state transition (IBA 11.2.4.2: RESET->INIT needs PKEY_INDEX, PORT, ACCESS_FLAGS; INIT->RTR AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER; RTR->RTS SQ_PSN, TIMEOUT, RETRY_CNT, RNR_RETRY, MAX_QP_RD_ATOMIC)",
             ));
@@ -436,7 +446,7 @@ unsafe extern "C" fn ibv_query_qp(
                     recv_cq: c.recv_cq,
                     srq: c.srq,
                     cap: me.cap,
-                    qp_type: IBV_QPT_RC,
+                    qp_type: c.qp_type,
                     sq_sig_all: me.sq_sig_all,
                 };
             }

@@ -68,7 +68,7 @@ use crate::cc::{QpCcConfig, QpCongestion};
 use crate::rc::{
     Access, Counters, Cq, MrKeys, MrTable, MwType, Qp, QpAttr, QpAttrMask, QpInitAttr, QpState,
     RecvWr, RegionMemory, RemoteAddress, Rng, SendWr, Sge, SgeCaps, Srq, SrqAttr, SrqAttrMask,
-    VerbsError, WorkCompletion,
+    Transport, VerbsError, WorkCompletion, RC_ONLY,
 };
 use crate::time::Instant;
 use crate::ud::{AhAttr, AhTable, UdQp, UdQpAttr, UdQpAttrMask, UdQps, UdSendWr, GSI_QPN};
@@ -376,10 +376,33 @@ impl Endpoint {
     /// `pd` ([`Endpoint::reg_mr_in`]), its own buffers' L_Keys and the
     /// R_Keys its peer names alike.
     pub fn create_qp_in(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
+        self.create_connected_qp(pd, init, Transport::Rc)
+    }
+
+    /// [`Endpoint::create_qp_in`] for a UC QP (verbs `IBV_QPT_UC`): the
+    /// same QP numbers and table, the Unreliable Connection service
+    /// (`rc/uc.rs`).
+    pub fn create_uc_qp_in(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
+        self.create_connected_qp(pd, init, Transport::Uc)
+    }
+
+    fn create_connected_qp(
+        &mut self,
+        pd: u32,
+        init: QpInitAttr,
+        transport: Transport,
+    ) -> Result<u32, VerbsError> {
+        if transport == Transport::Uc && init.srq.is_some() {
+            // A dropped UC message gives its receive back to the head of
+            // the QP's own queue (`rc/uc.rs`); an SRQ has no such place.
+            return Err(VerbsError::InvalidArgument(
+                "a UC QP takes no shared receive queue here",
+            ));
+        }
         self.check_init(&init)?;
         self.check_room()?;
         let qpn = self.draw_free_qpn()?;
-        self.place_new_qp(pd, qpn, init)
+        self.place_new_qp(pd, qpn, init, transport)
     }
 
     /// A free QP number of `FIRST_QPN..=MAX_QPN`, drawn at random (RC, UC
@@ -408,7 +431,7 @@ impl Endpoint {
         self.check_init(&init)?;
         self.check_free(qpn)?;
         self.check_room()?;
-        self.place_new_qp(0, qpn, init)
+        self.place_new_qp(0, qpn, init, Transport::Rc)
     }
 
     fn check_init(&self, init: &QpInitAttr) -> Result<(), VerbsError> {
@@ -448,9 +471,16 @@ impl Endpoint {
         Ok(())
     }
 
-    fn place_new_qp(&mut self, pd: u32, qpn: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
+    fn place_new_qp(
+        &mut self,
+        pd: u32,
+        qpn: u32,
+        init: QpInitAttr,
+        transport: Transport,
+    ) -> Result<u32, VerbsError> {
         let cc = QpCongestion::with_shared(self.qp_cc.clone());
         let mut qp = Qp::with_congestion(qpn, init, cc);
+        qp.transport = transport;
         qp.pd = pd;
         qp.initial_psn = self.rng.next_u24();
         // Data packets are marked as the endpoint says unless a
@@ -583,6 +613,9 @@ impl Endpoint {
             access: opts.access,
             ..QpAttr::default()
         };
+        // A UC QP takes none of RC's own attributes (rc/uc.rs).
+        let uc = self.qp(qpn).map(Qp::transport) == Some(Transport::Uc);
+        let rc_only = |m: QpAttrMask| if uc { QpAttrMask(m.0 & !RC_ONLY.0) } else { m };
         self.modify_qp(qpn, &attr, QpAttrMask::STATE | QpAttrMask::ACCESS_FLAGS)?;
         let rtr = QpAttr {
             state: QpState::Rtr,
@@ -591,15 +624,17 @@ impl Endpoint {
         self.modify_qp(
             qpn,
             &rtr,
-            QpAttrMask::STATE
-                | QpAttrMask::PATH_MTU
-                | QpAttrMask::DEST_QPN
-                | QpAttrMask::RQ_PSN
-                | QpAttrMask::AV
-                | QpAttrMask::MAX_DEST_RD_ATOMIC
-                | QpAttrMask::MIN_RNR_TIMER
-                | QpAttrMask::UDP_SRC_PORT
-                | QpAttrMask::TRAFFIC_CLASS,
+            rc_only(
+                QpAttrMask::STATE
+                    | QpAttrMask::PATH_MTU
+                    | QpAttrMask::DEST_QPN
+                    | QpAttrMask::RQ_PSN
+                    | QpAttrMask::AV
+                    | QpAttrMask::MAX_DEST_RD_ATOMIC
+                    | QpAttrMask::MIN_RNR_TIMER
+                    | QpAttrMask::UDP_SRC_PORT
+                    | QpAttrMask::TRAFFIC_CLASS,
+            ),
         )?;
         let rts = QpAttr {
             state: QpState::Rts,
@@ -608,12 +643,14 @@ impl Endpoint {
         self.modify_qp(
             qpn,
             &rts,
-            QpAttrMask::STATE
-                | QpAttrMask::SQ_PSN
-                | QpAttrMask::TIMEOUT
-                | QpAttrMask::RETRY_CNT
-                | QpAttrMask::RNR_RETRY
-                | QpAttrMask::MAX_QP_RD_ATOMIC,
+            rc_only(
+                QpAttrMask::STATE
+                    | QpAttrMask::SQ_PSN
+                    | QpAttrMask::TIMEOUT
+                    | QpAttrMask::RETRY_CNT
+                    | QpAttrMask::RNR_RETRY
+                    | QpAttrMask::MAX_QP_RD_ATOMIC,
+            ),
         )
     }
 

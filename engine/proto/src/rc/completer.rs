@@ -144,6 +144,21 @@ impl Requester {
         any
     }
 
+    /// UC: complete, in order, every request whose last packet has left
+    /// (those before the cursor) and the local operations executed behind
+    /// them (IBA 9.7.5.1: a UC request is complete once sent; rxe
+    /// `update_wqe_state` marks it done, its completer completes it).
+    pub(crate) fn complete_sent(
+        &mut self,
+        sink: &mut CompletionSink<'_>,
+        counters: &mut QpCounters,
+    ) {
+        while self.cur > 0 && self.wqes.front().is_some_and(|w| w.error.is_none()) {
+            self.complete_front(WcStatus::Success, sink, counters);
+        }
+        self.complete_executed_front(sink, counters);
+    }
+
     /// Fail the front request with `status`; the QP must go to error.
     pub(crate) fn fail_front(
         &mut self,

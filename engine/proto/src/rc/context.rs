@@ -55,6 +55,9 @@ pub(crate) struct TxContext<'a> {
     pub inflight: InflightRoom,
     /// The QP's SGE lists and inline data, if it was created for them.
     pub sgl: Option<&'a mut QpSgl>,
+    /// The QP is UC ([`super::qp::Transport::Uc`]): UC opcodes, no
+    /// AckReq, no retransmit timer, nothing held for ACKs.
+    pub uc: bool,
 }
 
 /// Room under an endpoint's in-flight limit (`max_inflight_packets`): how

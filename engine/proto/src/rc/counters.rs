@@ -35,7 +35,7 @@ counters! {
     /// Transport counters of one QP, or their sum over an endpoint. A QP
     /// keeps them as [`QpCounters`].
     ///
-    /// Aligned to a cache line: its 288 bytes take 5 lines, never 6.
+    /// Aligned to a cache line: its 304 bytes take 5 lines, never 6.
     #[repr(align(64))]
     Counters {
         /// RoCE packets transmitted (requests, responses, ACKs, NAKs).
@@ -101,9 +101,17 @@ counters! {
         /// UD: datagrams dropped because their DETH Q_Key is not the QP's
         /// (rxe's check_keys, `qkey_viol_cntr`; IBA 10.2.5).
         dropped_bad_qkey,
-        /// UD: datagrams dropped because the QP had no receive posted (no
-        /// RNR on UD: IBA 9.7.5.2.8's class D, rxe `RESPST_ERR_RNR`).
+        /// UD: datagrams, and UC: messages, dropped because the QP had no
+        /// receive posted (no RNR on UD or UC: IBA 9.7.5.2.8's class D,
+        /// rxe `RESPST_ERR_RNR`).
         dropped_no_receive,
+        /// UC: messages the responder dropped (a packet of it lost,
+        /// out of order, refused, or no receive posted: `rc/uc.rs`),
+        /// each counted once; the QP stays.
+        uc_messages_dropped,
+        /// UC: RDMA WRITEs dropped for a bad R_Key, range or right (no
+        /// NAK on UC: IBA class E, rxe `RESPST_ERR_RKEY_VIOLATION`).
+        uc_rkey_violations,
         /// UD: sends longer than the QP's MTU, completed successfully
         /// without a packet (IBA C10-93.1.1, as rxe's requester).
         ud_send_too_long,

@@ -1,4 +1,5 @@
-//! The Reliable Connection transport, sans-IO.
+//! The Reliable Connection transport, sans-IO, and the Unreliable
+//! Connection service on the same queue pairs ([`Transport`]).
 //!
 //! The public API is the types re-exported here: queue pairs and their
 //! attributes and states ([`Qp`], [`QpInitAttr`], [`QpAttr`],
@@ -26,6 +27,8 @@
 //! - `context.rs`: what a QP lends its roles for one call;
 //! - `random.rs`: QP numbers, PSNs and keys from a caller's secret seed;
 //! - `sgl.rs`: scatter/gather lists and inline data of work requests;
+//! - `uc.rs`: the Unreliable Connection service: the same QP, its
+//!   responder's UC rules (no answers, a lost packet drops its message);
 //! - `cq.rs`, `wqe.rs`, `timer.rs`, `counters.rs`, `error.rs`;
 //! - `congestion.rs`: the hook into [`crate::cc`];
 //! - `frame.rs`: a QP's header template.
@@ -48,6 +51,7 @@ mod responder;
 mod sgl;
 mod srq;
 mod timer;
+mod uc;
 mod wqe;
 
 pub use attr::{Mtu, QpAttr, QpAttrMask, QpState, RemoteAddress};
@@ -62,11 +66,12 @@ pub(crate) use frame::pkey_match;
 pub use mr::{Access, AccessError, MrKeys, MrTable, QpScope, RegionMemory};
 pub use mw::{MwBind, MwError, MwType};
 pub use psn::Psn;
-pub use qp::{Qp, QpInitAttr};
+pub use qp::{Qp, QpInitAttr, Transport};
 pub use random::{KeyPermutation, Rng, Seed};
 pub use requester::MAX_MESSAGE_LEN;
 pub use sgl::{QpSgl, SgeCaps, MAX_INLINE_DATA, MAX_SGE};
 pub use srq::{
     Srq, SrqAttr, SrqAttrMask, SrqCounters, SrqError, MAX_SRQS, MAX_SRQ_SGE, MAX_SRQ_WR,
 };
+pub(crate) use uc::RC_ONLY;
 pub use wqe::{RecvWr, SendOp, SendWr, Sge, WcOpcode, WcStatus, WorkCompletion};

@@ -78,7 +78,23 @@ impl From<QpInitAttr> for QpQueues {
     }
 }
 
-/// One RC queue pair.
+/// The service of a connected QP (IBA 9.7: both are connected, one peer
+/// QP each): Reliable Connection, or Unreliable Connection (IBA 9.7.5.1,
+/// 9.8.3: no ACK, no retransmission; a message is lost whole or arrives
+/// whole). A UC QP is this same [`Qp`]: its requester completes a request
+/// once its last packet has left, its responder never answers
+/// (`rc/uc.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum Transport {
+    /// Reliable Connection (`IBV_QPT_RC`).
+    #[default]
+    Rc,
+    /// Unreliable Connection (`IBV_QPT_UC`).
+    Uc,
+}
+
+/// One RC (or UC: [`Transport`]) queue pair.
 ///
 /// In declaration order (`repr(C)`), which is the order a received packet
 /// reads it: number and state, the header template (the peer check), the
@@ -110,6 +126,8 @@ pub struct Qp {
     /// A lone pending ACK let one request packet go first (see
     /// `poll_transmit`); cleared when the responder sends.
     ack_yielded: bool,
+    /// RC or UC (in the padding before `init`).
+    pub(crate) transport: Transport,
     pub(crate) init: QpQueues,
     pub(crate) attr: QpAttr,
     pub(crate) tpl: Option<FrameTemplate>,
@@ -161,6 +179,7 @@ impl Qp {
             tpl: None,
             responder_turn: true,
             ack_yielded: false,
+            transport: Transport::Rc,
             initial_psn: 0,
             pd: 0,
         }
@@ -179,6 +198,11 @@ impl Qp {
     /// Its protection domain.
     pub fn pd(&self) -> u32 {
         self.pd
+    }
+
+    /// RC or UC.
+    pub fn transport(&self) -> Transport {
+        self.transport
     }
 
     /// The QP's state.
@@ -236,6 +260,9 @@ impl Qp {
             return Err(VerbsError::MissingAttribute);
         }
         attr::validate(attr, mask).map_err(VerbsError::InvalidArgument)?;
+        if self.transport == Transport::Uc {
+            super::uc::check_modify(cur, target, mask)?;
+        }
         if mask.contains(QpAttrMask::PATH_MTU) && matches!(cur, QpState::Rts) {
             return Err(VerbsError::InvalidArgument(
                 "path_mtu can only change before RTS",
@@ -324,6 +351,7 @@ impl Qp {
         mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), VerbsError> {
+        self.check_transport_op(wr.opcode)?;
         if !self.send_state_admits(&wr, cqs)? {
             return Ok(());
         }
@@ -389,6 +417,7 @@ impl Qp {
         mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), VerbsError> {
+        self.check_transport_op(wr.opcode)?;
         if sges.len() as u64 > u64::from(self.sge_caps().max_send_sge.max(1)) {
             return Err(VerbsError::InvalidArgument(
                 "more SGEs than the QP's max_send_sge",
@@ -471,6 +500,21 @@ impl Qp {
         };
         let slot = sgl.put_inline(data);
         self.req.post(wr, slot, self.attr.path_mtu.bytes());
+        Ok(())
+    }
+
+    /// The operations the QP's service has (rxe `validate_send_wr`,
+    /// `wr_opcode_mask`: `EINVAL` otherwise): UC sends SEND, SEND with
+    /// immediate, RDMA WRITE and WRITE with immediate (IBA 9.7.5.1, table
+    /// 38), and runs the local operations (BIND_MW, LOCAL_INV) as RC does;
+    /// no READ, atomic or SEND with invalidate.
+    #[inline(always)]
+    fn check_transport_op(&self, op: SendOp) -> Result<(), VerbsError> {
+        if self.transport == Transport::Uc && !super::uc::send_op_allowed(op) {
+            return Err(VerbsError::InvalidArgument(
+                "UC sends SEND and RDMA WRITE (with or without immediate) only",
+            ));
+        }
         Ok(())
     }
 
@@ -667,7 +711,28 @@ impl Qp {
         // Requests go to the responder, which completes to the receive CQ;
         // responses (in RTS only) to the completer, to the send CQ.
         let op = frame.opcode();
-        let result = if class::is_request(op) {
+        let result = if self.transport == Transport::Uc {
+            // UC: requests only, UC opcodes only (rxe check_type: an RC
+            // packet, or an ACK, at a UC QP is dropped); never answered.
+            if op.is_uc() {
+                let mut cx = RxContext {
+                    now,
+                    attr: &self.attr,
+                    mrs,
+                    pd: self.pd,
+                    sink: self.recv_sink(cqs),
+                    counters: &mut self.counters,
+                    sgl: self.sgl.as_deref(),
+                    // UC QPs are created without an SRQ (the endpoint
+                    // refuses one).
+                    srq: None,
+                };
+                self.resp.handle_uc_request(frame, &mut cx)
+            } else {
+                self.counters.rest().dropped_malformed += 1;
+                Ok(())
+            }
+        } else if class::is_request(op) {
             let mut cx = RxContext {
                 now,
                 attr: &self.attr,
@@ -722,7 +787,8 @@ impl Qp {
     /// none in any other state (an errored QP's are flushed, never acked).
     #[inline]
     pub(crate) fn inflight_packets(&self) -> u32 {
-        if self.attr.state == QpState::Rts {
+        // A UC QP has nothing outstanding: no packet of it is ever acked.
+        if self.attr.state == QpState::Rts && self.transport == Transport::Rc {
             self.req.inflight_packets()
         } else {
             0
@@ -822,6 +888,7 @@ impl Qp {
             counters: &mut self.counters,
             inflight,
             sgl: self.sgl.as_deref_mut(),
+            uc: self.transport == Transport::Uc,
         };
         for _ in 0..2 {
             if self.responder_turn {
@@ -843,6 +910,12 @@ impl Qp {
                 match self.req.poll_transmit(&mut cx, buf) {
                     TxOutcome::Sent(n) => {
                         self.responder_turn = true;
+                        if self.transport == Transport::Uc {
+                            // UC: a request is done once its last packet
+                            // has left (IBA 9.7.5.1; rxe update_wqe_state).
+                            let mut s = self.send_sink(cqs);
+                            self.req.complete_sent(&mut s, &mut self.counters);
+                        }
                         return Some(n);
                     }
                     TxOutcome::Idle => {}

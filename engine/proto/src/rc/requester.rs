@@ -406,6 +406,7 @@ impl Requester {
         // ACK that nothing asked for. Otherwise the message goes, and its
         // last packet asks (below).
         if k == 0
+            && !cx.uc
             && !psn.before(self.max_sent_psn)
             && self.since_ack_req == 0
             && !cx.inflight.admits(wqe.npkts)
@@ -459,9 +460,18 @@ impl Requester {
                         .get(self.cur + 1)
                         .is_some_and(|n| !cx.inflight.admits(n.npkts + 1))
                 };
-                let ack_req = window_full
-                    || self.since_ack_req + 1 >= ACK_REQ_EVERY
-                    || (last && (self.last_packet_wants_ack(now, attr) || next_waits()));
+                // UC: UC's opcodes (IBA 9.2 table 38), and no AckReq: no
+                // ACK ever comes (rxe sets it for RC only since 2023).
+                let (opcode, ack_req) = if cx.uc {
+                    (opcode.to_uc().unwrap_or(opcode), false)
+                } else {
+                    (
+                        opcode,
+                        window_full
+                            || self.since_ack_req + 1 >= ACK_REQ_EVERY
+                            || (last && (self.last_packet_wants_ack(now, attr) || next_waits())),
+                    )
+                };
                 let reth = (!is_send && k == 0).then_some(RethRepr {
                     va: wr.remote_addr,
                     rkey: wr.rkey,
@@ -618,6 +628,13 @@ impl Requester {
         }
         if self.send_psn.after(self.max_sent_psn) {
             self.max_sent_psn = self.send_psn;
+        }
+        if cx.uc {
+            // Nothing to wait for: what left is as good as acknowledged
+            // (the window of MAX_OUTSTANDING_PSNS never fills), and no
+            // timer runs.
+            self.acked_psn = self.send_psn;
+            return Ok(TxOutcome::Sent(written));
         }
         if !self.timers.is_armed(Timer::Retransmit) {
             if let Some(t) = attr.ack_timeout() {

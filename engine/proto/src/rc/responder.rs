@@ -167,7 +167,7 @@ impl RecvWqe {
 
 /// A multi-packet message being received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum InProgress {
+pub(super) enum InProgress {
     None,
     Send {
         wr: RecvWr,
@@ -195,7 +195,7 @@ enum InProgress {
 /// `rxe_resp.c`'s error states each. [`Responder::answer_error`] turns it
 /// into the answer, the QP's state change and the completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RespError {
+pub(super) enum RespError {
     /// PSN after ePSN (rxe RESPST_ERR_PSN_OUT_OF_SEQ).
     OutOfSequence,
     /// PSN before ePSN (rxe RESPST_DUPLICATE_REQUEST).
@@ -239,7 +239,7 @@ enum RespError {
 
 /// A request packet as [`Responder::check_op_seq`] decodes it.
 #[derive(Debug, Clone, Copy)]
-enum Request {
+pub(super) enum Request {
     /// SEND FIRST/MIDDLE/LAST/ONLY; immediate data, or the R_Key to
     /// invalidate (IETH), on LAST/ONLY.
     Send {
@@ -264,7 +264,7 @@ enum Request {
 
 /// Where a WRITE packet's payload goes (rxe keeps the same in `qp->resp`:
 /// va, rkey, resid, mr).
-struct WriteTarget<'m> {
+pub(super) struct WriteTarget<'m> {
     va: u64,
     rkey: u32,
     /// The RETH's length.
@@ -275,7 +275,7 @@ struct WriteTarget<'m> {
 }
 
 /// How a WRITE packet's payload is placed.
-enum Placement<'m> {
+pub(super) enum Placement<'m> {
     /// First packet: into the bytes the R_Key check yielded.
     Checked(&'m mut [u8]),
     /// Later packets: through the region table, which checks key (in the
@@ -296,7 +296,10 @@ pub struct Responder {
     pub(crate) rq: VecDeque<RecvWqe>,
     /// Receive queue depth (u32, with `out_cap`: the QP's 576 bytes).
     pub(crate) max_recv_wr: u32,
-    in_progress: InProgress,
+    pub(super) in_progress: InProgress,
+    /// UC: the message being received was dropped; every packet is
+    /// dropped until a FIRST or ONLY (rxe `resp.drop_msg`; `rc/uc.rs`).
+    pub(super) uc_dropping: bool,
     pub(crate) out: VecDeque<Answer>,
     /// The coalesced ACK (PSN, MSN), queued after everything in `out`
     /// (`docs/reliable-connection.md`, "Responder": one ACK may cover many
@@ -326,6 +329,7 @@ impl Responder {
             rq: VecDeque::new(),
             max_recv_wr: max_recv_wr as u32,
             in_progress: InProgress::None,
+            uc_dropping: false,
             out: VecDeque::new(),
             ack_pending: None,
             out_cap: 0,
@@ -357,6 +361,7 @@ impl Responder {
         self.msn = 0;
         self.nak_sent = false;
         self.in_progress = InProgress::None;
+        self.uc_dropping = false;
         let rd = usize::from(attr.max_dest_rd_atomic.max(1));
         self.out_cap = (2 * rd + 4) as u32;
         // The answer queue and the resource ring grow to these bounds on
@@ -386,7 +391,14 @@ impl Responder {
     /// Whether the receive queue holds `max_recv_wr` requests.
     #[inline]
     pub(crate) fn is_full(&self) -> bool {
-        self.rq.len() >= self.max_recv_wr as usize
+        // A SEND being received still holds its receive (rxe consumes it
+        // at completion): it counts, and a UC message dropped midway
+        // can give it back to the queue (`rc/uc.rs`).
+        let taken = matches!(
+            self.in_progress,
+            InProgress::Send { .. } | InProgress::SendList { .. }
+        );
+        self.rq.len() + usize::from(taken) >= self.max_recv_wr as usize
     }
 
     /// Whether an answer is waiting.
@@ -544,8 +556,11 @@ impl Responder {
     /// LAST/ONLY with invalidate end a SEND as SEND LAST/ONLY do, and carry
     /// the R_Key to invalidate. Decodes the packet into a [`Request`].
     #[inline(always)]
-    fn check_op_seq(&self, frame: &RoceFrameView<'_>) -> Result<Request, RespError> {
+    pub(super) fn check_op_seq(&self, frame: &RoceFrameView<'_>) -> Result<Request, RespError> {
+        // A UC opcode reads as its RC counterpart (same headers, same
+        // place in a message); only a UC QP gets them (`Qp::handle_packet`).
         let op = frame.opcode();
+        let op = if op.is_uc() { op.rc_equivalent() } else { op };
         // The extension headers an opcode announces are present in every
         // frame the parser accepted; `Malformed` is never expected.
         let req = match op {
@@ -623,7 +638,7 @@ impl Responder {
     /// atomics are bounded by the answer queue only). The receive is the
     /// SRQ's for a QP created on one.
     #[inline(always)]
-    fn check_resource(
+    pub(super) fn check_resource(
         &self,
         req: &Request,
         attr: &QpAttr,
@@ -679,7 +694,7 @@ impl Responder {
     /// (IBTA C9-88, rxe the same). Every packet must stay inside the
     /// RETH's length (rxe: `resid`).
     #[inline(always)]
-    fn check_rkey_write<'m>(
+    pub(super) fn check_rkey_write<'m>(
         &self,
         reth: Option<RethRepr>,
         len: usize,
@@ -735,7 +750,7 @@ impl Responder {
     /// the receive is a malformed WQE); the LAST/ONLY packet counts a
     /// message (MSN) and returns the receive's completion.
     #[inline(always)]
-    fn execute_send(
+    pub(super) fn execute_send(
         &mut self,
         last: bool,
         imm: Option<u32>,
@@ -851,7 +866,7 @@ impl Responder {
     /// checks it before): the bytes lie inside the range the R_Key check
     /// allowed, so nothing lands where the peer may not write.
     #[inline(always)]
-    fn execute_write(
+    pub(super) fn execute_write(
         &mut self,
         t: WriteTarget<'_>,
         last: bool,
@@ -966,7 +981,7 @@ impl Responder {
     /// An in-order request executed: expect `next`, and the next gap gets
     /// its NAK again.
     #[inline(always)]
-    fn advance(&mut self, next: Psn) {
+    pub(super) fn advance(&mut self, next: Psn) {
         self.e_psn = next;
         self.nak_sent = false;
     }
@@ -1392,7 +1407,7 @@ impl Responder {
     }
 }
 
-fn recv_wc(
+pub(super) fn recv_wc(
     wr: RecvWr,
     qpn: u32,
     status: WcStatus,
@@ -1420,7 +1435,7 @@ fn recv_wc(
 /// and a WRITE with immediate is refused rather than RNR NAKed when no
 /// receive is posted.
 #[inline(always)]
-fn check_op_valid(req: &Request, access: Access) -> Result<(), RespError> {
+pub(super) fn check_op_valid(req: &Request, access: Access) -> Result<(), RespError> {
     let need = match req {
         Request::Send { .. } => return Ok(()),
         Request::Write { .. } => Access::REMOTE_WRITE,
@@ -1438,7 +1453,7 @@ fn check_op_valid(req: &Request, access: Access) -> Result<(), RespError> {
 /// ONLY 0..=MTU; READ requests and atomics carry none, and a READ asks for
 /// at most [`MAX_MESSAGE_LEN`] bytes (rxe: 2^31).
 #[inline(always)]
-fn check_length(req: &Request, len: usize, mtu: u32) -> Result<(), RespError> {
+pub(super) fn check_length(req: &Request, len: usize, mtu: u32) -> Result<(), RespError> {
     let mtu = mtu as usize;
     let ok = match *req {
         Request::Send { first, last, .. } => packet_len_ok(first, last, len, mtu),

@@ -4,9 +4,10 @@
 //! as mirrored by Linux `include/rdma/ib_pack.h`; see
 //! `docs/wire-format.md`, "RC opcodes".
 
-/// BTH opcodes of the RC transport (0x00-0x17), the UD transport's two
-/// (0x64, 0x65: IBA 9.2 table 38, "UD" opcodes 011xxxxx) and the RoCE v2
-/// CNP (0x81).
+/// BTH opcodes of the RC transport (0x00-0x17), the UC transport's SENDs
+/// and RDMA WRITEs (0x20-0x2B: IBA 9.2 table 38, "UC" opcodes 001xxxxx),
+/// the UD transport's two (0x64, 0x65: "UD" opcodes 011xxxxx) and the
+/// RoCE v2 CNP (0x81).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Opcode {
@@ -33,6 +34,21 @@ pub enum Opcode {
     FetchAdd = 0x14,
     SendLastInv = 0x16,
     SendOnlyInv = 0x17,
+    /// UC (IBA 9.2 table 38, transport bits 001): RC's SEND and RDMA
+    /// WRITE opcodes with RC's header layout (RETH on WRITE FIRST/ONLY,
+    /// ImmDt on the `_WITH_IMMEDIATE` ones), 0x20 above them.
+    UcSendFirst = 0x20,
+    UcSendMiddle = 0x21,
+    UcSendLast = 0x22,
+    UcSendLastImm = 0x23,
+    UcSendOnly = 0x24,
+    UcSendOnlyImm = 0x25,
+    UcWriteFirst = 0x26,
+    UcWriteMiddle = 0x27,
+    UcWriteLast = 0x28,
+    UcWriteLastImm = 0x29,
+    UcWriteOnly = 0x2A,
+    UcWriteOnlyImm = 0x2B,
     /// UD SEND_ONLY: BTH + DETH + payload.
     UdSendOnly = 0x64,
     /// UD SEND_ONLY_WITH_IMMEDIATE: BTH + DETH + ImmDt + payload.
@@ -42,8 +58,8 @@ pub enum Opcode {
 
 impl Opcode {
     /// Every supported opcode, in numeric order (RC 0x00-0x17 without the
-    /// reserved 0x15, UD 0x64 and 0x65, then CNP 0x81).
-    pub const ALL: [Opcode; 26] = [
+    /// reserved 0x15, UC 0x20-0x2B, UD 0x64 and 0x65, then CNP 0x81).
+    pub const ALL: [Opcode; 38] = [
         Opcode::SendFirst,
         Opcode::SendMiddle,
         Opcode::SendLast,
@@ -67,6 +83,18 @@ impl Opcode {
         Opcode::FetchAdd,
         Opcode::SendLastInv,
         Opcode::SendOnlyInv,
+        Opcode::UcSendFirst,
+        Opcode::UcSendMiddle,
+        Opcode::UcSendLast,
+        Opcode::UcSendLastImm,
+        Opcode::UcSendOnly,
+        Opcode::UcSendOnlyImm,
+        Opcode::UcWriteFirst,
+        Opcode::UcWriteMiddle,
+        Opcode::UcWriteLast,
+        Opcode::UcWriteLastImm,
+        Opcode::UcWriteOnly,
+        Opcode::UcWriteOnlyImm,
         Opcode::UdSendOnly,
         Opcode::UdSendOnlyImm,
         Opcode::Cnp,
@@ -99,6 +127,18 @@ impl Opcode {
             0x14 => Opcode::FetchAdd,
             0x16 => Opcode::SendLastInv,
             0x17 => Opcode::SendOnlyInv,
+            0x20 => Opcode::UcSendFirst,
+            0x21 => Opcode::UcSendMiddle,
+            0x22 => Opcode::UcSendLast,
+            0x23 => Opcode::UcSendLastImm,
+            0x24 => Opcode::UcSendOnly,
+            0x25 => Opcode::UcSendOnlyImm,
+            0x26 => Opcode::UcWriteFirst,
+            0x27 => Opcode::UcWriteMiddle,
+            0x28 => Opcode::UcWriteLast,
+            0x29 => Opcode::UcWriteLastImm,
+            0x2A => Opcode::UcWriteOnly,
+            0x2B => Opcode::UcWriteOnlyImm,
             0x64 => Opcode::UdSendOnly,
             0x65 => Opcode::UdSendOnlyImm,
             0x81 => Opcode::Cnp,
@@ -113,7 +153,7 @@ impl Opcode {
     }
 
     /// The IBTA / `ib_pack.h` name, without the transport prefix for RC
-    /// and with it for UD (so the two SEND_ONLYs differ), e.g.
+    /// and with it for UC and UD (so the SEND_ONLYs differ), e.g.
     /// `"SEND_FIRST"`, `"RDMA_WRITE_ONLY_WITH_IMMEDIATE"`, `"CNP"`,
     /// `"UD_SEND_ONLY"` (the names of Scapy's RoCE layer, its `RC_` prefix
     /// dropped).
@@ -142,10 +182,73 @@ impl Opcode {
             Opcode::FetchAdd => "FETCH_ADD",
             Opcode::SendLastInv => "SEND_LAST_WITH_INVALIDATE",
             Opcode::SendOnlyInv => "SEND_ONLY_WITH_INVALIDATE",
+            Opcode::UcSendFirst => "UC_SEND_FIRST",
+            Opcode::UcSendMiddle => "UC_SEND_MIDDLE",
+            Opcode::UcSendLast => "UC_SEND_LAST",
+            Opcode::UcSendLastImm => "UC_SEND_LAST_WITH_IMMEDIATE",
+            Opcode::UcSendOnly => "UC_SEND_ONLY",
+            Opcode::UcSendOnlyImm => "UC_SEND_ONLY_WITH_IMMEDIATE",
+            Opcode::UcWriteFirst => "UC_RDMA_WRITE_FIRST",
+            Opcode::UcWriteMiddle => "UC_RDMA_WRITE_MIDDLE",
+            Opcode::UcWriteLast => "UC_RDMA_WRITE_LAST",
+            Opcode::UcWriteLastImm => "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE",
+            Opcode::UcWriteOnly => "UC_RDMA_WRITE_ONLY",
+            Opcode::UcWriteOnlyImm => "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE",
             Opcode::UdSendOnly => "UD_SEND_ONLY",
             Opcode::UdSendOnlyImm => "UD_SEND_ONLY_WITH_IMMEDIATE",
             Opcode::Cnp => "CNP",
         }
+    }
+
+    /// The RC opcode whose headers and place in a message a UC opcode
+    /// has (UC SEND_FIRST -> SEND_FIRST, ...; IBA 9.2 table 38: the same
+    /// low five bits); any other opcode is itself.
+    #[inline(always)]
+    pub const fn rc_equivalent(self) -> Opcode {
+        match self {
+            Opcode::UcSendFirst => Opcode::SendFirst,
+            Opcode::UcSendMiddle => Opcode::SendMiddle,
+            Opcode::UcSendLast => Opcode::SendLast,
+            Opcode::UcSendLastImm => Opcode::SendLastImm,
+            Opcode::UcSendOnly => Opcode::SendOnly,
+            Opcode::UcSendOnlyImm => Opcode::SendOnlyImm,
+            Opcode::UcWriteFirst => Opcode::WriteFirst,
+            Opcode::UcWriteMiddle => Opcode::WriteMiddle,
+            Opcode::UcWriteLast => Opcode::WriteLast,
+            Opcode::UcWriteLastImm => Opcode::WriteLastImm,
+            Opcode::UcWriteOnly => Opcode::WriteOnly,
+            Opcode::UcWriteOnlyImm => Opcode::WriteOnlyImm,
+            other => other,
+        }
+    }
+
+    /// The UC opcode of an RC SEND or RDMA WRITE opcode (SEND_FIRST -> UC
+    /// SEND_FIRST, ...); `None` for every other opcode (UC has no READ,
+    /// atomic, ACK or SEND with invalidate: IBA 9.2 table 38).
+    #[inline]
+    pub const fn to_uc(self) -> Option<Opcode> {
+        Some(match self {
+            Opcode::SendFirst => Opcode::UcSendFirst,
+            Opcode::SendMiddle => Opcode::UcSendMiddle,
+            Opcode::SendLast => Opcode::UcSendLast,
+            Opcode::SendLastImm => Opcode::UcSendLastImm,
+            Opcode::SendOnly => Opcode::UcSendOnly,
+            Opcode::SendOnlyImm => Opcode::UcSendOnlyImm,
+            Opcode::WriteFirst => Opcode::UcWriteFirst,
+            Opcode::WriteMiddle => Opcode::UcWriteMiddle,
+            Opcode::WriteLast => Opcode::UcWriteLast,
+            Opcode::WriteLastImm => Opcode::UcWriteLastImm,
+            Opcode::WriteOnly => Opcode::UcWriteOnly,
+            Opcode::WriteOnlyImm => Opcode::UcWriteOnlyImm,
+            _ => return None,
+        })
+    }
+
+    /// An Unreliable Connection opcode (transport bits 001, IBA 9.2
+    /// table 38).
+    #[inline(always)]
+    pub const fn is_uc(self) -> bool {
+        (self as u8) >> 5 == 0b001
     }
 
     /// Carries a RETH (RDMA WRITE First/Only, READ Request).
@@ -153,7 +256,13 @@ impl Opcode {
     pub const fn has_reth(self) -> bool {
         matches!(
             self,
-            Opcode::WriteFirst | Opcode::WriteOnly | Opcode::WriteOnlyImm | Opcode::ReadRequest
+            Opcode::WriteFirst
+                | Opcode::WriteOnly
+                | Opcode::WriteOnlyImm
+                | Opcode::ReadRequest
+                | Opcode::UcWriteFirst
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -180,6 +289,10 @@ impl Opcode {
                 | Opcode::WriteLastImm
                 | Opcode::WriteOnlyImm
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendLastImm
+                | Opcode::UcSendOnlyImm
+                | Opcode::UcWriteLastImm
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -240,6 +353,18 @@ impl Opcode {
                 | Opcode::ReadRespOnly
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendFirst
+                | Opcode::UcSendMiddle
+                | Opcode::UcSendLast
+                | Opcode::UcSendLastImm
+                | Opcode::UcSendOnly
+                | Opcode::UcSendOnlyImm
+                | Opcode::UcWriteFirst
+                | Opcode::UcWriteMiddle
+                | Opcode::UcWriteLast
+                | Opcode::UcWriteLastImm
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -248,7 +373,11 @@ impl Opcode {
     pub const fn is_first(self) -> bool {
         matches!(
             self,
-            Opcode::SendFirst | Opcode::WriteFirst | Opcode::ReadRespFirst
+            Opcode::SendFirst
+                | Opcode::WriteFirst
+                | Opcode::ReadRespFirst
+                | Opcode::UcSendFirst
+                | Opcode::UcWriteFirst
         )
     }
 
@@ -257,7 +386,11 @@ impl Opcode {
     pub const fn is_middle(self) -> bool {
         matches!(
             self,
-            Opcode::SendMiddle | Opcode::WriteMiddle | Opcode::ReadRespMiddle
+            Opcode::SendMiddle
+                | Opcode::WriteMiddle
+                | Opcode::ReadRespMiddle
+                | Opcode::UcSendMiddle
+                | Opcode::UcWriteMiddle
         )
     }
 
@@ -272,6 +405,10 @@ impl Opcode {
                 | Opcode::WriteLast
                 | Opcode::WriteLastImm
                 | Opcode::ReadRespLast
+                | Opcode::UcSendLast
+                | Opcode::UcSendLastImm
+                | Opcode::UcWriteLast
+                | Opcode::UcWriteLastImm
         )
     }
 
@@ -295,6 +432,10 @@ impl Opcode {
                 | Opcode::FetchAdd
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendOnly
+                | Opcode::UcSendOnlyImm
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -322,6 +463,18 @@ impl Opcode {
                 | Opcode::SendOnlyInv
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendFirst
+                | Opcode::UcSendMiddle
+                | Opcode::UcSendLast
+                | Opcode::UcSendLastImm
+                | Opcode::UcSendOnly
+                | Opcode::UcSendOnlyImm
+                | Opcode::UcWriteFirst
+                | Opcode::UcWriteMiddle
+                | Opcode::UcWriteLast
+                | Opcode::UcWriteLastImm
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -354,6 +507,12 @@ impl Opcode {
                 | Opcode::SendOnlyInv
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
+                | Opcode::UcSendFirst
+                | Opcode::UcSendMiddle
+                | Opcode::UcSendLast
+                | Opcode::UcSendLastImm
+                | Opcode::UcSendOnly
+                | Opcode::UcSendOnlyImm
         )
     }
 
@@ -368,6 +527,12 @@ impl Opcode {
                 | Opcode::WriteLastImm
                 | Opcode::WriteOnly
                 | Opcode::WriteOnlyImm
+                | Opcode::UcWriteFirst
+                | Opcode::UcWriteMiddle
+                | Opcode::UcWriteLast
+                | Opcode::UcWriteLastImm
+                | Opcode::UcWriteOnly
+                | Opcode::UcWriteOnlyImm
         )
     }
 
@@ -426,7 +591,8 @@ mod tests {
             .count();
         assert_eq!(known, Opcode::ALL.len());
         assert_eq!(Opcode::from_u8(0x15), None);
-        assert_eq!(Opcode::from_u8(0x20), None);
+        assert_eq!(Opcode::from_u8(0x2C), None);
+        assert_eq!(Opcode::from_u8(0x1F), None);
     }
 
     #[test]
@@ -458,6 +624,37 @@ mod tests {
         // No other UD opcode (0x60-0x7F) is known.
         for raw in 0x60u8..=0x7F {
             assert_eq!(Opcode::from_u8(raw).is_some(), raw == 0x64 || raw == 0x65);
+        }
+    }
+
+    #[test]
+    fn uc_opcodes_are_rc_sends_and_writes_with_the_uc_transport_bits() {
+        let uc: Vec<Opcode> = Opcode::ALL.into_iter().filter(|o| o.is_uc()).collect();
+        assert_eq!(uc.len(), 12);
+        for op in uc {
+            let rc = op.rc_equivalent();
+            assert_eq!(op.as_u8(), 0x20 | rc.as_u8(), "{op}");
+            assert_eq!(rc.to_uc(), Some(op));
+            assert!(op.is_request() && (op.is_send() || op.is_write()));
+            assert_eq!(op.ext_headers_len(), rc.ext_headers_len(), "{op}");
+            assert_eq!(
+                (op.is_first(), op.is_middle(), op.is_last(), op.is_only()),
+                (rc.is_first(), rc.is_middle(), rc.is_last(), rc.is_only())
+            );
+            assert_eq!(
+                (op.has_reth(), op.has_immdt()),
+                (rc.has_reth(), rc.has_immdt())
+            );
+            assert_eq!(op.name(), format!("UC_{}", rc.name()));
+        }
+        for op in [
+            Opcode::ReadRequest,
+            Opcode::Acknowledge,
+            Opcode::FetchAdd,
+            Opcode::SendOnlyInv,
+            Opcode::UdSendOnly,
+        ] {
+            assert_eq!(op.to_uc(), None, "{op}");
         }
     }
 

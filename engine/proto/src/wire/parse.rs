@@ -137,7 +137,7 @@ pub fn peek_request(frame: &[u8]) -> Option<PeekedRequest> {
 
 /// The remote memory a request frame names in its extension header
 /// (`peeked`: what [`peek_request`] found in that frame): its opcode,
-/// and R_Key, virtual address and length of a RETH (WRITE FIRST or ONLY,
+/// and R_Key, virtual address and length of a RETH (RC or UC WRITE FIRST or ONLY,
 /// with or without immediate: the bytes of it this packet carries; READ
 /// request: the bytes to read) or an AtomicETH (8 bytes). A hint, as
 /// [`peek_dest_qp`] is: the responder's checks come later.
@@ -145,7 +145,8 @@ pub fn peek_request(frame: &[u8]) -> Option<PeekedRequest> {
 pub fn peek_remote_access(frame: &[u8], peeked: &PeekedRequest) -> Option<(Opcode, u32, u64, u64)> {
     let (at, op) = (peeked.bth_at, peeked.opcode?);
     let ext = frame.get(at + bth::HEADER_LEN..)?;
-    match op {
+    // A UC WRITE FIRST/ONLY carries its RETH as RC's does.
+    match op.rc_equivalent() {
         Opcode::WriteFirst | Opcode::WriteOnly | Opcode::WriteOnlyImm => {
             let r = Reth::new_checked(ext).ok()?;
             let payload = frame

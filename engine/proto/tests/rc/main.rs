@@ -17,4 +17,5 @@ mod responder;
 mod sgl;
 mod srq;
 mod tx_order;
+mod uc;
 mod vlan;

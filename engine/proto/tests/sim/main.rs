@@ -16,3 +16,4 @@ mod sgl;
 #[path = "../sgl_model/mod.rs"]
 mod sgl_model;
 mod srq;
+mod uc;

@@ -334,3 +334,104 @@ fn tshark_dissects_ud_sends_with_their_deth() {
         assert_eq!(f[9], "", "not malformed: {ctx}");
     }
 }
+
+/// The UC frames the encoder writes (IBA 9.2 table 38, 0x20-0x2B), as
+/// Wireshark reads them: its UC opcode name, the RETH of WRITE FIRST/ONLY
+/// (VA, R_Key, length), the ImmDt of the `_WITH_IMMEDIATE` ones, the
+/// payload, no expert warning, not malformed; and their ICRC as the
+/// annex computes it ([`spec_icrc`]).
+#[test]
+fn tshark_dissects_uc_sends_and_writes_with_their_headers() {
+    let ops: Vec<Opcode> = Opcode::ALL.into_iter().filter(|o| o.is_uc()).collect();
+    assert_eq!(ops.len(), 12);
+    let mut frames = Vec::new();
+    let mut expected = Vec::new();
+    let mut seed = 0u32;
+    for &op in &ops {
+        for (v6, vlan) in [(false, false), (true, true)] {
+            let mut h = headers(op, v6, vlan, seed);
+            h.bth.ack_req = false;
+            if let Some(r) = h.reth.as_mut() {
+                r.va = 0x1_2345_6789_AB00 + u64::from(seed);
+                r.rkey = 0x00AB_0000 + seed;
+                r.dma_len = 4096 + seed;
+            }
+            h.immdt = op.has_immdt().then_some(0xBEEF_0000 + seed);
+            let len = if op.is_first() || op.is_middle() {
+                256
+            } else {
+                1 + seed as usize % 61
+            };
+            let payload: Vec<u8> = (0..len).map(|i| ((i as u32 * 3) ^ seed) as u8).collect();
+            let mut buf = vec![0u8; frame_len(&h, len)];
+            emit_frame(&h, &payload, &mut buf).unwrap();
+            assert_eq!(buf[buf.len() - 4..], spec_icrc(&buf), "{op}");
+            frames.push(buf);
+            expected.push((op, h.bth.psn, h.reth, h.immdt, payload));
+            seed += 1;
+        }
+    }
+    let file = pcap::write_classic(frames.iter().map(|f| (0u64, &f[..])));
+    let path = std::env::temp_dir().join(format!("roce-xdp-wire-uc-{}.pcap", std::process::id()));
+    std::fs::write(&path, file).unwrap();
+    let out = Command::new("tshark")
+        .args(["-r", path.to_str().unwrap(), "-T", "fields"])
+        .args(["-E", "separator=|"])
+        .args(["--disable-heuristic", "mellanox_eoib"])
+        .args(["--disable-heuristic", "sdp_infiniband"])
+        .args(["--disable-heuristic", "iser_infiniband"])
+        .args(["--disable-heuristic", "nvme_rdma"])
+        .args(["--disable-heuristic", "smb_direct_infiniband"])
+        .args(["-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn"])
+        .args(["-e", "infiniband.reth.va", "-e", "infiniband.reth.r_key"])
+        .args(["-e", "infiniband.reth.dmalen", "-e", "infiniband.immdt"])
+        .args(["-e", "data.data", "-e", "_ws.col.Info"])
+        .args(["-e", "_ws.expert.severity", "-e", "_ws.malformed"])
+        .output()
+        .expect("tshark is not installed: run scripts/setup-deps.sh");
+    std::fs::remove_file(&path).ok();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), expected.len());
+    let num = |s: &str| {
+        u64::from_str_radix(
+            s.trim_start_matches("0x"),
+            if s.starts_with("0x") { 16 } else { 10 },
+        )
+        .unwrap()
+    };
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    for (line, (op, psn, reth, imm, payload)) in lines.iter().zip(expected) {
+        let f: Vec<&str> = line.split('|').collect();
+        let ctx = line.to_string();
+        assert_eq!(num(f[0]), u64::from(op.as_u8()), "{ctx}");
+        assert_eq!(num(f[1]), u64::from(psn), "{ctx}");
+        match reth {
+            Some(r) => {
+                assert_eq!(num(f[2]), r.va, "{ctx}");
+                assert_eq!(num(f[3]), u64::from(r.rkey), "{ctx}");
+                assert_eq!(num(f[4]), u64::from(r.dma_len), "{ctx}");
+            }
+            None => assert_eq!((f[2], f[3], f[4]), ("", "", ""), "{ctx}"),
+        }
+        match imm {
+            Some(v) => assert!(
+                f[5].split(',')
+                    .all(|x| x.replace(':', "") == format!("{v:08x}")),
+                "{ctx}"
+            ),
+            None => assert_eq!(f[5], "", "{ctx}"),
+        }
+        let mut padded = payload.clone();
+        padded.resize(payload.len().div_ceil(4) * 4, 0);
+        assert_eq!(f[6].replace(':', ""), hex(&padded), "{ctx}");
+        assert!(f[7].starts_with("UC "), "{ctx}");
+        assert_eq!(f[8], "", "no expert info: {ctx}");
+        assert_eq!(f[9], "", "not malformed: {ctx}");
+    }
+}
