@@ -1,5 +1,5 @@
-//! Per-packet cost against the number of active QPs (issue "Thousands of
-//! QPs per engine at a flat per-packet cost"): the in-memory protocol path
+//! Per-packet cost against the number of active QPs (the target: thousands
+//! of QPs per engine at a flat per-packet cost): the in-memory protocol path
 //! for 64 B RDMA WRITEs with 1, 1K, 16K and 64K connected QP pairs, every
 //! QP active, and `roce-xdp sim`'s wall time per message for the same QP
 //! counts. Each row's ratio is against the 1-QP row of the same run.

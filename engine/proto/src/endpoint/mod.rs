@@ -890,10 +890,9 @@ impl Endpoint {
     /// through the index (which stage one brought into the caches) but not
     /// read. Done in one stage, the lookup reads the QP to find it (its
     /// slot is an `Option`) and waits for both misses in turn before it
-    /// can even ask for the rest: measured with `examples/qp_scale_probe
-    /// 65536 N shuffled` (2026-12-03, when the schedule entries were an
-    /// array of their own), the QP's first line and its schedule entry
-    /// were then most of the responder's time.
+    /// can even ask for the rest: with `examples/qp_scale_probe 65536 N
+    /// shuffled`, the QP's first line and its schedule entry were most of
+    /// the responder's time when the lookup was one stage.
     ///
     /// The second range is the memory of the request's payload (the first
     /// [`PAYLOAD_PREFETCH_BYTES`] of it): where a WRITE FIRST or ONLY
@@ -901,10 +900,10 @@ impl Endpoint {
     /// as the frame's RETH or AtomicETH names them and the region allows;
     /// empty for any other frame. The QP's lookup and the responder's
     /// checks come later, as for the slot. Measured with
-    /// `examples/qp_scale_probe 65536 N shuffled` (2026-12-04, fourth
-    /// session): the WRITEs' region stays in the caches with one QP and
+    /// `examples/qp_scale_probe 65536 N shuffled`: the WRITEs' region
+    /// stays in the caches with one QP and
     /// not with 65,536 QPs, whose state pushes it out
-    /// (`docs/architecture.md`, "The payload's memory").
+    /// (`docs/design/qp-layout.md`, "The payload's memory").
     #[inline]
     pub fn qp_state_hint(&self, frame: &[u8]) -> Option<[MemoryRange; 2]> {
         let peeked = peek_request(frame)?;

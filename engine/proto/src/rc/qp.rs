@@ -106,11 +106,10 @@ pub enum Transport {
 /// the receive step prefetches all of it up to the counters, and the
 /// counters, as two ranges (`endpoint/qp_table.rs`). Left to the
 /// compiler, which orders fields by their alignment, what one packet
-/// reads spread over more lines: measured with `examples/qp_scale_probe
-/// 65536 6 [req] shuffled` (2026-12-04, five alternating runs of each
-/// build, median of the runs' median pass, both prefetching the first 384
-/// bytes), 410 against 304 ns a packet for the responder, 440 against 363
-/// for the requester.
+/// reads spread over more lines: with `examples/qp_scale_probe 65536 6
+/// [req] shuffled` (both builds prefetching the first 384 bytes), 410
+/// against 304 ns a packet for the responder, 440 against 363 for the
+/// requester (`docs/design/qp-layout.md`).
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct Qp {
