@@ -378,7 +378,8 @@ impl Qp {
     }
 
     /// The QP's scatter/gather capacities (one SGE each way and no
-    /// inline data unless [`Qp::set_sge_caps`] said otherwise).
+    /// inline data unless [`crate::endpoint::Endpoint::set_qp_sge_caps`] said
+    /// otherwise).
     pub fn sge_caps(&self) -> SgeCaps {
         self.sgl
             .as_ref()
