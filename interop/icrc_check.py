@@ -2,11 +2,22 @@
 """Check the ICRC of every RoCE v2 frame in pcap files with Scapy's
 independent implementation (scapy.contrib.roce.BTH.compute_icrc).
 
-Usage: icrc_check.py [--expect-src IP ...] FILE.pcap...
+Usage: icrc_check.py [--expect-src IP ...] [--expect-ud-src IP ...]
+                    [--max-ud-payload N] FILE.pcap...
 
-Prints one line per file and a summary (frames, per-source and per-opcode
-counts, mismatches). Exits 1 on any mismatch, on an unparsable RoCE frame,
-when no RoCE frame is found, or when an --expect-src address sent no frame.
+Every opcode is checked alike: the ICRC covers the BTH, any extension
+header and the payload, whatever the transport (RC, UC, UD). UD datagrams
+(SEND_ONLY 0x64, SEND_ONLY_WITH_IMMEDIATE 0x65) are also read here, as
+Scapy has no DETH layer: each must hold its DETH (8 bytes: Q_Key, a
+reserved byte, the source QP; IBA 9.3.3), the ImmDt for 0x65, and a
+payload of at most --max-ud-payload bytes (the path MTU; a datagram is one
+packet).
+
+Prints one line per file and a summary (frames, per-source, per-transport
+and per-opcode counts, the UD frames with their Q_Keys and source QPs,
+mismatches). Exits 1 on any mismatch, on an unparsable RoCE frame, when no
+RoCE frame is found, when an --expect-src address sent no frame, or when
+an --expect-ud-src address sent no UD frame.
 """
 import argparse
 import collections
@@ -16,17 +27,68 @@ from scapy.all import RawPcapReader, Ether, IP, IPv6, UDP  # noqa: E402
 from scapy.contrib.roce import BTH  # noqa: E402
 
 ROCE_PORT = 4791
+BTH_LEN = 12
+DETH_LEN = 8
+IMMDT_LEN = 4
+ICRC_LEN = 4
+UD_SEND_ONLY = 0x64
+UD_SEND_ONLY_WITH_IMMEDIATE = 0x65
+TRANSPORTS = {0x00: "RC", 0x20: "UC", 0x40: "RD", 0x60: "UD", 0x80: "CNP"}
+
+
+def transport(opcode: int) -> str:
+    """The transport of a BTH opcode: its top three bits (IBA 9.2.1)."""
+    return TRANSPORTS.get(opcode & 0xE0, f"0x{opcode & 0xE0:02x}")
+
+
+def network_header(frame: bytes):
+    """(EtherType, offset) of the network header, past any 802.1Q tags."""
+    off = 12
+    ethertype = int.from_bytes(frame[off:off + 2], "big")
+    while ethertype in (0x8100, 0x88A8) and len(frame) >= off + 6:
+        off += 4
+        ethertype = int.from_bytes(frame[off:off + 2], "big")
+    return ethertype, off + 2
+
+
+def udp_payload(frame: bytes) -> bytes:
+    """The UDP payload (BTH to ICRC) of a trimmed IPv4 or IPv6 frame, read
+    from the header lengths."""
+    ethertype, off = network_header(frame)
+    if ethertype == 0x0800:
+        return frame[off + (frame[off] & 0x0F) * 4 + 8:]
+    return frame[off + 40 + 8:]
+
+
+def check_ud(bth: bytes, opcode: int, max_payload: int):
+    """A UD datagram's DETH, ImmDt and payload length, read from the raw
+    bytes from the BTH to the ICRC. Returns (q_key, src_qp, payload_len)
+    or a string saying what is wrong."""
+    headers = BTH_LEN + DETH_LEN + (IMMDT_LEN if opcode == UD_SEND_ONLY_WITH_IMMEDIATE else 0)
+    pad = (bth[1] >> 4) & 0x3
+    if len(bth) < headers + ICRC_LEN:
+        return f"{len(bth)} bytes from the BTH: too short for its headers and ICRC"
+    deth = bth[BTH_LEN:BTH_LEN + DETH_LEN]
+    q_key = int.from_bytes(deth[0:4], "big")
+    src_qp = int.from_bytes(deth[5:8], "big")
+    payload = len(bth) - headers - ICRC_LEN - pad
+    if payload < 0:
+        return f"pad count {pad} longer than the payload"
+    if max_payload and payload > max_payload:
+        return f"payload {payload} bytes > {max_payload} (one datagram, one packet)"
+    return q_key, src_qp, payload
 
 
 def trim_to_ip_length(frame: bytes) -> bytes:
-    """Drop Ethernet padding: keep 14 bytes + the IP datagram (the ICRC is
-    the last 4 bytes of the UDP payload, not of the padded frame). Reads the
-    length fields directly so each frame is dissected by Scapy only once."""
-    ethertype = int.from_bytes(frame[12:14], "big")
-    if ethertype == 0x0800 and len(frame) >= 18:
-        return frame[: 14 + int.from_bytes(frame[16:18], "big")]
-    if ethertype == 0x86DD and len(frame) >= 20:
-        return frame[: 14 + 40 + int.from_bytes(frame[18:20], "big")]
+    """Drop Ethernet padding: keep the Ethernet header (with any VLAN tags)
+    + the IP datagram (the ICRC is the last 4 bytes of the UDP payload, not
+    of the padded frame). Reads the length fields directly so each frame
+    is dissected by Scapy only once."""
+    ethertype, off = network_header(frame)
+    if ethertype == 0x0800 and len(frame) >= off + 4:
+        return frame[: off + int.from_bytes(frame[off + 2:off + 4], "big")]
+    if ethertype == 0x86DD and len(frame) >= off + 6:
+        return frame[: off + 40 + int.from_bytes(frame[off + 4:off + 6], "big")]
     return frame
 
 
@@ -34,12 +96,21 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--expect-src", action="append", default=[],
                     help="fail unless this source IP sent at least one frame")
+    ap.add_argument("--expect-ud-src", action="append", default=[],
+                    help="fail unless this source IP sent at least one UD frame")
+    ap.add_argument("--max-ud-payload", type=int, default=0,
+                    help="fail on a UD datagram with a longer payload (0: no bound)")
     ap.add_argument("pcaps", nargs="+")
     args = ap.parse_args()
 
     total = bad = 0
     by_src = collections.Counter()
     by_opcode = collections.Counter()
+    by_transport = collections.Counter()
+    ud_by_src = collections.Counter()
+    ud_qkeys = collections.defaultdict(set)
+    ud_srcqps = collections.defaultdict(set)
+    ud_payload = collections.defaultdict(lambda: [None, None])
     for path in args.pcaps:
         f_total = f_bad = 0
         # Raw bytes: each frame is dissected once, by Ether() below.
@@ -57,23 +128,56 @@ def main() -> int:
             src = eth[IP].src if IP in eth else eth[IPv6].src
             f_total += 1
             by_src[src] += 1
-            by_opcode[eth[BTH].opcode] += 1
+            op = eth[BTH].opcode
+            by_opcode[op] += 1
+            by_transport[transport(op)] += 1
+            problems = []
             if carried != computed:
+                problems.append(f"ICRC MISMATCH: carried {carried.hex()} computed {computed.hex()}")
+            ud = None
+            if op in (UD_SEND_ONLY, UD_SEND_ONLY_WITH_IMMEDIATE):
+                ud = check_ud(udp_payload(raw), op, args.max_ud_payload)
+                if isinstance(ud, str):
+                    problems.append(f"bad UD datagram: {ud}")
+            elif transport(op) == "UD":
+                problems.append("no UD opcode (UD has SEND_ONLY 0x64 and 0x65 only)")
+            if problems:
                 f_bad += 1
-                print(f"{path}: ICRC MISMATCH frame #{f_total} from {src} "
-                      f"opcode 0x{eth[BTH].opcode:02x} psn {eth[BTH].psn}: "
-                      f"carried {carried.hex()} computed {computed.hex()}")
-        print(f"{path}: {f_total} RoCE frames, {f_total - f_bad} ICRC ok, {f_bad} bad")
+                print(f"{path}: frame #{f_total} from {src} opcode 0x{op:02x} "
+                      f"psn {eth[BTH].psn}: " + "; ".join(problems))
+            elif ud is not None:
+                ud_by_src[src] += 1
+                ud_qkeys[src].add(ud[0])
+                ud_srcqps[src].add(ud[1])
+                lo, hi = ud_payload[src]
+                ud_payload[src] = [ud[2] if lo is None else min(lo, ud[2]),
+                                   ud[2] if hi is None else max(hi, ud[2])]
+        print(f"{path}: {f_total} RoCE frames, {f_total - f_bad} ok, {f_bad} bad")
         total += f_total
         bad += f_bad
 
     print(f"ICRC (scapy.contrib.roce): {total} frames checked, {total - bad} ok, {bad} bad")
     print("  by source: " + ", ".join(f"{s}={n}" for s, n in sorted(by_src.items())))
+    print("  by transport: " + ", ".join(f"{t}={n}" for t, n in sorted(by_transport.items())))
     print("  by opcode: " + ", ".join(f"0x{o:02x}={n}" for o, n in sorted(by_opcode.items())))
+    ud_total = sum(ud_by_src.values())
+    if by_transport["UD"] or args.expect_ud_src:
+        print(f"UD: {ud_total} datagrams with a good ICRC and DETH "
+              f"(of {by_opcode[UD_SEND_ONLY]} SEND_ONLY 0x64, "
+              f"{by_opcode[UD_SEND_ONLY_WITH_IMMEDIATE]} SEND_ONLY_WITH_IMMEDIATE 0x65)")
+    for s_ip in sorted(ud_by_src):
+        lo, hi = ud_payload[s_ip]
+        qkeys = sorted(ud_qkeys[s_ip])
+        shown = ",".join(f"0x{q:08x}" for q in qkeys[:4]) + (",..." if len(qkeys) > 4 else "")
+        print(f"  from {s_ip}: {ud_by_src[s_ip]}, {len(qkeys)} Q_Key(s) {shown}, "
+              f"{len(ud_srcqps[s_ip])} source QP(s), payload {lo}..{hi} bytes")
     missing = [s for s in args.expect_src if by_src[s] == 0]
     if missing:
         print(f"ICRC check: no frames from {', '.join(missing)}")
-    return 1 if bad or total == 0 or missing else 0
+    ud_missing = [s for s in args.expect_ud_src if ud_by_src[s] == 0]
+    if ud_missing:
+        print(f"ICRC check: no UD frames from {', '.join(ud_missing)}")
+    return 1 if bad or total == 0 or missing or ud_missing else 0
 
 
 if __name__ == "__main__":
