@@ -2,11 +2,13 @@
 # interop/perftest/run.sh - roce-xdp's perftest-named tools against Debian's
 # stock perftest (ib_write_bw, ...) on Soft-RoCE (rxe) in one VM boot: the
 # eight tools in both roles, -q 4, -a and -D 2 runs, and stock clients
-# against `roce-xdp serve`; then Debian's own ibv_rc_pingpong and perftest
-# binaries on the host under `roce-xdp exec` (the drop-in libibverbs)
+# against `roce-xdp serve`; then Debian's own ibv_rc_pingpong, perftest
+# binaries and ibv_ud_pingpong, ibv_uc_pingpong, ibv_srq_pingpong (UD, UC
+# and SRQ) on the host under `roce-xdp exec` (the drop-in libibverbs)
 # against the same binaries on rxe, both roles. Every run must exit 0 on
 # both sides. Captures the traffic and checks it with tshark and an
-# independent ICRC (Scapy).
+# independent ICRC (Scapy); every UD datagram's DETH is read by both, and
+# the summary counts the UD (and UC) frames checked.
 #
 #   sudo interop/perftest/run.sh        # exits non-zero on failure
 #
@@ -17,7 +19,9 @@
 #   OUT=dir              logs + capture (default: mktemp)
 #   MODE=native          XDP attach mode of the engine
 #   CASES_ONLY=regex     run only the cases whose label matches ("serve" for
-#                        the serve runs, "exec" for the exec runs)
+#                        the serve runs, "exec" for the exec runs,
+#                        "ud_pingpong|uc_pingpong|srq_pingpong" for the
+#                        UD, UC and SRQ ones)
 #   VM_SUITE, VM_CACHE, PYTHON as interop/run.sh
 #   VM_NS [roce-xdp-pt], VM_BR [ptbr0], VM_SUBNET [10.98.0], ENG_NS [pt-eng],
 #   VM_RUN: names of this run's namespaces, bridge, subnet and VM directory
@@ -83,6 +87,27 @@ EXEC_CASES=(
     "lat ib_read_lat -s 2 -n 100"
     "lat ib_send_lat -s 2 -n 100"
     "lat ib_atomic_lat -n 100"
+    # rdma-core's UD, UC and SRQ examples. -c: the client zeroes the first
+    # byte of each page of its message, the server (whose buffer starts
+    # 0x7b) checks that they arrived, for UD past the 40-byte GRH area
+    # (a misplaced GRH or payload shows as "invalid data in page N").
+    # UD: one datagram per message, so a message must fit the path MTU:
+    # vm1's NIC is 1500 bytes, so rxe0's active MTU is 1024 (the largest IB
+    # MTU under 1500 less the RoCE v2 headers), and the drop-in's on the
+    # 1500-byte veth pteng0 is the same 1024. ibv_ud_pingpong refuses a -s
+    # above its port's active MTU ("Requested size larger than port MTU");
+    # its default 2048 would be refused on both sides. 1024 is the largest
+    # that fits, 1 the smallest (with -e: completion events).
+    "pp ibv_ud_pingpong -c -n 50 -s 1024"
+    "pp ibv_ud_pingpong -c -e -n 50 -s 1"
+    # UC (path MTU 1024, -m's default): one packet, and 16 packets a
+    # message (FIRST/MIDDLE/LAST, no ACK) with completion events.
+    "pp ibv_uc_pingpong -c -n 50 -s 64"
+    "pp ibv_uc_pingpong -c -e -n 20 -s 16384"
+    # SRQ: RC QPs receiving through one SRQ; 4 QPs of 4 packets a message,
+    # then 16 QPs (its default) of 1 byte with completion events.
+    "pp ibv_srq_pingpong -c -n 50 -q 4 -s 4096"
+    "pp ibv_srq_pingpong -c -e -n 50 -q 16 -s 1"
 )
 EXEC_SELECTED=0
 for role in exec-server exec-client; do
@@ -354,7 +379,9 @@ exec_case() {
                     hrc=98
                     echo "run.sh: not started: nothing listened on $VM_IP:$PORT in 20 s" > "$base.exec"
                 fi
-                [ $hrc = 0 ] || vm_exec vm1 10 "pkill -x $prog" > /dev/null 2>&1
+                # pkill -x matches the command name, cut to 15 characters
+                # (ibv_srq_pingpong's is ibv_srq_pingpon).
+                [ $hrc = 0 ] || vm_exec vm1 10 "pkill -x ${prog:0:15}" > /dev/null 2>&1
                 vm_wait vm1 "$id" 120 > "$base.rxe" 2>&1
                 vrc=$?
             fi
@@ -375,6 +402,8 @@ exec_case() {
         he=$(pp_usec "$base.exec") ve=$(pp_usec "$base.rxe")
         why+="; usec/iter: exec ${he:-none}, rxe ${ve:-none}"
         { [ -n "$he" ] && [ -n "$ve" ]; } || { ok=0; why+=" (an 'iters in' line is missing)"; }
+        # -c: the examples print "invalid data in page N" and exit 0.
+        ! grep -q "invalid data" "$base.exec" "$base.rxe" || { ok=0; why+=" (invalid data received)"; }
         ;;
     bw)
         local hb vb
@@ -448,24 +477,47 @@ editcap -r "$PCAP_ALL" "$OUT/all-sizes-head.pcap" 1-5000 2>>"$OUT/tcpdump.log"
 # sent frames. tshark's CRTP dissector claims the 2-byte payload of
 # write-lat's WRITEs (from rxe and the engine alike) and calls it
 # malformed: it is off, as the heuristics interop/tshark-roce.sh turns
-# off (interop/README.md, "tshark note").
+# off (interop/README.md, "tshark note"). Every UD datagram (opcode 0x64
+# SEND_ONLY, 0x65 with immediate: ibv_ud_pingpong's) must carry a DETH
+# tshark reads (Q_Key and source QP); when the UD cases ran, both sides
+# sent some. UC frames (0x20-0x2b: ibv_uc_pingpong's) are counted.
 . "$INTEROP/tshark-roce.sh"
 for p in "$PCAP" "$PCAP_ALL"; do
     [ -s "$p" ] || continue
     tshark -n -r "$p" "${TSHARK_ROCE[@]}" --disable-protocol crtp -Y 'udp.dstport == 4791' \
         -T fields -E occurrence=f -e ip.src -e infiniband.bth.opcode -e _ws.malformed \
-        -e _ws.expert.severity 2>>"$OUT/tshark.err"
+        -e _ws.expert.severity -e infiniband.deth.q_key -e infiniband.deth.srcqp 2>>"$OUT/tshark.err"
 done > "$OUT/tshark.txt"
 TOTAL=$(wc -l < "$OUT/tshark.txt")
 NO_BTH=$(cut -f2 "$OUT/tshark.txt" | grep -c '^$')
 BAD=$(awk -F'\t' '$3 != "" || $4 + 0 >= 6291456' "$OUT/tshark.txt" | wc -l)
 FROM_ENG=$(grep -c "^$ENG_IP	" "$OUT/tshark.txt")
 FROM_VM=$(grep -c "^$VM_IP	" "$OUT/tshark.txt")
+UD_FRAMES=$(awk -F'\t' '$2 == 100 || $2 == 101' "$OUT/tshark.txt" | wc -l)
+UD_NO_DETH=$(awk -F'\t' '($2 == 100 || $2 == 101) && ($5 == "" || $6 == "")' "$OUT/tshark.txt" | wc -l)
+UD_FROM_ENG=$(awk -F'\t' -v ip="$ENG_IP" '($2 == 100 || $2 == 101) && $1 == ip' "$OUT/tshark.txt" | wc -l)
+UD_FROM_VM=$(awk -F'\t' -v ip="$VM_IP" '($2 == 100 || $2 == 101) && $1 == ip' "$OUT/tshark.txt" | wc -l)
+UC_FRAMES=$(awk -F'\t' '$2 >= 32 && $2 < 64' "$OUT/tshark.txt" | wc -l)
 TSHARK_OK=0
-[ "$TOTAL" -gt 0 ] && [ "$NO_BTH" = 0 ] && [ "$BAD" = 0 ] && [ "$FROM_ENG" -gt 0 ] && [ "$FROM_VM" -gt 0 ] && TSHARK_OK=1
+[ "$TOTAL" -gt 0 ] && [ "$NO_BTH" = 0 ] && [ "$BAD" = 0 ] && [ "$FROM_ENG" -gt 0 ] && [ "$FROM_VM" -gt 0 ] &&
+    [ "$UD_NO_DETH" = 0 ] && TSHARK_OK=1
+UD_SELECTED=0
+for role in exec-server exec-client; do
+    for c in "${EXEC_CASES[@]}"; do
+        [[ $c == "pp ibv_ud_pingpong "* ]] && [[ "$role ${c#* }" =~ $CASES_ONLY ]] && UD_SELECTED=1
+    done
+done
+ICRC_UD=()
+if [ $UD_SELECTED = 1 ]; then
+    { [ "$UD_FROM_ENG" -gt 0 ] && [ "$UD_FROM_VM" -gt 0 ]; } || TSHARK_OK=0
+    ICRC_UD=(--expect-ud-src "$ENG_IP" --expect-ud-src "$VM_IP")
+fi
 HEAD_PCAP=()
 [ -s "$OUT/all-sizes-head.pcap" ] && HEAD_PCAP=("$OUT/all-sizes-head.pcap")
-"$PY" "$INTEROP/icrc_check.py" --expect-src "$ENG_IP" --expect-src "$VM_IP" "$PCAP" "${HEAD_PCAP[@]}" > "$OUT/icrc.txt" 2>&1
+# --max-ud-payload: a datagram is one packet, at most the path MTU (1024
+# on both sides: EXEC_CASES).
+"$PY" "$INTEROP/icrc_check.py" --expect-src "$ENG_IP" --expect-src "$VM_IP" "${ICRC_UD[@]}" \
+    --max-ud-payload 1024 "$PCAP" "${HEAD_PCAP[@]}" > "$OUT/icrc.txt" 2>&1
 ICRC_RC=$?
 
 PASS=0
@@ -480,6 +532,8 @@ PASS=0
     [ ${#VM_FAULTS[@]} = 0 ] || printf '  %s\n' "${VM_FAULTS[@]}"
     printf 'tshark: %d RoCE frames, %d without a BTH, %d malformed/warning; from %s: %d, from %s: %d\n' \
         "$TOTAL" "$NO_BTH" "$BAD" "$ENG_IP" "$FROM_ENG" "$VM_IP" "$FROM_VM"
+    printf 'tshark: %d UD frames (0x64/0x65), %d without a DETH; from %s: %d, from %s: %d; %d UC frames\n' \
+        "$UD_FRAMES" "$UD_NO_DETH" "$ENG_IP" "$UD_FROM_ENG" "$VM_IP" "$UD_FROM_VM" "$UC_FRAMES"
     grep -v '^/' "$OUT/icrc.txt" | sed 's/^/  /'
     printf 'logs and capture: %s\n' "$OUT"
 } | tee "$OUT/summary.txt"
