@@ -40,7 +40,8 @@
  *              (loopback): the caps granted, the UD transitions and their
  *              masks, ibv_query_qp; SEND and SEND_WITH_IMM checked byte
  *              for byte with the 40-byte GRH area (20 zero bytes, then
- *              the IPv4 header), src_qp, wc_flags, byte_len;
+ *              the IPv4 header), src_qp, wc_flags, byte_len, sl (the
+ *              RoCE packet type, as ConnectX reports it);
  *              ibv_init_ah_from_wc / ibv_create_ah_from_wc answering
  *              back; send SGE lists and inline data gathered, receive
  *              SGE lists scattered (past the staging rings' ends);
@@ -1041,8 +1042,11 @@ static void check_recv(const struct ibv_wc *wc, uint64_t wr_id, uint32_t len, ui
 	CHECK(!!(wc->wc_flags & IBV_WC_WITH_IMM) == imm, "IBV_WC_WITH_IMM %d", imm);
 	if (imm)
 		CHECK(be32toh(wc->imm_data) == 0x5a5a0001, "imm_data %#x", be32toh(wc->imm_data));
-	CHECK(wc->slid == 0 && wc->sl == 0 && wc->pkey_index == 0 && wc->dlid_path_bits == 0,
-	      "slid/sl/pkey_index as rxe's");
+	CHECK(wc->slid == 0 && wc->pkey_index == 0 && wc->dlid_path_bits == 0,
+	      "slid/pkey_index as rxe's");
+	/* sl: the RoCE packet type as ConnectX reports it (UCX reads it):
+	 * RoCE v2 (bit 3) over IPv4 (2). */
+	CHECK(wc->sl == 0xa, "sl %#x, wanted 0xa (RoCE v2 over IPv4)", wc->sl);
 }
 
 static int ud(void)
@@ -1096,7 +1100,7 @@ static int ud(void)
 	CHECK(!ibv_init_ah_from_wc(ctx, 1, &rw, (struct ibv_grh *)rcv, &back), "ibv_init_ah_from_wc");
 	CHECK(back.is_global == 1 && !memcmp(back.grh.dgid.raw, gid1.raw, 16) &&
 	      back.grh.sgid_index == 1 && back.grh.hop_limit == 64 && back.grh.traffic_class == 0 &&
-	      back.port_num == 1 && back.dlid == 0 && back.sl == 0 && back.grh.flow_label == 0,
+	      back.port_num == 1 && back.dlid == 0 && back.sl == rw.sl && back.grh.flow_label == 0,
 	      "ibv_init_ah_from_wc: global %d sgid_index %d hop %d", back.is_global,
 	      back.grh.sgid_index, back.grh.hop_limit);
 	struct ibv_ah *reply = ibv_create_ah_from_wc(pd, &rw, (struct ibv_grh *)rcv, 1);
@@ -1295,7 +1299,8 @@ static int ud(void)
 	/* The extended API: ibv_wr_set_ud_addr + ibv_wr_send on a UD QP of
 	 * ibv_create_qp_ex, into a QP whose CQ is an extended one. */
 	struct ibv_cq_init_attr_ex cqa = { .cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
-					   IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_QP_NUM };
+					   IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_QP_NUM |
+					   IBV_WC_EX_WITH_SL };
 	struct ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &cqa);
 	CHECK(cqx, "ibv_create_cq_ex: %s", strerror(errno));
 	struct ibv_qp *d = ud_qp(pd, ibv_cq_ex_to_cq(cqx), 30);
@@ -1335,7 +1340,7 @@ static int ud(void)
 	CHECK(cqx->wr_id == 300 && cqx->status == IBV_WC_SUCCESS &&
 	      ibv_wc_read_opcode(cqx) == IBV_WC_RECV && ibv_wc_read_byte_len(cqx) == GRH + 500 &&
 	      ibv_wc_read_src_qp(cqx) == x->qp_num && ibv_wc_read_qp_num(cqx) == d->qp_num &&
-	      (ibv_wc_read_wc_flags(cqx) & IBV_WC_GRH),
+	      (ibv_wc_read_wc_flags(cqx) & IBV_WC_GRH) && ibv_wc_read_sl(cqx) == 0xa,
 	      "extended CQ: wr %llu byte_len %u src_qp %#x flags %#x", (unsigned long long)cqx->wr_id,
 	      ibv_wc_read_byte_len(cqx), ibv_wc_read_src_qp(cqx), ibv_wc_read_wc_flags(cqx));
 	ibv_end_poll(cqx);
