@@ -319,11 +319,11 @@ unsafe extern "C" fn ibv_get_async_event(
     event: *mut ibv_async_event,
 ) -> c_int {
     minus_one((|| {
-        let shell = engine_of(ctx)?;
+        let c = context(ctx)?;
         if event.is_null() {
             return Err(libc::EINVAL);
         }
-        let (ty, token) = shell
+        let (ty, token) = c
             .async_events
             .get()
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
