@@ -20,6 +20,7 @@ command -v rping >/dev/null || need_apt+=(rdmacm-utils)
 command -v qperf >/dev/null || need_apt+=(qperf)
 command -v fi_info >/dev/null || need_apt+=(libfabric-bin)
 command -v ompi_info >/dev/null || need_apt+=(openmpi-bin)
+command -v mpicc >/dev/null || need_apt+=(libopenmpi-dev)
 command -v ib_write_bw >/dev/null && command -v ibv_rc_pingpong >/dev/null && [ -e /usr/include/infiniband/verbs.h ] || need_apt+=(ibverbs-utils perftest libibverbs-dev)
 
 if [ ${#need_apt[@]} -gt 0 ]; then

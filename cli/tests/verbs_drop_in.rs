@@ -7,193 +7,11 @@
 //! drop-in built (`cargo build --release -p roce-xdp-ibverbs`, which
 //! `cargo test --workspace` does).
 
+mod drop_in;
+
+use drop_in::*;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
-
-/// Namespaces `vb<pid>n<k>a/b`, veths `vb<pid>v<k>a/b`, 10.55.<k>.1/.2.
-struct Pair {
-    ns: [String; 2],
-    ifs: [String; 2],
-    ips: [String; 2],
-}
-
-static COUNTER: AtomicU32 = AtomicU32::new(0);
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("running ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-impl Pair {
-    fn create() -> Pair {
-        Pair::with_queues(1)
-    }
-
-    /// veths with `queues` RX and TX queues each.
-    fn with_queues(queues: u32) -> Pair {
-        let pid = std::process::id() % 100_000;
-        let k = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let p = Pair {
-            ns: [format!("vb{pid}n{k}a"), format!("vb{pid}n{k}b")],
-            ifs: [format!("vb{pid}v{k}a"), format!("vb{pid}v{k}b")],
-            ips: [format!("10.55.{k}.1"), format!("10.55.{k}.2")],
-        };
-        for ns in &p.ns {
-            ip(&["netns", "add", ns]);
-        }
-        let q = queues.to_string();
-        ip(&[
-            "link",
-            "add",
-            &p.ifs[0],
-            "netns",
-            &p.ns[0],
-            "numrxqueues",
-            &q,
-            "numtxqueues",
-            &q,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &p.ifs[1],
-            "netns",
-            &p.ns[1],
-            "numrxqueues",
-            &q,
-            "numtxqueues",
-            &q,
-        ]);
-        for i in 0..2 {
-            let addr = format!("{}/24", p.ips[i]);
-            ip(&["-n", &p.ns[i], "addr", "add", &addr, "dev", &p.ifs[i]]);
-            ip(&["-n", &p.ns[i], "link", "set", "lo", "up"]);
-            ip(&["-n", &p.ns[i], "link", "set", &p.ifs[i], "up"]);
-        }
-        p
-    }
-
-    /// `roce-xdp exec --iface IF -- ARGS` inside side `i`'s namespace.
-    fn exec(&self, i: usize, args: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.ns[i], env!("CARGO_BIN_EXE_roce-xdp")])
-            .args(["exec", "--iface", &self.ifs[i], "--"])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    /// Waits until a TCP socket listens on `port` in side `i`'s namespace.
-    fn wait_listening(&self, i: usize, port: u16, server: &mut Child) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let needle = format!(":{port} ");
-        while Instant::now() < deadline {
-            let ss = Command::new("ip")
-                .args(["netns", "exec", &self.ns[i], "ss", "-ltnH"])
-                .output()
-                .expect("running ss");
-            if String::from_utf8_lossy(&ss.stdout).contains(&needle) {
-                return;
-            }
-            if let Ok(Some(st)) = server.try_wait() {
-                panic!("the server exited ({st}) before listening");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!("nothing listens on port {port} in {}", self.ns[i]);
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for ns in &self.ns {
-            let _ = Command::new("ip").args(["netns", "del", ns]).output();
-        }
-    }
-}
-
-/// Waits for `child` at most `limit` (a hang fails, not a speed figure).
-fn finish(mut child: Child, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    loop {
-        if child.try_wait().expect("waiting").is_some() {
-            return child.wait_with_output().expect("collecting output");
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().expect("collecting output");
-            panic!(
-                "did not finish within {limit:?}:\n{}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn assert_ok(what: &str, out: &Output) -> String {
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.status.success(),
-        "{what} failed ({}):\n{text}",
-        out.status
-    );
-    text
-}
-
-fn prerequisites() {
-    for bin in ["/usr/bin/ibv_rc_pingpong", "/usr/bin/ib_write_bw"] {
-        assert!(
-            Path::new(bin).exists(),
-            "{bin} is missing: run scripts/setup-deps.sh (it installs ibverbs-utils and perftest)"
-        );
-    }
-    let bin = Path::new(env!("CARGO_BIN_EXE_roce-xdp"));
-    let archive = bin.with_file_name("libroce_xdp_ibverbs.a");
-    assert!(
-        archive.exists(),
-        "{} is missing: cargo build --release -p roce-xdp-ibverbs",
-        archive.display()
-    );
-}
-
-const LIMIT: Duration = Duration::from_secs(120);
-
-/// Compiles a C program of ours (`SRC`, relative to this crate, e.g.
-/// `tests/NAME.c`) against the installed `verbs.h`.
-fn compile_c(src: &str) -> std::path::PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
-    let name = src.file_stem().expect("a C file");
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let cc = Command::new("cc")
-        .args(["-Wall", "-O2", "-pthread"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-libverbs")
-        .output()
-        .expect("running cc (install gcc)");
-    assert!(
-        cc.status.success(),
-        "compiling {}: {}",
-        src.display(),
-        String::from_utf8_lossy(&cc.stderr)
-    );
-    exe
-}
+use std::process::{Command, Stdio};
 
 /// `verbs_provider CHECK` under exec on one side of a fresh pair: it
 /// prints "ok" and exits 0 when every assertion of the check holds.
@@ -919,4 +737,10 @@ fn uc_qps_refuse_what_uc_has_not_and_complete_sends_as_they_leave() {
     );
     let text = assert_ok("verbs_uc", &out);
     assert!(text.contains("ok"), "{text}");
+}
+
+#[test]
+#[ignore = "needs root"]
+fn two_contexts_of_one_device_have_their_own_async_events() {
+    provider_check("contexts");
 }

@@ -40,7 +40,8 @@
  *              (loopback): the caps granted, the UD transitions and their
  *              masks, ibv_query_qp; SEND and SEND_WITH_IMM checked byte
  *              for byte with the 40-byte GRH area (20 zero bytes, then
- *              the IPv4 header), src_qp, wc_flags, byte_len;
+ *              the IPv4 header), src_qp, wc_flags, byte_len, sl (the
+ *              RoCE packet type, as ConnectX reports it);
  *              ibv_init_ah_from_wc / ibv_create_ah_from_wc answering
  *              back; send SGE lists and inline data gathered, receive
  *              SGE lists scattered (past the staging rings' ends);
@@ -58,7 +59,12 @@
  *              ibv_get_async_event and disarms; rxe's errnos for its
  *              creation, modify, posts (full: ENOMEM, too many SGEs:
  *              EINVAL), ibv_post_recv on a QP of the SRQ (EINVAL),
- *              destroy while a QP uses it (EBUSY), and bad handles.
+ *              destroy while a QP uses it (EBUSY), and bad handles;
+ *   contexts   two contexts of the one device, as UCX and Open MPI open
+ *              it: each its own async_fd; an SRQ limit event of the
+ *              second context's SRQ, reached by a SEND from a QP of the
+ *              first, arrives on the second's async_fd only; closing the
+ *              second leaves the first working.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1041,8 +1047,11 @@ static void check_recv(const struct ibv_wc *wc, uint64_t wr_id, uint32_t len, ui
 	CHECK(!!(wc->wc_flags & IBV_WC_WITH_IMM) == imm, "IBV_WC_WITH_IMM %d", imm);
 	if (imm)
 		CHECK(be32toh(wc->imm_data) == 0x5a5a0001, "imm_data %#x", be32toh(wc->imm_data));
-	CHECK(wc->slid == 0 && wc->sl == 0 && wc->pkey_index == 0 && wc->dlid_path_bits == 0,
-	      "slid/sl/pkey_index as rxe's");
+	CHECK(wc->slid == 0 && wc->pkey_index == 0 && wc->dlid_path_bits == 0,
+	      "slid/pkey_index as rxe's");
+	/* sl: the RoCE packet type as ConnectX reports it (UCX reads it):
+	 * RoCE v2 (bit 3) over IPv4 (2). */
+	CHECK(wc->sl == 0xa, "sl %#x, wanted 0xa (RoCE v2 over IPv4)", wc->sl);
 }
 
 static int ud(void)
@@ -1096,7 +1105,7 @@ static int ud(void)
 	CHECK(!ibv_init_ah_from_wc(ctx, 1, &rw, (struct ibv_grh *)rcv, &back), "ibv_init_ah_from_wc");
 	CHECK(back.is_global == 1 && !memcmp(back.grh.dgid.raw, gid1.raw, 16) &&
 	      back.grh.sgid_index == 1 && back.grh.hop_limit == 64 && back.grh.traffic_class == 0 &&
-	      back.port_num == 1 && back.dlid == 0 && back.sl == 0 && back.grh.flow_label == 0,
+	      back.port_num == 1 && back.dlid == 0 && back.sl == rw.sl && back.grh.flow_label == 0,
 	      "ibv_init_ah_from_wc: global %d sgid_index %d hop %d", back.is_global,
 	      back.grh.sgid_index, back.grh.hop_limit);
 	struct ibv_ah *reply = ibv_create_ah_from_wc(pd, &rw, (struct ibv_grh *)rcv, 1);
@@ -1295,7 +1304,8 @@ static int ud(void)
 	/* The extended API: ibv_wr_set_ud_addr + ibv_wr_send on a UD QP of
 	 * ibv_create_qp_ex, into a QP whose CQ is an extended one. */
 	struct ibv_cq_init_attr_ex cqa = { .cqe = 16, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
-					   IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_QP_NUM };
+					   IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_QP_NUM |
+					   IBV_WC_EX_WITH_SL };
 	struct ibv_cq_ex *cqx = ibv_create_cq_ex(ctx, &cqa);
 	CHECK(cqx, "ibv_create_cq_ex: %s", strerror(errno));
 	struct ibv_qp *d = ud_qp(pd, ibv_cq_ex_to_cq(cqx), 30);
@@ -1335,7 +1345,7 @@ static int ud(void)
 	CHECK(cqx->wr_id == 300 && cqx->status == IBV_WC_SUCCESS &&
 	      ibv_wc_read_opcode(cqx) == IBV_WC_RECV && ibv_wc_read_byte_len(cqx) == GRH + 500 &&
 	      ibv_wc_read_src_qp(cqx) == x->qp_num && ibv_wc_read_qp_num(cqx) == d->qp_num &&
-	      (ibv_wc_read_wc_flags(cqx) & IBV_WC_GRH),
+	      (ibv_wc_read_wc_flags(cqx) & IBV_WC_GRH) && ibv_wc_read_sl(cqx) == 0xa,
 	      "extended CQ: wr %llu byte_len %u src_qp %#x flags %#x", (unsigned long long)cqx->wr_id,
 	      ibv_wc_read_byte_len(cqx), ibv_wc_read_src_qp(cqx), ibv_wc_read_wc_flags(cqx));
 	ibv_end_poll(cqx);
@@ -1564,9 +1574,83 @@ static int srq_check(void)
 	return 0;
 }
 
+static int two_contexts(void)
+{
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	CHECK(list && n == 1, "expected one device, got %d", n);
+	struct ibv_context *c2 = ibv_open_device(list[0]);
+	CHECK(c2, "a second ibv_open_device: %s", strerror(errno));
+	ibv_free_device_list(list);
+	CHECK(c2 != ctx && c2->async_fd >= 0 && c2->async_fd != ctx->async_fd &&
+	      c2->cmd_fd != ctx->cmd_fd,
+	      "each context its own descriptors: async_fd %d and %d, cmd_fd %d and %d",
+	      ctx->async_fd, c2->async_fd, ctx->cmd_fd, c2->cmd_fd);
+
+	/* The receiver: a QP of c2 on an SRQ of c2 with two receives and the
+	 * limit at 2; the sender: a QP of the first context. */
+	struct side a;
+	side_open(&a, all);
+	struct ibv_pd *pd2 = ibv_alloc_pd(c2);
+	struct ibv_cq *cq2 = ibv_create_cq(c2, 16, NULL, NULL, 0);
+	CHECK(pd2 && cq2, "pd/cq of the second context: %s", strerror(errno));
+	char *buf2 = calloc(1, LEN);
+	struct ibv_mr *mr2 = ibv_reg_mr(pd2, buf2, LEN, all);
+	CHECK(mr2, "ibv_reg_mr in the second context: %s", strerror(errno));
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd2, &si);
+	CHECK(srq && srq->context == c2, "ibv_create_srq in the second context: %s",
+	      strerror(errno));
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq2, .recv_cq = cq2, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *b = ibv_create_qp(pd2, &ia);
+	CHECK(b && b->context == c2, "ibv_create_qp in the second context: %s", strerror(errno));
+	connect_qp(a.qp, b->qp_num, all);
+	connect_qp(b, a.qp->qp_num, all);
+	struct ibv_sge sg[2];
+	struct ibv_recv_wr w[2], *bad = NULL;
+	for (int i = 0; i < 2; i++) {
+		sg[i] = (struct ibv_sge){ .addr = (uintptr_t)buf2 + i * 1024, .length = 1024,
+					  .lkey = mr2->lkey };
+		w[i] = (struct ibv_recv_wr){ .wr_id = 10 + i, .sg_list = &sg[i], .num_sge = 1,
+					     .next = i == 0 ? &w[1] : NULL };
+	}
+	EXPECT_RET(ibv_post_srq_recv(srq, &w[0], &bad), 0);
+	struct ibv_srq_attr m = { .srq_limit = 2 };
+	EXPECT_RET(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT), 0);
+
+	fill(a.buf, 100, 7);
+	post(&a, IBV_WR_SEND, 1, 0, 100, NULL, 0);
+	expect(&a, 1, IBV_WC_SEND, IBV_WC_SUCCESS);
+	struct ibv_wc wc = wait_wc(cq2);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 10 && wc.qp_num == b->qp_num &&
+	      !memcmp(buf2, a.buf, 100), "the SEND into the second context's SRQ");
+	struct pollfd p2 = { .fd = c2->async_fd, .events = POLLIN };
+	CHECK(poll(&p2, 1, 5000) == 1, "no limit event on the second context's async_fd");
+	CHECK(!async_event_within(200), "the second context's event on the first's async_fd");
+	struct ibv_async_event ev;
+	EXPECT_RET(ibv_get_async_event(c2, &ev), 0);
+	CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq,
+	      "event %s on %p", ibv_event_type_str(ev.event_type), (void *)ev.element.srq);
+	ibv_ack_async_event(&ev);
+
+	/* Closing the second context leaves the first working. */
+	CHECK(!ibv_destroy_qp(b) && !ibv_destroy_srq(srq) && !ibv_dereg_mr(mr2) &&
+	      !ibv_destroy_cq(cq2) && !ibv_dealloc_pd(pd2), "the second context's objects");
+	EXPECT_RET(ibv_close_device(c2), 0);
+	struct ibv_qp *again = create_qp(a.pd, a.cq);
+	CHECK(!ibv_destroy_qp(again) && !ibv_destroy_qp(a.qp) && !ibv_dereg_mr(a.mr) &&
+	      !ibv_destroy_cq(a.cq) && !ibv_dealloc_pd(a.pd), "the first context after");
+	free(buf2);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows|sgl|ud|srq", argv[0]);
+	CHECK(argc == 2, "usage: %s loopback|access|checks|bad-input|windows|sgl|ud|srq|contexts", argv[0]);
 	open_device();
 	int r;
 	if (!strcmp(argv[1], "loopback"))
@@ -1585,6 +1669,8 @@ int main(int argc, char **argv)
 		r = ud();
 	else if (!strcmp(argv[1], "srq"))
 		r = srq_check();
+	else if (!strcmp(argv[1], "contexts"))
+		r = two_contexts();
 	else
 		FAIL("unknown check %s", argv[1]);
 	CHECK(!ibv_close_device(ctx), "ibv_close_device");

@@ -67,7 +67,7 @@ use crate::handles::{self, Kind, Object};
 use crate::identity::{self, GIDS_IN_USE, GID_TABLE_LEN};
 use crate::limits;
 use crate::os::EventFd;
-use crate::shell::Shell;
+use crate::shell::{ContextEvents, Shell};
 
 pub use crate::identity::DEVICE_NAME;
 
@@ -277,6 +277,8 @@ struct Context {
     /// readable, closed with the context; `ibv_import_device` of it
     /// refuses with EOPNOTSUPP.
     _cmd: EventFd,
+    /// The context's asynchronous events; `async_fd` is their eventfd.
+    async_events: Arc<ContextEvents>,
 }
 // SAFETY: the context is filled in before it is handed out and only read
 // afterwards, by the program and by the drop-in.
@@ -314,7 +316,10 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     ctx.device = dev;
     let cmd = EventFd::new().map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?;
     ctx.cmd_fd = cmd.raw();
-    ctx.async_fd = shell.async_events.fd.raw();
+    let events = ContextEvents::new()
+        .map(Arc::new)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EMFILE))?;
+    ctx.async_fd = events.fd.raw();
     ctx.num_comp_vectors = limits::NUM_COMP_VECTORS;
     ctx.abi_compat = VERBS_ABI_IS_EXTENDED;
     ctx.ops.poll_cq = Some(completions::poll_cq);
@@ -325,16 +330,23 @@ fn open_device(dev: *mut ibv_device) -> Result<*mut ibv_context, c_int> {
     ctx.ops.alloc_mw = Some(windows::alloc_mw);
     ctx.ops.bind_mw = Some(windows::bind_mw);
     ctx.ops.dealloc_mw = Some(windows::dealloc_mw);
-    Ok(handles::publish(Box::new(Context {
+    let public = handles::publish(Box::new(Context {
         vctx: UnsafeCell::new(v),
         _cmd: cmd,
-    })))
+        async_events: Arc::clone(&events),
+    }));
+    shell.async_events.attach(public as usize, events);
+    Ok(public)
 }
 
 #[no_mangle]
 unsafe extern "C" fn ibv_close_device(ctx: *mut ibv_context) -> c_int {
     // SAFETY: the program closes the context: it uses it no more.
-    status(unsafe { handles::retire::<Context, _>(ctx) }.map(drop))
+    let closed = unsafe { handles::retire::<Context, _>(ctx) }.map(drop);
+    if let (Ok(()), Ok(shell)) = (closed, engine()) {
+        shell.async_events.detach(ctx as usize);
+    }
+    status(closed)
 }
 
 // ---- device and port attributes ----

@@ -101,21 +101,73 @@ impl Channel {
     }
 }
 
-/// The asynchronous events of a context (`ibv_get_async_event`).
+/// The asynchronous events of one context (`ibv_get_async_event`): its
+/// own eventfd, the context's `async_fd`, as each `ibv_open_device` of
+/// rdma-core opens its own uverbs file (UCX opens the device once per
+/// UCP context, Open MPI twice, and registers each `async_fd` apart).
 #[derive(Debug)]
-pub struct AsyncEvents {
+pub struct ContextEvents {
     pub fd: EventFd,
     events: Mutex<VecDeque<(i32, usize)>>,
 }
 
-impl AsyncEvents {
-    /// Blocks until an event arrives: (event type, element token).
+impl ContextEvents {
+    pub fn new() -> std::io::Result<ContextEvents> {
+        Ok(ContextEvents {
+            fd: EventFd::new()?,
+            events: Mutex::new(VecDeque::with_capacity(64)),
+        })
+    }
+
+    /// Blocks (unless the fd is non-blocking) until an event arrives:
+    /// (event type, element token).
     pub fn get(&self) -> std::io::Result<(i32, usize)> {
         loop {
             self.fd.read()?;
             if let Some(e) = lock(&self.events).pop_front() {
                 return Ok(e);
             }
+        }
+    }
+}
+
+/// The open contexts' event queues, by context: an event goes to the
+/// context its QP or SRQ was created on.
+#[derive(Debug, Default)]
+pub struct AsyncEvents {
+    contexts: Mutex<HashMap<usize, Arc<ContextEvents>>>,
+}
+
+impl AsyncEvents {
+    /// A context opened: its events go to `events` until it closes.
+    pub fn attach(&self, context: usize, events: Arc<ContextEvents>) {
+        lock(&self.contexts).insert(context, events);
+    }
+
+    pub fn detach(&self, context: usize) {
+        lock(&self.contexts).remove(&context);
+    }
+
+    /// Reports an event of the QP or SRQ whose `ibv_qp` / `ibv_srq` is at
+    /// `token`; dropped if its context is closed.
+    fn push(&self, ty: i32, token: usize) {
+        // SAFETY: tokens of QPs and SRQs are the addresses of their live
+        // `ibv_qp` / `ibv_srq` (the shell drops a QP's or SRQ's token
+        // before it is freed), and both structs begin with their
+        // `ibv_context *`, written before the object was handed out and
+        // never after.
+        let context = unsafe { *(token as *const usize) };
+        if let Some(c) = lock(&self.contexts).get(&context) {
+            lock(&c.events).push_back((ty, token));
+            c.fd.signal();
+        }
+    }
+
+    /// Drops the events of type `ty` of the object at `token` not yet
+    /// taken (it is being destroyed).
+    fn forget(&self, ty: i32, token: usize) {
+        for c in lock(&self.contexts).values() {
+            lock(&c.events).retain(|&(t, k)| !(t == ty && k == token));
         }
     }
 }
@@ -415,10 +467,7 @@ impl Shell {
                 ud_staging: HashMap::new(),
                 ud_recv_staging: HashMap::new(),
             }),
-            async_events: AsyncEvents {
-                fd: EventFd::new().map_err(|e| format!("eventfd: {e}"))?,
-                events: Mutex::new(VecDeque::with_capacity(64)),
-            },
+            async_events: AsyncEvents::default(),
             origin: Instant::now(),
             sock_fd,
             waker: Waker::new().map_err(|e| format!("eventfd: {e}"))?,
@@ -756,7 +805,10 @@ impl Shell {
         let mut st = lock(&self.state);
         // The ACKs of what this QP received last leave before it goes.
         st.rtc.flush_deferred();
-        st.qps.remove(&qpn);
+        if let Some((token, _)) = st.qps.remove(&qpn) {
+            self.async_events
+                .forget(crate::abi::IBV_EVENT_QP_FATAL, token);
+        }
         let r = st.rtc.endpoint_mut().destroy_qp(qpn);
         if r.is_ok() {
             if let Some(s) = st.ud_staging.remove(&qpn) {
@@ -1061,8 +1113,8 @@ impl Shell {
         let mut st = lock(&self.state);
         st.rtc.endpoint_mut().destroy_srq(srq)?;
         if let Some(token) = st.srqs.remove(&srq) {
-            lock(&self.async_events.events)
-                .retain(|&(ty, t)| !(ty == crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED && t == token));
+            self.async_events
+                .forget(crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, token);
         }
         Ok(())
     }
@@ -1286,9 +1338,9 @@ fn drain_cq(
     while let Some(e) = ep.poll_event() {
         let AsyncEvent::SrqLimitReached { srq } = e;
         if let Some(&token) = srqs.get(&srq) {
-            lock(&shell.async_events.events)
-                .push_back((crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, token));
-            shell.async_events.fd.signal();
+            shell
+                .async_events
+                .push(crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, token);
         }
     }
     let Some(Some(c)) = cqs.get_mut(i) else {
@@ -1316,9 +1368,9 @@ fn drain_cq(
                 if let Some((token, reported)) = qps.get_mut(&wc.qpn) {
                     if !*reported {
                         *reported = true;
-                        lock(&shell.async_events.events)
-                            .push_back((crate::abi::IBV_EVENT_QP_FATAL, *token));
-                        shell.async_events.fd.signal();
+                        shell
+                            .async_events
+                            .push(crate::abi::IBV_EVENT_QP_FATAL, *token);
                     }
                 }
             }

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use engine::rc::{WcOpcode, WcStatus, WorkCompletion};
+use engine::ud::NetworkHeader;
 
 use super::cq_ex::CqEx;
 use super::{context, engine, engine_of, errno_of, minus_one, object, pointer, status};
@@ -221,10 +222,29 @@ pub(super) fn to_wc(w: &WorkCompletion) -> ibv_wc {
             0
         } | if w.ud.is_some() { IBV_WC_GRH } else { 0 },
         // A UD receive: the sender's QP; its buffer begins with the GRH
-        // area (rxe sets IB_WC_GRH on every one). slid, sl and pkey_index
-        // are 0, as rxe reports them on RoCE.
+        // area (rxe sets IB_WC_GRH on every one). slid and pkey_index are
+        // 0, as rxe reports them on RoCE.
         src_qp: w.ud.map_or(0, |u| u.src_qp),
+        sl: w.ud.map_or(0, |u| roce_packet_type(u.network)),
         ..ibv_wc::default()
+    }
+}
+
+/// What a UD receive completion reports in `sl`: RoCE has no service
+/// level (no LRH), and ConnectX NICs report there the kind of frame the
+/// datagram came in (their CQE's `roce_pkt_type`, which mlx5's provider
+/// copies into `sl`): bit 3 set when the frame had a UDP header (RoCE v2),
+/// bits 2:0 the network header (1 IPv6, 2 IPv4). rxe reports 0, but UCX
+/// reads it (1.11 to 1.17, Debian 12's 1.13 among them): `ud_verbs` on
+/// RoCE takes the GRH area's address family from it, compares the
+/// destination GID it finds there with the interface's, and drops the
+/// datagram on a mismatch, so with 0 it drops every datagram that came
+/// over IPv4 and never connects. The engine reports what ConnectX does.
+pub(super) fn roce_packet_type(network: NetworkHeader) -> u8 {
+    const ROCE_V2_UDP: u8 = 1 << 3;
+    match network {
+        NetworkHeader::Ipv6 => ROCE_V2_UDP | 1,
+        NetworkHeader::Ipv4 => ROCE_V2_UDP | 2,
     }
 }
 
@@ -299,11 +319,11 @@ unsafe extern "C" fn ibv_get_async_event(
     event: *mut ibv_async_event,
 ) -> c_int {
     minus_one((|| {
-        let shell = engine_of(ctx)?;
+        let c = context(ctx)?;
         if event.is_null() {
             return Err(libc::EINVAL);
         }
-        let (ty, token) = shell
+        let (ty, token) = c
             .async_events
             .get()
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
