@@ -479,6 +479,15 @@ impl Endpoint {
         transport: Transport,
     ) -> Result<u32, VerbsError> {
         let cc = QpCongestion::with_shared(self.qp_cc.clone());
+        // A QP on an SRQ has no receive queue; its receive arena holds the
+        // one SRQ list a message takes.
+        let init = match init.srq {
+            Some(_) => QpInitAttr {
+                max_recv_wr: 1,
+                ..init
+            },
+            None => init,
+        };
         let mut qp = Qp::with_congestion(qpn, init, cc);
         qp.transport = transport;
         qp.pd = pd;
@@ -489,6 +498,16 @@ impl Endpoint {
         qp.attr.ecn = self.config.cc.marking.data_ecn;
         if let Some(s) = init.srq.and_then(|s| self.srq_mut(s)) {
             s.attach();
+            // Room for the list of the SRQ receive a message takes (one
+            // at a time: `rc/srq.rs`).
+            let max_recv_sge = s.attr().max_sge;
+            if max_recv_sge > 1 {
+                let caps = SgeCaps {
+                    max_recv_sge,
+                    ..SgeCaps::default()
+                };
+                qp.set_sge_caps(caps)?;
+            }
         }
         self.qps.insert(qp);
         Ok(qpn)
@@ -682,6 +701,17 @@ impl Endpoint {
                 "max_send_sge/max_recv_sge above 32 or max_inline_data above 512",
             ));
         }
+        // A QP on an SRQ keeps room for the SRQ's lists (rc/srq.rs).
+        let srq_sge = self
+            .qps
+            .get(qpn)
+            .and_then(|q| q.srq())
+            .and_then(|s| self.srq(s))
+            .map_or(0, |s| s.attr().max_sge);
+        let caps = SgeCaps {
+            max_recv_sge: caps.max_recv_sge.max(srq_sge),
+            ..caps
+        };
         self.with_qp(qpn, |qp, _, _| qp.set_sge_caps(caps))
     }
 
@@ -774,6 +804,23 @@ impl Endpoint {
             .and_then(Option::as_mut)
             .ok_or(VerbsError::UnknownSrq)?
             .post_checked(wr, mrs)
+    }
+
+    /// Post a receive whose buffer is the SGE list `sges` to it, up to
+    /// its `max_sge` entries (more: `InvalidArgument`), each checked as
+    /// [`Endpoint::post_srq_recv`] checks one; the receive's length is
+    /// their total.
+    pub fn post_srq_recv_sgl(
+        &mut self,
+        srq: u32,
+        wr_id: u64,
+        sges: &[Sge],
+    ) -> Result<(), VerbsError> {
+        let Endpoint { srqs, mrs, .. } = self;
+        srqs.get_mut(srq as usize)
+            .and_then(Option::as_mut)
+            .ok_or(VerbsError::UnknownSrq)?
+            .post_list_checked(wr_id, sges, mrs)
     }
 
     /// A shared receive queue, for inspection.

@@ -722,7 +722,7 @@ impl Qp {
                     pd: self.pd,
                     sink: self.recv_sink(cqs),
                     counters: &mut self.counters,
-                    sgl: self.sgl.as_deref(),
+                    sgl: self.sgl.as_deref_mut(),
                     // UC QPs are created without an SRQ (the endpoint
                     // refuses one).
                     srq: None,
@@ -740,7 +740,7 @@ impl Qp {
                 pd: self.pd,
                 sink: self.recv_sink(cqs),
                 counters: &mut self.counters,
-                sgl: self.sgl.as_deref(),
+                sgl: self.sgl.as_deref_mut(),
                 srq,
             };
             self.resp.handle_request(frame, &mut cx)
@@ -752,7 +752,7 @@ impl Qp {
                 pd: self.pd,
                 sink: self.send_sink(cqs),
                 counters: &mut self.counters,
-                sgl: self.sgl.as_deref(),
+                sgl: self.sgl.as_deref_mut(),
                 srq: None,
             };
             self.req.handle_response(frame, &mut cx)
