@@ -99,6 +99,12 @@ pub enum AsyncEvent {
     /// limit; the limit is disarmed (`IBV_EVENT_SRQ_LIMIT_REACHED`, IBA
     /// 11.5.2.4).
     SrqLimitReached { srq: u32 },
+    /// QP `qpn`, created on a shared receive queue, went to the error
+    /// state: it will take no more of the SRQ's WQEs, and the one it held
+    /// was flushed (`IBV_EVENT_QP_LAST_WQE_REACHED`, IBA 10.3.1 and
+    /// 11.6.3; rxe raises it when such a QP flushes). Once each time the
+    /// QP enters the error state.
+    QpLastWqeReached { qpn: u32 },
 }
 
 /// Lowest QP number handed out (QPN 0 and 1 are special in InfiniBand;
@@ -173,6 +179,8 @@ pub struct Endpoint {
     qps: QpTable,
     /// Shared receive queues by id (`rc/srq.rs`); ids are reused.
     srqs: Vec<Option<Srq>>,
+    /// The QPs created on an SRQ (their `QpLastWqeReached` events).
+    srq_qps: Vec<u32>,
     /// QP numbers and initial PSNs, from `config.seed`.
     rng: Rng,
     /// Endpoint-level drops (frames that reached no QP).
@@ -198,6 +206,7 @@ impl Endpoint {
             mrs: MrTable::with_seed([k0 ^ 0x6b65_7973, k1]),
             cqs: Vec::new(),
             srqs: Vec::new(),
+            srq_qps: Vec::new(),
             qps: QpTable::with_capacity(config.max_qps, config.max_inflight_packets),
             rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
@@ -509,6 +518,9 @@ impl Endpoint {
                 qp.set_sge_caps(caps)?;
             }
         }
+        if init.srq.is_some() {
+            self.srq_qps.push(qpn);
+        }
         self.qps.insert(qp);
         Ok(qpn)
     }
@@ -562,6 +574,7 @@ impl Endpoint {
         };
         if let Some(s) = qp.srq().and_then(|s| self.srq_mut(s)) {
             s.detach();
+            self.srq_qps.retain(|&q| q != qpn);
         }
         // Its type 2 windows are free: the number may come back.
         self.mrs.release_windows_of(qpn);
@@ -833,13 +846,22 @@ impl Endpoint {
     }
 
     /// The next asynchronous event, if any: an SRQ whose limit was
-    /// reached since the last look (each reported once).
+    /// reached, or a QP on an SRQ that went to the error state, since the
+    /// last look (each reported once).
     pub fn poll_event(&mut self) -> Option<AsyncEvent> {
-        let i = self
+        if let Some(i) = self
             .srqs
             .iter_mut()
-            .position(|s| s.as_mut().is_some_and(Srq::take_limit_event))?;
-        Some(AsyncEvent::SrqLimitReached { srq: i as u32 })
+            .position(|s| s.as_mut().is_some_and(Srq::take_limit_event))
+        {
+            return Some(AsyncEvent::SrqLimitReached { srq: i as u32 });
+        }
+        let Endpoint { srq_qps, qps, .. } = self;
+        let qpn = *srq_qps
+            .iter()
+            .find(|&&q| qps.get(q).is_some_and(Qp::last_wqe_reached))?;
+        qps.touch(qpn)?.1.take_last_wqe_reached();
+        Some(AsyncEvent::QpLastWqeReached { qpn })
     }
 
     /// Move up to `out.len()` completions of `cq` into `out`; returns how many.

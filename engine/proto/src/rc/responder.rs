@@ -300,6 +300,9 @@ pub struct Responder {
     /// UC: the message being received was dropped; every packet is
     /// dropped until a FIRST or ONLY (rxe `resp.drop_msg`; `rc/uc.rs`).
     pub(super) uc_dropping: bool,
+    /// A QP on an SRQ went to the error state and has not yet reported
+    /// its last WQE (`AsyncEvent::QpLastWqeReached`, IBA 10.3.1).
+    pub(super) last_wqe_reached: bool,
     pub(crate) out: VecDeque<Answer>,
     /// The coalesced ACK (PSN, MSN), queued after everything in `out`
     /// (`docs/reliable-connection.md`, "Responder": one ACK may cover many
@@ -330,6 +333,7 @@ impl Responder {
             max_recv_wr: max_recv_wr as u32,
             in_progress: InProgress::None,
             uc_dropping: false,
+            last_wqe_reached: false,
             out: VecDeque::new(),
             ack_pending: None,
             out_cap: 0,

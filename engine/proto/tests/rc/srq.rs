@@ -751,3 +751,43 @@ fn a_qp_in_error_flushes_the_list_receive_it_took() {
     assert_eq!(recvs(&s.wcs_b()), [(q1, 1, WcStatus::Success, 350)]);
     assert_eq!(gathered(&s, &l1, 350), bytes(350, 2));
 }
+
+#[test]
+fn a_qp_on_an_srq_that_enters_error_reports_its_last_wqe_once() {
+    let mut s = shared(2, srq_attr(8, 0));
+    s.post(1, 0);
+    let (q0, q1) = (s.qps[0].1, s.qps[1].1);
+    assert!(s.events().is_empty());
+    // Moved to error by the program.
+    let err = QpAttr {
+        state: QpState::Error,
+        ..QpAttr::default()
+    };
+    s.b.modify_qp(q0, &err, QpAttrMask::STATE).unwrap();
+    assert_eq!(s.events(), [AsyncEvent::QpLastWqeReached { qpn: q0 }]);
+    assert!(s.events().is_empty(), "reported once");
+    // Moved to error by the peer's fault: a SEND longer than the SRQ's
+    // receive is a length error at B (class C, the QP to error).
+    let f = s.send(1, 2, 9000, 7);
+    s.deliver_b(&f);
+    let w = s.wcs_b();
+    assert_eq!(recvs(&w)[0], (q1, 1, WcStatus::LocalLengthError, 9000));
+    assert_eq!(s.b.qp_state(q1), Some(QpState::Error));
+    assert_eq!(s.events(), [AsyncEvent::QpLastWqeReached { qpn: q1 }]);
+    // Reset, back to error: reported again. A QP without an SRQ never is.
+    let reset = QpAttr {
+        state: QpState::Reset,
+        ..QpAttr::default()
+    };
+    s.b.modify_qp(q0, &reset, QpAttrMask::STATE).unwrap();
+    s.b.modify_qp(q0, &err, QpAttrMask::STATE).unwrap();
+    assert_eq!(s.events(), [AsyncEvent::QpLastWqeReached { qpn: q0 }]);
+    let qa = s.qps[0].0;
+    s.a.modify_qp(qa, &err, QpAttrMask::STATE).unwrap();
+    assert_eq!(s.a.poll_event(), None);
+    // A destroyed QP's pending report goes with it.
+    s.b.modify_qp(q0, &reset, QpAttrMask::STATE).unwrap();
+    s.b.modify_qp(q0, &err, QpAttrMask::STATE).unwrap();
+    s.b.destroy_qp(q0).unwrap();
+    assert!(s.events().is_empty());
+}
