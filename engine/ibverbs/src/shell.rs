@@ -1071,6 +1071,11 @@ impl Shell {
         self.with(|ep| ep.post_srq_recv(srq, wr))
     }
 
+    /// Posts an SRQ receive whose buffer is the SGE list `sges`.
+    pub fn post_srq_recv_sgl(&self, srq: u32, wr_id: u64, sges: &[Sge]) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_srq_recv_sgl(srq, wr_id, sges))
+    }
+
     /// After an `ibv_post_send`: a thread other than the one that polls
     /// transmits what it posted at once, as a NIC's doorbell would start
     /// it. The polling thread needs none: its next `ibv_poll_cq` sends its
@@ -1284,10 +1289,16 @@ fn drain_cq(
     shell: &Shell,
 ) -> usize {
     while let Some(e) = ep.poll_event() {
-        let AsyncEvent::SrqLimitReached { srq } = e;
-        if let Some(&token) = srqs.get(&srq) {
-            lock(&shell.async_events.events)
-                .push_back((crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, token));
+        let event = match e {
+            AsyncEvent::SrqLimitReached { srq } => srqs
+                .get(&srq)
+                .map(|&t| (crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, t)),
+            AsyncEvent::QpLastWqeReached { qpn } => qps
+                .get(&qpn)
+                .map(|&(t, _)| (crate::abi::IBV_EVENT_QP_LAST_WQE_REACHED, t)),
+        };
+        if let Some(event) = event {
+            lock(&shell.async_events.events).push_back(event);
             shell.async_events.fd.signal();
         }
     }
