@@ -102,7 +102,7 @@ pub enum AsyncEvent {
     /// QP `qpn`, created on a shared receive queue, went to the error
     /// state: it will take no more of the SRQ's WQEs, and the one it held
     /// was flushed (`IBV_EVENT_QP_LAST_WQE_REACHED`, IBA 10.3.1 and
-    /// 11.6.3; rxe raises it when such a QP flushes). Once each time the
+    /// 11.6.3). Once each time the
     /// QP enters the error state.
     QpLastWqeReached { qpn: u32 },
 }
@@ -401,13 +401,6 @@ impl Endpoint {
         init: QpInitAttr,
         transport: Transport,
     ) -> Result<u32, VerbsError> {
-        if transport == Transport::Uc && init.srq.is_some() {
-            // A dropped UC message gives its receive back to the head of
-            // the QP's own queue (`rc/uc.rs`); an SRQ has no such place.
-            return Err(VerbsError::InvalidArgument(
-                "a UC QP takes no shared receive queue here",
-            ));
-        }
         self.check_init(&init)?;
         self.check_room()?;
         let qpn = self.draw_free_qpn()?;

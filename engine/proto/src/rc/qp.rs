@@ -339,7 +339,8 @@ impl Qp {
         self.resp.flush(&mut s, &mut self.counters);
         // A QP on an SRQ: no WQE of the SRQ will complete on it any more,
         // the one it held flushed with it (IBA 10.3.1, "Last WQE
-        // Reached"; rxe flush_recv_queue raises it for a QP on an SRQ).
+        // Reached", 11.6.3: the affiliated asynchronous event of a QP on
+        // an SRQ).
         if self.init.srq.is_some() {
             self.resp.last_wqe_reached = true;
         }
@@ -741,9 +742,7 @@ impl Qp {
                     sink: self.recv_sink(cqs),
                     counters: &mut self.counters,
                     sgl: self.sgl.as_deref_mut(),
-                    // UC QPs are created without an SRQ (the endpoint
-                    // refuses one).
-                    srq: None,
+                    srq,
                 };
                 self.resp.handle_uc_request(frame, &mut cx)
             } else {

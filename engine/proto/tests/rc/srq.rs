@@ -791,3 +791,120 @@ fn a_qp_on_an_srq_that_enters_error_reports_its_last_wqe_once() {
     s.b.destroy_qp(q0).unwrap();
     assert!(s.events().is_empty());
 }
+
+/// A and B with one UC QP pair, B's on an SRQ of `max_sge` SGEs.
+fn uc_on_srq(max_sge: u32) -> Shared {
+    let mut s = shared(0, srq_attr_sge(8, max_sge));
+    let ip = |x| IpAddr::V4(Ipv4Addr::new(10, 0, 0, x));
+    let init = |cq, srq| QpInitAttr {
+        send_cq: cq,
+        recv_cq: cq,
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        sq_sig_all: true,
+        srq,
+    };
+    let qa = s.a.create_uc_qp_in(0, init(s.cq_a, None)).unwrap();
+    let qb = s.b.create_uc_qp_in(0, init(s.cq_b, Some(s.srq))).unwrap();
+    let remote = |qpn, mac, x| RemoteQp {
+        qpn,
+        psn: 0,
+        mac,
+        ip: ip(x),
+    };
+    s.a.connect(qa, &remote(qb, MAC_B, 2), &opts()).unwrap();
+    s.b.connect(qb, &remote(qa, MAC_A, 1), &opts()).unwrap();
+    s.qps.push((qa, qb));
+    s
+}
+
+#[test]
+fn a_uc_qp_takes_its_receives_from_an_srq_and_a_dropped_message_completes_its_wqe_in_error() {
+    let mut s = uc_on_srq(4);
+    let qb = s.qps[0].1;
+    assert_eq!(s.b.srq(s.srq).unwrap().qps(), 1);
+    let l0 = pieces(&s, 0, &[1000, 800, 900]);
+    s.b.post_srq_recv_sgl(s.srq, 10, &l0).unwrap();
+    s.post(11, 1);
+    s.post(12, 2);
+    s.post(13, 3);
+    // A 3-packet SEND into the list WQE.
+    let f = s.send(0, 1, 2500, 0x31);
+    assert_eq!(f.len(), 3);
+    s.deliver_b(&f);
+    assert_eq!(recvs(&s.wcs_b()), [(qb, 10, WcStatus::Success, 2500)]);
+    assert_eq!(gathered(&s, &l0, 2500), bytes(2500, 0x31));
+    // A message whose LAST is lost: the next FIRST drops it; the WQE it
+    // took completes with a remote invalid request error (class E), the
+    // next message takes the next WQE, the QP stays.
+    let f = s.send(0, 2, 2000, 0x32);
+    s.deliver_b(&f[..1]);
+    let g = s.send(0, 3, 1500, 0x33);
+    s.deliver_b(&g);
+    assert_eq!(
+        recvs(&s.wcs_b()),
+        [
+            (qb, 11, WcStatus::RemoteInvalidRequest, 0),
+            (qb, 12, WcStatus::Success, 1500)
+        ]
+    );
+    assert_eq!(s.slot_b(2, 1500), bytes(1500, 0x33));
+    assert_eq!(s.b.qp_state(qb), Some(QpState::Rts));
+    // Longer than its receive: the same, no byte past the buffer.
+    let mut short = s.recv(14, 4);
+    short.sge.length = 100;
+    s.b.post_srq_recv(s.srq, short).unwrap();
+    let f = s.send(0, 4, 50, 0x34);
+    s.deliver_b(&f);
+    let f = s.send(0, 5, 300, 0x35);
+    s.deliver_b(&f);
+    assert_eq!(
+        recvs(&s.wcs_b()),
+        [
+            (qb, 13, WcStatus::Success, 50),
+            (qb, 14, WcStatus::RemoteInvalidRequest, 0)
+        ]
+    );
+    assert_eq!(s.slot_b(4, 200)[100..], vec![0u8; 100][..]);
+    assert_eq!(s.b.qp_state(qb), Some(QpState::Rts));
+    // An empty SRQ: the message is dropped (class D, no RNR on UC).
+    let f = s.send(0, 6, 10, 0x36);
+    s.deliver_b(&f);
+    assert!(s.wcs_b().is_empty());
+    assert!(drain(&mut s.b, s.now).is_empty(), "UC answers nothing");
+    // A WRITE with immediate takes the SRQ's next receive.
+    s.post(15, 5);
+    s.a.mr_write(s.mr_a.lkey, IOVA_A, &bytes(64, 9)).unwrap();
+    let mut wr = SendWr::new(
+        7,
+        SendOp::WriteWithImm,
+        Sge {
+            lkey: s.mr_a.lkey,
+            addr: IOVA_A,
+            length: 64,
+        },
+    );
+    wr.remote_addr = IOVA_B + 6 * SLOT;
+    wr.rkey = s.mr_b.rkey;
+    wr.imm = 0x1234;
+    s.a.post_send(s.qps[0].0, wr).unwrap();
+    let f = drain(&mut s.a, s.now);
+    s.deliver_b(&f);
+    let w = s.wcs_b();
+    assert_eq!(
+        (w[0].wr_id, w[0].opcode, w[0].imm, w[0].byte_len),
+        (15, WcOpcode::RecvRdmaWithImm, Some(0x1234), 64)
+    );
+    assert_eq!(s.slot_b(6, 64), bytes(64, 9));
+    // In error: the last WQE event, as for RC.
+    s.b.modify_qp(
+        qb,
+        &QpAttr {
+            state: QpState::Error,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE,
+    )
+    .unwrap();
+    assert_eq!(s.events(), [AsyncEvent::QpLastWqeReached { qpn: qb }]);
+}
