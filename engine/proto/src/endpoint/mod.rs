@@ -1169,11 +1169,6 @@ impl Endpoint {
     /// random among the free numbers of `FIRST_QPN..=MAX_QPN` (shared with
     /// the RC QPs, and counted against `max_qps` with them).
     pub fn create_ud_qp(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
-        if init.srq.is_some() {
-            return Err(VerbsError::InvalidArgument(
-                "a UD QP takes no shared receive queue here",
-            ));
-        }
         self.check_init(&init)?;
         self.check_room()?;
         let qpn = self.draw_free_qpn()?;
@@ -1209,6 +1204,20 @@ impl Endpoint {
     }
 
     fn place_ud_qp(&mut self, pd: u32, qpn: u32, init: QpInitAttr) -> u32 {
+        // On an SRQ (rxe allows it for UD): it takes the SRQ's receives
+        // (`ud/receive.rs`) and holds no receive queue.
+        let init = match init.srq {
+            Some(s) => {
+                if let Some(s) = self.srq_mut(s) {
+                    s.attach();
+                }
+                QpInitAttr {
+                    max_recv_wr: 1,
+                    ..init
+                }
+            }
+            None => init,
+        };
         let mut qp = UdQp::new(qpn, pd, init);
         // A first send PSN drawn as an RC QP's is (RTS sets the real one).
         qp.psn = self.rng.next_u24();
@@ -1266,6 +1275,9 @@ impl Endpoint {
     /// completions; the endpoint's counters keep what it counted).
     pub fn destroy_ud_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
         let qp = self.ud.remove(qpn).ok_or(VerbsError::UnknownQp)?;
+        if let Some(s) = qp.init.srq.and_then(|s| self.srq_mut(s)) {
+            s.detach();
+        }
         self.counters.accumulate(&qp.counters());
         Ok(())
     }
@@ -1286,7 +1298,7 @@ impl Endpoint {
         }
         if self
             .ud
-            .receive(qpn, f, &mut self.mrs, &mut self.cqs)
+            .receive(qpn, f, &mut self.mrs, &mut self.cqs, &mut self.srqs)
             .is_some()
         {
             return Received::Delivered { qpn };
