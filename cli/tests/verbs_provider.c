@@ -58,7 +58,8 @@
  *              ibv_get_async_event and disarms; receives of SGE lists
  *              up to max_srq_sge (27, rxe's) scatter in list order; a QP
  *              of the SRQ moved to error raises one
- *              IBV_EVENT_QP_LAST_WQE_REACHED; rxe's errnos for its
+ *              IBV_EVENT_QP_LAST_WQE_REACHED; UC and UD QPs on an SRQ
+ *              (a datagram scattered across an SRQ list); rxe's errnos for its
  *              creation, modify, posts (full: ENOMEM, too many SGEs:
  *              EINVAL), ibv_post_recv on a QP of the SRQ (EINVAL),
  *              destroy while a QP uses it (EBUSY), and bad handles.
@@ -1618,6 +1619,67 @@ static int srq_check(void)
 	CHECK(c1->events_completed == 1, "last WQE event acked");
 	CHECK(!async_event_within(200), "a second last WQE event");
 	CHECK(!ibv_destroy_qp(c1), "destroy c1");
+
+	/* UC and UD QPs on an SRQ (the kernel and rxe allow both): created
+	 * with no receive queue (ibv_post_recv EINVAL); a datagram to the UD
+	 * one takes the SRQ's list receive, the GRH area and the payload
+	 * scattered across its two pieces. */
+	struct ibv_qp_init_attr ua = {
+		.send_cq = c.cq, .recv_cq = c.cq, .srq = ls, .qp_type = IBV_QPT_UC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *cuc = ibv_create_qp(c.pd, &ua);
+	CHECK(cuc && cuc->srq == ls && ua.cap.max_recv_wr == 0,
+	      "a UC QP on an SRQ: %s", cuc ? "caps" : strerror(errno));
+	bad = NULL;
+	EXPECT_RET(ibv_post_recv(cuc, &rw, &bad), EINVAL);
+	ua.qp_type = IBV_QPT_UD;
+	ua.cap.max_recv_wr = 4;
+	struct ibv_qp *cud = ibv_create_qp(c.pd, &ua);
+	CHECK(cud && cud->srq == ls && ua.cap.max_recv_wr == 0,
+	      "a UD QP on an SRQ: %s", cud ? "caps" : strerror(errno));
+	EXPECT_RET(ibv_post_recv(cud, &rw, &bad), EINVAL);
+	struct ibv_qp_attr ud_a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	CHECK(!ibv_modify_qp(cud, &ud_a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+	      "UD on SRQ: INIT");
+	ud_a.qp_state = IBV_QPS_RTR;
+	CHECK(!ibv_modify_qp(cud, &ud_a, IBV_QP_STATE), "UD on SRQ: RTR");
+	ud_a.qp_state = IBV_QPS_RTS;
+	ud_a.sq_psn = 3;
+	CHECK(!ibv_modify_qp(cud, &ud_a, IBV_QP_STATE | IBV_QP_SQ_PSN), "UD on SRQ: RTS");
+	struct ibv_qp *ua3 = ud_qp(a3.pd, a3.cq, 5);
+	struct ibv_ah_attr aha = { .is_global = 1, .port_num = 1 };
+	aha.grh.dgid = gid1;
+	aha.grh.sgid_index = 1;
+	aha.grh.hop_limit = 64;
+	struct ibv_ah *ah3 = ibv_create_ah(a3.pd, &aha);
+	CHECK(ah3, "ibv_create_ah: %s", strerror(errno));
+	struct ibv_sge up[2] = {
+		{ .addr = (uintptr_t)c.buf + 6000, .length = GRH + 50, .lkey = c.mr->lkey },
+		{ .addr = (uintptr_t)c.buf + 6300, .length = 200, .lkey = c.mr->lkey },
+	};
+	memset(c.buf + 6000, 0, 600);
+	lw = (struct ibv_recv_wr){ .wr_id = 400, .sg_list = up, .num_sge = 2 };
+	EXPECT_RET(ibv_post_srq_recv(ls, &lw, &bad), 0);
+	fill(a3.buf + 1000, 150, 79);
+	CHECK(!ud_send(ua3, a3.mr, IBV_WR_SEND, 9, a3.buf + 1000, 150, ah3, cud->qp_num, QKEY, 1),
+	      "UD send to the QP on the SRQ");
+	wc = wait_wc(a3.cq);
+	CHECK(wc.wr_id == 9 && wc.status == IBV_WC_SUCCESS, "UD send completion");
+	wc = wait_wc(c.cq);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 400 && wc.byte_len == GRH + 150 &&
+	      wc.qp_num == cud->qp_num && wc.src_qp == ua3->qp_num && (wc.wc_flags & IBV_WC_GRH),
+	      "UD receive from the SRQ: status %d wr_id %llu len %u qp %u",
+	      wc.status, (unsigned long long)wc.wr_id, wc.byte_len, wc.qp_num);
+	CHECK((unsigned char)c.buf[6000 + 20] == 0x45, "the GRH area holds the IPv4 header");
+	CHECK(!memcmp(c.buf + 6000 + GRH, a3.buf + 1000, 50) &&
+	      !memcmp(c.buf + 6300, a3.buf + 1000 + 50, 100),
+	      "UD payload scattered across the SRQ list");
+	for (int k = GRH + 50; k < 300; k++)
+		CHECK(c.buf[6000 + k] == 0, "the gap between the pieces written at %d", k);
+	EXPECT_RET(ibv_destroy_srq(ls), EBUSY);
+	CHECK(!ibv_destroy_ah(ah3) && !ibv_destroy_qp(ua3) && !ibv_destroy_qp(cud) &&
+	      !ibv_destroy_qp(cuc), "destroy the UC/UD QPs");
 	EXPECT_RET(ibv_destroy_srq(ls), 0);
 	ia.send_cq = ia.recv_cq = b.cq;
 	ia.srq = srq;
