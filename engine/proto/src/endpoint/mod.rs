@@ -849,11 +849,19 @@ impl Endpoint {
         {
             return Some(AsyncEvent::SrqLimitReached { srq: i as u32 });
         }
-        let Endpoint { srq_qps, qps, .. } = self;
-        let qpn = *srq_qps
-            .iter()
-            .find(|&&q| qps.get(q).is_some_and(Qp::last_wqe_reached))?;
-        qps.touch(qpn)?.1.take_last_wqe_reached();
+        let Endpoint {
+            srq_qps, qps, ud, ..
+        } = self;
+        let qpn = *srq_qps.iter().find(|&&q| {
+            qps.get(q).is_some_and(Qp::last_wqe_reached)
+                || ud.get(q).is_some_and(|u| u.last_wqe_reached)
+        })?;
+        match ud.get_mut(qpn) {
+            Some(u) => u.last_wqe_reached = false,
+            None => {
+                qps.touch(qpn)?.1.take_last_wqe_reached();
+            }
+        }
         Some(AsyncEvent::QpLastWqeReached { qpn })
     }
 
@@ -1211,6 +1219,7 @@ impl Endpoint {
                 if let Some(s) = self.srq_mut(s) {
                     s.attach();
                 }
+                self.srq_qps.push(qpn);
                 QpInitAttr {
                     max_recv_wr: 1,
                     ..init
@@ -1277,6 +1286,7 @@ impl Endpoint {
         let qp = self.ud.remove(qpn).ok_or(VerbsError::UnknownQp)?;
         if let Some(s) = qp.init.srq.and_then(|s| self.srq_mut(s)) {
             s.detach();
+            self.srq_qps.retain(|&q| q != qpn);
         }
         self.counters.accumulate(&qp.counters());
         Ok(())

@@ -4,12 +4,14 @@
 //! a receive of an SGE list gets them scattered across its pieces in
 //! order; an empty SRQ drops the datagram (class D, counted); a receive
 //! too short completes with a local QP operation error and the QP goes
-//! to ERROR; the QP has no receive queue of its own.
+//! to ERROR and reports its last WQE; the QP has no receive queue of its
+//! own.
 
 use core::net::{IpAddr, Ipv4Addr};
 
 use crate::support::*;
 
+use proto::endpoint::AsyncEvent;
 use proto::rc::{QpState, RecvWr, Sge, SrqAttr, VerbsError, WcOpcode, WcStatus};
 use proto::time::Instant;
 
@@ -162,6 +164,12 @@ fn ud_qps_on_an_srq_take_its_receives_one_sge_or_a_list() {
     assert_eq!(b.ep.qp_state(q1), Some(QpState::Error));
     assert_eq!(region(&b, 0, 400), before);
     assert_eq!(b.ep.qp_state(q2), Some(QpState::Rts));
+    // q1's error is its last WQE (IBA 10.3.1), reported once.
+    assert_eq!(
+        b.ep.poll_event(),
+        Some(AsyncEvent::QpLastWqeReached { qpn: q1 })
+    );
+    assert_eq!(b.ep.poll_event(), None);
     // The SRQ is busy while they use it.
     assert_eq!(b.ep.destroy_srq(srq), Err(VerbsError::Busy));
     b.ep.destroy_qp(q1).unwrap();
