@@ -629,7 +629,9 @@ fn ibv_ud_pingpong_refuses_a_size_above_the_mtu() {
 
 /// A shared receive queue through the drop-in: two QPs receive through
 /// one SRQ (bytes and completions checked), the limit event arrives
-/// through `ibv_get_async_event` once, and rxe's errnos for the SRQ verbs,
+/// through `ibv_get_async_event` once, receives of SGE lists up to rxe's
+/// 27 scatter in order, a QP of an SRQ moved to error raises
+/// `IBV_EVENT_QP_LAST_WQE_REACHED` once, and rxe's errnos for the SRQ verbs,
 /// a post to a QP of the SRQ, a destroy while QPs use it and bad handles.
 #[test]
 #[ignore = "needs root"]

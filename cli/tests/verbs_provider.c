@@ -56,7 +56,11 @@
  *   srq        a shared receive queue two RC QPs receive through: SENDs
  *              of both land in its receives in order (bytes checked), the
  *              armed limit raises one IBV_EVENT_SRQ_LIMIT_REACHED through
- *              ibv_get_async_event and disarms; rxe's errnos for its
+ *              ibv_get_async_event and disarms; receives of SGE lists
+ *              up to max_srq_sge (27, rxe's) scatter in list order; a QP
+ *              of the SRQ moved to error raises one
+ *              IBV_EVENT_QP_LAST_WQE_REACHED; UC and UD QPs on an SRQ
+ *              (a datagram scattered across an SRQ list); rxe's errnos for its
  *              creation, modify, posts (full: ENOMEM, too many SGEs:
  *              EINVAL), ibv_post_recv on a QP of the SRQ (EINVAL),
  *              destroy while a QP uses it (EBUSY), and bad handles;
@@ -1402,7 +1406,7 @@ static int srq_check(void)
 			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	struct ibv_device_attr da;
 	CHECK(!ibv_query_device(ctx, &da), "ibv_query_device");
-	CHECK(da.max_srq > 0 && da.max_srq_wr >= 1024 && da.max_srq_sge >= 1,
+	CHECK(da.max_srq > 0 && da.max_srq_wr >= 1024 && da.max_srq_sge == 27,
 	      "SRQ limits: max_srq %d max_srq_wr %d max_srq_sge %d", da.max_srq, da.max_srq_wr,
 	      da.max_srq_sge);
 
@@ -1539,6 +1543,157 @@ static int srq_check(void)
 	CHECK(sa.max_wr >= 12, "resized: max_wr %u", sa.max_wr);
 	EXPECT_RET(ibv_post_srq_recv(srq, &w[8], &bad), 0);
 
+	/* SGE lists (rxe: up to max_srq_sge, 27): an SRQ of c's, one QP on
+	 * it connected to a3. A receive of three pieces laid out backwards in
+	 * c's buffer takes a 2500-byte SEND (three packets at MTU 1024) in
+	 * list order; one of 27 pieces of 10 bytes a 270-byte SEND; 28 SGEs
+	 * are refused (EINVAL); the gaps stay untouched. */
+	struct side a3, c;
+	side_open(&a3, all);
+	side_open(&c, all);
+	struct ibv_srq_init_attr li = { .attr = { .max_wr = 4, .max_sge = da.max_srq_sge } };
+	struct ibv_srq *ls = ibv_create_srq(c.pd, &li);
+	CHECK(ls, "ibv_create_srq of %d SGEs: %s", da.max_srq_sge, strerror(errno));
+	EXPECT_RET(ibv_query_srq(ls, &sa), 0);
+	CHECK(sa.max_sge == (uint32_t)da.max_srq_sge, "max_sge %u", sa.max_sge);
+	ia.srq = ls;
+	ia.send_cq = ia.recv_cq = c.cq;
+	struct ibv_qp *c1 = ibv_create_qp(c.pd, &ia);
+	CHECK(c1, "ibv_create_qp on the list SRQ: %s", strerror(errno));
+	connect_qp(a3.qp, c1->qp_num, all);
+	connect_qp(c1, a3.qp->qp_num, all);
+	memset(c.buf, 0, LEN);
+	struct ibv_sge pieces[28];
+	const uint32_t plen[3] = { 900, 700, 1000 };
+	size_t end = 2600 + 3 * 50;
+	for (int i = 0; i < 3; i++) {
+		end -= plen[i] + 50;
+		pieces[i] = (struct ibv_sge){ .addr = (uintptr_t)c.buf + end, .length = plen[i],
+					      .lkey = c.mr->lkey };
+	}
+	struct ibv_recv_wr lw = { .wr_id = 300, .sg_list = pieces, .num_sge = 3 };
+	EXPECT_RET(ibv_post_srq_recv(ls, &lw, &bad), 0);
+	fill(a3.buf + 1000, 2500, 77);
+	post(&a3, IBV_WR_SEND, 1, 1000, 2500, NULL, 0);
+	expect(&a3, 1, IBV_WC_SEND, IBV_WC_SUCCESS);
+	wc = wait_wc(c.cq);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 300 && wc.byte_len == 2500 &&
+	      wc.qp_num == c1->qp_num,
+	      "list receive: status %d wr_id %llu len %u", wc.status,
+	      (unsigned long long)wc.wr_id, wc.byte_len);
+	size_t at = 0;
+	for (int i = 0; i < 3; i++) {
+		size_t n = plen[i] < 2500 - at ? plen[i] : 2500 - at;
+		CHECK(!memcmp((char *)(uintptr_t)pieces[i].addr, a3.buf + 1000 + at, n),
+		      "piece %d: bytes differ", i);
+		at += n;
+		char *gap = (char *)(uintptr_t)pieces[i].addr + plen[i];
+		for (int k = 0; k < 50; k++)
+			CHECK(gap[k] == 0, "gap after piece %d written", i);
+	}
+	for (int i = 0; i < 28; i++)
+		pieces[i] = (struct ibv_sge){ .addr = (uintptr_t)c.buf + 4000 + i * 20,
+					      .length = 10, .lkey = c.mr->lkey };
+	lw = (struct ibv_recv_wr){ .wr_id = 301, .sg_list = pieces, .num_sge = 28 };
+	bad = NULL;
+	EXPECT_RET(ibv_post_srq_recv(ls, &lw, &bad), EINVAL);
+	CHECK(bad == &lw, "bad_wr of 28 SGEs");
+	lw.num_sge = 27;
+	EXPECT_RET(ibv_post_srq_recv(ls, &lw, &bad), 0);
+	fill(a3.buf + 1000, 270, 78);
+	post(&a3, IBV_WR_SEND, 2, 1000, 270, NULL, 0);
+	expect(&a3, 2, IBV_WC_SEND, IBV_WC_SUCCESS);
+	wc = wait_wc(c.cq);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 301 && wc.byte_len == 270,
+	      "27-piece receive: status %d wr_id %llu len %u", wc.status,
+	      (unsigned long long)wc.wr_id, wc.byte_len);
+	for (int i = 0; i < 27; i++) {
+		CHECK(!memcmp(c.buf + 4000 + i * 20, a3.buf + 1000 + i * 10, 10),
+		      "piece %d of 27: bytes differ", i);
+		for (int k = 10; k < 20; k++)
+			CHECK(c.buf[4000 + i * 20 + k] == 0, "gap after piece %d of 27", i);
+	}
+
+	/* A QP on an SRQ that goes to the error state raises
+	 * IBV_EVENT_QP_LAST_WQE_REACHED once, its element the QP (IBA
+	 * 10.3.1, 11.6.3). */
+	CHECK(!async_event_within(100), "an event before the error");
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	EXPECT_RET(ibv_modify_qp(c1, &err, IBV_QP_STATE), 0);
+	CHECK(async_event_within(5000), "no last WQE event");
+	EXPECT_RET(ibv_get_async_event(ctx, &ev), 0);
+	CHECK(ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED && ev.element.qp == c1,
+	      "event %d (%s) on %p", ev.event_type, ibv_event_type_str(ev.event_type),
+	      (void *)ev.element.qp);
+	ibv_ack_async_event(&ev);
+	CHECK(c1->events_completed == 1, "last WQE event acked");
+	CHECK(!async_event_within(200), "a second last WQE event");
+	CHECK(!ibv_destroy_qp(c1), "destroy c1");
+
+	/* UC and UD QPs on an SRQ (the kernel and rxe allow both): created
+	 * with no receive queue (ibv_post_recv EINVAL); a datagram to the UD
+	 * one takes the SRQ's list receive, the GRH area and the payload
+	 * scattered across its two pieces. */
+	struct ibv_qp_init_attr ua = {
+		.send_cq = c.cq, .recv_cq = c.cq, .srq = ls, .qp_type = IBV_QPT_UC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *cuc = ibv_create_qp(c.pd, &ua);
+	CHECK(cuc && cuc->srq == ls && ua.cap.max_recv_wr == 0,
+	      "a UC QP on an SRQ: %s", cuc ? "caps" : strerror(errno));
+	bad = NULL;
+	EXPECT_RET(ibv_post_recv(cuc, &rw, &bad), EINVAL);
+	ua.qp_type = IBV_QPT_UD;
+	ua.cap.max_recv_wr = 4;
+	struct ibv_qp *cud = ibv_create_qp(c.pd, &ua);
+	CHECK(cud && cud->srq == ls && ua.cap.max_recv_wr == 0,
+	      "a UD QP on an SRQ: %s", cud ? "caps" : strerror(errno));
+	EXPECT_RET(ibv_post_recv(cud, &rw, &bad), EINVAL);
+	struct ibv_qp_attr ud_a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	CHECK(!ibv_modify_qp(cud, &ud_a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
+	      "UD on SRQ: INIT");
+	ud_a.qp_state = IBV_QPS_RTR;
+	CHECK(!ibv_modify_qp(cud, &ud_a, IBV_QP_STATE), "UD on SRQ: RTR");
+	ud_a.qp_state = IBV_QPS_RTS;
+	ud_a.sq_psn = 3;
+	CHECK(!ibv_modify_qp(cud, &ud_a, IBV_QP_STATE | IBV_QP_SQ_PSN), "UD on SRQ: RTS");
+	struct ibv_qp *ua3 = ud_qp(a3.pd, a3.cq, 5);
+	struct ibv_ah_attr aha = { .is_global = 1, .port_num = 1 };
+	aha.grh.dgid = gid1;
+	aha.grh.sgid_index = 1;
+	aha.grh.hop_limit = 64;
+	struct ibv_ah *ah3 = ibv_create_ah(a3.pd, &aha);
+	CHECK(ah3, "ibv_create_ah: %s", strerror(errno));
+	struct ibv_sge up[2] = {
+		{ .addr = (uintptr_t)c.buf + 6000, .length = GRH + 50, .lkey = c.mr->lkey },
+		{ .addr = (uintptr_t)c.buf + 6300, .length = 200, .lkey = c.mr->lkey },
+	};
+	memset(c.buf + 6000, 0, 600);
+	lw = (struct ibv_recv_wr){ .wr_id = 400, .sg_list = up, .num_sge = 2 };
+	EXPECT_RET(ibv_post_srq_recv(ls, &lw, &bad), 0);
+	fill(a3.buf + 1000, 150, 79);
+	CHECK(!ud_send(ua3, a3.mr, IBV_WR_SEND, 9, a3.buf + 1000, 150, ah3, cud->qp_num, QKEY, 1),
+	      "UD send to the QP on the SRQ");
+	wc = wait_wc(a3.cq);
+	CHECK(wc.wr_id == 9 && wc.status == IBV_WC_SUCCESS, "UD send completion");
+	wc = wait_wc(c.cq);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 400 && wc.byte_len == GRH + 150 &&
+	      wc.qp_num == cud->qp_num && wc.src_qp == ua3->qp_num && (wc.wc_flags & IBV_WC_GRH),
+	      "UD receive from the SRQ: status %d wr_id %llu len %u qp %u",
+	      wc.status, (unsigned long long)wc.wr_id, wc.byte_len, wc.qp_num);
+	CHECK((unsigned char)c.buf[6000 + 20] == 0x45, "the GRH area holds the IPv4 header");
+	CHECK(!memcmp(c.buf + 6000 + GRH, a3.buf + 1000, 50) &&
+	      !memcmp(c.buf + 6300, a3.buf + 1000 + 50, 100),
+	      "UD payload scattered across the SRQ list");
+	for (int k = GRH + 50; k < 300; k++)
+		CHECK(c.buf[6000 + k] == 0, "the gap between the pieces written at %d", k);
+	EXPECT_RET(ibv_destroy_srq(ls), EBUSY);
+	CHECK(!ibv_destroy_ah(ah3) && !ibv_destroy_qp(ua3) && !ibv_destroy_qp(cud) &&
+	      !ibv_destroy_qp(cuc), "destroy the UC/UD QPs");
+	EXPECT_RET(ibv_destroy_srq(ls), 0);
+	ia.send_cq = ia.recv_cq = b.cq;
+	ia.srq = srq;
+
 	/* Busy while a QP uses it; bad handles. */
 	EXPECT_RET(ibv_destroy_srq(srq), EBUSY);
 	struct ibv_srq fake = { .context = ctx };
@@ -1571,6 +1726,10 @@ static int srq_check(void)
 	      "destroy cq");
 	CHECK(!ibv_dealloc_pd(a1.pd) && !ibv_dealloc_pd(a2.pd) && !ibv_dealloc_pd(b.pd),
 	      "dealloc pd");
+	CHECK(!ibv_destroy_qp(a3.qp) && !ibv_destroy_qp(c.qp), "destroy a3, c");
+	CHECK(!ibv_dereg_mr(a3.mr) && !ibv_dereg_mr(c.mr), "dereg a3, c");
+	CHECK(!ibv_destroy_cq(a3.cq) && !ibv_destroy_cq(c.cq), "destroy cq a3, c");
+	CHECK(!ibv_dealloc_pd(a3.pd) && !ibv_dealloc_pd(c.pd), "dealloc pd a3, c");
 	return 0;
 }
 

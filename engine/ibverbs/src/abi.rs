@@ -741,6 +741,7 @@ pub const IBV_WC_GRH: c_uint = 1 << 0;
 
 pub const IBV_EVENT_QP_FATAL: c_int = 1;
 pub const IBV_EVENT_SRQ_LIMIT_REACHED: c_int = 15;
+pub const IBV_EVENT_QP_LAST_WQE_REACHED: c_int = 16;
 
 pub const IBV_QPT_UD: c_int = 4;
 
@@ -946,6 +947,10 @@ pub const LAYOUT: &[(&str, usize)] = {
         (
             "IBV_EVENT_SRQ_LIMIT_REACHED",
             IBV_EVENT_SRQ_LIMIT_REACHED as usize,
+        ),
+        (
+            "IBV_EVENT_QP_LAST_WQE_REACHED",
+            IBV_EVENT_QP_LAST_WQE_REACHED as usize,
         ),
         ("sizeof(struct ibv_wc)", size_of::<ibv_wc>()),
         (

@@ -43,7 +43,7 @@ pub const MAX_SRQ: c_int = engine::rc::MAX_SRQS as c_int;
 /// Work requests a shared receive queue holds (the engine's SRQ).
 pub const MAX_SRQ_WR: c_int = engine::rc::MAX_SRQ_WR as c_int;
 /// Scatter/gather entries a shared receive queue's work request carries
-/// (the engine's SRQ: one; the lists of `rc/sgl.rs` are a QP's own).
+/// (rxe `RXE_MAX_SRQ_SGE`, the engine's SRQ).
 pub const MAX_SRQ_SGE: c_int = engine::rc::MAX_SRQ_SGE as c_int;
 /// `vendor_id` of software RoCE devices: Soft-RoCE reports 0xFFFFFF
 /// (`RXE_VENDOR_ID`), and programs that require a nonzero id accept it.

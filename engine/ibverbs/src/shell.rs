@@ -163,11 +163,11 @@ impl AsyncEvents {
         }
     }
 
-    /// Drops the events of type `ty` of the object at `token` not yet
-    /// taken (it is being destroyed).
-    fn forget(&self, ty: i32, token: usize) {
+    /// Drops the events of the object at `token` not yet taken (it is
+    /// being destroyed).
+    fn forget(&self, token: usize) {
         for c in lock(&self.contexts).values() {
-            lock(&c.events).retain(|&(t, k)| !(t == ty && k == token));
+            lock(&c.events).retain(|&(_, k)| k != token);
         }
     }
 }
@@ -806,8 +806,7 @@ impl Shell {
         // The ACKs of what this QP received last leave before it goes.
         st.rtc.flush_deferred();
         if let Some((token, _)) = st.qps.remove(&qpn) {
-            self.async_events
-                .forget(crate::abi::IBV_EVENT_QP_FATAL, token);
+            self.async_events.forget(token);
         }
         let r = st.rtc.endpoint_mut().destroy_qp(qpn);
         if r.is_ok() {
@@ -1113,14 +1112,18 @@ impl Shell {
         let mut st = lock(&self.state);
         st.rtc.endpoint_mut().destroy_srq(srq)?;
         if let Some(token) = st.srqs.remove(&srq) {
-            self.async_events
-                .forget(crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, token);
+            self.async_events.forget(token);
         }
         Ok(())
     }
 
     pub fn post_srq_recv(&self, srq: u32, wr: RecvWr) -> Result<(), VerbsError> {
         self.with(|ep| ep.post_srq_recv(srq, wr))
+    }
+
+    /// Posts an SRQ receive whose buffer is the SGE list `sges`.
+    pub fn post_srq_recv_sgl(&self, srq: u32, wr_id: u64, sges: &[Sge]) -> Result<(), VerbsError> {
+        self.with(|ep| ep.post_srq_recv_sgl(srq, wr_id, sges))
     }
 
     /// After an `ibv_post_send`: a thread other than the one that polls
@@ -1336,11 +1339,16 @@ fn drain_cq(
     shell: &Shell,
 ) -> usize {
     while let Some(e) = ep.poll_event() {
-        let AsyncEvent::SrqLimitReached { srq } = e;
-        if let Some(&token) = srqs.get(&srq) {
-            shell
-                .async_events
-                .push(crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, token);
+        let event = match e {
+            AsyncEvent::SrqLimitReached { srq } => srqs
+                .get(&srq)
+                .map(|&t| (crate::abi::IBV_EVENT_SRQ_LIMIT_REACHED, t)),
+            AsyncEvent::QpLastWqeReached { qpn } => qps
+                .get(&qpn)
+                .map(|&(t, _)| (crate::abi::IBV_EVENT_QP_LAST_WQE_REACHED, t)),
+        };
+        if let Some((ty, token)) = event {
+            shell.async_events.push(ty, token);
         }
     }
     let Some(Some(c)) = cqs.get_mut(i) else {

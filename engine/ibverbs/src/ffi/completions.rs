@@ -344,7 +344,7 @@ unsafe extern "C" fn ibv_ack_async_event(event: *mut ibv_async_event) {
     // SAFETY: `event` points to an event `ibv_get_async_event` filled
     // (the contract, point 1).
     let (ty, element) = unsafe { ((*event).event_type, (*event).element) };
-    if ty == IBV_EVENT_QP_FATAL {
+    if ty == IBV_EVENT_QP_FATAL || ty == IBV_EVENT_QP_LAST_WQE_REACHED {
         if let Ok(qp) = super::queue_pairs::qp(element as *const ibv_qp) {
             qp.ack_event();
         }

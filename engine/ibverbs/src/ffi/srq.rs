@@ -7,15 +7,18 @@
 //!
 //! A QP created with `ibv_qp_init_attr.srq` takes its receives from the
 //! SRQ (`queue_pairs.rs`); its own `ibv_post_recv` is refused (`EINVAL`,
-//! as rxe's provider: such a QP has no receive queue). The SRQ's limit
+//! as rxe's provider: such a QP has no receive queue). A receive carries
+//! up to the SRQ's `max_sge` SGEs (at most rxe's 27). The SRQ's limit
 //! event comes through `ibv_get_async_event` as
-//! `IBV_EVENT_SRQ_LIMIT_REACHED`, its element the `ibv_srq`.
+//! `IBV_EVENT_SRQ_LIMIT_REACHED`, its element the `ibv_srq`; a QP on the
+//! SRQ that enters the error state raises `IBV_EVENT_QP_LAST_WQE_REACHED`
+//! once, its element the `ibv_qp` (IBA 10.3.1, 11.6.3).
 
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use engine::rc::{SrqAttr, SrqAttrMask};
+use engine::rc::{Sge, SrqAttr, SrqAttrMask};
 
 use super::queue_pairs::{post_list, recv_wr};
 use super::regions::{pd, Pd};
@@ -185,9 +188,14 @@ unsafe extern "C" fn ibv_destroy_srq(s: *mut ibv_srq) -> c_int {
     })())
 }
 
+/// Most SGEs an SRQ receive carries (rxe `RXE_MAX_SRQ_SGE`).
+const MAX_SRQ_SGE: usize = limits::MAX_SRQ_SGE as usize;
+
 /// `ops.post_srq_recv`: the linked list of receives, one by one (rxe's
 /// provider: `ENOMEM` when full, `EINVAL` for more SGEs than the SRQ's
-/// `max_sge`); at the first refusal `bad` points at that request.
+/// `max_sge`); at the first refusal `bad` points at that request. A
+/// receive's SGE list, up to the SRQ's `max_sge` entries, is copied: the
+/// program may reuse its `sg_list` at once.
 pub(super) unsafe extern "C" fn post_srq_recv(
     s: *mut c_void,
     wr: *mut ibv_recv_wr,
@@ -212,11 +220,31 @@ pub(super) unsafe extern "C" fn post_srq_recv(
             bad,
             |w| w.next,
             |w| {
-                if w.num_sge < 0 || w.num_sge as u32 > me.max_sge {
+                let n = usize::try_from(w.num_sge).map_err(|_| libc::EINVAL)?;
+                if n as u64 > u64::from(me.max_sge) || n > MAX_SRQ_SGE {
                     return Err(libc::EINVAL);
                 }
-                let r = recv_wr(w)?;
-                shell.post_srq_recv(me.id, r).map_err(|e| errno_of(&e))
+                if n > 0 && w.sg_list.is_null() {
+                    return Err(libc::EINVAL);
+                }
+                if n <= 1 {
+                    let r = recv_wr(w)?;
+                    return shell.post_srq_recv(me.id, r).map_err(|e| errno_of(&e));
+                }
+                // `w.sg_list` holds `w.num_sge` SGEs (the contract, point
+                // 1), checked non-NULL above.
+                let src = std::slice::from_raw_parts(w.sg_list, n);
+                let mut list = [Sge::default(); MAX_SRQ_SGE];
+                for (o, s) in list.iter_mut().zip(src) {
+                    *o = Sge {
+                        lkey: s.lkey,
+                        addr: s.addr,
+                        length: s.length,
+                    };
+                }
+                shell
+                    .post_srq_recv_sgl(me.id, w.wr_id, &list[..n])
+                    .map_err(|e| errno_of(&e))
             },
         )
     }

@@ -99,6 +99,12 @@ pub enum AsyncEvent {
     /// limit; the limit is disarmed (`IBV_EVENT_SRQ_LIMIT_REACHED`, IBA
     /// 11.5.2.4).
     SrqLimitReached { srq: u32 },
+    /// QP `qpn`, created on a shared receive queue, went to the error
+    /// state: it will take no more of the SRQ's WQEs, and the one it held
+    /// was flushed (`IBV_EVENT_QP_LAST_WQE_REACHED`, IBA 10.3.1 and
+    /// 11.6.3). Once each time the
+    /// QP enters the error state.
+    QpLastWqeReached { qpn: u32 },
 }
 
 /// Lowest QP number handed out (QPN 0 and 1 are special in InfiniBand;
@@ -173,6 +179,8 @@ pub struct Endpoint {
     qps: QpTable,
     /// Shared receive queues by id (`rc/srq.rs`); ids are reused.
     srqs: Vec<Option<Srq>>,
+    /// The QPs created on an SRQ (their `QpLastWqeReached` events).
+    srq_qps: Vec<u32>,
     /// QP numbers and initial PSNs, from `config.seed`.
     rng: Rng,
     /// Endpoint-level drops (frames that reached no QP).
@@ -198,6 +206,7 @@ impl Endpoint {
             mrs: MrTable::with_seed([k0 ^ 0x6b65_7973, k1]),
             cqs: Vec::new(),
             srqs: Vec::new(),
+            srq_qps: Vec::new(),
             qps: QpTable::with_capacity(config.max_qps, config.max_inflight_packets),
             rng: Rng::new([k0, k1 ^ 0x7170_6e73]),
             counters: Counters::default(),
@@ -392,13 +401,6 @@ impl Endpoint {
         init: QpInitAttr,
         transport: Transport,
     ) -> Result<u32, VerbsError> {
-        if transport == Transport::Uc && init.srq.is_some() {
-            // A dropped UC message gives its receive back to the head of
-            // the QP's own queue (`rc/uc.rs`); an SRQ has no such place.
-            return Err(VerbsError::InvalidArgument(
-                "a UC QP takes no shared receive queue here",
-            ));
-        }
         self.check_init(&init)?;
         self.check_room()?;
         let qpn = self.draw_free_qpn()?;
@@ -479,6 +481,15 @@ impl Endpoint {
         transport: Transport,
     ) -> Result<u32, VerbsError> {
         let cc = QpCongestion::with_shared(self.qp_cc.clone());
+        // A QP on an SRQ has no receive queue; its receive arena holds the
+        // one SRQ list a message takes.
+        let init = match init.srq {
+            Some(_) => QpInitAttr {
+                max_recv_wr: 1,
+                ..init
+            },
+            None => init,
+        };
         let mut qp = Qp::with_congestion(qpn, init, cc);
         qp.transport = transport;
         qp.pd = pd;
@@ -489,6 +500,19 @@ impl Endpoint {
         qp.attr.ecn = self.config.cc.marking.data_ecn;
         if let Some(s) = init.srq.and_then(|s| self.srq_mut(s)) {
             s.attach();
+            // Room for the list of the SRQ receive a message takes (one
+            // at a time: `rc/srq.rs`).
+            let max_recv_sge = s.attr().max_sge;
+            if max_recv_sge > 1 {
+                let caps = SgeCaps {
+                    max_recv_sge,
+                    ..SgeCaps::default()
+                };
+                qp.set_sge_caps(caps)?;
+            }
+        }
+        if init.srq.is_some() {
+            self.srq_qps.push(qpn);
         }
         self.qps.insert(qp);
         Ok(qpn)
@@ -543,6 +567,7 @@ impl Endpoint {
         };
         if let Some(s) = qp.srq().and_then(|s| self.srq_mut(s)) {
             s.detach();
+            self.srq_qps.retain(|&q| q != qpn);
         }
         // Its type 2 windows are free: the number may come back.
         self.mrs.release_windows_of(qpn);
@@ -682,6 +707,17 @@ impl Endpoint {
                 "max_send_sge/max_recv_sge above 32 or max_inline_data above 512",
             ));
         }
+        // A QP on an SRQ keeps room for the SRQ's lists (rc/srq.rs).
+        let srq_sge = self
+            .qps
+            .get(qpn)
+            .and_then(|q| q.srq())
+            .and_then(|s| self.srq(s))
+            .map_or(0, |s| s.attr().max_sge);
+        let caps = SgeCaps {
+            max_recv_sge: caps.max_recv_sge.max(srq_sge),
+            ..caps
+        };
         self.with_qp(qpn, |qp, _, _| qp.set_sge_caps(caps))
     }
 
@@ -776,6 +812,23 @@ impl Endpoint {
             .post_checked(wr, mrs)
     }
 
+    /// Post a receive whose buffer is the SGE list `sges` to it, up to
+    /// its `max_sge` entries (more: `InvalidArgument`), each checked as
+    /// [`Endpoint::post_srq_recv`] checks one; the receive's length is
+    /// their total.
+    pub fn post_srq_recv_sgl(
+        &mut self,
+        srq: u32,
+        wr_id: u64,
+        sges: &[Sge],
+    ) -> Result<(), VerbsError> {
+        let Endpoint { srqs, mrs, .. } = self;
+        srqs.get_mut(srq as usize)
+            .and_then(Option::as_mut)
+            .ok_or(VerbsError::UnknownSrq)?
+            .post_list_checked(wr_id, sges, mrs)
+    }
+
     /// A shared receive queue, for inspection.
     pub fn srq(&self, srq: u32) -> Option<&Srq> {
         self.srqs.get(srq as usize)?.as_ref()
@@ -786,13 +839,30 @@ impl Endpoint {
     }
 
     /// The next asynchronous event, if any: an SRQ whose limit was
-    /// reached since the last look (each reported once).
+    /// reached, or a QP on an SRQ that went to the error state, since the
+    /// last look (each reported once).
     pub fn poll_event(&mut self) -> Option<AsyncEvent> {
-        let i = self
+        if let Some(i) = self
             .srqs
             .iter_mut()
-            .position(|s| s.as_mut().is_some_and(Srq::take_limit_event))?;
-        Some(AsyncEvent::SrqLimitReached { srq: i as u32 })
+            .position(|s| s.as_mut().is_some_and(Srq::take_limit_event))
+        {
+            return Some(AsyncEvent::SrqLimitReached { srq: i as u32 });
+        }
+        let Endpoint {
+            srq_qps, qps, ud, ..
+        } = self;
+        let qpn = *srq_qps.iter().find(|&&q| {
+            qps.get(q).is_some_and(Qp::last_wqe_reached)
+                || ud.get(q).is_some_and(|u| u.last_wqe_reached)
+        })?;
+        match ud.get_mut(qpn) {
+            Some(u) => u.last_wqe_reached = false,
+            None => {
+                qps.touch(qpn)?.1.take_last_wqe_reached();
+            }
+        }
+        Some(AsyncEvent::QpLastWqeReached { qpn })
     }
 
     /// Move up to `out.len()` completions of `cq` into `out`; returns how many.
@@ -1107,11 +1177,6 @@ impl Endpoint {
     /// random among the free numbers of `FIRST_QPN..=MAX_QPN` (shared with
     /// the RC QPs, and counted against `max_qps` with them).
     pub fn create_ud_qp(&mut self, pd: u32, init: QpInitAttr) -> Result<u32, VerbsError> {
-        if init.srq.is_some() {
-            return Err(VerbsError::InvalidArgument(
-                "a UD QP takes no shared receive queue here",
-            ));
-        }
         self.check_init(&init)?;
         self.check_room()?;
         let qpn = self.draw_free_qpn()?;
@@ -1147,6 +1212,21 @@ impl Endpoint {
     }
 
     fn place_ud_qp(&mut self, pd: u32, qpn: u32, init: QpInitAttr) -> u32 {
+        // On an SRQ (rxe allows it for UD): it takes the SRQ's receives
+        // (`ud/receive.rs`) and holds no receive queue.
+        let init = match init.srq {
+            Some(s) => {
+                if let Some(s) = self.srq_mut(s) {
+                    s.attach();
+                }
+                self.srq_qps.push(qpn);
+                QpInitAttr {
+                    max_recv_wr: 1,
+                    ..init
+                }
+            }
+            None => init,
+        };
         let mut qp = UdQp::new(qpn, pd, init);
         // A first send PSN drawn as an RC QP's is (RTS sets the real one).
         qp.psn = self.rng.next_u24();
@@ -1204,6 +1284,10 @@ impl Endpoint {
     /// completions; the endpoint's counters keep what it counted).
     pub fn destroy_ud_qp(&mut self, qpn: u32) -> Result<(), VerbsError> {
         let qp = self.ud.remove(qpn).ok_or(VerbsError::UnknownQp)?;
+        if let Some(s) = qp.init.srq.and_then(|s| self.srq_mut(s)) {
+            s.detach();
+            self.srq_qps.retain(|&q| q != qpn);
+        }
         self.counters.accumulate(&qp.counters());
         Ok(())
     }
@@ -1224,7 +1308,7 @@ impl Endpoint {
         }
         if self
             .ud
-            .receive(qpn, f, &mut self.mrs, &mut self.cqs)
+            .receive(qpn, f, &mut self.mrs, &mut self.cqs, &mut self.srqs)
             .is_some()
         {
             return Received::Delivered { qpn };

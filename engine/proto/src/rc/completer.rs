@@ -431,7 +431,14 @@ impl Requester {
                 };
                 // Atomic results land little-endian, as MrTable::atomic stores them.
                 // Through the QP's PD, as every local key (rxe lookup_mr).
-                if !place_local(cx.mrs, cx.pd, cx.sgl, &front, 0, &orig.to_le_bytes()) {
+                if !place_local(
+                    cx.mrs,
+                    cx.pd,
+                    cx.sgl.as_deref(),
+                    &front,
+                    0,
+                    &orig.to_le_bytes(),
+                ) {
                     return Err(self.fail_front(WcStatus::LocalProtectionError, sink, counters));
                 }
                 self.complete_front(WcStatus::Success, sink, counters);
@@ -449,7 +456,7 @@ impl Requester {
         payload: &[u8],
         cx: &mut RxContext<'_>,
     ) -> Result<(), Fatal> {
-        let (now, attr, mrs, pd, sgl) = (cx.now, cx.attr, &mut *cx.mrs, cx.pd, cx.sgl);
+        let (now, attr, mrs, pd, sgl) = (cx.now, cx.attr, &mut *cx.mrs, cx.pd, cx.sgl.as_deref());
         let (sink, counters) = (&mut cx.sink, &mut *cx.counters);
         // Everything before the READ is acknowledged: it is the front.
         let Some(front) = self.wqes.front().copied() else {

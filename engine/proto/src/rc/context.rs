@@ -27,7 +27,7 @@ pub(crate) struct RxContext<'a> {
     pub sink: CompletionSink<'a>,
     pub counters: &'a mut QpCounters,
     /// The QP's SGE lists, if it was created for more than one SGE.
-    pub sgl: Option<&'a QpSgl>,
+    pub sgl: Option<&'a mut QpSgl>,
     /// The shared receive queue the responder takes its receives from,
     /// for a QP created on one (`rc/srq.rs`).
     pub srq: Option<&'a mut Srq>,

@@ -69,6 +69,7 @@ pub use psn::Psn;
 pub use qp::{Qp, QpInitAttr, Transport};
 pub use random::{KeyPermutation, Rng, Seed};
 pub use requester::MAX_MESSAGE_LEN;
+pub(crate) use sgl::{scatter, WqeData};
 pub use sgl::{QpSgl, SgeCaps, MAX_INLINE_DATA, MAX_SGE};
 pub use srq::{
     Srq, SrqAttr, SrqAttrMask, SrqCounters, SrqError, MAX_SRQS, MAX_SRQ_SGE, MAX_SRQ_WR,

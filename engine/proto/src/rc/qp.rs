@@ -337,6 +337,25 @@ impl Qp {
         self.req.flush(&mut s, &mut self.counters);
         let mut s = self.recv_sink(cqs);
         self.resp.flush(&mut s, &mut self.counters);
+        // A QP on an SRQ: no WQE of the SRQ will complete on it any more,
+        // the one it held flushed with it (IBA 10.3.1, "Last WQE
+        // Reached", 11.6.3: the affiliated asynchronous event of a QP on
+        // an SRQ).
+        if self.init.srq.is_some() {
+            self.resp.last_wqe_reached = true;
+        }
+    }
+
+    /// The QP, on an SRQ, went to the error state since the last
+    /// [`Qp::take_last_wqe_reached`].
+    pub(crate) fn last_wqe_reached(&self) -> bool {
+        self.resp.last_wqe_reached
+    }
+
+    /// Whether it did, then not again until it next enters the error
+    /// state.
+    pub(crate) fn take_last_wqe_reached(&mut self) -> bool {
+        std::mem::take(&mut self.resp.last_wqe_reached)
     }
 
     /// Post a send request (checked: state, lengths, local key, range and
@@ -722,10 +741,8 @@ impl Qp {
                     pd: self.pd,
                     sink: self.recv_sink(cqs),
                     counters: &mut self.counters,
-                    sgl: self.sgl.as_deref(),
-                    // UC QPs are created without an SRQ (the endpoint
-                    // refuses one).
-                    srq: None,
+                    sgl: self.sgl.as_deref_mut(),
+                    srq,
                 };
                 self.resp.handle_uc_request(frame, &mut cx)
             } else {
@@ -740,7 +757,7 @@ impl Qp {
                 pd: self.pd,
                 sink: self.recv_sink(cqs),
                 counters: &mut self.counters,
-                sgl: self.sgl.as_deref(),
+                sgl: self.sgl.as_deref_mut(),
                 srq,
             };
             self.resp.handle_request(frame, &mut cx)
@@ -752,7 +769,7 @@ impl Qp {
                 pd: self.pd,
                 sink: self.send_sink(cqs),
                 counters: &mut self.counters,
-                sgl: self.sgl.as_deref(),
+                sgl: self.sgl.as_deref_mut(),
                 srq: None,
             };
             self.req.handle_response(frame, &mut cx)

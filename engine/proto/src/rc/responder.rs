@@ -67,7 +67,7 @@ use super::cq::CompletionSink;
 use super::mr::{Access, AccessError, MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{packets_for, MAX_MESSAGE_LEN};
-use super::sgl::{scatter, DataKind, WqeData};
+use super::sgl::{scatter, DataKind, QpSgl, WqeData};
 use super::srq::Srq;
 use super::wqe::{RecvWr, WcOpcode, WcStatus, WorkCompletion};
 use crate::wire::{
@@ -300,6 +300,9 @@ pub struct Responder {
     /// UC: the message being received was dropped; every packet is
     /// dropped until a FIRST or ONLY (rxe `resp.drop_msg`; `rc/uc.rs`).
     pub(super) uc_dropping: bool,
+    /// A QP on an SRQ went to the error state and has not yet reported
+    /// its last WQE (`AsyncEvent::QpLastWqeReached`, IBA 10.3.1).
+    pub(super) last_wqe_reached: bool,
     pub(crate) out: VecDeque<Answer>,
     /// The coalesced ACK (PSN, MSN), queued after everything in `out`
     /// (`docs/reliable-connection.md`, "Responder": one ACK may cover many
@@ -330,6 +333,7 @@ impl Responder {
             max_recv_wr: max_recv_wr as u32,
             in_progress: InProgress::None,
             uc_dropping: false,
+            last_wqe_reached: false,
             out: VecDeque::new(),
             ack_pending: None,
             out_cap: 0,
@@ -758,7 +762,7 @@ impl Responder {
         payload: &[u8],
         cx: &mut RxContext<'_>,
     ) -> Result<Option<WorkCompletion>, RespError> {
-        let (pd, qpn, sgl) = (cx.pd, cx.sink.qpn, cx.sgl);
+        let (pd, qpn) = (cx.pd, cx.sink.qpn);
         let qp = QpScope { pd, qpn };
         let mrs = &mut *cx.mrs;
         let (wqe, offset) = match self.in_progress {
@@ -785,7 +789,7 @@ impl Responder {
             ),
             // check_resource saw a posted receive.
             _ => (
-                self.take_recv(cx.srq.as_deref_mut())
+                self.take_recv(cx.srq.as_deref_mut(), cx.sgl.as_deref_mut())
                     .ok_or(RespError::ReceiverNotReady)?,
                 0,
             ),
@@ -813,9 +817,10 @@ impl Responder {
                     .is_ok(),
                 // Scattered across the list, each piece checked as one
                 // SGE is (rxe copy_data).
-                WqeData::List { slot, n } => {
-                    sgl.is_some_and(|s| scatter(mrs, pd, s.recv_list(slot, n), offset, payload))
-                }
+                WqeData::List { slot, n } => cx
+                    .sgl
+                    .as_deref()
+                    .is_some_and(|s| scatter(mrs, pd, s.recv_list(slot, n), offset, payload)),
                 WqeData::Inline { .. } => false,
             };
         if !placed {
@@ -908,7 +913,8 @@ impl Responder {
             return Ok(None);
         }
         // check_resource saw a posted receive.
-        Ok(self.take_recv(srq).map(|w| WorkCompletion {
+        // Only its wr_id is used: no list to keep.
+        Ok(self.take_recv(srq, None).map(|w| WorkCompletion {
             opcode: WcOpcode::RecvRdmaWithImm,
             ..recv_wc(w.wr, qpn, WcStatus::Success, t.total, imm)
         }))
@@ -968,14 +974,31 @@ impl Responder {
     }
 
     /// The receive a new message consumes: the head of the QP's receive
-    /// queue, or of its SRQ (rxe `get_srq_wqe`), whose receives have one
-    /// SGE (`rc/srq.rs`).
+    /// queue, or of its SRQ (rxe `get_srq_wqe`). An SRQ receive's SGE
+    /// list is copied into the QP's receive arena `sgl` (one message at
+    /// a time takes one: `rc/srq.rs`); without room there (a QP made with
+    /// fewer receive SGEs than the SRQ's, or for a WRITE with immediate,
+    /// which places nothing) its list stays unreadable, and a SEND into it
+    /// completes as a malformed WQE, never writing.
     #[inline(always)]
-    fn take_recv(&mut self, srq: Option<&mut Srq>) -> Option<RecvWqe> {
-        match srq {
-            Some(s) => s.take().map(|wr| RecvWqe::new(wr, WqeData::One)),
-            None => self.rq.pop_front(),
-        }
+    fn take_recv(&mut self, srq: Option<&mut Srq>, sgl: Option<&mut QpSgl>) -> Option<RecvWqe> {
+        let Some(s) = srq else {
+            return self.rq.pop_front();
+        };
+        let (w, list) = s.take()?;
+        Some(match (w.data(), sgl) {
+            (WqeData::List { .. }, Some(sgl)) if list.len() as u32 <= sgl.caps().max_recv_sge => {
+                RecvWqe::new(w.wr, sgl.put_recv(list))
+            }
+            (WqeData::List { .. }, _) => RecvWqe::new(
+                w.wr,
+                WqeData::List {
+                    slot: u32::MAX,
+                    n: 0,
+                },
+            ),
+            _ => w,
+        })
     }
 
     /// An in-order request executed: expect `next`, and the next gap gets

@@ -4,13 +4,22 @@
 //! Rules (reference: Linux rxe `rxe_srq.c`, `get_srq_wqe` in `rxe_resp.c`,
 //! rdma-core `providers/rxe/rxe.c`):
 //! - created with `max_wr` in `1..=MAX_SRQ_WR` and `max_sge` in
-//!   `1..=MAX_SRQ_SGE` (0 taken as 1), else refused (rxe
+//!   `1..=MAX_SRQ_SGE` (0 taken as 1; rxe `RXE_MAX_SRQ_SGE`), else refused (rxe
 //!   `rxe_srq_chk_init`: `-EINVAL`); a nonzero `srq_limit` at creation
 //!   arms the limit, unchecked (rxe `rxe_srq_from_init` keeps it as
 //!   given);
 //! - a QP created on an SRQ has no receive queue of its own: posting a
 //!   receive to the QP is refused (rxe's provider: the QP has no
 //!   `rq.queue`, `EINVAL`);
+//! - a receive carries up to `max_sge` SGEs (rxe's provider: more is
+//!   `EINVAL`), each checked as a QP's receive's; a list is kept in the
+//!   SRQ's arena (`max_wr` x `max_sge` entries, made at the first list
+//!   posted), in the slot of its place in the ring: the queue is FIFO and
+//!   holds at most `max_wr` WQEs, so a slot is free again before it comes
+//!   round. When a QP takes a list WQE it copies the list into its own
+//!   receive arena (`rc/sgl.rs`, one slot: a QP receives one message at a
+//!   time), so the SRQ's slot is free at once, and the QP scatters
+//!   packets across it as across a list of its own receive queue;
 //! - the responder takes the WQE at the head of the SRQ when the first
 //!   packet of a SEND (or a WRITE with immediate) executes, and the QP
 //!   holds that one WQE until the message's last packet: messages of one
@@ -37,7 +46,9 @@ use std::collections::VecDeque;
 
 use super::error::VerbsError;
 use super::mr::{Access, MrTable};
-use super::wqe::RecvWr;
+use super::responder::RecvWqe;
+use super::sgl::WqeData;
+use super::wqe::{RecvWr, Sge};
 
 /// Most SRQs an endpoint holds.
 pub const MAX_SRQS: u32 = 1 << 12;
@@ -45,10 +56,9 @@ pub const MAX_SRQS: u32 = 1 << 12;
 /// Most WQEs an SRQ holds (as a QP's receive queue: `1 << 16`).
 pub const MAX_SRQ_WR: u32 = 1 << 16;
 
-/// Most scatter/gather entries an SRQ's receive carries: one, the
-/// [`RecvWr`] it stores (the SGE lists of `rc/sgl.rs` live in a QP's own
-/// arena, which an SRQ shared by many QPs does not have).
-pub const MAX_SRQ_SGE: u32 = 1;
+/// Most scatter/gather entries an SRQ's receive carries (rxe
+/// `RXE_MAX_SRQ_SGE`).
+pub const MAX_SRQ_SGE: u32 = 27;
 
 /// Attributes of an SRQ (`ibv_srq_attr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,6 +119,8 @@ pub enum SrqError {
     Limit,
     /// A new `max_wr` below the armed limit or the WQEs posted now.
     WouldDrop,
+    /// A receive with more SGEs than the SRQ's `max_sge`.
+    TooManySges,
 }
 
 impl SrqError {
@@ -119,6 +131,7 @@ impl SrqError {
             SrqError::MaxSge => "SRQ max_sge beyond the device's",
             SrqError::Limit => "SRQ limit beyond its max_wr",
             SrqError::WouldDrop => "SRQ max_wr below its limit or the receives posted",
+            SrqError::TooManySges => "more SGEs than the SRQ's max_sge",
         }
     }
 }
@@ -128,7 +141,13 @@ impl SrqError {
 pub struct Srq {
     /// The protection domain it was created in.
     pd: u32,
-    wqes: VecDeque<RecvWr>,
+    /// Posted WQEs: one SGE in the request, or a list at a slot of
+    /// `lists` (`WqeData::List`, its total in `wr.sge.length`).
+    wqes: VecDeque<RecvWqe>,
+    /// `max_wr` x `max_sge` SGEs once a list was posted (see the module).
+    lists: Vec<Sge>,
+    /// The slot of the next list posted.
+    list_next: u32,
     max_wr: u32,
     max_sge: u32,
     /// 0: disarmed.
@@ -154,6 +173,8 @@ impl Srq {
             pd,
             // Grows as receives are posted, as a QP's receive queue.
             wqes: VecDeque::new(),
+            lists: Vec::new(),
+            list_next: 0,
             max_wr: attr.max_wr,
             max_sge: attr.max_sge.max(1),
             limit: attr.srq_limit,
@@ -211,6 +232,9 @@ impl Srq {
         if mask.contains(SrqAttrMask::LIMIT) && attr.srq_limit > max_wr {
             return Err(SrqError::Limit);
         }
+        if max_wr != self.max_wr {
+            self.resize_lists(max_wr);
+        }
         self.max_wr = max_wr;
         if mask.contains(SrqAttrMask::LIMIT) {
             // Armed (or disarmed with 0); a pending report of the old
@@ -220,12 +244,64 @@ impl Srq {
         Ok(())
     }
 
-    /// Queue a receive. `false` when full.
+    /// Give the list arena `max_wr` slots (a resize, cold): the lists
+    /// posted move to the slots `0..`, in queue order, and the ring goes
+    /// on after them.
+    fn resize_lists(&mut self, max_wr: u32) {
+        if self.lists.is_empty() {
+            return;
+        }
+        let per = self.max_sge as usize;
+        let mut lists = vec![Sge::default(); max_wr as usize * per];
+        let mut next = 0u32;
+        for w in self.wqes.iter_mut() {
+            if let WqeData::List { slot, n } = w.data() {
+                let (from, to) = (slot as usize * per, next as usize * per);
+                lists[to..to + n as usize].copy_from_slice(&self.lists[from..from + n as usize]);
+                *w = RecvWqe::new(w.wr, WqeData::List { slot: next, n });
+                next += 1;
+            }
+        }
+        self.lists = lists;
+        self.list_next = next % max_wr;
+    }
+
+    /// Queue a receive of one SGE. `false` when full.
     pub(crate) fn post(&mut self, wr: RecvWr) -> bool {
         if self.wqes.len() >= self.max_wr as usize {
             return false;
         }
-        self.wqes.push_back(wr);
+        self.wqes.push_back(RecvWqe::new(wr, WqeData::One));
+        self.counters.posted += 1;
+        true
+    }
+
+    /// Queue a receive whose buffer is the list `sges` (at most
+    /// `max_sge`, the caller checked; more than one), `total` bytes in
+    /// all, into the next slot of the list arena. `false` when full.
+    fn post_list(&mut self, wr_id: u64, sges: &[Sge], total: u32) -> bool {
+        if self.wqes.len() >= self.max_wr as usize {
+            return false;
+        }
+        let per = self.max_sge as usize;
+        if self.lists.is_empty() {
+            self.lists = vec![Sge::default(); self.max_wr as usize * per];
+        }
+        let slot = self.list_next;
+        self.list_next = (slot + 1) % self.max_wr;
+        let at = slot as usize * per;
+        self.lists[at..at + sges.len()].copy_from_slice(sges);
+        let wr = RecvWr {
+            wr_id,
+            sge: Sge {
+                lkey: 0,
+                addr: 0,
+                length: total,
+            },
+        };
+        let n = sges.len() as u32;
+        self.wqes
+            .push_back(RecvWqe::new(wr, WqeData::List { slot, n }));
         self.counters.posted += 1;
         true
     }
@@ -241,6 +317,34 @@ impl Srq {
         Ok(())
     }
 
+    /// Check a receive whose buffer is the list `sges` (rxe's provider
+    /// `rxe_post_srq_recv`: more than `max_sge` entries is `EINVAL`; each
+    /// entry as [`Srq::post_checked`] checks one; its length is their
+    /// total) and queue it. A list of one entry or none is one SGE.
+    pub(crate) fn post_list_checked(
+        &mut self,
+        wr_id: u64,
+        sges: &[Sge],
+        mrs: &MrTable,
+    ) -> Result<(), VerbsError> {
+        if sges.len() as u64 > u64::from(self.max_sge) {
+            return Err(VerbsError::InvalidArgument(SrqError::TooManySges.what()));
+        }
+        if sges.len() <= 1 {
+            let sge = sges.first().copied().unwrap_or_default();
+            return self.post_checked(RecvWr { wr_id, sge }, mrs);
+        }
+        for s in sges {
+            mrs.check_sge(s, Access::LOCAL_WRITE)?;
+        }
+        let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+        let total = total.min(u64::from(u32::MAX)) as u32;
+        if !self.post_list(wr_id, sges, total) {
+            return Err(VerbsError::QueueFull);
+        }
+        Ok(())
+    }
+
     /// Whether a receive is posted.
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
@@ -248,10 +352,12 @@ impl Srq {
     }
 
     /// Take the receive at the head for a QP's new message (rxe
-    /// `get_srq_wqe`): if the limit is armed and fewer than it stay
-    /// posted, the limit fires once and disarms (IBA 11.5.2.4).
+    /// `get_srq_wqe`), with its SGE list if it has one (empty otherwise;
+    /// the slot is free once the caller copied it): if the limit is
+    /// armed and fewer than it stay posted, the limit fires once and
+    /// disarms (IBA 11.5.2.4).
     #[inline]
-    pub(crate) fn take(&mut self) -> Option<RecvWr> {
+    pub(crate) fn take(&mut self) -> Option<(RecvWqe, &[Sge])> {
         let wr = self.wqes.pop_front()?;
         self.counters.taken += 1;
         if self.limit != 0 && self.wqes.len() < self.limit as usize {
@@ -259,7 +365,14 @@ impl Srq {
             self.limit_event = true;
             self.counters.limit_events += 1;
         }
-        Some(wr)
+        let list = match wr.data() {
+            WqeData::List { slot, n } => {
+                let at = slot as usize * self.max_sge as usize;
+                self.lists.get(at..at + n as usize).unwrap_or(&[])
+            }
+            _ => &[],
+        };
+        Some((wr, list))
     }
 
     /// A QP found it empty and answered RNR NAK.
@@ -291,6 +404,10 @@ mod tests {
             wr_id: id,
             sge: Sge::default(),
         }
+    }
+
+    fn id(s: &mut Srq) -> Option<u64> {
+        s.take().map(|(w, _)| w.wr.wr_id)
     }
 
     fn attr(max_wr: u32, limit: u32) -> SrqAttr {
@@ -341,14 +458,14 @@ mod tests {
         }
         assert!(!s.post(wr(9)), "full");
         s.modify(&attr(0, 2), SrqAttrMask::LIMIT).unwrap();
-        assert_eq!(s.take().unwrap().wr_id, 0); // 3 left
-        assert_eq!(s.take().unwrap().wr_id, 1); // 2 left: not below 2
+        assert_eq!(id(&mut s), Some(0)); // 3 left
+        assert_eq!(id(&mut s), Some(1)); // 2 left: not below 2
         assert!(!s.take_limit_event());
-        assert_eq!(s.take().unwrap().wr_id, 2); // 1 left: fires
+        assert_eq!(id(&mut s), Some(2)); // 1 left: fires
         assert!(s.take_limit_event());
         assert!(!s.take_limit_event(), "reported once");
         assert_eq!(s.attr().srq_limit, 0, "disarmed");
-        assert_eq!(s.take().unwrap().wr_id, 3);
+        assert_eq!(id(&mut s), Some(3));
         assert!(!s.take_limit_event());
         assert!(s.take().is_none());
         assert_eq!(s.counters().limit_events, 1);

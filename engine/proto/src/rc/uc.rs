@@ -45,6 +45,14 @@
 //!   its R_Key allowed). Every message dropped counts once in
 //!   `uc_messages_dropped` (a message lost whole on the wire is not seen,
 //!   not counted).
+//!
+//!   A UC QP may take its receives from a shared receive queue (the
+//!   kernel, and rxe, allow one for any QP type but XRC's): a SEND or a
+//!   WRITE with immediate takes the SRQ's head (`rc/srq.rs`). An SRQ's
+//!   receive cannot go back to it: a message dropped after taking one
+//!   (its LAST missing, or longer than the receive) completes it with
+//!   `RemoteInvalidRequest` and the QP stays (rxe `do_class_d1e_error`
+//!   and `RESPST_ERR_LENGTH` for a QP on an SRQ: class E).
 //! - Attributes (IBA 11.2.4.2, the kernel's `qp_state_table` for UC):
 //!   INIT->RTR needs the address vector, path MTU, destination QP and
 //!   RQ PSN; RTR->RTS the SQ PSN; the timeout, retry counts, RNR timer
@@ -53,7 +61,6 @@
 use super::attr::{QpAttrMask, QpState};
 use super::completer::Fatal;
 use super::context::RxContext;
-use super::counters::QpCounters;
 use super::error::VerbsError;
 use super::mr::QpScope;
 use super::psn::Psn;
@@ -115,19 +122,18 @@ impl Responder {
         let psn = Psn::new(frame.psn());
         let op = frame.opcode();
         let starts = op.is_first() || op.is_only();
-        let counters = &mut *cx.counters;
         match psn.diff(self.e_psn) {
             // Behind: a duplicate or a straggler; never executed again.
             d if d < 0 => {
-                counters.rest().duplicate_request += 1;
+                cx.counters.rest().duplicate_request += 1;
                 return Ok(());
             }
             d => {
                 if d > 0 {
-                    counters.rest().out_of_seq_request += 1;
+                    cx.counters.rest().out_of_seq_request += 1;
                 }
                 if (d > 0 || self.uc_dropping) && !starts {
-                    self.drop_uc_message(counters);
+                    self.drop_uc_message(cx);
                     return Ok(());
                 }
             }
@@ -136,8 +142,8 @@ impl Responder {
             // A new message begins here: one still in progress lost its
             // LAST (rxe check_op_seq -> class D1).
             if !matches!(self.in_progress, InProgress::None) {
-                counters.rest().uc_messages_dropped += 1;
-                self.give_back_receive();
+                cx.counters.rest().uc_messages_dropped += 1;
+                self.give_back_receive(cx);
             }
             self.uc_dropping = false;
         }
@@ -162,7 +168,7 @@ impl Responder {
         let req = self.check_op_seq(frame)?;
         check_op_valid(&req, cx.attr.access)?;
         check_length(&req, payload.len(), cx.attr.path_mtu.bytes())?;
-        self.check_resource(&req, cx.attr, None)?;
+        self.check_resource(&req, cx.attr, cx.srq.as_deref())?;
         let qpn = cx.sink.qpn;
         let completed = match req {
             Request::Send { last, imm, .. } => {
@@ -173,6 +179,16 @@ impl Responder {
                     _ => None,
                 };
                 match self.execute_send(last, imm, None, payload, cx) {
+                    // On an SRQ the WQE cannot go back: it completes with
+                    // a remote invalid request error and the QP stays
+                    // (class E; rxe RESPST_ERR_LENGTH for a UC QP on an
+                    // SRQ).
+                    Err(RespError::RecvTooShort { wr, .. }) if cx.srq.is_some() => {
+                        self.in_progress = InProgress::None;
+                        let wc = recv_wc(wr, qpn, WcStatus::RemoteInvalidRequest, 0, None);
+                        cx.sink.push(wc, cx.counters);
+                        return Err(RespError::Length);
+                    }
                     Err(RespError::RecvTooShort { .. }) => {
                         if let Some(w) = taken {
                             self.rq.push_front(w);
@@ -185,7 +201,7 @@ impl Responder {
             Request::Write { reth, last, imm } => {
                 let qp = QpScope { pd: cx.pd, qpn };
                 let target = self.check_rkey_write(reth, payload.len(), cx.mrs, qp)?;
-                self.execute_write(target, last, imm, payload, qpn, None)?
+                self.execute_write(target, last, imm, payload, qpn, cx.srq.as_deref_mut())?
             }
             // check_op_seq decodes UC opcodes as SENDs and WRITEs only.
             Request::Read(_) | Request::Atomic { .. } => return Err(RespError::Unsupported),
@@ -215,24 +231,26 @@ impl Responder {
             RespError::RkeyViolation => counters.rest().uc_rkey_violations += 1,
             _ => {}
         }
-        self.drop_uc_message(counters);
+        self.drop_uc_message(cx);
         Ok(())
     }
 
     /// Drop the message in progress (or the one whose packets are
     /// arriving) and every packet up to the next FIRST or ONLY; counted
     /// once per message.
-    fn drop_uc_message(&mut self, counters: &mut QpCounters) {
+    fn drop_uc_message(&mut self, cx: &mut RxContext<'_>) {
         if !self.uc_dropping {
-            counters.rest().uc_messages_dropped += 1;
+            cx.counters.rest().uc_messages_dropped += 1;
             self.uc_dropping = true;
         }
-        self.give_back_receive();
+        self.give_back_receive(cx);
     }
 
     /// End the message in progress; a SEND's receive goes back to the head
-    /// of the queue as it was posted (rxe `do_class_d1e_error`).
-    fn give_back_receive(&mut self) {
+    /// of the queue as it was posted (rxe `do_class_d1e_error`, class D1).
+    /// On an SRQ it cannot go back: it completes with a remote invalid
+    /// request error (class E, the same rxe function for a QP on an SRQ).
+    fn give_back_receive(&mut self, cx: &mut RxContext<'_>) {
         let wqe = match core::mem::replace(&mut self.in_progress, InProgress::None) {
             InProgress::Send { wr, .. } => RecvWqe::new(wr, WqeData::One),
             InProgress::SendList {
@@ -254,6 +272,11 @@ impl Responder {
             ),
             InProgress::Write { .. } | InProgress::None => return,
         };
+        if cx.srq.is_some() {
+            let wc = recv_wc(wqe.wr, cx.sink.qpn, WcStatus::RemoteInvalidRequest, 0, None);
+            cx.sink.push(wc, cx.counters);
+            return;
+        }
         self.rq.push_front(wqe);
     }
 }

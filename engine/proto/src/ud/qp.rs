@@ -139,6 +139,9 @@ pub struct UdQp {
     pub(crate) rq: VecDeque<RecvWr>,
     /// Waiting in the endpoint's ready list (`table.rs`).
     pub(crate) queued: bool,
+    /// On an SRQ, it entered ERROR and has not yet reported its last WQE
+    /// (`AsyncEvent::QpLastWqeReached`, IBA 10.3.1).
+    pub(crate) last_wqe_reached: bool,
     pub(crate) counters: Counters,
 }
 
@@ -154,6 +157,7 @@ impl UdQp {
             attr: UdQpAttr::default(),
             psn: 0,
             queued: false,
+            last_wqe_reached: false,
             counters: Counters::default(),
         }
     }
@@ -290,6 +294,10 @@ impl UdQp {
         while let Some(r) = self.rq.pop_front() {
             let wc = self.wc(r.wr_id, WcStatus::Flushed, WcOpcode::Recv);
             self.complete(self.init.recv_cq, wc, cqs);
+        }
+        // On an SRQ: it takes no more of the SRQ's WQEs (IBA 10.3.1).
+        if self.init.srq.is_some() {
+            self.last_wqe_reached = true;
         }
     }
 

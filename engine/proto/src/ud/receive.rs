@@ -8,7 +8,9 @@
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::qp::{UdQp, DEFAULT_PKEY, GRH_LEN};
-use crate::rc::{pkey_match, Access, Cq, MrTable, QpState, WcOpcode, WcStatus};
+use crate::rc::{
+    pkey_match, scatter, Access, Cq, MrTable, QpState, RecvWr, Srq, WcOpcode, WcStatus, WqeData,
+};
 use crate::wire::RoceFrameView;
 
 /// The network header a UD message came with (verbs
@@ -69,6 +71,7 @@ impl UdQp {
         f: &RoceFrameView<'_>,
         mrs: &mut MrTable,
         cqs: &mut [Cq],
+        srq: Option<&mut Srq>,
     ) -> Received {
         // rxe hdr_check: a request needs RTR or RTS.
         if !matches!(self.attr.state, QpState::Rtr | QpState::Rts) {
@@ -93,17 +96,27 @@ impl UdQp {
         self.counters.rcvd_pkts += 1;
         // check_resource: no receive posted is class D on UD (IBA
         // 9.7.5.2.8; rxe RESPST_ERR_RNR for UD): the message is dropped.
-        let Some(&wr) = self.rq.front() else {
+        // A QP on a shared receive queue takes the SRQ's head (rxe
+        // get_srq_wqe; `rc/srq.rs`).
+        let posted = srq
+            .as_deref()
+            .map_or(!self.rq.is_empty(), |s| !s.is_empty());
+        if !posted {
             self.counters.dropped_no_receive += 1;
             return Received::Dropped;
-        };
+        }
         // check_length: an ONLY packet longer than the MTU is class D too.
         let payload = f.payload();
         if payload.len() > self.attr.mtu.bytes() as usize {
             self.counters.dropped_malformed += 1;
             return Received::Dropped;
         }
-        self.rq.pop_front();
+        if let Some(s) = srq {
+            return self.receive_into_srq_wqe(f, payload, mrs, cqs, s);
+        }
+        let Some(wr) = self.rq.pop_front() else {
+            return Received::Dropped;
+        };
         // execute: the GRH area, then the payload. A buffer too small for
         // both (rxe copy_data: -EINVAL, RESPST_ERR_MALFORMED_WQE) or a
         // key that does not work completes with a local QP operation error
@@ -121,21 +134,83 @@ impl UdQp {
             self.flush(cqs);
             return Received::Completed;
         };
-        let ip = f.ip_header();
         let (grh, data) = dst.split_at_mut(GRH_LEN);
-        // rxe `union rdma_network_hdr`: over IPv4, 20 reserved zero bytes
-        // and the IPv4 header; over IPv6, the IPv6 header (its 40 bytes
-        // have the GRH's layout).
-        grh[..GRH_LEN - ip.len()].fill(0);
-        grh[GRH_LEN - ip.len()..].copy_from_slice(ip);
+        fill_grh(f, grh);
         data.copy_from_slice(payload);
+        self.complete_received(f, wr, need, cqs);
+        Received::Completed
+    }
+
+    /// The datagram into the WQE at the head of the SRQ `srq`: its one
+    /// SGE or its SGE list, scattered in order (rxe copy_data), the GRH
+    /// area first. Too small, or a piece that refuses the bytes: the
+    /// receive completes with a local QP operation error and the QP goes
+    /// to ERROR (class A), as with a receive of its own.
+    #[cold]
+    fn receive_into_srq_wqe(
+        &mut self,
+        f: &RoceFrameView<'_>,
+        payload: &[u8],
+        mrs: &mut MrTable,
+        cqs: &mut [Cq],
+        srq: &mut Srq,
+    ) -> Received {
+        let Some((wqe, list)) = srq.take() else {
+            return Received::Dropped;
+        };
+        let wr = wqe.wr;
+        let need = GRH_LEN + payload.len();
+        let mut grh = [0u8; GRH_LEN];
+        fill_grh(f, &mut grh);
+        let placed = wr.sge.length as usize >= need
+            && match wqe.data() {
+                WqeData::List { .. } => {
+                    scatter(mrs, self.pd, list, 0, &grh)
+                        && scatter(mrs, self.pd, list, GRH_LEN as u32, payload)
+                }
+                _ => match mrs.slice_mut(
+                    self.pd,
+                    wr.sge.lkey,
+                    wr.sge.addr,
+                    need,
+                    Access::LOCAL_WRITE,
+                ) {
+                    Ok(dst) => {
+                        dst[..GRH_LEN].copy_from_slice(&grh);
+                        dst[GRH_LEN..].copy_from_slice(payload);
+                        true
+                    }
+                    Err(_) => false,
+                },
+            };
+        if !placed {
+            let wc = self.wc(wr.wr_id, WcStatus::LocalQpOperationError, WcOpcode::Recv);
+            self.complete(self.init.recv_cq, wc, cqs);
+            self.flush(cqs);
+            return Received::Completed;
+        }
+        self.complete_received(f, wr, need, cqs);
+        Received::Completed
+    }
+
+    /// Complete the receive `wr` that took `byte_len` bytes of `f`.
+    fn complete_received(
+        &mut self,
+        f: &RoceFrameView<'_>,
+        wr: RecvWr,
+        byte_len: usize,
+        cqs: &mut [Cq],
+    ) {
+        let Some(deth) = f.deth() else {
+            return;
+        };
         let (network, sgid) = match (f.ipv4_addrs(), f.ipv6_addrs()) {
             (Some((src, _)), _) => (NetworkHeader::Ipv4, src.to_ipv6_mapped().octets()),
             (_, Some((src, _))) => (NetworkHeader::Ipv6, src.octets()),
             _ => (NetworkHeader::Ipv4, [0; 16]),
         };
         let mut wc = self.wc(wr.wr_id, WcStatus::Success, WcOpcode::Recv);
-        wc.byte_len = need as u32;
+        wc.byte_len = byte_len as u32;
         wc.imm = f.immdt();
         wc.ud = Some(UdSource {
             src_qp: deth.src_qp,
@@ -144,7 +219,6 @@ impl UdQp {
             smac: f.src_mac(),
         });
         self.complete(self.init.recv_cq, wc, cqs);
-        Received::Completed
     }
 
     /// Post a receive (checked: state, key, range, rights; the region's
@@ -156,6 +230,12 @@ impl UdQp {
         cqs: &mut [Cq],
     ) -> Result<(), crate::rc::VerbsError> {
         use crate::rc::VerbsError;
+        if self.init.srq.is_some() {
+            // rxe's provider: a QP on an SRQ has no receive queue.
+            return Err(VerbsError::InvalidArgument(
+                "the QP takes its receives from a shared receive queue: post them there",
+            ));
+        }
         match self.attr.state {
             QpState::Reset => return Err(VerbsError::InvalidState),
             QpState::Error => {
@@ -172,6 +252,15 @@ impl UdQp {
         self.rq.push_back(wr);
         Ok(())
     }
+}
+
+/// The 40-byte GRH area of a UD receive (rxe `union rdma_network_hdr`):
+/// over IPv4, 20 reserved zero bytes and the IPv4 header; over IPv6, the
+/// IPv6 header (its 40 bytes have the GRH's layout).
+fn fill_grh(f: &RoceFrameView<'_>, grh: &mut [u8]) {
+    let ip = f.ip_header();
+    grh[..GRH_LEN - ip.len()].fill(0);
+    grh[GRH_LEN - ip.len()..].copy_from_slice(ip);
 }
 
 #[cfg(test)]

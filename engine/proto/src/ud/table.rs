@@ -123,9 +123,12 @@ impl UdQps {
         f: &RoceFrameView<'_>,
         mrs: &mut MrTable,
         cqs: &mut [Cq],
+        srqs: &mut [Option<crate::rc::Srq>],
     ) -> Option<bool> {
         let qp = self.qps.get_mut(&qpn)?;
-        Some(qp.receive(f, mrs, cqs) == Received::Completed)
+        // A QP on a shared receive queue takes its receives from it.
+        let srq = qp.init.srq.and_then(|s| srqs.get_mut(s as usize)?.as_mut());
+        Some(qp.receive(f, mrs, cqs, srq) == Received::Completed)
     }
 
     /// The sum of every UD QP's counters.

@@ -565,3 +565,346 @@ fn an_srq_at_another_mtu_and_many_qps_keeps_every_byte() {
     s.now += Duration::from_micros(1);
     s.settle();
 }
+
+// ---- receives with SGE lists (rxe RXE_MAX_SRQ_SGE) ----
+
+fn srq_attr_sge(max_wr: u32, max_sge: u32) -> SrqAttr {
+    SrqAttr {
+        max_wr,
+        max_sge,
+        srq_limit: 0,
+    }
+}
+
+/// The pieces of B's slot `slot` a list receive scatters into: `lens`
+/// bytes each, 1000 bytes apart (gaps that must stay untouched).
+fn pieces(s: &Shared, slot: u64, lens: &[u32]) -> Vec<Sge> {
+    let mut at = IOVA_B + slot * SLOT;
+    lens.iter()
+        .map(|&length| {
+            let g = Sge {
+                lkey: s.mr_b.lkey,
+                addr: at,
+                length,
+            };
+            at += u64::from(length) + 1000;
+            g
+        })
+        .collect()
+}
+
+/// What the pieces hold, end to end.
+fn gathered(s: &Shared, list: &[Sge], len: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for g in list {
+        let mut v = vec![0u8; g.length as usize];
+        s.b.mr_read(s.mr_b.lkey, g.addr, &mut v).unwrap();
+        out.extend(v);
+    }
+    out.truncate(len);
+    out
+}
+
+#[test]
+fn srq_receives_with_lists_scatter_each_message_across_its_pieces() {
+    let mut s = shared(2, srq_attr_sge(16, 27));
+    assert_eq!(s.b.query_srq(s.srq).unwrap().max_sge, 27);
+    // WQE 1: three pieces; WQE 2: one SGE; WQE 3: 27 pieces of 100.
+    let l1 = pieces(&s, 0, &[1000, 300, 1500]);
+    let l3 = pieces(&s, 2, &[100; 27]);
+    s.b.post_srq_recv_sgl(s.srq, 1, &l1).unwrap();
+    s.post(2, 1);
+    s.b.post_srq_recv_sgl(s.srq, 3, &l3).unwrap();
+    assert_eq!(s.b.srq(s.srq).unwrap().posted(), 3);
+    // QP 0's 3-packet SEND takes WQE 1 with its FIRST, QP 1's 2-packet
+    // SEND WQE 2, packets interleaved; then QP 0's 3-packet 2700 bytes
+    // fill all 27 pieces of WQE 3.
+    let f0 = s.send(0, 10, 2500, 0x40);
+    let f1 = s.send(1, 11, 1500, 0x80);
+    s.deliver_b(&f0[..1]);
+    s.deliver_b(&f1[..1]);
+    s.deliver_b(&f0[1..2]);
+    s.deliver_b(&f1[1..]);
+    s.deliver_b(&f0[2..]);
+    let f2 = s.send(0, 12, 2700, 0x11);
+    assert_eq!(f2.len(), 3);
+    s.deliver_b(&f2);
+    let (q0, q1) = (s.qps[0].1, s.qps[1].1);
+    assert_eq!(
+        recvs(&s.wcs_b()),
+        [
+            (q1, 2, WcStatus::Success, 1500),
+            (q0, 1, WcStatus::Success, 2500),
+            (q0, 3, WcStatus::Success, 2700)
+        ]
+    );
+    assert_eq!(gathered(&s, &l1, 2500), bytes(2500, 0x40));
+    assert_eq!(s.slot_b(1, 1500), bytes(1500, 0x80));
+    assert_eq!(gathered(&s, &l3, 2700), bytes(2700, 0x11));
+    // The gaps between pieces are untouched.
+    let gap = |s: &Shared, g: &Sge| {
+        let mut v = vec![0xFFu8; 1000];
+        s.b.mr_read(s.mr_b.lkey, g.addr + u64::from(g.length), &mut v)
+            .unwrap();
+        v
+    };
+    for g in l1.iter().chain(&l3) {
+        assert_eq!(gap(&s, g), vec![0u8; 1000]);
+    }
+    s.settle();
+    assert!(drain_cq(&mut s.a, s.cq_a)
+        .iter()
+        .all(|w| w.status == WcStatus::Success));
+}
+
+#[test]
+fn an_srq_list_is_checked_as_a_qps_and_bounded_by_its_max_sge() {
+    let mut s = shared(1, srq_attr_sge(8, 3));
+    let four = pieces(&s, 0, &[10, 10, 10, 10]);
+    assert!(matches!(
+        s.b.post_srq_recv_sgl(s.srq, 1, &four),
+        Err(VerbsError::InvalidArgument(_))
+    ));
+    let mut bad = pieces(&s, 0, &[10, 10]);
+    bad[1].addr = 0x7777_0000;
+    assert_eq!(
+        s.b.post_srq_recv_sgl(s.srq, 2, &bad),
+        Err(VerbsError::LocalProtection)
+    );
+    assert_eq!(s.b.srq(s.srq).unwrap().posted(), 0, "nothing queued");
+    // Creation beyond rxe's 27 is refused.
+    assert!(matches!(
+        s.b.create_srq(0, srq_attr_sge(8, 28)),
+        Err(VerbsError::InvalidArgument(_))
+    ));
+    // A message longer than the list's total: the receive completes with
+    // a length error (rxe -ENOSPC), nothing beyond the pieces written.
+    let short = pieces(&s, 0, &[100, 100]);
+    s.b.post_srq_recv_sgl(s.srq, 3, &short).unwrap();
+    let f = s.send(0, 4, 300, 5);
+    s.deliver_b(&f);
+    let w = s.wcs_b();
+    assert_eq!(w[0].wr_id, 3);
+    assert_eq!(w[0].status, WcStatus::LocalLengthError);
+    let mut after = vec![0xFFu8; 1000];
+    s.b.mr_read(s.mr_b.lkey, short[1].addr + 100, &mut after)
+        .unwrap();
+    assert_eq!(after, vec![0u8; 1000]);
+}
+
+#[test]
+fn resizing_an_srq_keeps_its_queued_lists() {
+    let mut s = shared(1, srq_attr_sge(3, 4));
+    let lists: Vec<Vec<Sge>> = (0..3).map(|k| pieces(&s, k, &[50, 60, 70])).collect();
+    for (k, l) in lists.iter().enumerate() {
+        s.b.post_srq_recv_sgl(s.srq, k as u64, l).unwrap();
+    }
+    // Take one so that the ring has moved, then grow, then shrink.
+    let f = s.send(0, 100, 180, 1);
+    s.deliver_b(&f);
+    s.b.modify_srq(s.srq, &srq_attr_sge(7, 0), SrqAttrMask::MAX_WR)
+        .unwrap();
+    let more: Vec<Vec<Sge>> = (3..6).map(|k| pieces(&s, k, &[90, 90])).collect();
+    for (k, l) in more.iter().enumerate() {
+        s.b.post_srq_recv_sgl(s.srq, 3 + k as u64, l).unwrap();
+    }
+    s.b.modify_srq(s.srq, &srq_attr_sge(5, 0), SrqAttrMask::MAX_WR)
+        .unwrap();
+    for k in 1..6u8 {
+        let f = s.send(0, 100 + u64::from(k), 180, k + 1);
+        s.deliver_b(&f);
+    }
+    let wcs = s.wcs_b();
+    assert_eq!(
+        wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        (0..6).map(|k| (k, WcStatus::Success)).collect::<Vec<_>>()
+    );
+    for (k, l) in lists.iter().chain(&more).enumerate() {
+        assert_eq!(gathered(&s, l, 180), bytes(180, k as u8 + 1), "WQE {k}");
+    }
+}
+
+#[test]
+fn a_qp_in_error_flushes_the_list_receive_it_took() {
+    let mut s = shared(2, srq_attr_sge(8, 4));
+    let l0 = pieces(&s, 0, &[700, 700, 700]);
+    let l1 = pieces(&s, 1, &[200, 200]);
+    s.b.post_srq_recv_sgl(s.srq, 0, &l0).unwrap();
+    s.b.post_srq_recv_sgl(s.srq, 1, &l1).unwrap();
+    let f = s.send(0, 1, 1500, 1);
+    s.deliver_b(&f[..1]);
+    let q0 = s.qps[0].1;
+    s.b.modify_qp(
+        q0,
+        &QpAttr {
+            state: QpState::Error,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE,
+    )
+    .unwrap();
+    assert_eq!(recvs(&s.wcs_b()), [(q0, 0, WcStatus::Flushed, 0)]);
+    // QP 1 takes the next list.
+    let f = s.send(1, 2, 350, 2);
+    s.deliver_b(&f);
+    let q1 = s.qps[1].1;
+    assert_eq!(recvs(&s.wcs_b()), [(q1, 1, WcStatus::Success, 350)]);
+    assert_eq!(gathered(&s, &l1, 350), bytes(350, 2));
+}
+
+#[test]
+fn a_qp_on_an_srq_that_enters_error_reports_its_last_wqe_once() {
+    let mut s = shared(2, srq_attr(8, 0));
+    s.post(1, 0);
+    let (q0, q1) = (s.qps[0].1, s.qps[1].1);
+    assert!(s.events().is_empty());
+    // Moved to error by the program.
+    let err = QpAttr {
+        state: QpState::Error,
+        ..QpAttr::default()
+    };
+    s.b.modify_qp(q0, &err, QpAttrMask::STATE).unwrap();
+    assert_eq!(s.events(), [AsyncEvent::QpLastWqeReached { qpn: q0 }]);
+    assert!(s.events().is_empty(), "reported once");
+    // Moved to error by the peer's fault: a SEND longer than the SRQ's
+    // receive is a length error at B (class C, the QP to error).
+    let f = s.send(1, 2, 9000, 7);
+    s.deliver_b(&f);
+    let w = s.wcs_b();
+    assert_eq!(recvs(&w)[0], (q1, 1, WcStatus::LocalLengthError, 9000));
+    assert_eq!(s.b.qp_state(q1), Some(QpState::Error));
+    assert_eq!(s.events(), [AsyncEvent::QpLastWqeReached { qpn: q1 }]);
+    // Reset, back to error: reported again. A QP without an SRQ never is.
+    let reset = QpAttr {
+        state: QpState::Reset,
+        ..QpAttr::default()
+    };
+    s.b.modify_qp(q0, &reset, QpAttrMask::STATE).unwrap();
+    s.b.modify_qp(q0, &err, QpAttrMask::STATE).unwrap();
+    assert_eq!(s.events(), [AsyncEvent::QpLastWqeReached { qpn: q0 }]);
+    let qa = s.qps[0].0;
+    s.a.modify_qp(qa, &err, QpAttrMask::STATE).unwrap();
+    assert_eq!(s.a.poll_event(), None);
+    // A destroyed QP's pending report goes with it.
+    s.b.modify_qp(q0, &reset, QpAttrMask::STATE).unwrap();
+    s.b.modify_qp(q0, &err, QpAttrMask::STATE).unwrap();
+    s.b.destroy_qp(q0).unwrap();
+    assert!(s.events().is_empty());
+}
+
+/// A and B with one UC QP pair, B's on an SRQ of `max_sge` SGEs.
+fn uc_on_srq(max_sge: u32) -> Shared {
+    let mut s = shared(0, srq_attr_sge(8, max_sge));
+    let ip = |x| IpAddr::V4(Ipv4Addr::new(10, 0, 0, x));
+    let init = |cq, srq| QpInitAttr {
+        send_cq: cq,
+        recv_cq: cq,
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        sq_sig_all: true,
+        srq,
+    };
+    let qa = s.a.create_uc_qp_in(0, init(s.cq_a, None)).unwrap();
+    let qb = s.b.create_uc_qp_in(0, init(s.cq_b, Some(s.srq))).unwrap();
+    let remote = |qpn, mac, x| RemoteQp {
+        qpn,
+        psn: 0,
+        mac,
+        ip: ip(x),
+    };
+    s.a.connect(qa, &remote(qb, MAC_B, 2), &opts()).unwrap();
+    s.b.connect(qb, &remote(qa, MAC_A, 1), &opts()).unwrap();
+    s.qps.push((qa, qb));
+    s
+}
+
+#[test]
+fn a_uc_qp_takes_its_receives_from_an_srq_and_a_dropped_message_completes_its_wqe_in_error() {
+    let mut s = uc_on_srq(4);
+    let qb = s.qps[0].1;
+    assert_eq!(s.b.srq(s.srq).unwrap().qps(), 1);
+    let l0 = pieces(&s, 0, &[1000, 800, 900]);
+    s.b.post_srq_recv_sgl(s.srq, 10, &l0).unwrap();
+    s.post(11, 1);
+    s.post(12, 2);
+    s.post(13, 3);
+    // A 3-packet SEND into the list WQE.
+    let f = s.send(0, 1, 2500, 0x31);
+    assert_eq!(f.len(), 3);
+    s.deliver_b(&f);
+    assert_eq!(recvs(&s.wcs_b()), [(qb, 10, WcStatus::Success, 2500)]);
+    assert_eq!(gathered(&s, &l0, 2500), bytes(2500, 0x31));
+    // A message whose LAST is lost: the next FIRST drops it; the WQE it
+    // took completes with a remote invalid request error (class E), the
+    // next message takes the next WQE, the QP stays.
+    let f = s.send(0, 2, 2000, 0x32);
+    s.deliver_b(&f[..1]);
+    let g = s.send(0, 3, 1500, 0x33);
+    s.deliver_b(&g);
+    assert_eq!(
+        recvs(&s.wcs_b()),
+        [
+            (qb, 11, WcStatus::RemoteInvalidRequest, 0),
+            (qb, 12, WcStatus::Success, 1500)
+        ]
+    );
+    assert_eq!(s.slot_b(2, 1500), bytes(1500, 0x33));
+    assert_eq!(s.b.qp_state(qb), Some(QpState::Rts));
+    // Longer than its receive: the same, no byte past the buffer.
+    let mut short = s.recv(14, 4);
+    short.sge.length = 100;
+    s.b.post_srq_recv(s.srq, short).unwrap();
+    let f = s.send(0, 4, 50, 0x34);
+    s.deliver_b(&f);
+    let f = s.send(0, 5, 300, 0x35);
+    s.deliver_b(&f);
+    assert_eq!(
+        recvs(&s.wcs_b()),
+        [
+            (qb, 13, WcStatus::Success, 50),
+            (qb, 14, WcStatus::RemoteInvalidRequest, 0)
+        ]
+    );
+    assert_eq!(s.slot_b(4, 200)[100..], vec![0u8; 100][..]);
+    assert_eq!(s.b.qp_state(qb), Some(QpState::Rts));
+    // An empty SRQ: the message is dropped (class D, no RNR on UC).
+    let f = s.send(0, 6, 10, 0x36);
+    s.deliver_b(&f);
+    assert!(s.wcs_b().is_empty());
+    assert!(drain(&mut s.b, s.now).is_empty(), "UC answers nothing");
+    // A WRITE with immediate takes the SRQ's next receive.
+    s.post(15, 5);
+    s.a.mr_write(s.mr_a.lkey, IOVA_A, &bytes(64, 9)).unwrap();
+    let mut wr = SendWr::new(
+        7,
+        SendOp::WriteWithImm,
+        Sge {
+            lkey: s.mr_a.lkey,
+            addr: IOVA_A,
+            length: 64,
+        },
+    );
+    wr.remote_addr = IOVA_B + 6 * SLOT;
+    wr.rkey = s.mr_b.rkey;
+    wr.imm = 0x1234;
+    s.a.post_send(s.qps[0].0, wr).unwrap();
+    let f = drain(&mut s.a, s.now);
+    s.deliver_b(&f);
+    let w = s.wcs_b();
+    assert_eq!(
+        (w[0].wr_id, w[0].opcode, w[0].imm, w[0].byte_len),
+        (15, WcOpcode::RecvRdmaWithImm, Some(0x1234), 64)
+    );
+    assert_eq!(s.slot_b(6, 64), bytes(64, 9));
+    // In error: the last WQE event, as for RC.
+    s.b.modify_qp(
+        qb,
+        &QpAttr {
+            state: QpState::Error,
+            ..QpAttr::default()
+        },
+        QpAttrMask::STATE,
+    )
+    .unwrap();
+    assert_eq!(s.events(), [AsyncEvent::QpLastWqeReached { qpn: qb }]);
+}

@@ -8,5 +8,6 @@
 mod fuzz;
 mod packets;
 mod sim;
+mod srq;
 mod support;
 mod vectors;

@@ -11,7 +11,6 @@
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
-use std::ptr::null_mut;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use engine::rc::{QpInitAttr, RecvWr, Sge, SgeCaps, VerbsError};
@@ -37,13 +36,10 @@ pub(super) fn create(
     a: &mut ibv_qp_init_attr,
     init_attr: QpInitAttr,
 ) -> Result<*mut ibv_qp, c_int> {
-    // The engine's UD QP takes its receives from its own queue.
-    if init_attr.srq.is_some() {
-        return Err(unsupported!(
-            "ibv_create_qp of a UD QP on a shared receive queue",
-            libc::EOPNOTSUPP
-        ));
-    }
+    // On an SRQ (rxe allows it for UD) the engine's UD QP takes the
+    // SRQ's receives, lists included: no receive staging, receive
+    // capacities 0 (the caller zeroed them).
+    let on_srq = init_attr.srq.is_some();
     // What the QP has: its SGEs and inline bytes as rxe grants them (the
     // larger of the send SGEs and the inline data fills the WQE's room).
     let grants = SgeCaps {
@@ -53,9 +49,11 @@ pub(super) fn create(
     }
     .as_rxe_grants();
     a.cap.max_send_wr = init_attr.max_send_wr;
-    a.cap.max_recv_wr = init_attr.max_recv_wr;
     a.cap.max_send_sge = grants.max_send_sge;
-    a.cap.max_recv_sge = grants.max_recv_sge;
+    if !on_srq {
+        a.cap.max_recv_wr = init_attr.max_recv_wr;
+        a.cap.max_recv_sge = grants.max_recv_sge;
+    }
     a.cap.max_inline_data = grants.max_inline_data;
     // SAFETY: ibv_qp is plain data (pointers, integers, and a pthread
     // mutex and condition whose all-zero value is their initializer).
@@ -68,6 +66,7 @@ pub(super) fn create(
     c.recv_cq = a.recv_cq;
     c.state = IBV_QPS_RESET;
     c.qp_type = IBV_QPT_UD;
+    c.srq = a.srq;
     let b = Box::new(Qp {
         c: UnsafeCell::new(c),
         ex: QpEx::new(),
@@ -83,7 +82,7 @@ pub(super) fn create(
         .map_err(|e| errno_of(&e))?;
     let staged = shell
         .stage_ud_sends(qpn, owner.number, init_attr.max_send_wr as usize)
-        .and_then(|()| match a.cap.max_recv_sge > 1 {
+        .and_then(|()| match a.cap.max_recv_sge > 1 && !on_srq {
             true => shell.stage_ud_recvs(
                 qpn,
                 owner.number,
@@ -217,7 +216,7 @@ pub(super) unsafe fn query(
                 qp_context: c.qp_context,
                 send_cq: c.send_cq,
                 recv_cq: c.recv_cq,
-                srq: null_mut(),
+                srq: c.srq,
                 cap: me.cap,
                 qp_type: IBV_QPT_UD,
                 sq_sig_all: me.sq_sig_all,
