@@ -1076,7 +1076,9 @@ static int ud(void)
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
 	aa.grh.dgid = gid1;
 	aa.grh.sgid_index = 1;
-	aa.grh.hop_limit = 64;
+	/* The frames carry the route's hop limit, not this (the kernel
+	 * resolves RoCE addresses so, for rxe too). */
+	aa.grh.hop_limit = 1;
 	aa.grh.traffic_class = 0;
 	struct ibv_ah_attr bad_attr = aa;
 	bad_attr.is_global = 0;
@@ -1101,14 +1103,19 @@ static int ud(void)
 	struct ibv_wc rw = send_and_recv(cq, 1);
 	check_recv(&rw, 100, 300, a->qp_num, b->qp_num, 0);
 	check_grh(rcv, snd, 300, 0);
-	CHECK(((const unsigned char *)rcv)[20 + 8] == 64, "TTL: the AH's hop limit");
+	int ttl = 0;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_default_ttl", "r");
+	CHECK(f && fscanf(f, "%d", &ttl) == 1, "reading net.ipv4.ip_default_ttl");
+	fclose(f);
+	CHECK(((const unsigned char *)rcv)[20 + 8] == ttl,
+	      "TTL %d: the route's (%d), not the AH's 1", ((const unsigned char *)rcv)[20 + 8], ttl);
 
 	/* The AH that answers: libibverbs' own computation over the GRH. */
 	struct ibv_ah_attr back;
 	memset(&back, 0xee, sizeof(back));
 	CHECK(!ibv_init_ah_from_wc(ctx, 1, &rw, (struct ibv_grh *)rcv, &back), "ibv_init_ah_from_wc");
 	CHECK(back.is_global == 1 && !memcmp(back.grh.dgid.raw, gid1.raw, 16) &&
-	      back.grh.sgid_index == 1 && back.grh.hop_limit == 64 && back.grh.traffic_class == 0 &&
+	      back.grh.sgid_index == 1 && back.grh.hop_limit == ttl && back.grh.traffic_class == 0 &&
 	      back.port_num == 1 && back.dlid == 0 && back.sl == rw.sl && back.grh.flow_label == 0,
 	      "ibv_init_ah_from_wc: global %d sgid_index %d hop %d", back.is_global,
 	      back.grh.sgid_index, back.grh.hop_limit);

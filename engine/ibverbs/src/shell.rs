@@ -663,6 +663,14 @@ impl Shell {
             .map_err(|e| e.to_string())
     }
 
+    /// The hop limit frames to `ip` carry: the kernel route's, as the
+    /// kernel's RDMA core sets it in every address it resolves for rxe and
+    /// NICs alike, whatever the program asked for (64 if the route cannot
+    /// be read).
+    pub fn route_hop_limit(&self, ip: IpAddr) -> u8 {
+        engine::nic::route_hop_limit(ip).unwrap_or(64)
+    }
+
     pub fn create_cq(&self, depth: usize, token: usize) -> u32 {
         let mut st = lock(&self.state);
         let depth = depth.max(16);

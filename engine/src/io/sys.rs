@@ -301,6 +301,27 @@ pub fn wait_readable_any(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Resul
 }
 
 /// Interface index of `name` in the calling thread's network namespace.
+/// An integer socket option (`getsockopt` of `level`, `name`).
+pub fn int_sockopt(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+) -> io::Result<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the live `v`.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok(v)
+}
+
 pub fn if_index(name: &str) -> io::Result<u32> {
     let c = CString::new(name)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name contains NUL"))?;

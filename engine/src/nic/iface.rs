@@ -191,9 +191,45 @@ pub fn resolve_mac(
     }
 }
 
+/// The hop limit the kernel's route to `addr` gives (IPv4: the socket
+/// default, `net.ipv4.ip_default_ttl`; IPv6: the route's hop limit),
+/// read from a UDP socket connected to it in the caller's namespace. The
+/// kernel's RDMA core puts this in every RoCE address it resolves
+/// (`ib_resolve_unicast_gid_dmac`, for `ibv_create_ah` and `ibv_modify_qp`
+/// with an address vector), in place of the hop limit the program gave.
+pub fn route_hop_limit(addr: IpAddr) -> std::io::Result<u8> {
+    let bind: IpAddr = match addr {
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let s = std::net::UdpSocket::bind((bind, 0))?;
+    s.connect((addr, 9))?;
+    let (level, name) = match addr {
+        IpAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_TTL),
+        IpAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS),
+    };
+    let v = crate::io::int_sockopt(s.as_fd(), level, name)?;
+    u8::try_from(v).map_err(|_| std::io::Error::other(format!("hop limit {v}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_route_hop_limit_is_the_kernel_default() {
+        let ttl: u8 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_default_ttl")
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(route_hop_limit(Ipv4Addr::LOCALHOST.into()).unwrap(), ttl);
+        let hops = route_hop_limit(Ipv6Addr::LOCALHOST.into());
+        // Without IPv6 on lo the connect fails: an error, never a guess.
+        if let Ok(h) = hops {
+            assert!(h > 0, "IPv6 hop limit {h}");
+        }
+    }
 
     #[test]
     fn parses_macs() {

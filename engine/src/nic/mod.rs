@@ -15,7 +15,8 @@ mod loader;
 mod steering;
 
 pub use iface::{
-    enter_netns, interface_addr, interface_mac, neighbour_mac, resolve_mac, NetnsError,
+    enter_netns, interface_addr, interface_mac, neighbour_mac, resolve_mac, route_hop_limit,
+    NetnsError,
 };
 pub(crate) use iface::{in_netns, ip};
 pub use loader::{

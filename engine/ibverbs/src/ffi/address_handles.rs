@@ -95,7 +95,8 @@ fn ah_attr(p: *mut ibv_pd, a: &ibv_ah_attr) -> Result<AhAttr, c_int> {
             ..RemoteAddress::default()
         },
         traffic_class: a.grh.traffic_class,
-        hop_limit: a.grh.hop_limit,
+        // The route's, as the kernel resolves it (ib_resolve_eth_dmac).
+        hop_limit: shell.route_hop_limit(ip),
         // IPv4 carries no flow label; the engine keeps 20 bits.
         flow_label: a.grh.flow_label & 0xF_FFFF,
         sgid_index: a.grh.sgid_index,

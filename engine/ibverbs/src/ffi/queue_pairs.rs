@@ -364,11 +364,11 @@ unsafe extern "C" fn ibv_modify_qp(p: *mut ibv_qp, attr: *mut ibv_qp_attr, mask:
                 vlan: None,
                 ..RemoteAddress::default()
             };
-            m = m | QpAttrMask::AV;
-            if ah.grh.hop_limit > 0 {
-                q.hop_limit = ah.grh.hop_limit;
-                m = m | QpAttrMask::HOP_LIMIT;
-            }
+            // The route's hop limit, not the program's: the kernel's RDMA
+            // core replaces it as it resolves the address (rxe's frames
+            // carry TTL 64 where ibv_rc_pingpong asks for 1).
+            q.hop_limit = shell.route_hop_limit(ip);
+            m = m | QpAttrMask::AV | QpAttrMask::HOP_LIMIT;
         }
         if has(IBV_QP_ACCESS_FLAGS) {
             q.access = access_of(a.qp_access_flags);
