@@ -26,7 +26,7 @@
 //! - the endpoint's counters never decrease.
 
 use core::net::{IpAddr, Ipv4Addr};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use proto::rc::{
@@ -185,8 +185,8 @@ pub struct World {
     ah: u32,
     /// The Q_Key the ordinary UD QP wants now.
     qkey: u32,
-    recvs: HashMap<u64, PostedRecv>,
-    sends: HashMap<u64, PostedSend>,
+    recvs: BTreeMap<u64, PostedRecv>,
+    sends: BTreeMap<u64, PostedSend>,
     next_id: u64,
     sent: VecDeque<Vec<u8>>,
     counters: Counters,
@@ -285,8 +285,8 @@ impl World {
             uc_b,
             ah,
             qkey: QKEY,
-            recvs: HashMap::new(),
-            sends: HashMap::new(),
+            recvs: BTreeMap::new(),
+            sends: BTreeMap::new(),
             next_id: 0,
             sent: VecDeque::new(),
             counters: Counters::default(),

@@ -63,6 +63,7 @@ pub use counters::{Counters, QpCounters};
 pub use cq::Cq;
 pub use error::VerbsError;
 pub(crate) use frame::pkey_match;
+pub(crate) use random::NumberMap;
 pub use mr::{Access, AccessError, MrKeys, MrTable, QpScope, RegionMemory};
 pub use mw::{MwBind, MwError, MwType};
 pub use psn::Psn;
