@@ -663,7 +663,7 @@ impl Endpoint {
 
     /// Post a send work request.
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send(wr, mrs, cqs))
+        self.with_qp(qpn, |qp, _, cqs| qp.post_send(wr, cqs))
     }
 
     /// Post a receive work request.
@@ -689,7 +689,7 @@ impl Endpoint {
     /// the QP's `max_send_sge` of them (`wr.local` is ignored; the
     /// request's length is their total).
     pub fn post_send_sgl(&mut self, qpn: u32, wr: SendWr, sges: &[Sge]) -> Result<(), VerbsError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send_sgl(wr, sges, mrs, cqs))
+        self.with_qp(qpn, |qp, _, cqs| qp.post_send_sgl(wr, sges, cqs))
     }
 
     /// Post a SEND or WRITE (with or without immediate) carrying `data`
@@ -701,7 +701,7 @@ impl Endpoint {
         wr: SendWr,
         data: &[u8],
     ) -> Result<(), VerbsError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send_inline(wr, data, mrs, cqs))
+        self.with_qp(qpn, |qp, _, cqs| qp.post_send_inline(wr, data, cqs))
     }
 
     /// Post a receive work request whose buffer is the list `sges`, up to
@@ -1188,7 +1188,7 @@ impl Endpoint {
     /// the request names.
     pub fn post_ud_send(&mut self, qpn: u32, wr: UdSendWr) -> Result<(), VerbsError> {
         let qp = self.ud.get_mut(qpn).ok_or(VerbsError::UnknownQp)?;
-        let r = qp.post_send(wr, &self.ahs, &self.mrs, &mut self.cqs);
+        let r = qp.post_send(wr, &self.ahs, &mut self.cqs);
         self.ud.schedule(qpn);
         r
     }
