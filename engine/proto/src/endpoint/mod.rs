@@ -323,6 +323,24 @@ impl Endpoint {
             .map_err(|_| VerbsError::LocalProtection)
     }
 
+    /// Copy bytes out of a region as a QP of protection domain `pd` reads
+    /// them (rxe `copy_data`: `lookup_mr` with the QP's PD, then
+    /// `mr_check_range`): a key of a region of another PD is refused too.
+    pub fn mr_read_in(
+        &self,
+        pd: u32,
+        lkey: u32,
+        iova: u64,
+        out: &mut [u8],
+    ) -> Result<(), VerbsError> {
+        let src = self
+            .mrs
+            .slice(pd, lkey, iova, out.len(), Access::NONE)
+            .map_err(|_| VerbsError::LocalProtection)?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+
     /// Copy bytes into a region (local access, bounds-checked, any PD).
     pub fn mr_write(&mut self, lkey: u32, iova: u64, data: &[u8]) -> Result<(), VerbsError> {
         self.mrs
