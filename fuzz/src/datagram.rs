@@ -799,15 +799,17 @@ fn payload(input: &mut Input<'_>) -> Vec<u8> {
 /// peer, with a BTH for `opcode`.
 fn base_headers(input: &mut Input<'_>, opcode: Opcode, dest_qp: u32) -> RoceHeaders {
     let bits = input.u8();
+    // Now and then not to this endpoint (another MAC, another IP).
+    let addr = input.u8();
     RoceHeaders {
         eth: EthRepr {
-            dst: if bits & 0x80 != 0 { PEER_MAC } else { MAC },
+            dst: if addr & 7 == 0 { PEER_MAC } else { MAC },
             src: PEER_MAC,
             vlan: None,
         },
         ip: IpRepr::V4 {
-            src: if bits & 0x40 != 0 { IP } else { PEER_IP },
-            dst: if bits & 0x20 != 0 { PEER_IP } else { IP },
+            src: if addr & 0x40 != 0 { IP } else { PEER_IP },
+            dst: if (addr >> 3) & 7 == 0 { PEER_IP } else { IP },
             dscp: bits & 0x1F,
             ecn: if bits & 0x10 != 0 { Ecn::Ce } else { Ecn::Ect0 },
             ttl: 64,
