@@ -14,7 +14,11 @@
  *              ibv_create_qp, ibv_modify_qp), ibv_rereg_mr, ibv_resize_cq,
  *              an empty GID table entry, the device's
  *              attributes (vendor_id, ibv_query_device_ex), the string
- *              helpers;
+ *              helpers; sends whose SGE names no region, a region of
+ *              another PD or bytes past its region (RC and UD, one SGE
+ *              and a list): posted, then LOC_QP_OP_ERR (SEND, WRITE) or
+ *              LOC_PROT_ERR (READ), the next request flushed, nothing
+ *              sent, as rxe;
  *   bad-input  a wrong or destroyed handle and NULL pointers get an error
  *              return, never a crash; an lkey of another PD gets an error
  *              completion;
@@ -34,7 +38,7 @@
  *              SEND and WRITE from unregistered buffers reused at once, a
  *              zero-SGE WRITE_WITH_IMM into a zero-SGE receive, EINVAL for
  *              more SGEs or inline bytes than the QP's, a list entry of
- *              another PD (LOC_PROT_ERR, nothing written) and a receive
+ *              another PD (LOC_QP_OP_ERR, nothing written) and a receive
  *              list too short (LOC_LEN_ERR);
  *   ud         UD QPs and address handles on the device's own GID
  *              (loopback): the caps granted, the UD transitions and their
@@ -326,6 +330,8 @@ static int access_flags(void)
 	return 0;
 }
 
+static int bad_sges(void);
+
 static int checks(void)
 {
 	struct ibv_device_attr da;
@@ -454,7 +460,7 @@ static int checks(void)
 	EXPECT_RET(ibv_destroy_qp(qp), 0);
 	EXPECT_RET(ibv_destroy_cq(cq), 0);
 	EXPECT_RET(ibv_dealloc_pd(pd), 0);
-	return 0;
+	return bad_sges();
 }
 
 static int bad_input(void)
@@ -507,12 +513,11 @@ static int bad_input(void)
 	w.wr.rdma.remote_addr = (uintptr_t)y.buf;
 	w.wr.rdma.rkey = y.mr->rkey;
 	memset(buf, 0x5a, 64);
-	int r = ibv_post_send(x.qp, &w, &bad);
-	if (r == 0) {
-		wc = wait_wc(x.cq);
-		CHECK(wc.wr_id == 9 && wc.status == IBV_WC_LOC_PROT_ERR,
-		      "an lkey of another PD: status %s", ibv_wc_status_str(wc.status));
-	}
+	/* Posted, as rxe: the key is looked up when the packet is built. */
+	EXPECT_RET(ibv_post_send(x.qp, &w, &bad), 0);
+	wc = wait_wc(x.cq);
+	CHECK(wc.wr_id == 9 && wc.status == IBV_WC_LOC_QP_OP_ERR,
+	      "an lkey of another PD: status %s", ibv_wc_status_str(wc.status));
 	for (int i = 0; i < 64; i++)
 		CHECK(y.buf[i] == 0, "a WRITE from another PD's region landed");
 	return 0;
@@ -775,7 +780,7 @@ static int sgl(void)
 	EXPECT_RET(post_list_recv(&b, 10, rs, 5), EINVAL);
 	EXPECT_RET(post_list_recv(&a, 10, rs, 33), EINVAL);
 
-	/* A list entry of another PD: LOC_PROT_ERR, nothing written. */
+	/* A list entry of another PD: posted, LOC_QP_OP_ERR, nothing written. */
 	memset(b.buf, 0, LEN);
 	struct ibv_mr *other = ibv_reg_mr(b.pd, b.buf + 4096, 4096, all);
 	CHECK(other, "ibv_reg_mr");
@@ -783,11 +788,10 @@ static int sgl(void)
 	lay(&a, ss, two, 2, 0, 0);
 	ss[1].addr = (uintptr_t)b.buf + 4096;
 	ss[1].lkey = other->lkey;
-	if (post_list_send(&a, IBV_WR_RDMA_WRITE, 11, ss, 2, 0, &b, 0) == 0) {
-		wc = wait_wc(a.cq);
-		CHECK(wc.wr_id == 11 && wc.status == IBV_WC_LOC_PROT_ERR,
-		      "an entry of another PD: status %s", ibv_wc_status_str(wc.status));
-	}
+	EXPECT_RET(post_list_send(&a, IBV_WR_RDMA_WRITE, 11, ss, 2, 0, &b, 0), 0);
+	wc = wait_wc(a.cq);
+	CHECK(wc.wr_id == 11 && wc.status == IBV_WC_LOC_QP_OP_ERR,
+	      "an entry of another PD: status %s", ibv_wc_status_str(wc.status));
 	for (int i = 0; i < 4096; i++)
 		CHECK(b.buf[i] == 0, "a WRITE with an entry of another PD landed at %d", i);
 	reconnect(&a, &b, all);
@@ -1058,6 +1062,190 @@ static void check_recv(const struct ibv_wc *wc, uint64_t wr_id, uint32_t len, ui
 	CHECK(wc->sl == 0xa, "sl %#x, wanted 0xa (RoCE v2 over IPv4)", wc->sl);
 }
 
+/* ---- checks: bad scatter/gather entries in sends ---- */
+
+/* A UD QP of `pd` on `cq` with `sge` send SGEs, in RTS. */
+static struct ibv_qp *ud_qp_sges(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t sge)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = sge, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp, "ibv_create_qp UD: %s", strerror(errno));
+	struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	CHECK(!ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) &&
+	      !ibv_modify_qp(qp, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR }, IBV_QP_STATE) &&
+	      !ibv_modify_qp(qp, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 7 },
+			     IBV_QP_STATE | IBV_QP_SQ_PSN), "UD QP to RTS");
+	return qp;
+}
+
+static void expect_qp_error(struct ibv_qp *qp, const char *what)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	CHECK(!ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi) && qa.qp_state == IBV_QPS_ERR,
+	      "%s: the QP is in error (state %d)", what, qa.qp_state);
+}
+
+/* As rxe: its validate_send_wr (rdma-core providers/rxe/rxe.c, and the
+ * kernel's rxe_verbs.c) looks at no key, and rxe_req.c finish_packet
+ * reads the SGEs through rxe_mr.c copy_data when the request runs:
+ * lookup_mr (a key of no region, or of a region of another PD) and
+ * mr_check_range (bytes past the region) fail with -EINVAL, which
+ * completes the request IBV_WC_LOC_QP_OP_ERR without a packet; a READ's
+ * answer that cannot be placed is IBV_WC_LOC_PROT_ERR (rxe_comp.c
+ * do_read). Either moves the QP to error: the request behind is flushed.
+ * RC with one SGE and with a list, UD with one SGE and with a list (the
+ * drop-in gathers that one at the post, through the QP's PD only). */
+static int bad_sges(void)
+{
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct side a, b;
+	side_open(&a, all);
+	side_open(&b, all);
+	CHECK(!ibv_destroy_qp(a.qp), "destroy qp");
+	a.qp = create_qp_caps(a.pd, a.cq, 2, 1, 0, NULL);
+	CHECK(a.qp, "an RC QP of two send SGEs: %s", strerror(errno));
+	connect_qp(a.qp, b.qp->qp_num, all);
+	connect_qp(b.qp, a.qp->qp_num, all);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	char *obuf = aligned_alloc(64, 4096);
+	memset(obuf, 0x5a, 4096);
+	struct ibv_mr *other = ibv_reg_mr(pd2, obuf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(pd2 && other, "a region of another PD");
+	const struct ibv_sge bad[3] = {
+		{ (uintptr_t)a.buf, 64, a.mr->lkey ^ 0x5a5a0000 },	/* no region */
+		{ (uintptr_t)obuf, 64, other->lkey },			/* another PD */
+		{ (uintptr_t)a.buf + LEN - 32, 64, a.mr->lkey },	/* past the region */
+	};
+	const char *kind[3] = { "a key of no region", "a region of another PD", "past the region" };
+	fill(a.buf, LEN, 4);
+	char a0[LEN];
+	memcpy(a0, a.buf, LEN);
+	uint64_t id = 1000;
+
+	/* RC: WRITE and SEND with the bad SGE alone and second in a list. */
+	for (int k = 0; k < 3; k++) {
+		for (int n = 1; n <= 2; n++) {
+			for (int op = 0; op < 2; op++) {
+				struct ibv_sge sg[2] = { { (uintptr_t)a.buf + 128, 16, a.mr->lkey }, bad[k] };
+				if (n == 1)
+					sg[0] = bad[k];
+				enum ibv_wr_opcode wop = op ? IBV_WR_SEND : IBV_WR_RDMA_WRITE;
+				if (wop == IBV_WR_SEND) {
+					struct ibv_sge rs = { (uintptr_t)b.buf, 1024, b.mr->lkey };
+					EXPECT_RET(post_list_recv(&b, id + 9, &rs, 1), 0);
+				}
+				EXPECT_RET(post_list_send(&a, wop, id, sg, n, 0, &b, 0), 0);
+				struct ibv_sge good = { (uintptr_t)a.buf, 64, a.mr->lkey };
+				EXPECT_RET(post_list_send(&a, IBV_WR_RDMA_WRITE, id + 1, &good, 1, 0, &b,
+							  2048), 0);
+				expect(&a, id, 0, IBV_WC_LOC_QP_OP_ERR);
+				expect(&a, id + 1, 0, IBV_WC_WR_FLUSH_ERR);
+				expect_qp_error(a.qp, kind[k]);
+				for (int i = 0; i < LEN; i++)
+					CHECK(b.buf[i] == 0, "%s (%d SGEs, op %d): byte %d landed", kind[k],
+					      n, wop, i);
+				reconnect(&a, &b, all);
+				if (wop == IBV_WR_SEND) /* b's receive, flushed by the reset */
+					while (ibv_poll_cq(b.cq, 1, &(struct ibv_wc){ 0 }) > 0)
+						;
+				id += 10;
+			}
+		}
+		/* A READ into the bad SGE: the answer cannot be placed. */
+		struct ibv_sge rd = bad[k];
+		EXPECT_RET(post_list_send(&a, IBV_WR_RDMA_READ, id, &rd, 1, 0, &b, 0), 0);
+		expect(&a, id, 0, IBV_WC_LOC_PROT_ERR);
+		expect_qp_error(a.qp, kind[k]);
+		CHECK(!memcmp(a.buf, a0, LEN), "%s: a READ's answer landed", kind[k]);
+		reconnect(&a, &b, all);
+		id += 10;
+	}
+	for (int i = 0; i < 4096; i++)
+		CHECK(obuf[i] == 0x5a, "the other PD's region changed at %d", i);
+
+	/* UD: the same three, alone and second in a list of two. */
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(rcq, "ibv_create_cq");
+	struct ibv_qp *v = ud_qp_sges(a.pd, rcq, 1);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	aa.grh.dgid = gid1;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	struct ibv_ah *ah = ibv_create_ah(a.pd, &aa);
+	CHECK(ah, "ibv_create_ah: %s", strerror(errno));
+	char *rcv = aligned_alloc(64, 2048);
+	memset(rcv, 0, 2048);
+	struct ibv_mr *rmr = ibv_reg_mr(a.pd, rcv, 2048, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rmr, "ibv_reg_mr");
+	ud_recv(v, rmr, 900, rcv, GRH + 1024);
+	for (int k = 0; k < 3; k++) {
+		for (int n = 1; n <= 2; n++) {
+			struct ibv_qp *u = ud_qp_sges(a.pd, a.cq, 2);
+			struct ibv_sge sg[2] = { { (uintptr_t)a.buf + 128, 16, a.mr->lkey }, bad[k] };
+			if (n == 1)
+				sg[0] = bad[k];
+			struct ibv_send_wr w = { .wr_id = id, .sg_list = sg, .num_sge = n,
+						 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+					   *wbad;
+			w.wr.ud.ah = ah;
+			w.wr.ud.remote_qpn = v->qp_num;
+			w.wr.ud.remote_qkey = QKEY;
+			EXPECT_RET(ibv_post_send(u, &w, &wbad), 0);
+			struct ibv_sge good = { (uintptr_t)a.buf, 8, a.mr->lkey };
+			w.wr_id = id + 1;
+			w.sg_list = &good;
+			w.num_sge = 1;
+			EXPECT_RET(ibv_post_send(u, &w, &wbad), 0);
+			struct ibv_wc wc = wait_wc(a.cq);
+			CHECK(wc.wr_id == id && wc.status == IBV_WC_LOC_QP_OP_ERR,
+			      "UD, %s (%d SGEs): wr %llu %s", kind[k], n, (unsigned long long)wc.wr_id,
+			      ibv_wc_status_str(wc.status));
+			wc = wait_wc(a.cq);
+			CHECK(wc.wr_id == id + 1 && wc.status == IBV_WC_WR_FLUSH_ERR,
+			      "UD, %s (%d SGEs): the next send flushed, got %s", kind[k], n,
+			      ibv_wc_status_str(wc.status));
+			expect_qp_error(u, kind[k]);
+			EXPECT_RET(ibv_destroy_qp(u), 0);
+			id += 10;
+		}
+	}
+	/* Nothing reached v: its receive takes the next datagram, a good one. */
+	struct ibv_qp *u = ud_qp_sges(a.pd, a.cq, 1);
+	struct ibv_sge good = { (uintptr_t)a.buf + 300, 8, a.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &good, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *wbad;
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = v->qp_num;
+	w.wr.ud.remote_qkey = QKEY;
+	EXPECT_RET(ibv_post_send(u, &w, &wbad), 0);
+	expect(&a, id, IBV_WC_SEND, IBV_WC_SUCCESS);
+	struct ibv_wc rw = wait_wc(rcq);
+	CHECK(rw.wr_id == 900 && rw.status == IBV_WC_SUCCESS && rw.byte_len == GRH + 8 &&
+	      rw.src_qp == u->qp_num, "the receive got the good datagram: wr %llu len %u",
+	      (unsigned long long)rw.wr_id, rw.byte_len);
+	CHECK(!memcmp(rcv + GRH, a.buf + 300, 8), "its bytes");
+	CHECK(ibv_poll_cq(rcq, 1, &rw) == 0, "nothing else arrived");
+
+	EXPECT_RET(ibv_destroy_qp(u), 0);
+	EXPECT_RET(ibv_destroy_qp(v), 0);
+	EXPECT_RET(ibv_destroy_ah(ah), 0);
+	EXPECT_RET(ibv_dereg_mr(rmr), 0);
+	free(rcv);
+	EXPECT_RET(ibv_dereg_mr(other), 0);
+	free(obuf);
+	EXPECT_RET(ibv_dealloc_pd(pd2), 0);
+	CHECK(!ibv_destroy_qp(a.qp) && !ibv_destroy_qp(b.qp), "destroy qp");
+	CHECK(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr), "dereg");
+	EXPECT_RET(ibv_destroy_cq(rcq), 0);
+	CHECK(!ibv_destroy_cq(a.cq) && !ibv_destroy_cq(b.cq), "destroy cq");
+	CHECK(!ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd), "dealloc pd");
+	return 0;
+}
+
 static int ud(void)
 {
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
@@ -1240,11 +1428,8 @@ static int ud(void)
 		w.num_sge = 5;
 		w.send_flags = IBV_SEND_SIGNALED;
 		EXPECT_RET(ibv_post_send(g, &w, &wbad), EINVAL);
-		/* An SGE with a key that names no region: EINVAL. */
-		struct ibv_sge badkey[2] = { gl[0], { (uintptr_t)snd, 10, mr->lkey + 0x1000 } };
-		w.sg_list = badkey;
-		w.num_sge = 2;
-		EXPECT_RET(ibv_post_send(g, &w, &wbad), EINVAL);
+		/* (An SGE with a key that names no region is posted and fails
+		 * the send, as rxe: the `checks` subcommand.) */
 		/* A list longer than the MTU: completes, nothing arrives (the
 		 * receive posted next gets the next datagram). */
 		struct ibv_sge longl[2] = { { (uintptr_t)snd, 700, mr->lkey },

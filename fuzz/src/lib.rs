@@ -6,6 +6,9 @@
 //! code under test must never panic on any input.
 //!
 //! - [`frame`]: the frame validator and the borrowed view;
+//! - [`datagram`]: one endpoint's UD QPs (QP 1 among them) and UC QPs
+//!   fed well-formed, mutated and raw UD / UC frames between posts, with
+//!   completions, region bytes and counters checked after every step;
 //! - [`pair`]: two connected endpoints (requester and responder on both
 //!   sides) fed a sequence of delivered, dropped, duplicated, mutated and
 //!   forged frames, with invariants checked after every step;
@@ -16,6 +19,7 @@
 //! - [`perftest_exchange`]: the stock perftest TCP exchange parsers
 //!   (`engine/src/oob/perftest.rs`), seeded with the recorded transcripts.
 
+pub mod datagram;
 pub mod frame;
 pub mod input;
 pub mod pair;

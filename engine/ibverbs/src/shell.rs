@@ -1018,10 +1018,15 @@ impl Shell {
 
     /// Posts a UD send whose data is `data`, gathered into the QP's next
     /// staging slot; `wr.local` is set here. An SGE list is read through
-    /// the engine's regions (a bad key or range: `LocalProtection`, at
-    /// the post). A message longer than the MTU is not copied: the engine
-    /// completes it without a packet (IBA C10-93.1.1), as it does any
-    /// such send.
+    /// the engine's regions as the QP reads them (its PD's regions only).
+    /// An entry that cannot be read (a key of no region or of another
+    /// PD's, a range past its region) does not refuse the post: rxe reads
+    /// the list only when it builds the datagram, and fails the send then
+    /// (rxe_req.c `finish_packet`: `copy_data`'s `-EINVAL`,
+    /// `IBV_WC_LOC_QP_OP_ERR`); the send is posted naming bytes past the
+    /// end of the staging area, which the engine fails the same way. A
+    /// message longer than the MTU is not copied: the engine completes it
+    /// without a packet (IBA C10-93.1.1), as it does any such send.
     pub fn post_ud_send_staged(
         &self,
         qpn: u32,
@@ -1041,6 +1046,7 @@ impl Shell {
         if q.send_queue_len() >= q.init_attr().max_send_wr as usize {
             return Err(VerbsError::QueueFull);
         }
+        let pd = q.pd;
         let total: u64 = match data {
             UdData::Sges(l) => l.iter().map(|g| u64::from(g.length)).sum(),
             UdData::Inline(d) => d.len() as u64,
@@ -1059,22 +1065,36 @@ impl Shell {
             }
         } else {
             let n = total as usize;
-            match data {
+            let readable = match data {
                 UdData::Sges(l) => {
                     let mut at = 0;
-                    for g in l.iter().filter(|g| g.length > 0) {
+                    l.iter().filter(|g| g.length > 0).all(|g| {
                         let len = g.length as usize;
-                        ep.mr_read(g.lkey, g.addr, &mut s.scratch[at..at + len])?;
+                        let ok = ep
+                            .mr_read_in(pd, g.lkey, g.addr, &mut s.scratch[at..at + len])
+                            .is_ok();
                         at += len;
-                    }
+                        ok
+                    })
                 }
-                UdData::Inline(d) => s.scratch[..n].copy_from_slice(d),
-            }
-            ep.mr_write(s.lkey, base, &s.scratch[..n])?;
-            Sge {
-                lkey: s.lkey,
-                addr: base,
-                length: n as u32,
+                UdData::Inline(d) => {
+                    s.scratch[..n].copy_from_slice(d);
+                    true
+                }
+            };
+            if readable {
+                ep.mr_write(s.lkey, base, &s.scratch[..n])?;
+                Sge {
+                    lkey: s.lkey,
+                    addr: base,
+                    length: n as u32,
+                }
+            } else {
+                Sge {
+                    lkey: s.lkey,
+                    addr: (s.slots * s.slot_len) as u64,
+                    length: n as u32,
+                }
             }
         };
         ep.post_ud_send(qpn, wr)?;

@@ -8,7 +8,10 @@
 //! - `perftest_exchange`: both sides' streams of the recorded stock
 //!   perftest sessions (`interop/perftest/transcripts/`);
 //! - `pair`: short programs of the pair harness (post each kind of work,
-//!   deliver, drop, mutate, time out; `fuzz::pair`).
+//!   deliver, drop, mutate, time out; `fuzz::pair`);
+//! - `datagram`: programs of the datagram harness (`fuzz::datagram`) that
+//!   post receives and feed real UD and UC frames, written by the core's
+//!   own sender (the harness's endpoint sending to itself).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -88,6 +91,14 @@ fn main() {
             streams += 1;
         }
     }
+
+    // datagram: receives, then the core's own frames.
+    let dir = fresh(&corpus, "datagram");
+    let programs = datagram_programs();
+    for (name, program) in &programs {
+        std::fs::write(dir.join(name), program).unwrap();
+    }
+    println!("seeds: {} datagram programs", programs.len());
 
     // pair: programs.
     let dir = fresh(&corpus, "pair");
@@ -300,6 +311,86 @@ fn pair_programs() -> Vec<(&'static str, Vec<u8>)> {
                 vec![FORGE_TO_A, 0, 0, 18],
                 deliver_all(6),
             ]),
+        ),
+    ]
+}
+
+/// Programs of `fuzz::datagram`: the header (UC QPs' access flags, MTUs),
+/// receives, then frames the harness's own endpoint sent (UD datagrams to
+/// itself, UC packets from its QP A to its QP B).
+fn datagram_programs() -> Vec<(&'static str, Vec<u8>)> {
+    use fuzz::datagram::{frame_step, uc_recv_step, ud_recv_step, World, QKEY};
+    use proto::rc::SendOp;
+    use proto::ud::{GSI_QKEY, GSI_QPN};
+    // UC: both QPs take WRITEs (access bits 1 and 1); UD MTU 1024 or
+    // 4096, UC MTU 1024.
+    const UC_WRITE: u8 = 0b0101;
+    const MTU_1024: u8 = 0b0101;
+    const MTU_UD_4096: u8 = 0b0110;
+    let program = |mtu: u8, steps: Vec<Vec<u8>>, send: &dyn Fn(&mut World)| {
+        let mut w = World::new(UC_WRITE, mtu);
+        send(&mut w);
+        let frames = w.seed_frames();
+        assert!(!frames.is_empty());
+        let mut p = vec![UC_WRITE, mtu];
+        p.extend(steps.concat());
+        for f in frames {
+            p.extend(frame_step(&f));
+        }
+        p
+    };
+    let ud = |w: &World| w.ud;
+    vec![
+        (
+            "ud-send",
+            program(MTU_1024, vec![ud_recv_step(false, 6, 0)], &|w| {
+                w.seed_ud_send(false, 100, ud(w), QKEY, None)
+            }),
+        ),
+        (
+            "ud-send-imm",
+            program(MTU_1024, vec![ud_recv_step(false, 6, 0)], &|w| {
+                w.seed_ud_send(false, 1024, ud(w), QKEY, Some(0x1234_5678))
+            }),
+        ),
+        (
+            "gsi",
+            program(MTU_1024, vec![ud_recv_step(true, 5, 2048)], &|w| {
+                w.seed_ud_send(true, 256, GSI_QPN, GSI_QKEY, None)
+            }),
+        ),
+        (
+            "ud-receives-too-small",
+            program(
+                MTU_1024,
+                vec![ud_recv_step(false, 3, 0), ud_recv_step(false, 4, 100)],
+                &|w| {
+                    w.seed_ud_send(false, 1, ud(w), QKEY, None);
+                    w.seed_ud_send(false, 1, ud(w), QKEY, None);
+                },
+            ),
+        ),
+        (
+            "ud-mtu-4096",
+            program(MTU_UD_4096, vec![ud_recv_step(false, 7, 0)], &|w| {
+                w.seed_ud_send(false, 3000, ud(w), QKEY, None)
+            }),
+        ),
+        (
+            "uc-send",
+            program(MTU_1024, vec![uc_recv_step(4096, 0)], &|w| {
+                w.seed_uc_send(SendOp::Send, 2500)
+            }),
+        ),
+        (
+            "uc-write-imm",
+            program(MTU_1024, vec![uc_recv_step(64, 4096)], &|w| {
+                w.seed_uc_send(SendOp::WriteWithImm, 1500)
+            }),
+        ),
+        (
+            "uc-write",
+            program(MTU_1024, vec![], &|w| w.seed_uc_send(SendOp::Write, 3000)),
         ),
     ]
 }

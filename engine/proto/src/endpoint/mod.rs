@@ -332,6 +332,24 @@ impl Endpoint {
             .map_err(|_| VerbsError::LocalProtection)
     }
 
+    /// Copy bytes out of a region as a QP of protection domain `pd` reads
+    /// them (rxe `copy_data`: `lookup_mr` with the QP's PD, then
+    /// `mr_check_range`): a key of a region of another PD is refused too.
+    pub fn mr_read_in(
+        &self,
+        pd: u32,
+        lkey: u32,
+        iova: u64,
+        out: &mut [u8],
+    ) -> Result<(), VerbsError> {
+        let src = self
+            .mrs
+            .slice(pd, lkey, iova, out.len(), Access::NONE)
+            .map_err(|_| VerbsError::LocalProtection)?;
+        out.copy_from_slice(src);
+        Ok(())
+    }
+
     /// Copy bytes into a region (local access, bounds-checked, any PD).
     pub fn mr_write(&mut self, lkey: u32, iova: u64, data: &[u8]) -> Result<(), VerbsError> {
         self.mrs
@@ -688,7 +706,7 @@ impl Endpoint {
 
     /// Post a send work request.
     pub fn post_send(&mut self, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send(wr, mrs, cqs))
+        self.with_qp(qpn, |qp, _, cqs| qp.post_send(wr, cqs))
     }
 
     /// Post a receive work request.
@@ -725,7 +743,7 @@ impl Endpoint {
     /// the QP's `max_send_sge` of them (`wr.local` is ignored; the
     /// request's length is their total).
     pub fn post_send_sgl(&mut self, qpn: u32, wr: SendWr, sges: &[Sge]) -> Result<(), VerbsError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send_sgl(wr, sges, mrs, cqs))
+        self.with_qp(qpn, |qp, _, cqs| qp.post_send_sgl(wr, sges, cqs))
     }
 
     /// Post a SEND or WRITE (with or without immediate) carrying `data`
@@ -737,7 +755,7 @@ impl Endpoint {
         wr: SendWr,
         data: &[u8],
     ) -> Result<(), VerbsError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_send_inline(wr, data, mrs, cqs))
+        self.with_qp(qpn, |qp, _, cqs| qp.post_send_inline(wr, data, cqs))
     }
 
     /// Post a receive work request whose buffer is the list `sges`, up to
@@ -1268,7 +1286,7 @@ impl Endpoint {
     /// the request names.
     pub fn post_ud_send(&mut self, qpn: u32, wr: UdSendWr) -> Result<(), VerbsError> {
         let qp = self.ud.get_mut(qpn).ok_or(VerbsError::UnknownQp)?;
-        let r = qp.post_send(wr, &self.ahs, &self.mrs, &mut self.cqs);
+        let r = qp.post_send(wr, &self.ahs, &mut self.cqs);
         self.ud.schedule(qpn);
         r
     }

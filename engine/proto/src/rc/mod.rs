@@ -67,6 +67,7 @@ pub use mr::{Access, AccessError, MrKeys, MrTable, QpScope, RegionMemory};
 pub use mw::{MwBind, MwError, MwType};
 pub use psn::Psn;
 pub use qp::{Qp, QpInitAttr, Transport};
+pub(crate) use random::NumberMap;
 pub use random::{KeyPermutation, Rng, Seed};
 pub use requester::MAX_MESSAGE_LEN;
 pub(crate) use sgl::{scatter, WqeData};

@@ -358,17 +358,20 @@ impl Qp {
         std::mem::take(&mut self.resp.last_wqe_reached)
     }
 
-    /// Post a send request (checked: state, lengths, local key, range and
-    /// rights). The local key's PD is compared when the requester reads or
-    /// writes the buffer (`Requester::poll_transmit`, the completer), as
-    /// rxe does: the region may change PD before then (`ibv_rereg_mr`),
-    /// and the request then completes with a local protection error.
-    pub(crate) fn post_send(
-        &mut self,
-        wr: SendWr,
-        mrs: &MrTable,
-        cqs: &mut [Cq],
-    ) -> Result<(), VerbsError> {
+    /// Post a send request (checked: state, opcode, lengths, an atomic's
+    /// alignment: rxe `validate_send_wr`). The local key is not looked at
+    /// here: rxe reads or writes the buffer through it only when the
+    /// request runs (rxe_req.c `finish_packet` -> rxe_mr.c `copy_data`,
+    /// whose `lookup_mr` checks key, PD and state, and `mr_check_range`
+    /// the range), so an unknown key, one of another PD or a range out
+    /// of the region is accepted and fails the request then: a SEND or
+    /// WRITE with a local QP operation error when its packet is built
+    /// (`Requester::poll_transmit`; rxe: `copy_data` returns `-EINVAL`,
+    /// `IB_WC_LOC_QP_OP_ERR`), a READ or atomic with a local protection
+    /// error when its response is placed (the completer; rxe_comp.c
+    /// `do_read`/`do_atomic`: `IB_WC_LOC_PROT_ERR`); the QP then goes to
+    /// ERROR.
+    pub(crate) fn post_send(&mut self, wr: SendWr, cqs: &mut [Cq]) -> Result<(), VerbsError> {
         self.check_transport_op(wr.opcode)?;
         if !self.send_state_admits(&wr, cqs)? {
             return Ok(());
@@ -376,20 +379,7 @@ impl Qp {
         if wr.local.length > MAX_MESSAGE_LEN {
             return Err(VerbsError::InvalidArgument("message longer than 1 GiB"));
         }
-        let need = self.send_checks(&wr)?;
-        // An atomic reads and writes 8 bytes of its buffer.
-        let len = if wr.opcode.is_atomic() {
-            8
-        } else {
-            wr.local.length
-        };
-        if len > 0
-            && mrs
-                .check_any_pd(wr.local.lkey, wr.local.addr, u64::from(len), need)
-                .is_err()
-        {
-            return Err(VerbsError::LocalProtection);
-        }
+        self.send_checks(&wr)?;
         if !self.req.post(wr, WqeData::One, self.attr.path_mtu.bytes()) {
             return Err(VerbsError::QueueFull);
         }
@@ -425,15 +415,15 @@ impl Qp {
 
     /// Post a send request whose data is gathered from the SGE list
     /// `sges` (rxe `post_one_send`): more entries than the QP was made for
-    /// is `InvalidArgument` (rxe `EINVAL`), each entry's key, range and
-    /// rights are checked as one SGE's are, and the request's length is
-    /// their total. A list of one entry (or none) is
-    /// [`Qp::post_send`] with that entry (or a zero-length one).
+    /// is `InvalidArgument` (rxe `EINVAL`), the request's length is their
+    /// total, and no entry's key is looked at before the request runs (as
+    /// [`Qp::post_send`]: a bad entry anywhere fails the request then). A
+    /// list of one entry (or none) is [`Qp::post_send`] with that entry
+    /// (or a zero-length one).
     pub(crate) fn post_send_sgl(
         &mut self,
         mut wr: SendWr,
         sges: &[Sge],
-        mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), VerbsError> {
         self.check_transport_op(wr.opcode)?;
@@ -444,7 +434,7 @@ impl Qp {
         }
         if sges.len() <= 1 {
             wr.local = sges.first().copied().unwrap_or_default();
-            return self.post_send(wr, mrs, cqs);
+            return self.post_send(wr, cqs);
         }
         if !self.send_state_admits(&wr, cqs)? {
             return Ok(());
@@ -458,10 +448,7 @@ impl Qp {
             addr: 0,
             length: total as u32,
         };
-        let need = self.send_checks(&wr)?;
-        for s in sges {
-            mrs.check_sge(s, need)?;
-        }
+        self.send_checks(&wr)?;
         if self.req.is_full() {
             return Err(VerbsError::QueueFull);
         }
@@ -483,7 +470,6 @@ impl Qp {
         &mut self,
         mut wr: SendWr,
         data: &[u8],
-        mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), VerbsError> {
         if !matches!(
@@ -501,7 +487,7 @@ impl Qp {
         }
         if data.is_empty() {
             wr.local = Sge::default();
-            return self.post_send(wr, mrs, cqs);
+            return self.post_send(wr, cqs);
         }
         if !self.send_state_admits(&wr, cqs)? {
             return Ok(());
@@ -538,11 +524,10 @@ impl Qp {
     }
 
     /// The checks of a send request's own fields (atomics: an 8-byte
-    /// local buffer, an aligned remote address); the right its local
-    /// buffer needs.
+    /// local buffer, an aligned remote address; rxe `validate_send_wr`).
     #[inline]
-    fn send_checks(&self, wr: &SendWr) -> Result<Access, VerbsError> {
-        Ok(if wr.opcode.is_atomic() {
+    fn send_checks(&self, wr: &SendWr) -> Result<(), VerbsError> {
+        if wr.opcode.is_atomic() {
             if wr.local.length < 8 {
                 return Err(VerbsError::InvalidArgument(
                     "atomic needs an 8-byte local buffer",
@@ -553,12 +538,8 @@ impl Qp {
                     "atomic remote address must be 8-byte aligned",
                 ));
             }
-            Access::LOCAL_WRITE
-        } else if wr.opcode == SendOp::Read {
-            Access::LOCAL_WRITE
-        } else {
-            Access::NONE
-        })
+        }
+        Ok(())
     }
 
     /// Whether the QP's state lets a send request in: RTS does; in ERROR

@@ -369,8 +369,14 @@ impl Requester {
         loop {
             match self.emit_next(cx, buf) {
                 Ok(outcome) => return outcome,
+                // rxe_req.c: `finish_packet` fails when `copy_data` cannot
+                // read the buffer (rxe_mr.c: `lookup_mr` finds no region
+                // of the key in the QP's PD, or `mr_check_range` refuses
+                // the range: both `-EINVAL`), and only `-EFAULT` is
+                // IB_WC_LOC_PROT_ERR: the request completes with
+                // IB_WC_LOC_QP_OP_ERR and the QP goes to error.
                 Err(LocalBufferFailed) => {
-                    if let Some(outcome) = self.failed_at_cursor(WcStatus::LocalProtectionError) {
+                    if let Some(outcome) = self.failed_at_cursor(WcStatus::LocalQpOperationError) {
                         return outcome;
                     }
                 }

@@ -89,12 +89,15 @@ pub(crate) struct SendContext<'a> {
 }
 
 impl UdQp {
-    /// Post a send (checked: state, address handle, key, range).
+    /// Post a send (checked: state, destination QP number, length,
+    /// address handle). The buffer's key is not looked at here: as rxe
+    /// (its `validate_send_wr` checks no key), a send whose key is
+    /// unknown, of another PD, or whose range leaves its region is
+    /// accepted and fails when its datagram is built ([`UdQp::transmit`]).
     pub(crate) fn post_send(
         &mut self,
         wr: UdSendWr,
         ahs: &AhTable,
-        mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), VerbsError> {
         match self.attr.state {
@@ -126,7 +129,6 @@ impl UdQp {
                 ))
             }
         }
-        mrs.check_sge(&wr.local, Access::NONE)?;
         if self.sq.len() >= self.init.max_send_wr as usize {
             return Err(VerbsError::QueueFull);
         }
@@ -180,8 +182,12 @@ impl UdQp {
                 .slice(self.pd, wr.local.lkey, wr.local.addr, len, Access::NONE)
             {
                 Ok(p) => p,
-                // The region changed PD or went away since the post.
-                Err(_) => return self.fail_send(&wr, WcStatus::LocalProtectionError, cqs),
+                // rxe_req.c `finish_packet` -> rxe_mr.c `copy_data`: no
+                // region of this key in the QP's PD (`lookup_mr`), or the
+                // range outside it (`mr_check_range`): `-EINVAL`, which
+                // completes the request with IB_WC_LOC_QP_OP_ERR and moves
+                // the QP to error.
+                Err(_) => return self.fail_send(&wr, WcStatus::LocalQpOperationError, cqs),
             }
         };
         if buf.len() < frame_len(&h, len) {

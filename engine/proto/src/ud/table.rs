@@ -1,18 +1,20 @@
 //! The endpoint's UD QPs by number, and the ones with sends waiting
 //! (taken in turn by [`UdQps::transmit`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use super::qp::UdQp;
 use super::receive::Received;
 use super::send::{SendContext, Sent};
-use crate::rc::{Counters, Cq, MrTable};
+use crate::rc::{Counters, Cq, MrTable, NumberMap};
 use crate::wire::RoceFrameView;
 
 /// The UD QPs of one endpoint.
 #[derive(Debug, Default)]
 pub struct UdQps {
-    qps: HashMap<u32, UdQp>,
+    /// By number, hashed as the RC QPs' index is (no per-process random
+    /// state: the same posts and frames give the same runs).
+    qps: NumberMap<UdQp>,
     /// QPs that may have a send waiting, each once (`UdQp::queued`).
     ready: VecDeque<u32>,
 }

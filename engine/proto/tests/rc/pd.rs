@@ -141,10 +141,13 @@ fn a_receive_in_another_pd_is_posted_and_the_send_into_it_is_a_nak_remote_operat
 }
 
 /// A's region moved out of its QP's PD after A posted a `op` request
-/// (wr_id 1): the request completes with a local protection error and A's
-/// QP goes to error.
+/// (wr_id 1): the request completes with an error and A's QP goes to
+/// error: a local QP operation error for a SEND or WRITE, whose packet
+/// cannot be built (rxe_req.c `finish_packet`: `copy_data`'s `-EINVAL`),
+/// a local protection error for a READ or atomic, whose answer cannot be
+/// placed (rxe_comp.c `do_read`/`do_atomic`).
 #[test]
-fn a_request_whose_own_buffer_is_in_another_pd_completes_with_local_protection_error() {
+fn a_request_whose_own_buffer_is_in_another_pd_completes_with_a_local_error() {
     // SEND and WRITE read the buffer to build their packets: nothing is sent.
     for op in [SendOp::Send, SendOp::Write] {
         let mut p = pair();
@@ -155,7 +158,7 @@ fn a_request_whose_own_buffer_is_in_another_pd_completes_with_local_protection_e
         assert!(p.tx_a().is_empty(), "{op:?}: nothing sent");
         assert_eq!(
             outcomes(&p.wcs_a()),
-            [(1, WcStatus::LocalProtectionError)],
+            [(1, WcStatus::LocalQpOperationError)],
             "{op:?}"
         );
         assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error), "{op:?}");
@@ -211,7 +214,7 @@ fn only_the_request_in_another_pd_fails_those_before_complete_those_after_are_fl
             // Unsignaled but failed neither: the first completes silently.
             assert_eq!(
                 outcomes(&p.wcs_a()),
-                [(2, WcStatus::LocalProtectionError), (3, WcStatus::Flushed)],
+                [(2, WcStatus::LocalQpOperationError), (3, WcStatus::Flushed)],
                 "{what}"
             );
             assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error), "{what}");
@@ -274,7 +277,7 @@ fn the_request_before_a_failed_one_asks_for_its_ack_again() {
     assert_eq!(p.now, Instant::ZERO, "no timer ran");
     assert_eq!(
         outcomes(&p.wcs_a()),
-        [(1, WcStatus::Success), (2, WcStatus::LocalProtectionError)]
+        [(1, WcStatus::Success), (2, WcStatus::LocalQpOperationError)]
     );
     assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error));
     let want = [&bytes(LEN, 1)[..64], &bytes(LEN, 2)[64..128]].concat();

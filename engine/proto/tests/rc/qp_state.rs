@@ -208,7 +208,32 @@ fn moving_to_error_flushes_posted_work() {
 }
 
 #[test]
-fn posts_check_local_keys_and_queue_depth() {
+fn posts_check_queue_depth_and_atomic_alignment() {
+    let mut p = Pair::default_pair();
+    let mut at = send_wr_a(&p, 1, SendOp::FetchAdd, 8);
+    at.remote_addr = IOVA_B + 4;
+    assert!(matches!(
+        p.a.post_send(p.qa, at),
+        Err(VerbsError::InvalidArgument(_))
+    ));
+    for i in 0..64 {
+        p.a.post_send(p.qa, send_wr_a(&p, i, SendOp::Send, 1))
+            .unwrap();
+    }
+    let wr = send_wr_a(&p, 99, SendOp::Send, 1);
+    assert_eq!(p.a.post_send(p.qa, wr), Err(VerbsError::QueueFull));
+    assert_eq!(p.a.post_send(0x999, wr), Err(VerbsError::UnknownQp));
+}
+
+/// As rxe (whose `validate_send_wr` looks at no key), a send request's
+/// local key is not checked at post: a READ into a region without
+/// LOCAL_WRITE is posted, goes out, and completes with a local protection
+/// error when its answer cannot be placed (rxe_comp.c `do_read`); a SEND
+/// whose range leaves its region is posted and completes with a local QP
+/// operation error when its packet cannot be built (rxe_req.c
+/// `finish_packet`). Either moves the QP to error, flushing what follows.
+#[test]
+fn a_bad_local_buffer_is_posted_and_fails_its_request_when_it_runs() {
     let mut p = Pair::default_pair();
     let ro =
         p.a.reg_mr(Box::new(vec![0u8; 64]), 0x7000, Access::NONE)
@@ -224,12 +249,23 @@ fn posts_check_local_keys_and_queue_depth() {
     );
     rd.rkey = p.mr_b.rkey;
     rd.remote_addr = IOVA_B;
+    rd.signaled = true;
+    p.a.post_send(p.qa, rd).unwrap();
+    p.a.post_send(p.qa, send_wr_a(&p, 2, SendOp::Send, 1))
+        .unwrap();
+    p.settle();
+    let wc = p.wcs_a();
     assert_eq!(
-        p.a.post_send(p.qa, rd),
-        Err(VerbsError::LocalProtection),
-        "READ target needs LOCAL_WRITE"
+        wc.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        [(1, WcStatus::LocalProtectionError), (2, WcStatus::Flushed)]
     );
-    let wr = SendWr::new(
+    assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error));
+    let mut back = [1u8; 64];
+    p.a.mr_read(ro.lkey, 0x7000, &mut back).unwrap();
+    assert_eq!(back, [0u8; 64], "the READ's answer did not land");
+
+    let mut p = Pair::default_pair();
+    let mut wr = SendWr::new(
         1,
         SendOp::Send,
         Sge {
@@ -238,20 +274,18 @@ fn posts_check_local_keys_and_queue_depth() {
             length: 8,
         },
     );
-    assert_eq!(p.a.post_send(p.qa, wr), Err(VerbsError::LocalProtection));
-    let mut at = send_wr_a(&p, 1, SendOp::FetchAdd, 8);
-    at.remote_addr = IOVA_B + 4;
-    assert!(matches!(
-        p.a.post_send(p.qa, at),
-        Err(VerbsError::InvalidArgument(_))
-    ));
-    for i in 0..64 {
-        p.a.post_send(p.qa, send_wr_a(&p, i, SendOp::Send, 1))
-            .unwrap();
-    }
-    let wr = send_wr_a(&p, 99, SendOp::Send, 1);
-    assert_eq!(p.a.post_send(p.qa, wr), Err(VerbsError::QueueFull));
-    assert_eq!(p.a.post_send(0x999, wr), Err(VerbsError::UnknownQp));
+    wr.signaled = true;
+    p.a.post_send(p.qa, wr).unwrap();
+    assert!(p.tx_a().is_empty(), "no packet of the SEND left");
+    assert_eq!(
+        p.wcs_a()
+            .iter()
+            .map(|w| (w.wr_id, w.status))
+            .collect::<Vec<_>>(),
+        [(1, WcStatus::LocalQpOperationError)]
+    );
+    assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error));
+    assert!(p.wcs_b().is_empty());
 }
 
 #[test]

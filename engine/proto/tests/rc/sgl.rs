@@ -344,47 +344,146 @@ fn more_sges_than_the_qp_was_made_for_is_invalid() {
     );
 }
 
+/// As rxe (`validate_send_wr` looks at no key; rxe_mr.c `copy_data`
+/// looks each entry up when the request runs), a send list with a bad
+/// entry anywhere (an unknown key, a key of another PD, a range past its
+/// region) is posted, and its request fails when it runs: a SEND or WRITE
+/// with a local QP operation error and no packet (rxe_req.c
+/// `finish_packet`: `copy_data`'s `-EINVAL`), a READ with a local
+/// protection error when its answer reaches the entry (rxe_comp.c
+/// `do_read`). The QP goes to error and flushes the request behind it;
+/// nothing lands at B, and A's bytes outside the READ's good entries
+/// stay.
 #[test]
-fn a_bad_entry_anywhere_in_a_list_refuses_the_post() {
+fn a_bad_entry_anywhere_in_a_send_list_is_posted_and_fails_its_request() {
+    for bad_kind in 0..3 {
+        for at in [0usize, 3, 7] {
+            for op in [SendOp::Send, SendOp::Write, SendOp::Read] {
+                let what = format!("bad entry kind {bad_kind} at {at}, {op:?}");
+                let mut p = pair(Mtu::Mtu1024, CAPS);
+                let other =
+                    p.a.reg_mr_in(7, Box::new(vec![0x33u8; 64]), 0x900_0000, Access::ALL)
+                        .unwrap();
+                let bad = match bad_kind {
+                    // Past the end of A's region.
+                    0 => Sge {
+                        lkey: p.mr_a.lkey,
+                        addr: IOVA_A + MR_LEN as u64 - 4,
+                        length: 8,
+                    },
+                    // No region has this key.
+                    1 => Sge {
+                        lkey: p.mr_a.lkey ^ 0x5A5A_0000,
+                        addr: IOVA_A,
+                        length: 8,
+                    },
+                    // A region of another PD than the QP's.
+                    _ => Sge {
+                        lkey: other.lkey,
+                        addr: 0x900_0000,
+                        length: 8,
+                    },
+                };
+                let mut list: Vec<Sge> = (0..8)
+                    .map(|k| Sge {
+                        lkey: p.mr_a.lkey,
+                        addr: IOVA_A + k * 64,
+                        length: 8,
+                    })
+                    .collect();
+                list[at] = bad;
+                let (a0, b0) = (region_a(&p), region_b(&p));
+                if op == SendOp::Send {
+                    p.b.post_recv_sgl(
+                        p.qb,
+                        9,
+                        &[Sge {
+                            lkey: p.mr_b.lkey,
+                            addr: IOVA_B,
+                            length: 4096,
+                        }],
+                    )
+                    .unwrap();
+                }
+                p.a.post_send_sgl(p.qa, wr(&p, 1, op, 0), &list).unwrap();
+                let mut next = wr(&p, 2, SendOp::Write, 8192);
+                next.local = Sge {
+                    lkey: p.mr_a.lkey,
+                    addr: IOVA_A,
+                    length: 8,
+                };
+                p.a.post_send(p.qa, next).unwrap();
+                p.settle();
+                let status = if op == SendOp::Read {
+                    WcStatus::LocalProtectionError
+                } else {
+                    WcStatus::LocalQpOperationError
+                };
+                let wa: Vec<_> = p.wcs_a().iter().map(|w| (w.wr_id, w.status)).collect();
+                assert_eq!(wa, [(1, status), (2, WcStatus::Flushed)], "{what}");
+                assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error), "{what}");
+                assert_eq!(p.b.qp_state(p.qb), Some(QpState::Rts), "{what}");
+                // The WRITE behind a READ leaves before the READ's answer
+                // fails the QP (it is then flushed, having run: IBA
+                // allows it); behind a SEND or WRITE it never leaves.
+                let mut want_b = b0.clone();
+                if op == SendOp::Read {
+                    want_b[8192..8200].copy_from_slice(&a0[..8]);
+                }
+                assert!(region_b(&p) == want_b, "{what}: what landed at B");
+                assert!(p.wcs_b().is_empty(), "{what}: B's receive unused");
+                let now = region_a(&p);
+                if op == SendOp::Read {
+                    // The entries before the bad one may hold the answer's
+                    // bytes; every other byte of A's region is as it was.
+                    let mut want = a0.clone();
+                    for s in &list[..at] {
+                        let o = (s.addr - IOVA_A) as usize;
+                        want[o..o + 8].copy_from_slice(&now[o..o + 8]);
+                    }
+                    assert!(now == want, "{what}");
+                } else {
+                    assert!(now == a0, "{what}");
+                }
+                let mut o = [0u8; 64];
+                p.a.mr_read(other.lkey, 0x900_0000, &mut o).unwrap();
+                assert_eq!(o, [0x33u8; 64], "{what}: the other PD's region");
+            }
+        }
+    }
+}
+
+/// A receive list is still checked at post (each entry's key, range and
+/// LOCAL_WRITE): a bad entry anywhere refuses it.
+#[test]
+fn a_bad_entry_anywhere_in_a_receive_list_refuses_the_post() {
     let mut p = pair(Mtu::Mtu1024, CAPS);
-    let good = |k: u64| Sge {
-        lkey: p.mr_a.lkey,
-        addr: IOVA_A + k * 64,
-        length: 8,
-    };
     let beyond = Sge {
-        lkey: p.mr_a.lkey,
-        addr: IOVA_A + MR_LEN as u64 - 4,
+        lkey: p.mr_b.lkey,
+        addr: IOVA_B + MR_LEN as u64 - 4,
         length: 8,
     };
     let unknown = Sge {
-        lkey: p.mr_a.lkey ^ 0x5A5A_0000,
-        addr: IOVA_A,
+        lkey: p.mr_b.lkey ^ 0x5A5A_0000,
+        addr: IOVA_B,
         length: 8,
     };
     for bad in [beyond, unknown] {
         for at in [0, 3, 7] {
-            let mut list: Vec<Sge> = (0..8).map(good).collect();
+            let mut list: Vec<Sge> = (0..8)
+                .map(|k| Sge {
+                    lkey: p.mr_b.lkey,
+                    addr: IOVA_B + k * 64,
+                    length: 8,
+                })
+                .collect();
             list[at] = bad;
-            for op in [SendOp::Send, SendOp::Write, SendOp::Read] {
-                assert_eq!(
-                    p.a.post_send_sgl(p.qa, wr(&p, 1, op, 0), &list),
-                    Err(VerbsError::LocalProtection),
-                    "{op:?} entry {at}"
-                );
-            }
-            let mut rlist = list.clone();
-            for s in rlist.iter_mut().filter(|s| s.lkey == p.mr_a.lkey) {
-                s.lkey = p.mr_b.lkey;
-                s.addr = s.addr - IOVA_A + IOVA_B;
-            }
             assert_eq!(
-                p.b.post_recv_sgl(p.qb, 1, &rlist),
+                p.b.post_recv_sgl(p.qb, 1, &list),
                 Err(VerbsError::LocalProtection)
             );
         }
     }
-    assert_eq!(p.a.qp(p.qa).unwrap().outstanding_send_wrs(), 0);
     assert_eq!(p.b.qp(p.qb).unwrap().posted_recv_wrs(), 0);
 }
 
@@ -395,8 +494,11 @@ fn second_region(ep: &mut Endpoint, iova: u64) -> MrKeys {
         .unwrap()
 }
 
+/// Send side: a SEND or WRITE fails with a local QP operation error
+/// (rxe_req.c `finish_packet`), a READ with a local protection error
+/// (rxe_comp.c `do_read`); receive side: a local protection error.
 #[test]
-fn an_entry_whose_region_went_away_fails_its_request_with_a_local_protection_error() {
+fn an_entry_whose_region_went_away_fails_its_request() {
     // Send side: the gather of the packet that reaches the entry fails.
     for op in [SendOp::Send, SendOp::Write, SendOp::Read] {
         let mut p = pair(Mtu::Mtu1024, CAPS);
@@ -430,11 +532,12 @@ fn an_entry_whose_region_went_away_fails_its_request_with_a_local_protection_err
         p.a.dereg_mr(k2.lkey).unwrap();
         p.settle();
         let wa = p.wcs_a();
-        assert_eq!(
-            (wa[0].wr_id, wa[0].status),
-            (5, WcStatus::LocalProtectionError),
-            "{op:?}"
-        );
+        let status = if op == SendOp::Read {
+            WcStatus::LocalProtectionError
+        } else {
+            WcStatus::LocalQpOperationError
+        };
+        assert_eq!((wa[0].wr_id, wa[0].status), (5, status), "{op:?}");
         assert_eq!(p.a.qp_state(p.qa), Some(QpState::Error));
         if op == SendOp::Read {
             // The bytes for the first entry landed there, nothing else.

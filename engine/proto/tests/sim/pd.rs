@@ -301,20 +301,23 @@ fn a_key_of_another_pd_fails_exactly_its_request_under_loss() {
             SendOp::Send,
             WcStatus::RemoteOperationalError,
         ),
+        // rxe_req.c `finish_packet`: `copy_data`'s `-EINVAL`.
         (
             Mismatch::LocalKey,
             SendOp::Send,
-            WcStatus::LocalProtectionError,
+            WcStatus::LocalQpOperationError,
         ),
+        // rxe_req.c `finish_packet`: `copy_data`'s `-EINVAL`.
         (
             Mismatch::LocalKey,
             SendOp::Write,
-            WcStatus::LocalProtectionError,
+            WcStatus::LocalQpOperationError,
         ),
+        // rxe_req.c `finish_packet`: `copy_data`'s `-EINVAL`.
         (
             Mismatch::LocalKey,
             SendOp::WriteWithImm,
-            WcStatus::LocalProtectionError,
+            WcStatus::LocalQpOperationError,
         ),
         (
             Mismatch::LocalKey,

@@ -263,7 +263,11 @@ fn an_entry_whose_region_went_away_fails_exactly_its_request_under_loss() {
                 .map(|m| {
                     let s = match m {
                         m if m < K => WcStatus::Success,
-                        K => WcStatus::LocalProtectionError,
+                        // A READ's answer cannot be placed (rxe_comp.c
+                        // `do_read`); a SEND's or WRITE's packet cannot be
+                        // built (rxe_req.c `finish_packet`).
+                        K if op == SendOp::Read => WcStatus::LocalProtectionError,
+                        K => WcStatus::LocalQpOperationError,
                         _ => WcStatus::Flushed,
                     };
                     (m, s)

@@ -3,7 +3,7 @@
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use proto::rc::{QpInitAttr, QpState, Sge, VerbsError, WcOpcode, WcStatus};
+use proto::rc::{Access, QpInitAttr, QpState, Sge, VerbsError, WcOpcode, WcStatus};
 use proto::time::Instant;
 use proto::ud::{NetworkHeader, UdQpAttr, UdQpAttrMask, UdSendOp, GRH_LEN, GSI_QKEY, GSI_QPN};
 use proto::wire::{emit_frame, frame_len, parse_frame, Opcode};
@@ -473,7 +473,7 @@ fn states_gate_sends_and_receives() {
 }
 
 #[test]
-fn sends_check_their_address_handle_and_buffer() {
+fn sends_check_their_address_handle() {
     let (mut a, b, qa, qb, ah) = pair(v4_of);
     let bad_ah = send_wr(&a, 1, 0, 8, ah + 1, qb, QKEY);
     assert!(matches!(
@@ -497,11 +497,6 @@ fn sends_check_their_address_handle_and_buffer() {
         .ep
         .post_ud_send(qa, send_wr(&a, 1, 0, 8, other_pd, qb, QKEY))
         .is_err());
-    let outside = send_wr(&a, 1, MR_LEN as u64 - 4, 8, ah, qb, QKEY);
-    assert_eq!(
-        a.ep.post_ud_send(qa, outside),
-        Err(VerbsError::LocalProtection)
-    );
     // An address handle of the other family is refused at creation.
     assert!(a
         .ep
@@ -596,4 +591,58 @@ fn a_datagram_for_another_ip_is_dropped_as_not_ours() {
     assert!(completions(&mut b).is_empty());
     assert_eq!(b.ep.counters().dropped_wrong_peer, 1);
     assert_eq!(b.ep.ud_qp(qb).unwrap().recv_queue_len(), 1);
+}
+
+/// As rxe (`validate_send_wr` looks at no key), a UD send whose buffer
+/// cannot be read (its range past the region, its key unknown, or a
+/// region of another PD than the QP's) is posted; it fails when its
+/// datagram is built (rxe_req.c `finish_packet` -> rxe_mr.c `copy_data`:
+/// `-EINVAL`, IB_WC_LOC_QP_OP_ERR), sends nothing, and the QP goes to
+/// ERROR, flushing the send behind it. A zero-length send names no
+/// buffer, and one longer than the MTU completes without being read
+/// (IBA C10-93.1.1, before rxe reads anything).
+#[test]
+fn a_send_whose_buffer_cannot_be_read_is_posted_and_fails_when_it_runs() {
+    for bad in 0..3 {
+        let (mut a, _b, qa, qb, ah) = pair(v4_of);
+        let other =
+            a.ep.reg_mr_in(7, Box::new(vec![0x44u8; 64]), 0x900_0000, Access::ALL)
+                .unwrap();
+        let mut wr = send_wr(&a, 1, 0, 8, ah, qb, QKEY);
+        match bad {
+            0 => wr.local.addr = IOVA + MR_LEN as u64 - 4,
+            1 => wr.local.lkey ^= 0x5A5A_0000,
+            _ => {
+                wr.local.lkey = other.lkey;
+                wr.local.addr = 0x900_0000;
+            }
+        }
+        a.ep.post_ud_send(qa, wr).unwrap();
+        a.ep.post_ud_send(qa, send_wr(&a, 2, 0, 8, ah, qb, QKEY))
+            .unwrap();
+        assert!(frames(&mut a).is_empty(), "case {bad}: nothing sent");
+        let wcs = completions(&mut a);
+        assert_eq!(
+            wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            [(1, WcStatus::LocalQpOperationError), (2, WcStatus::Flushed)],
+            "case {bad}"
+        );
+        assert_eq!(a.ep.qp_state(qa), Some(QpState::Error), "case {bad}");
+    }
+    // Zero bytes under a bad key, and more than the MTU (1024) under one:
+    // neither is read, both complete.
+    let (mut a, _b, qa, qb, ah) = pair(v4_of);
+    let mut empty = send_wr(&a, 1, 0, 0, ah, qb, QKEY);
+    empty.local.lkey ^= 0x5A5A_0000;
+    let mut long = send_wr(&a, 2, 0, 2000, ah, qb, QKEY);
+    long.local.lkey ^= 0x5A5A_0000;
+    a.ep.post_ud_send(qa, empty).unwrap();
+    a.ep.post_ud_send(qa, long).unwrap();
+    assert_eq!(frames(&mut a).len(), 1, "the empty datagram");
+    let wcs = completions(&mut a);
+    assert_eq!(
+        wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        [(1, WcStatus::Success), (2, WcStatus::Success)]
+    );
+    assert_eq!(a.ep.qp_state(qa), Some(QpState::Rts));
 }
