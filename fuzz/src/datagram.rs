@@ -36,10 +36,11 @@ use proto::rc::{
 use proto::time::Instant;
 use proto::ud::{AhAttr, UdQpAttr, UdQpAttrMask, UdSendOp, UdSendWr, GRH_LEN, GSI_QKEY, GSI_QPN};
 use proto::wire::{
-    emit_frame, frame_icrc, icrc, parse_frame, AethRepr, AtomicAckEthRepr, AtomicEthRepr, BthRepr,
-    DethRepr, Ecn, EthRepr, IpRepr, Opcode, RethRepr, RoceHeaders, UdpRepr, ROCE_V2_UDP_PORT,
+    emit_frame, frame_icrc, icrc, parse_frame, BthRepr, DethRepr, Ecn, EthRepr, IpRepr, Opcode,
+    RethRepr, RoceHeaders, UdpRepr, ROCE_V2_UDP_PORT,
 };
 
+use crate::headers::conform;
 use crate::input::Input;
 
 /// Steps of one input at most.
@@ -943,53 +944,9 @@ fn synthesize_uc(w: &World, input: &mut Input<'_>) -> Vec<u8> {
     emit(h, body, input)
 }
 
-/// Give `h` exactly the extension headers its opcode has (new ones from
-/// the input), so that it can be emitted.
-fn conform(h: &mut RoceHeaders, input: &mut Input<'_>) {
-    let op = h.bth.opcode;
-    if op.has_reth() != h.reth.is_some() {
-        h.reth = op.has_reth().then(|| RethRepr {
-            va: 0x20_0000 + u64::from(input.u16()),
-            rkey: input.u32(),
-            dma_len: u32::from(input.u16()),
-        });
-    }
-    if op.has_aeth() != h.aeth.is_some() {
-        h.aeth = op.has_aeth().then(|| AethRepr {
-            syndrome: input.u8(),
-            msn: input.u32() & 0xFF_FFFF,
-        });
-    }
-    if op.has_atomic_eth() != h.atomic_eth.is_some() {
-        h.atomic_eth = op.has_atomic_eth().then(|| AtomicEthRepr {
-            va: 0x20_0000 + u64::from(input.u16()),
-            rkey: input.u32(),
-            swap_add: input.u64(),
-            compare: input.u64(),
-        });
-    }
-    if op.has_atomic_ack_eth() != h.atomic_ack_eth.is_some() {
-        h.atomic_ack_eth = op
-            .has_atomic_ack_eth()
-            .then(|| AtomicAckEthRepr { orig: input.u64() });
-    }
-    if op.has_immdt() != h.immdt.is_some() {
-        h.immdt = op.has_immdt().then(|| input.u32());
-    }
-    if op.has_ieth() != h.ieth.is_some() {
-        h.ieth = op.has_ieth().then(|| input.u32());
-    }
-    if op.has_deth() != h.deth.is_some() {
-        h.deth = op.has_deth().then(|| DethRepr {
-            qkey: input.u32(),
-            src_qp: input.u32() & 0xFF_FFFF,
-        });
-    }
-}
-
 /// Emit `h` with `payload` (headers made to fit the opcode), ICRC right.
 fn emit(mut h: RoceHeaders, mut payload: Vec<u8>, input: &mut Input<'_>) -> Vec<u8> {
-    conform(&mut h, input);
+    conform(&mut h, input, 0x20_0000);
     if !h.bth.opcode.has_payload() {
         payload.clear();
     }

@@ -21,6 +21,7 @@
 
 pub mod datagram;
 pub mod frame;
+pub mod headers;
 pub mod input;
 pub mod pair;
 pub mod pcap;

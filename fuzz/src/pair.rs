@@ -20,11 +20,9 @@ use std::collections::{HashSet, VecDeque};
 use proto::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use proto::rc::{Access, Counters, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendWr, Sge, WcOpcode};
 use proto::time::Instant;
-use proto::wire::{
-    emit_frame, parse_frame, AethRepr, AtomicAckEthRepr, AtomicEthRepr, Ecn, IpRepr, Opcode,
-    RethRepr, RoceHeaders,
-};
+use proto::wire::{emit_frame, parse_frame, Ecn, IpRepr, Opcode};
 
+use crate::headers::conform;
 use crate::input::Input;
 
 /// Steps of one input at most.
@@ -390,44 +388,6 @@ impl World {
     }
 }
 
-/// Give `h` exactly the extension headers its opcode has (new ones from
-/// the input), so that it can be emitted.
-fn conform(h: &mut RoceHeaders, input: &mut Input<'_>) {
-    let op = h.bth.opcode;
-    if op.has_reth() != h.reth.is_some() {
-        h.reth = op.has_reth().then(|| RethRepr {
-            va: IOVA + u64::from(input.u16()),
-            rkey: input.u32(),
-            dma_len: u32::from(input.u16()),
-        });
-    }
-    if op.has_aeth() != h.aeth.is_some() {
-        h.aeth = op.has_aeth().then(|| AethRepr {
-            syndrome: input.u8(),
-            msn: input.u32() & 0xFF_FFFF,
-        });
-    }
-    if op.has_atomic_eth() != h.atomic_eth.is_some() {
-        h.atomic_eth = op.has_atomic_eth().then(|| AtomicEthRepr {
-            va: IOVA + u64::from(input.u16()),
-            rkey: input.u32(),
-            swap_add: input.u64(),
-            compare: input.u64(),
-        });
-    }
-    if op.has_atomic_ack_eth() != h.atomic_ack_eth.is_some() {
-        h.atomic_ack_eth = op
-            .has_atomic_ack_eth()
-            .then(|| AtomicAckEthRepr { orig: input.u64() });
-    }
-    if op.has_immdt() != h.immdt.is_some() {
-        h.immdt = op.has_immdt().then(|| input.u32());
-    }
-    if op.has_ieth() != h.ieth.is_some() {
-        h.ieth = op.has_ieth().then(|| input.u32());
-    }
-}
-
 /// `frame` with one to four fields changed, re-emitted with a valid ICRC
 /// (so only the transport's checks can refuse it).
 fn mutate(frame: Vec<u8>, input: &mut Input<'_>) -> Option<Vec<u8>> {
@@ -503,7 +463,7 @@ fn mutate(frame: Vec<u8>, input: &mut Input<'_>) -> Option<Vec<u8>> {
             }
         }
     }
-    conform(&mut h, input);
+    conform(&mut h, input, IOVA);
     if !h.bth.opcode.has_payload() {
         payload.clear();
     }
