@@ -40,7 +40,7 @@ use proto::wire::{
     RethRepr, RoceHeaders, UdpRepr, ROCE_V2_UDP_PORT,
 };
 
-use crate::headers::conform;
+use crate::headers::{conform, flip, mutate_payload};
 use crate::input::Input;
 
 /// Steps of one input at most.
@@ -995,14 +995,7 @@ fn mutate(frame: &[u8], input: &mut Input<'_>) -> Option<Vec<u8>> {
                     }
                 }
             }
-            7 => match input.below(3) {
-                0 => payload.truncate(usize::from(input.u16()) % (payload.len() + 1)),
-                1 => payload.extend_from_slice(input.take(64)),
-                _ => {
-                    let n = usize::from(input.u16());
-                    payload.resize(n % 4200, input.u8());
-                }
-            },
+            7 => mutate_payload(&mut payload, input),
             8 => {
                 if let IpRepr::V4 { dst, .. } = &mut h.ip {
                     *dst = Ipv4Addr::from_bits(dst.to_bits() ^ u32::from(input.u8()));
@@ -1018,20 +1011,6 @@ fn mutate(frame: &[u8], input: &mut Input<'_>) -> Option<Vec<u8>> {
         }
     }
     Some(emit(h, payload, input))
-}
-
-/// A few raw bytes changed or cut.
-fn flip(frame: &mut Vec<u8>, input: &mut Input<'_>) {
-    for _ in 0..1 + input.below(3) {
-        if frame.is_empty() {
-            break;
-        }
-        let at = usize::from(input.u16()) % frame.len();
-        match input.below(4) {
-            0 => frame.truncate(at),
-            _ => frame[at] ^= input.u8() | 1,
-        }
-    }
 }
 
 /// Make a frame's ICRC right, when the frame is whole enough to have one.

@@ -1,4 +1,5 @@
-//! Headers the fuzz targets build from their input.
+//! Headers and payloads the fuzz targets build and mutate from their
+//! input.
 
 use proto::wire::{AethRepr, AtomicAckEthRepr, AtomicEthRepr, DethRepr, RethRepr, RoceHeaders};
 
@@ -46,5 +47,32 @@ pub fn conform(h: &mut RoceHeaders, input: &mut Input<'_>, iova: u64) {
             qkey: input.u32(),
             src_qp: input.u32() & 0xFF_FFFF,
         });
+    }
+}
+
+/// A payload cut short, grown with input bytes, or resized and filled.
+pub fn mutate_payload(payload: &mut Vec<u8>, input: &mut Input<'_>) {
+    match input.below(3) {
+        0 => payload.truncate(usize::from(input.u16()) % (payload.len() + 1)),
+        1 => payload.extend_from_slice(input.take(64)),
+        _ => {
+            let n = usize::from(input.u16());
+            payload.resize(n % 4200, input.u8());
+        }
+    }
+}
+
+/// A few raw bytes of `frame` changed or cut (its ICRC then mostly fails:
+/// the validator's path).
+pub fn flip(frame: &mut Vec<u8>, input: &mut Input<'_>) {
+    for _ in 0..1 + input.below(3) {
+        if frame.is_empty() {
+            break;
+        }
+        let at = usize::from(input.u16()) % frame.len();
+        match input.below(4) {
+            0 => frame.truncate(at),
+            _ => frame[at] ^= input.u8() | 1,
+        }
     }
 }

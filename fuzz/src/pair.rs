@@ -22,7 +22,7 @@ use proto::rc::{Access, Counters, MrKeys, Mtu, QpInitAttr, RecvWr, SendOp, SendW
 use proto::time::Instant;
 use proto::wire::{emit_frame, parse_frame, Ecn, IpRepr, Opcode};
 
-use crate::headers::conform;
+use crate::headers::{conform, flip, mutate_payload};
 use crate::input::Input;
 
 /// Steps of one input at most.
@@ -246,7 +246,10 @@ impl World {
             }
             // Mutate field by field (ICRC recomputed), or raw bytes.
             62..=85 => self.deliver_with(to_b, input, mutate),
-            86..=91 => self.deliver_with(to_b, input, flip),
+            86..=91 => self.deliver_with(to_b, input, |mut f, input| {
+                flip(&mut f, input);
+                Some(f)
+            }),
             // Forge a frame from the template of the other direction's
             // last frame (so from the peer's addresses).
             92..=99 => {
@@ -430,14 +433,7 @@ fn mutate(frame: Vec<u8>, input: &mut Input<'_>) -> Option<Vec<u8>> {
                     a.orig = input.u64();
                 }
             }
-            10 => match input.below(3) {
-                0 => payload.truncate(usize::from(input.u16()) % (payload.len() + 1)),
-                1 => payload.extend_from_slice(input.take(64)),
-                _ => {
-                    let n = usize::from(input.u16());
-                    payload.resize(n % 4200, input.u8());
-                }
-            },
+            10 => mutate_payload(&mut payload, input),
             11 => {
                 if let IpRepr::V4 { src, .. } = &mut h.ip {
                     *src = Ipv4Addr::from_bits(src.to_bits() ^ u32::from(input.u8()));
@@ -474,22 +470,6 @@ fn mutate(frame: Vec<u8>, input: &mut Input<'_>) -> Option<Vec<u8>> {
     let n = emit_frame(&h, &payload, &mut buf).ok()?;
     buf.truncate(n);
     Some(buf)
-}
-
-/// `frame` with a few raw bytes changed or cut (its ICRC then mostly
-/// fails: the validator's path).
-fn flip(mut frame: Vec<u8>, input: &mut Input<'_>) -> Option<Vec<u8>> {
-    for _ in 0..1 + input.below(3) {
-        if frame.is_empty() {
-            break;
-        }
-        let at = usize::from(input.u16()) % frame.len();
-        match input.below(4) {
-            0 => frame.truncate(at),
-            _ => frame[at] ^= input.u8() | 1,
-        }
-    }
-    Some(frame)
 }
 
 pub fn run(data: &[u8]) {
