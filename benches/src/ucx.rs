@@ -200,12 +200,14 @@ fn bw_seconds(_opts: &Options) -> u32 {
     1
 }
 
-/// Pairs per comparison: even, so that each order runs as often.
+/// Pairs per comparison: even, so that each order runs as often (4 keep
+/// the step within about 40 s of a full run on a loaded 2-core machine:
+/// each run starts a program and its engine, about 1 s).
 fn pairs(opts: &Options) -> usize {
     if opts.quick {
         2
     } else {
-        6
+        4
     }
 }
 
