@@ -98,6 +98,22 @@ else:
     rows.append(("stock perftest under `roce-xdp exec` / the engine's tool", "n/a",
                  f"goodput >= {GOODPUT_TARGET:g}, latency <= {LATENCY_TARGET:g}", "n/a"))
 
+# UCX's ucx_perftest under `roce-xdp exec` against the engine's own tools
+# (each row carries its bound: `target_ratio`, as `ucx_rows.rs` sets it).
+ucx = r.get("ucx", {}).get("targets", [])
+if ucx and any(t.get("pairs") for t in ucx):
+    what = ", ".join(f"{t['stock']} {size(t['message_bytes'])}" for t in ucx)
+    figs = ", ".join("n/a" if t.get("ratio") is None else f"{t['ratio']:.2f}" for t in ucx)
+    bound = ", ".join(f"{'<=' if t['latency'] else '>='} {t['target_ratio']:g}" for t in ucx)
+    mets = [None if t.get("ratio") is None else
+            (t["ratio"] <= t["target_ratio"] if t["latency"] else t["ratio"] >= t["target_ratio"])
+            for t in ucx]
+    rows.append((f"UCX `ucx_perftest` under `roce-xdp exec` / the engine's tool: {what}", figs, bound,
+                 verdicts(mets)))
+else:
+    rows.append(("UCX `ucx_perftest` under `roce-xdp exec` / the engine's tool", "n/a",
+                 "put_bw >= 0.9, tag_lat <= 1.3", "n/a"))
+
 # Idle cost.
 idle = r.get("tools", {}).get("idle")
 keys = ["device_cpu_per_queue", "serve_cpu_per_queue", "serve_connected_cpu_per_queue"]

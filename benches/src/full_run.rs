@@ -140,6 +140,11 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     let verbs_drop_in = crate::verbs_drop_in::measure(&pair, opts, &mut missing);
     progress(
         opts,
+        "UCX's ucx_perftest on the drop-in libibverbs against the tools",
+    );
+    let ucx = crate::ucx::measure(&pair, opts, &mut missing);
+    progress(
+        opts,
         "SGE lists and inline data against the one-SGE path (paired)",
     );
     let sge_paths = crate::sge_paths::measure(
@@ -236,6 +241,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         qp_scale: qp_scale_rows(opts, &mut missing_late),
         qp_scale_memory: qp_scale_memory_rows(opts),
         verbs_drop_in,
+        ucx,
         sge_paths,
         notes,
         missing,

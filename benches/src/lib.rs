@@ -9,7 +9,7 @@
 //! ([`engine_path`], [`engine_rtc`]), the latency tools and the idle cost
 //! ([`tool_latency`]), stock perftest on the drop-in libibverbs
 //! ([`verbs_drop_in`], with [`tool_run`] running binaries in the
-//! namespaces), the [`paired`] step and the in-memory
+//! namespaces), UCX's `ucx_perftest` on it ([`ucx`]), the [`paired`] step and the in-memory
 //! [`protocol_path`], and fills the [`report`], which [`output`] writes
 //! (with an SVG chart from the `charts` crate). Below them: [`options`] (what to run, shared
 //! constants), [`error`], [`threads`] (threads inside a namespace),
@@ -39,4 +39,5 @@ mod test_support;
 pub mod threads;
 pub mod tool_latency;
 pub mod tool_run;
+pub mod ucx;
 pub mod verbs_drop_in;

@@ -15,6 +15,8 @@
 //!   the AF_XDP floor.
 //! - `drop_in_rows.rs`: stock perftest on the drop-in libibverbs against
 //!   the engine's tools.
+//! - `ucx_rows.rs`: UCX's `ucx_perftest` on the drop-in libibverbs against
+//!   the engine's tools.
 
 mod drop_in_rows;
 mod model;
@@ -24,6 +26,7 @@ mod sample;
 mod tables;
 mod targets;
 mod tool_rows;
+mod ucx_rows;
 
 pub use drop_in_rows::{
     DropInPair, DropInReport, DropInTarget, GOODPUT_TARGET, LATENCY_TARGET, THREADED_GOODPUT_TARGET,
@@ -38,3 +41,4 @@ pub use targets::{
     SWEEP_LABEL,
 };
 pub use tool_rows::{IdleCost, ToolLatency, ToolsReport};
+pub use ucx_rows::{UcxReport, UCX_PUT_BW_TARGET, UCX_TAG_LAT_TARGET};

@@ -51,6 +51,10 @@ pub struct Report {
     /// tools (`crate::verbs_drop_in`); absent from older reports.
     #[serde(default)]
     pub verbs_drop_in: super::DropInReport,
+    /// UCX's `ucx_perftest` on the drop-in libibverbs against the
+    /// engine's own tools (`crate::ucx`); absent from older reports.
+    #[serde(default)]
+    pub ucx: super::UcxReport,
     /// Scatter/gather lists and inline data against the one-SGE path
     /// (`crate::sge_paths`): paired comparisons whose "engine" side is
     /// the variant (8 SGEs, inline) and whose baseline is the same stream

@@ -85,6 +85,7 @@ pub(crate) fn sample() -> Report {
         qp_scale: vec![],
         qp_scale_memory: vec![],
         verbs_drop_in: Default::default(),
+        ucx: Default::default(),
         sge_paths: vec![],
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],
