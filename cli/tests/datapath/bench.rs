@@ -45,6 +45,7 @@ fn bench_quick_json_has_the_documented_shape() {
         "latency",
         "ratios",
         "sge_paths",
+        "ucx",
         "scaling",
         "projection",
         "notes",
@@ -241,6 +242,33 @@ fn bench_quick_json_has_the_documented_shape() {
             );
         }
         assert!(md.contains("on the drop-in libibverbs (`roce-xdp exec`)"));
+    }
+    // UCX's ucx_perftest on the drop-in against the tools: put bandwidth
+    // and tag latency, each with its pairs and a ratio, or the reason.
+    let ucx = &r.ucx;
+    if let Some(why) = &ucx.skipped {
+        assert!(r.missing.iter().any(|m| m.starts_with("UCX rows")), "{why}");
+    } else {
+        let names: Vec<(&str, u64)> = ucx
+            .targets
+            .iter()
+            .map(|t| (t.stock.as_str(), t.message_bytes))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("ucx_perftest -t ucp_put_bw", 65536),
+                ("ucx_perftest -t tag_lat", 64),
+            ]
+        );
+        for t in &ucx.targets {
+            assert!(
+                t.ratio.is_some_and(|x| x > 0.0) || r.missing.iter().any(|m| m.contains("UCX")),
+                "{t:?} {:?}",
+                r.missing
+            );
+        }
+        assert!(md.contains("on the drop-in libibverbs (`roce-xdp exec`, server in one namespace"));
     }
     let projection = r.projection.as_ref().expect("projection section");
     assert!(!projection.rows.is_empty());
