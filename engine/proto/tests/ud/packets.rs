@@ -493,10 +493,25 @@ fn sends_check_their_address_handle() {
             },
         )
         .unwrap();
-    assert!(a
-        .ep
-        .post_ud_send(qa, send_wr(&a, 1, 0, 8, other_pd, qb, QKEY))
-        .is_err());
+    // An address handle of another PD than the QP's is posted and fails
+    // when the datagram is built, as rxe: rxe_av.c `rxe_get_av` ("PDs
+    // don't match for AH and QP") gives no address vector, rxe_req.c
+    // `rxe_requester` completes the request with IB_WC_LOC_QP_OP_ERR and
+    // the QP goes to error, flushing the send behind it; nothing is sent.
+    a.ep.post_ud_send(qa, send_wr(&a, 1, 0, 8, other_pd, qb, QKEY))
+        .unwrap();
+    a.ep.post_ud_send(qa, send_wr(&a, 2, 0, 8, ah, qb, QKEY))
+        .unwrap();
+    assert!(frames(&mut a).is_empty(), "nothing sent");
+    assert_eq!(
+        completions(&mut a)
+            .iter()
+            .map(|w| (w.wr_id, w.status))
+            .collect::<Vec<_>>(),
+        [(1, WcStatus::LocalQpOperationError), (2, WcStatus::Flushed)]
+    );
+    assert_eq!(a.ep.qp_state(qa), Some(QpState::Error));
+    let (mut a, _b, qa, qb, ah) = pair(v4_of);
     // An address handle of the other family is refused at creation.
     assert!(a
         .ep
