@@ -357,6 +357,22 @@ impl Endpoint {
             .map_err(|_| VerbsError::LocalProtection)
     }
 
+    /// Copy bytes into a region as a QP of protection domain `pd` writes
+    /// a receive's bytes (rxe `copy_data` into a receive: `lookup_mr` with
+    /// the QP's PD and LOCAL_WRITE, then `mr_check_range`): a key of a
+    /// region of another PD, or of one without LOCAL_WRITE, is refused.
+    pub fn mr_write_in(
+        &mut self,
+        pd: u32,
+        lkey: u32,
+        iova: u64,
+        data: &[u8],
+    ) -> Result<(), VerbsError> {
+        self.mrs
+            .write(pd, lkey, iova, data, Access::LOCAL_WRITE)
+            .map_err(|_| VerbsError::LocalProtection)
+    }
+
     /// Borrow `len` bytes of a region (local access, bounds-checked, any PD).
     pub fn mr_slice(&self, lkey: u32, iova: u64, len: usize) -> Result<&[u8], VerbsError> {
         self.mrs
