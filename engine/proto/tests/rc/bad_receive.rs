@@ -310,9 +310,38 @@ fn a_bad_entry_anywhere_in_a_receive_list_is_posted_and_fails_the_receive_where_
 }
 
 #[test]
-fn a_message_of_no_bytes_into_a_bad_receive_succeeds() {
+fn a_message_that_copies_nothing_into_a_bad_receive_succeeds() {
     // rxe `copy_data` returns before looking at any entry when there is
-    // nothing to copy.
+    // nothing to copy; a WRITE with immediate copies nothing into the
+    // receive it consumes (rxe `execute`: `write_data_in` goes to the
+    // R_Key's region).
+    for uc in [false, true] {
+        for bad in BAD {
+            let what = format!(
+                "{} {bad:?}, WRITE with immediate",
+                if uc { "UC" } else { "RC" }
+            );
+            let (mut p, other, no_write) = pair(uc);
+            let sge = bad_sge(&p, &other, &no_write, bad, 64);
+            p.b.post_recv(p.qb, RecvWr { wr_id: 9, sge }).unwrap();
+            let mut wr = rdma_wr(&p, 1, SendOp::WriteWithImm, 2048, 0x4000);
+            wr.imm = 0x0BAD_0001;
+            p.a.post_send(p.qa, wr).unwrap();
+            p.settle();
+            let wb = p.wcs_b();
+            assert_eq!(
+                wb.iter()
+                    .map(|w| (w.wr_id, w.status, w.byte_len, w.imm))
+                    .collect::<Vec<_>>(),
+                [(9, WcStatus::Success, 2048, Some(0x0BAD_0001))],
+                "{what}"
+            );
+            assert_eq!(outcomes(&p.wcs_a()), [(1, WcStatus::Success)], "{what}");
+            let mut want = vec![0u8; MR_LEN];
+            want[0x4000..0x4800].copy_from_slice(&bytes(MR_LEN, 5)[0x4000..0x4800]);
+            assert!(p.read_b(IOVA_B, MR_LEN) == want, "{what}");
+        }
+    }
     for uc in [false, true] {
         for bad in BAD {
             let what = format!("{} {bad:?}", if uc { "UC" } else { "RC" });
