@@ -14,7 +14,8 @@
 //! completes with a remote operational error (rxe_comp.c
 //! `AETH_NAK_REM_OP_ERR`: `IB_WC_REM_OP_ERR`), the QP goes to error. A
 //! message of no bytes touches no buffer and succeeds (`copy_data` of
-//! length 0 returns at once).
+//! length 0 returns at once), as a WRITE with immediate does (its bytes
+//! go to the R_Key's region).
 
 use core::net::{IpAddr, Ipv4Addr};
 
