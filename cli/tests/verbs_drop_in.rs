@@ -51,7 +51,10 @@ fn a_qp_refuses_what_its_access_flags_do_not_grant() {
 /// Argument checks with rxe's errnos, ibv_rereg_mr, the device's
 /// attributes and the string helpers; sends whose SGEs name no region, a
 /// region of another PD or bytes past their region are posted and fail
-/// when they run (RC and UD), as rxe.
+/// when they run (RC and UD), receives whose SGEs do (or name a region
+/// without LOCAL_WRITE) are posted and fail when a message reaches them
+/// (RC, SRQ, UD), a UD send through an address handle of another PD is
+/// posted and fails, as rxe.
 #[test]
 #[ignore = "needs root"]
 fn verbs_check_their_arguments_as_rxe() {

@@ -18,7 +18,13 @@
  *              another PD or bytes past its region (RC and UD, one SGE
  *              and a list): posted, then LOC_QP_OP_ERR (SEND, WRITE) or
  *              LOC_PROT_ERR (READ), the next request flushed, nothing
- *              sent, as rxe;
+ *              sent, as rxe; receives whose SGE names no region, a region
+ *              of another PD, bytes past its region or a region without
+ *              LOCAL_WRITE (RC one SGE and a list, an SRQ list, UD one
+ *              SGE and a list): posted, then LOC_QP_OP_ERR when a message
+ *              reaches the entry (RC: the SEND REM_OP_ERR), the entries
+ *              before it filled, a SEND of 0 bytes succeeding, as rxe; a
+ *              UD send through an AH of another PD: posted, LOC_QP_OP_ERR;
  *   bad-input  a wrong or destroyed handle and NULL pointers get an error
  *              return, never a crash; an lkey of another PD gets an error
  *              completion;
@@ -331,6 +337,7 @@ static int access_flags(void)
 }
 
 static int bad_sges(void);
+static int bad_recvs(void);
 
 static int checks(void)
 {
@@ -460,7 +467,8 @@ static int checks(void)
 	EXPECT_RET(ibv_destroy_qp(qp), 0);
 	EXPECT_RET(ibv_destroy_cq(cq), 0);
 	EXPECT_RET(ibv_dealloc_pd(pd), 0);
-	return bad_sges();
+	bad_sges();
+	return bad_recvs();
 }
 
 static int bad_input(void)
@@ -1239,6 +1247,269 @@ static int bad_sges(void)
 	free(obuf);
 	EXPECT_RET(ibv_dealloc_pd(pd2), 0);
 	CHECK(!ibv_destroy_qp(a.qp) && !ibv_destroy_qp(b.qp), "destroy qp");
+	CHECK(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr), "dereg");
+	EXPECT_RET(ibv_destroy_cq(rcq), 0);
+	CHECK(!ibv_destroy_cq(a.cq) && !ibv_destroy_cq(b.cq), "destroy cq");
+	CHECK(!ibv_dealloc_pd(a.pd) && !ibv_dealloc_pd(b.pd), "dealloc pd");
+	return 0;
+}
+
+/* ---- checks: bad scatter/gather entries in receives; a UD send's AH of another PD ---- */
+
+/* The next completion of `cq`: `wr_id` with `st`. */
+static void expect_on(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st, const char *what)
+{
+	struct ibv_wc wc = wait_wc(cq);
+	CHECK(wc.wr_id == wr_id && wc.status == st, "%s: wr %llu status %s, wanted wr %llu %s", what,
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      (unsigned long long)wr_id, ibv_wc_status_str(st));
+}
+
+static void expect_bytes(const char *p, size_t len, const char *want, const char *what)
+{
+	for (size_t i = 0; i < len; i++)
+		CHECK(p[i] == want[i], "%s: byte %zu is %#x, was %#x", what, i,
+		      (unsigned char)p[i], (unsigned char)want[i]);
+}
+
+/* As rxe: its rxe_post_one_recv (rdma-core providers/rxe/rxe.c, and
+ * rxe_post_srq_recv through it) checks the queue and num_sge, no key, so
+ * a receive whose SGE names no region, a region of another PD, bytes past
+ * its region or a region without LOCAL_WRITE is posted. It fails when a
+ * message's bytes reach that SGE: rxe_resp.c send_data_in -> rxe_mr.c
+ * copy_data (lookup_mr with the QP's PD and LOCAL_WRITE, mr_check_range)
+ * is RESPST_ERR_MALFORMED_WQE, "All, Class A": the receive completes
+ * IBV_WC_LOC_QP_OP_ERR and the QP goes to error; on RC the responder
+ * NAKs remote operational error and the SEND completes IBV_WC_REM_OP_ERR
+ * (rxe_comp.c), the sender's QP to error too. The entries before the bad
+ * one are filled (copy_data walks the list); a message of no bytes
+ * touches no entry and succeeds. RC with one SGE and a list, an SRQ
+ * list, UD with one SGE and a list (the GRH area lands in the good
+ * entry). And a UD send whose address handle is of another PD: posted,
+ * IBV_WC_LOC_QP_OP_ERR, nothing sent, the QP to error (rxe_av.c
+ * rxe_get_av: "PDs don't match for AH and QP"; rxe_req.c). */
+static int bad_recvs(void)
+{
+	const int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct side a, b;
+	side_open(&a, all);
+	side_open(&b, all);
+	CHECK(!ibv_destroy_qp(b.qp), "destroy qp");
+	b.qp = create_qp_caps(b.pd, b.cq, 1, 2, 0, NULL);
+	CHECK(b.qp, "an RC QP of two receive SGEs: %s", strerror(errno));
+	connect_qp(a.qp, b.qp->qp_num, all);
+	connect_qp(b.qp, a.qp->qp_num, all);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	char *obuf = aligned_alloc(64, 4096), *nbuf = aligned_alloc(64, 4096);
+	memset(obuf, 0x5a, 4096);
+	memset(nbuf, 0x6b, 4096);
+	struct ibv_mr *other = ibv_reg_mr(pd2, obuf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *nowrite = ibv_reg_mr(b.pd, nbuf, 4096, 0);
+	CHECK(pd2 && other && nowrite, "a region of another PD, one without LOCAL_WRITE: %s",
+	      strerror(errno));
+	const struct ibv_sge bad[4] = {
+		{ (uintptr_t)b.buf, 64, b.mr->lkey ^ 0x5a5a0000 },	/* no region */
+		{ (uintptr_t)obuf, 64, other->lkey },			/* another PD */
+		{ (uintptr_t)b.buf + LEN - 32, 64, b.mr->lkey },	/* past the region */
+		{ (uintptr_t)nbuf, 64, nowrite->lkey },			/* no LOCAL_WRITE */
+	};
+	const char *kind[4] = { "a key of no region", "a region of another PD", "past the region",
+				"a region without LOCAL_WRITE" };
+	char o0[4096], n0[4096], zero[LEN], want[LEN];
+	memcpy(o0, obuf, 4096);
+	memcpy(n0, nbuf, 4096);
+	memset(zero, 0, LEN);
+	fill(a.buf, LEN, 6);
+	uint64_t id = 2000;
+	char what[128];
+
+	/* RC: the bad SGE alone, and second after a 16-byte entry; a 64-byte SEND. */
+	for (int k = 0; k < 4; k++) {
+		for (int n = 1; n <= 2; n++) {
+			snprintf(what, sizeof(what), "RC receive, %s (%d SGEs)", kind[k], n);
+			struct ibv_sge sg[2] = { { (uintptr_t)b.buf + 128, 16, b.mr->lkey }, bad[k] };
+			if (n == 1)
+				sg[0] = bad[k];
+			EXPECT_RET(post_list_recv(&b, id + 9, sg, n), 0);
+			struct ibv_sge src = { (uintptr_t)a.buf, 64, a.mr->lkey };
+			EXPECT_RET(post_list_send(&a, IBV_WR_SEND, id, &src, 1, 0, NULL, 0), 0);
+			expect_on(b.cq, id + 9, IBV_WC_LOC_QP_OP_ERR, what);
+			expect_on(a.cq, id, IBV_WC_REM_OP_ERR, what);
+			expect_qp_error(b.qp, what);
+			expect_qp_error(a.qp, what);
+			memset(want, 0, LEN);
+			if (n == 2)
+				memcpy(want + 128, a.buf, 16);
+			expect_bytes(b.buf, LEN, want, what);
+			expect_bytes(obuf, 4096, o0, what);
+			expect_bytes(nbuf, 4096, n0, what);
+			memset(b.buf, 0, LEN);
+			reconnect(&a, &b, all);
+			id += 10;
+		}
+	}
+	/* A SEND of no bytes into such a receive succeeds: nothing is copied. */
+	for (int k = 0; k < 4; k++) {
+		snprintf(what, sizeof(what), "RC receive, %s, a SEND of 0 bytes", kind[k]);
+		struct ibv_sge sg = bad[k];
+		EXPECT_RET(post_list_recv(&b, id + 9, &sg, 1), 0);
+		EXPECT_RET(post_list_send(&a, IBV_WR_SEND, id, NULL, 0, 0, NULL, 0), 0);
+		struct ibv_wc wc = wait_wc(b.cq);
+		CHECK(wc.wr_id == id + 9 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 0,
+		      "%s: wr %llu %s len %u", what, (unsigned long long)wc.wr_id,
+		      ibv_wc_status_str(wc.status), wc.byte_len);
+		expect_on(a.cq, id, IBV_WC_SUCCESS, what);
+		id += 10;
+	}
+	expect_bytes(b.buf, LEN, zero, "after the SENDs of 0 bytes");
+
+	/* An SRQ receive: a 16-byte entry, then one of another PD. */
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 4, .max_sge = 2 } };
+	struct ibv_srq *srq = ibv_create_srq(b.pd, &si);
+	CHECK(srq, "ibv_create_srq: %s", strerror(errno));
+	struct ibv_qp_init_attr ia = {
+		.send_cq = b.cq, .recv_cq = b.cq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	CHECK(!ibv_destroy_qp(b.qp), "destroy qp");
+	b.qp = ibv_create_qp(b.pd, &ia);
+	CHECK(b.qp, "an RC QP on the SRQ: %s", strerror(errno));
+	reconnect(&a, &b, all);
+	for (int k = 0; k < 4; k++) {
+		snprintf(what, sizeof(what), "SRQ receive, %s second", kind[k]);
+		struct ibv_sge sg[2] = { { (uintptr_t)b.buf + 256, 16, b.mr->lkey }, bad[k] };
+		struct ibv_recv_wr rw = { .wr_id = id + 9, .sg_list = sg, .num_sge = 2 }, *rbad;
+		EXPECT_RET(ibv_post_srq_recv(srq, &rw, &rbad), 0);
+		struct ibv_sge src = { (uintptr_t)a.buf + 1000, 64, a.mr->lkey };
+		EXPECT_RET(post_list_send(&a, IBV_WR_SEND, id, &src, 1, 0, NULL, 0), 0);
+		expect_on(b.cq, id + 9, IBV_WC_LOC_QP_OP_ERR, what);
+		expect_on(a.cq, id, IBV_WC_REM_OP_ERR, what);
+		expect_qp_error(b.qp, what);
+		memset(want, 0, LEN);
+		memcpy(want + 256, a.buf + 1000, 16);
+		expect_bytes(b.buf, LEN, want, what);
+		expect_bytes(obuf, 4096, o0, what);
+		expect_bytes(nbuf, 4096, n0, what);
+		memset(b.buf, 0, LEN);
+		/* b's QP in error reported its last WQE: drain nothing else. */
+		reconnect(&a, &b, all);
+		id += 10;
+	}
+
+	/* UD: a receive of one bad SGE, a good one behind it; and a QP of
+	 * three receive SGEs whose list is a 40-byte entry (the GRH area),
+	 * then the bad one. */
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(rcq, "ibv_create_cq");
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	aa.grh.dgid = gid1;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	struct ibv_ah *ah = ibv_create_ah(b.pd, &aa);
+	CHECK(ah, "ibv_create_ah: %s", strerror(errno));
+	struct ibv_qp *u = ud_qp_sges(b.pd, a.cq, 1);
+	const struct ibv_sge ud_bad[4] = {
+		{ (uintptr_t)b.buf, GRH + 64, b.mr->lkey ^ 0x5a5a0000 },
+		{ (uintptr_t)obuf, GRH + 64, other->lkey },
+		{ (uintptr_t)b.buf + LEN - 16, GRH + 64, b.mr->lkey },
+		{ (uintptr_t)nbuf, GRH + 64, nowrite->lkey },
+	};
+	for (int k = 0; k < 4; k++) {
+		for (int n = 1; n <= 2; n++) {
+			snprintf(what, sizeof(what), "UD receive, %s (%d SGEs)", kind[k], n);
+			struct ibv_qp_init_attr ua = {
+				.send_cq = rcq, .recv_cq = rcq, .qp_type = IBV_QPT_UD,
+				.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1,
+					 .max_recv_sge = n == 1 ? 1 : 3 },
+			};
+			struct ibv_qp *v = ibv_create_qp(b.pd, &ua);
+			CHECK(v, "%s: ibv_create_qp: %s", what, strerror(errno));
+			struct ibv_qp_attr m = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+			CHECK(!ibv_modify_qp(v, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					     IBV_QP_QKEY) &&
+			      !ibv_modify_qp(v, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR },
+					     IBV_QP_STATE) &&
+			      !ibv_modify_qp(v, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS,
+									.sq_psn = 7 },
+					     IBV_QP_STATE | IBV_QP_SQ_PSN), "%s: to RTS", what);
+			struct ibv_sge sg[2] = { { (uintptr_t)b.buf + 512, GRH, b.mr->lkey }, ud_bad[k] };
+			if (n == 1)
+				sg[0] = ud_bad[k];
+			struct ibv_recv_wr rw = { .wr_id = id + 9, .sg_list = sg, .num_sge = n }, *rbad;
+			EXPECT_RET(ibv_post_recv(v, &rw, &rbad), 0);
+			struct ibv_sge behind = { (uintptr_t)b.buf + 2048, GRH + 1024, b.mr->lkey };
+			rw = (struct ibv_recv_wr){ .wr_id = id + 8, .sg_list = &behind, .num_sge = 1 };
+			EXPECT_RET(ibv_post_recv(v, &rw, &rbad), 0);
+			struct ibv_sge src = { (uintptr_t)b.buf + 4096, 64, b.mr->lkey };
+			memcpy(b.buf + 4096, a.buf, 64);
+			struct ibv_send_wr w = { .wr_id = id, .sg_list = &src, .num_sge = 1,
+						 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+					   *wbad;
+			w.wr.ud.ah = ah;
+			w.wr.ud.remote_qpn = v->qp_num;
+			w.wr.ud.remote_qkey = QKEY;
+			EXPECT_RET(ibv_post_send(u, &w, &wbad), 0);
+			expect_on(a.cq, id, IBV_WC_SUCCESS, what);
+			expect_on(rcq, id + 9, IBV_WC_LOC_QP_OP_ERR, what);
+			expect_on(rcq, id + 8, IBV_WC_WR_FLUSH_ERR, what);
+			expect_qp_error(v, what);
+			memset(want, 0, LEN);
+			memcpy(want + 4096, a.buf, 64);
+			if (n == 2) {
+				/* The GRH area: 20 zero bytes, then the IPv4 header. */
+				memcpy(want + 512 + 20, b.buf + 512 + 20, 20);
+				CHECK((unsigned char)b.buf[512 + 20] == 0x45,
+				      "%s: the GRH area landed in the first entry", what);
+			}
+			expect_bytes(b.buf, LEN, want, what);
+			expect_bytes(obuf, 4096, o0, what);
+			expect_bytes(nbuf, 4096, n0, what);
+			memset(b.buf, 0, LEN);
+			EXPECT_RET(ibv_destroy_qp(v), 0);
+			id += 10;
+		}
+	}
+
+	/* A UD send through an AH of another PD: posted, then fails. */
+	struct ibv_ah *ah2 = ibv_create_ah(pd2, &aa);
+	CHECK(ah2, "ibv_create_ah in another PD: %s", strerror(errno));
+	struct ibv_qp *v = ud_qp_sges(b.pd, rcq, 1);
+	ud_recv(v, b.mr, id + 9, b.buf, GRH + 1024);
+	struct ibv_sge src = { (uintptr_t)b.buf + 4096, 8, b.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &src, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *wbad;
+	w.wr.ud.ah = ah2;
+	w.wr.ud.remote_qpn = v->qp_num;
+	w.wr.ud.remote_qkey = QKEY;
+	EXPECT_RET(ibv_post_send(u, &w, &wbad), 0);
+	w.wr_id = id + 1;
+	w.wr.ud.ah = ah;
+	EXPECT_RET(ibv_post_send(u, &w, &wbad), 0);
+	expect_on(a.cq, id, IBV_WC_LOC_QP_OP_ERR, "a UD send through an AH of another PD");
+	expect_on(a.cq, id + 1, IBV_WC_WR_FLUSH_ERR, "the send behind it");
+	expect_qp_error(u, "a UD send through an AH of another PD");
+	/* Nothing was sent: v's receive waits (a good datagram takes it). */
+	struct ibv_qp *u2 = ud_qp_sges(b.pd, a.cq, 1);
+	w.wr_id = id + 2;
+	EXPECT_RET(ibv_post_send(u2, &w, &wbad), 0);
+	expect_on(a.cq, id + 2, IBV_WC_SUCCESS, "a good send");
+	struct ibv_wc rw = wait_wc(rcq);
+	CHECK(rw.wr_id == id + 9 && rw.status == IBV_WC_SUCCESS && rw.src_qp == u2->qp_num,
+	      "the receive took the good datagram: wr %llu %s from %u", (unsigned long long)rw.wr_id,
+	      ibv_wc_status_str(rw.status), rw.src_qp);
+
+	EXPECT_RET(ibv_destroy_qp(u2), 0);
+	EXPECT_RET(ibv_destroy_qp(u), 0);
+	EXPECT_RET(ibv_destroy_qp(v), 0);
+	EXPECT_RET(ibv_destroy_ah(ah2), 0);
+	EXPECT_RET(ibv_destroy_ah(ah), 0);
+	EXPECT_RET(ibv_dereg_mr(other), 0);
+	EXPECT_RET(ibv_dereg_mr(nowrite), 0);
+	free(obuf);
+	free(nbuf);
+	EXPECT_RET(ibv_dealloc_pd(pd2), 0);
+	CHECK(!ibv_destroy_qp(a.qp) && !ibv_destroy_qp(b.qp), "destroy qp");
+	EXPECT_RET(ibv_destroy_srq(srq), 0);
 	CHECK(!ibv_dereg_mr(a.mr) && !ibv_dereg_mr(b.mr), "dereg");
 	EXPECT_RET(ibv_destroy_cq(rcq), 0);
 	CHECK(!ibv_destroy_cq(a.cq) && !ibv_destroy_cq(b.cq), "destroy cq");

@@ -205,6 +205,8 @@ struct State {
 /// flushed ones too) scatters the slot's bytes into that list.
 struct UdRecvStaging {
     lkey: u32,
+    /// The QP's PD: the program's entries are written as the QP writes.
+    pd: u32,
     slot_len: usize,
     slots: usize,
     max_sge: usize,
@@ -218,9 +220,17 @@ struct UdRecvStaging {
 }
 
 impl UdRecvStaging {
-    /// The next receive completion of the QP: the bytes of its slot
-    /// scattered into the program's list (a region gone since the post:
-    /// a local protection error, as rxe's `copy_data`).
+    /// The next receive completion of the QP: the bytes of its slot (the
+    /// GRH area, then the payload) scattered into the program's list in
+    /// order, each entry written through the QP's PD with LOCAL_WRITE, as
+    /// rxe_resp.c `send_data_in` -> rxe_mr.c `copy_data` writes a
+    /// receive. An entry that refuses its bytes (a key of no region, of a
+    /// region of another PD or without LOCAL_WRITE, a range out of its
+    /// region: rxe `RESPST_ERR_MALFORMED_WQE`, class A) leaves the entries
+    /// before it written, completes the receive with a local QP operation
+    /// error and moves the QP to ERROR. (rxe does so when the datagram
+    /// lands; here, when its completion is drained: a datagram that landed
+    /// in a later receive of the QP before then keeps its completion.)
     fn complete(&mut self, ep: &mut Endpoint, wc: &mut WorkCompletion) {
         let slot = self.completed % self.slots;
         self.completed = self.completed.wrapping_add(1);
@@ -240,11 +250,18 @@ impl UdRecvStaging {
                 break;
             }
             let k = (g.length as usize).min(n - at);
-            if ep
-                .mr_write(g.lkey, g.addr, &self.scratch[at..at + k])
-                .is_err()
+            if k > 0
+                && ep
+                    .mr_write_in(self.pd, g.lkey, g.addr, &self.scratch[at..at + k])
+                    .is_err()
             {
-                wc.status = WcStatus::LocalProtectionError;
+                wc.status = WcStatus::LocalQpOperationError;
+                wc.byte_len = 0;
+                let error = UdQpAttr {
+                    state: QpState::Error,
+                    ..UdQpAttr::default()
+                };
+                let _ = ep.modify_ud_qp(wc.qpn, &error, UdQpAttrMask::STATE);
                 return;
             }
             at += k;
@@ -934,6 +951,7 @@ impl Shell {
             qpn,
             UdRecvStaging {
                 lkey: keys.lkey,
+                pd,
                 slot_len,
                 slots,
                 max_sge,

@@ -619,7 +619,13 @@ unsafe fn post_one_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result<(), c_
 }
 
 /// Posts one receive work request to QP `q` (rxe `rxe_post_one_recv`):
-/// its SGE list checked against the QP's `max_recv_sge`.
+/// its SGE list checked against the QP's `max_recv_sge`, no entry's key
+/// looked at (rdma-core providers/rxe/rxe.c `rxe_post_one_recv` checks
+/// the queue and `num_sge` only): a key of no region, of another PD, a
+/// range out of its region or a region without LOCAL_WRITE fails the
+/// receive when a message's bytes reach it, as rxe_resp.c `send_data_in`
+/// does (`IBV_WC_LOC_QP_OP_ERR`, NAK remote operational error on RC, the
+/// QP to error; `rc/responder.rs`).
 ///
 /// # Safety
 /// `w.sg_list` holds `w.num_sge` SGEs (the contract, point 1).

@@ -195,7 +195,12 @@ const MAX_SRQ_SGE: usize = limits::MAX_SRQ_SGE as usize;
 /// provider: `ENOMEM` when full, `EINVAL` for more SGEs than the SRQ's
 /// `max_sge`); at the first refusal `bad` points at that request. A
 /// receive's SGE list, up to the SRQ's `max_sge` entries, is copied: the
-/// program may reuse its `sg_list` at once.
+/// program may reuse its `sg_list` at once. No entry's key is looked at,
+/// as rxe (rdma-core providers/rxe/rxe.c `rxe_post_srq_recv` ->
+/// `rxe_post_one_recv`): a key of no region, of another PD than the
+/// taking QP's, a range out of its region or a region without
+/// LOCAL_WRITE fails the receive when a message lands in it
+/// (`IBV_WC_LOC_QP_OP_ERR`, that QP to error; `rc/srq.rs`).
 pub(super) unsafe extern "C" fn post_srq_recv(
     s: *mut c_void,
     wr: *mut ibv_recv_wr,

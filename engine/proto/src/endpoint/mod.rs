@@ -357,6 +357,22 @@ impl Endpoint {
             .map_err(|_| VerbsError::LocalProtection)
     }
 
+    /// Copy bytes into a region as a QP of protection domain `pd` writes
+    /// a receive's bytes (rxe `copy_data` into a receive: `lookup_mr` with
+    /// the QP's PD and LOCAL_WRITE, then `mr_check_range`): a key of a
+    /// region of another PD, or of one without LOCAL_WRITE, is refused.
+    pub fn mr_write_in(
+        &mut self,
+        pd: u32,
+        lkey: u32,
+        iova: u64,
+        data: &[u8],
+    ) -> Result<(), VerbsError> {
+        self.mrs
+            .write(pd, lkey, iova, data, Access::LOCAL_WRITE)
+            .map_err(|_| VerbsError::LocalProtection)
+    }
+
     /// Borrow `len` bytes of a region (local access, bounds-checked, any PD).
     pub fn mr_slice(&self, lkey: u32, iova: u64, len: usize) -> Result<&[u8], VerbsError> {
         self.mrs
@@ -711,7 +727,7 @@ impl Endpoint {
 
     /// Post a receive work request.
     pub fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_recv(wr, mrs, cqs))
+        self.with_qp(qpn, |qp, _, cqs| qp.post_recv(wr, cqs))
     }
 
     /// Give QP `qpn`, in RESET, room for more than one SGE a work request
@@ -762,7 +778,7 @@ impl Endpoint {
     /// the QP's `max_recv_sge` of them (none: only zero-length messages
     /// fit).
     pub fn post_recv_sgl(&mut self, qpn: u32, wr_id: u64, sges: &[Sge]) -> Result<(), VerbsError> {
-        self.with_qp(qpn, |qp, mrs, cqs| qp.post_recv_sgl(wr_id, sges, mrs, cqs))
+        self.with_qp(qpn, |qp, _, cqs| qp.post_recv_sgl(wr_id, sges, cqs))
     }
 
     // ---- shared receive queues (rc/srq.rs) ----
@@ -818,33 +834,34 @@ impl Endpoint {
         Ok(())
     }
 
-    /// Post a receive to it (`ibv_post_srq_recv`), checked as a QP's
-    /// receive: the local key, range and LOCAL_WRITE (any PD; the QP that
-    /// takes it writes through its own PD, as rxe). Any QP on it may take
-    /// it, whatever their states.
+    /// Post a receive to it (`ibv_post_srq_recv`). Its buffer is not
+    /// looked at, as a QP's receive's is not (rxe): the QP that takes it
+    /// writes through its own PD, and a key that does not work there
+    /// fails the receive when a message lands. Any QP on it may take it,
+    /// whatever their states.
     pub fn post_srq_recv(&mut self, srq: u32, wr: RecvWr) -> Result<(), VerbsError> {
-        let Endpoint { srqs, mrs, .. } = self;
-        srqs.get_mut(srq as usize)
+        self.srqs
+            .get_mut(srq as usize)
             .and_then(Option::as_mut)
             .ok_or(VerbsError::UnknownSrq)?
-            .post_checked(wr, mrs)
+            .post_checked(wr)
     }
 
     /// Post a receive whose buffer is the SGE list `sges` to it, up to
-    /// its `max_sge` entries (more: `InvalidArgument`), each checked as
-    /// [`Endpoint::post_srq_recv`] checks one; the receive's length is
-    /// their total.
+    /// its `max_sge` entries (more: `InvalidArgument`), none of whose
+    /// keys is looked at (as [`Endpoint::post_srq_recv`]); the receive's
+    /// length is their total.
     pub fn post_srq_recv_sgl(
         &mut self,
         srq: u32,
         wr_id: u64,
         sges: &[Sge],
     ) -> Result<(), VerbsError> {
-        let Endpoint { srqs, mrs, .. } = self;
-        srqs.get_mut(srq as usize)
+        self.srqs
+            .get_mut(srq as usize)
             .and_then(Option::as_mut)
             .ok_or(VerbsError::UnknownSrq)?
-            .post_list_checked(wr_id, sges, mrs)
+            .post_list_checked(wr_id, sges)
     }
 
     /// A shared receive queue, for inspection.
@@ -1295,7 +1312,7 @@ impl Endpoint {
     /// and then the message ([`crate::ud::GRH_LEN`]).
     pub fn post_ud_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
         let qp = self.ud.get_mut(qpn).ok_or(VerbsError::UnknownQp)?;
-        qp.post_recv(wr, &self.mrs, &mut self.cqs)
+        qp.post_recv(wr, &mut self.cqs)
     }
 
     /// Destroy a UD QP (its outstanding work is dropped without

@@ -11,7 +11,7 @@ use super::counters::{Counters, QpCounters};
 use super::cq::{CompletionSink, Cq};
 use super::error::VerbsError;
 use super::frame::{class, FrameTemplate};
-use super::mr::{Access, MrTable, QpScope};
+use super::mr::{MrTable, QpScope};
 use super::psn::Psn;
 use super::requester::{Requester, TxOutcome, MAX_MESSAGE_LEN};
 use super::responder::Responder;
@@ -572,21 +572,20 @@ impl Qp {
         }
     }
 
-    /// Post a receive request (checked: state, local key, range and
-    /// rights). The key's PD is compared when a SEND is placed in the
-    /// buffer (`Responder::execute_send`), as rxe does: a receive whose
-    /// region is of another PD by then makes the responder NAK remote
-    /// operational error.
-    pub(crate) fn post_recv(
-        &mut self,
-        wr: RecvWr,
-        mrs: &MrTable,
-        cqs: &mut [Cq],
-    ) -> Result<(), VerbsError> {
+    /// Post a receive request (checked: state). Its buffer is not looked
+    /// at here, as rxe (rdma-core providers/rxe/rxe.c
+    /// `rxe_post_one_recv` checks the queue and `num_sge`, no key): an
+    /// unknown key, one of another PD, a range out of its region or a
+    /// region without LOCAL_WRITE is accepted, and fails when a message
+    /// lands in it (`Responder::execute_send`; rxe_resp.c `send_data_in`
+    /// -> rxe_mr.c `copy_data`: `RESPST_ERR_MALFORMED_WQE`, class A: the
+    /// receive completes with a local QP operation error, NAK remote
+    /// operational error, QP to error). A message of no bytes touches no
+    /// buffer and succeeds (`copy_data` of length 0).
+    pub(crate) fn post_recv(&mut self, wr: RecvWr, cqs: &mut [Cq]) -> Result<(), VerbsError> {
         if !self.recv_state_admits(&wr, cqs)? {
             return Ok(());
         }
-        mrs.check_sge(&wr.sge, Access::LOCAL_WRITE)?;
         if !self.resp.post_recv(wr, WqeData::One) {
             return Err(VerbsError::QueueFull);
         }
@@ -595,15 +594,16 @@ impl Qp {
 
     /// Post a receive request whose buffer is the SGE list `sges` (rxe
     /// `rxe_post_one_recv`): more entries than the QP was made for is
-    /// `InvalidArgument` (rxe `EINVAL`); each entry is checked as one
-    /// SGE is; an incoming message is scattered across them in order,
-    /// and one longer than their total completes the receive with a
-    /// local length error. One entry or none is [`Qp::post_recv`].
+    /// `InvalidArgument` (rxe `EINVAL`); no entry's key is looked at (as
+    /// [`Qp::post_recv`]: a bad entry fails the receive when a message
+    /// reaches it, the bytes before it having landed, as rxe `copy_data`
+    /// walks the list); an incoming message is scattered across them in
+    /// order, and one longer than their total completes the receive with
+    /// a local length error. One entry or none is [`Qp::post_recv`].
     pub(crate) fn post_recv_sgl(
         &mut self,
         wr_id: u64,
         sges: &[Sge],
-        mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), VerbsError> {
         if sges.len() as u64 > u64::from(self.sge_caps().max_recv_sge.max(1)) {
@@ -613,7 +613,7 @@ impl Qp {
         }
         if sges.len() <= 1 {
             let sge = sges.first().copied().unwrap_or_default();
-            return self.post_recv(RecvWr { wr_id, sge }, mrs, cqs);
+            return self.post_recv(RecvWr { wr_id, sge }, cqs);
         }
         let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
         let wr = RecvWr {
@@ -626,9 +626,6 @@ impl Qp {
         };
         if !self.recv_state_admits(&wr, cqs)? {
             return Ok(());
-        }
-        for s in sges {
-            mrs.check_sge(s, Access::LOCAL_WRITE)?;
         }
         if self.resp.is_full() {
             return Err(VerbsError::QueueFull);

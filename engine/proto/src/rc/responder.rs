@@ -1089,11 +1089,17 @@ impl Responder {
                 self.in_progress = InProgress::None;
                 Err(self.nak_fatal(nak_code::INVALID_REQUEST, counters))
             }
-            // Class A: the receive's buffer refused the bytes; it completes
-            // with a local protection error, NAK remote operational error,
-            // QP to error.
+            // Class A: the receive's buffer refused the bytes (rxe_resp.c
+            // `send_data_in`: `copy_data` failed other than -ENOSPC, i.e.
+            // `lookup_mr` found no region of the key in the QP's PD with
+            // LOCAL_WRITE, or `mr_check_range` refused the range:
+            // `RESPST_ERR_MALFORMED_WQE` -> `do_class_ac_error(qp,
+            // AETH_NAK_REM_OP_ERR, IB_WC_LOC_QP_OP_ERR)`): it completes
+            // with a local QP operation error, NAK remote operational
+            // error (the requester's request completes with a remote
+            // operational error), QP to error.
             RespError::MalformedWqe { wr } => {
-                let wc = recv_wc(wr, cx.sink.qpn, WcStatus::LocalProtectionError, 0, None);
+                let wc = recv_wc(wr, cx.sink.qpn, WcStatus::LocalQpOperationError, 0, None);
                 cx.sink.push(wc, counters);
                 self.in_progress = InProgress::None;
                 Err(self.nak_fatal(nak_code::REMOTE_OPERATIONAL_ERROR, counters))

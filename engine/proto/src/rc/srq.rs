@@ -45,7 +45,6 @@
 use std::collections::VecDeque;
 
 use super::error::VerbsError;
-use super::mr::{Access, MrTable};
 use super::responder::RecvWqe;
 use super::sgl::WqeData;
 use super::wqe::{RecvWr, Sge};
@@ -306,11 +305,13 @@ impl Srq {
         true
     }
 
-    /// Check a receive as `Qp::post_recv` checks one (its local key,
-    /// range and LOCAL_WRITE, in any PD: the QP that takes it writes
-    /// through its own PD, as rxe) and queue it.
-    pub(crate) fn post_checked(&mut self, wr: RecvWr, mrs: &MrTable) -> Result<(), VerbsError> {
-        mrs.check_sge(&wr.sge, Access::LOCAL_WRITE)?;
+    /// Queue a receive. Its buffer is not looked at, as `Qp::post_recv`
+    /// and rxe (rdma-core providers/rxe/rxe.c `rxe_post_srq_recv` ->
+    /// `rxe_post_one_recv`: the queue and `num_sge`, no key): the QP that
+    /// takes it writes through its own PD when a message lands, and a
+    /// key that does not work there fails the receive then (rxe_resp.c
+    /// `send_data_in`: `RESPST_ERR_MALFORMED_WQE`).
+    pub(crate) fn post_checked(&mut self, wr: RecvWr) -> Result<(), VerbsError> {
         if !self.post(wr) {
             return Err(VerbsError::QueueFull);
         }
@@ -318,24 +319,16 @@ impl Srq {
     }
 
     /// Check a receive whose buffer is the list `sges` (rxe's provider
-    /// `rxe_post_srq_recv`: more than `max_sge` entries is `EINVAL`; each
-    /// entry as [`Srq::post_checked`] checks one; its length is their
-    /// total) and queue it. A list of one entry or none is one SGE.
-    pub(crate) fn post_list_checked(
-        &mut self,
-        wr_id: u64,
-        sges: &[Sge],
-        mrs: &MrTable,
-    ) -> Result<(), VerbsError> {
+    /// `rxe_post_srq_recv`: more than `max_sge` entries is `EINVAL`; no
+    /// entry's key is looked at, as [`Srq::post_checked`]; its length is
+    /// their total) and queue it. A list of one entry or none is one SGE.
+    pub(crate) fn post_list_checked(&mut self, wr_id: u64, sges: &[Sge]) -> Result<(), VerbsError> {
         if sges.len() as u64 > u64::from(self.max_sge) {
             return Err(VerbsError::InvalidArgument(SrqError::TooManySges.what()));
         }
         if sges.len() <= 1 {
             let sge = sges.first().copied().unwrap_or_default();
-            return self.post_checked(RecvWr { wr_id, sge }, mrs);
-        }
-        for s in sges {
-            mrs.check_sge(s, Access::LOCAL_WRITE)?;
+            return self.post_checked(RecvWr { wr_id, sge });
         }
         let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
         let total = total.min(u64::from(u32::MAX)) as u32;

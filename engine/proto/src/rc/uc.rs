@@ -215,14 +215,17 @@ impl Responder {
 
     /// What stopped a UC packet: its message is dropped, silently, and
     /// the QP stays; but a receive buffer that refused the bytes fails the
-    /// receive and the QP (class A, as on RC, without the NAK).
+    /// receive and the QP (class A, as on RC, without the NAK: rxe_resp.c
+    /// `RESPST_ERR_MALFORMED_WQE` is "All, Class A", the receive
+    /// completing with IB_WC_LOC_QP_OP_ERR; `acknowledge` sends nothing
+    /// on UC).
     #[cold]
     #[inline(never)]
     fn uc_error(&mut self, e: RespError, cx: &mut RxContext<'_>) -> Result<(), Fatal> {
         let counters = &mut *cx.counters;
         match e {
             RespError::MalformedWqe { wr } => {
-                let wc = recv_wc(wr, cx.sink.qpn, WcStatus::LocalProtectionError, 0, None);
+                let wc = recv_wc(wr, cx.sink.qpn, WcStatus::LocalQpOperationError, 0, None);
                 cx.sink.push(wc, counters);
                 self.in_progress = InProgress::None;
                 return Err(Fatal);

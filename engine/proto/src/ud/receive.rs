@@ -122,22 +122,39 @@ impl UdQp {
         // key that does not work completes with a local QP operation error
         // and moves the QP to ERROR (class A).
         let need = GRH_LEN + payload.len();
-        let placed = (wr.sge.length as usize >= need)
-            .then(|| {
+        if wr.sge.length as usize >= need {
+            if let Ok(dst) =
                 mrs.slice_mut(self.pd, wr.sge.lkey, wr.sge.addr, need, Access::LOCAL_WRITE)
-                    .ok()
-            })
-            .flatten();
-        let Some(dst) = placed else {
-            let wc = self.wc(wr.wr_id, WcStatus::LocalQpOperationError, WcOpcode::Recv);
-            self.complete(self.init.recv_cq, wc, cqs);
-            self.flush(cqs);
-            return Received::Completed;
-        };
-        let (grh, data) = dst.split_at_mut(GRH_LEN);
-        fill_grh(f, grh);
-        data.copy_from_slice(payload);
-        self.complete_received(f, wr, need, cqs);
+            {
+                let (grh, data) = dst.split_at_mut(GRH_LEN);
+                fill_grh(f, grh);
+                data.copy_from_slice(payload);
+                self.complete_received(f, wr, need, cqs);
+                return Received::Completed;
+            }
+            // The key does not work in this QP's PD, its region lacks
+            // LOCAL_WRITE, or the range leaves the region: rxe_resp.c
+            // `execute` copies the GRH area and then the payload, each
+            // through rxe_mr.c `copy_data` (`lookup_mr` then
+            // `mr_check_range` on the bytes copied), so the GRH area lands
+            // when its 40 bytes lie in the region and the payload's copy
+            // is what fails.
+            let mut grh = [0u8; GRH_LEN];
+            fill_grh(f, &mut grh);
+            scatter(mrs, self.pd, core::slice::from_ref(&wr.sge), 0, &grh);
+        }
+        self.malformed_receive(wr.wr_id, cqs)
+    }
+
+    /// A receive whose buffer refused the datagram (rxe_resp.c
+    /// `send_data_in`: `RESPST_ERR_MALFORMED_WQE`, class A for all QP
+    /// types): it completes with a local QP operation error and the QP
+    /// goes to ERROR.
+    #[cold]
+    fn malformed_receive(&mut self, wr_id: u64, cqs: &mut [Cq]) -> Received {
+        let wc = self.wc(wr_id, WcStatus::LocalQpOperationError, WcOpcode::Recv);
+        self.complete(self.init.recv_cq, wc, cqs);
+        self.flush(cqs);
         Received::Completed
     }
 
@@ -162,32 +179,18 @@ impl UdQp {
         let need = GRH_LEN + payload.len();
         let mut grh = [0u8; GRH_LEN];
         fill_grh(f, &mut grh);
+        // The GRH area, then the payload, each scattered as rxe
+        // `copy_data` does: the pieces before one that refuses its bytes
+        // have landed.
+        let sges = match wqe.data() {
+            WqeData::List { .. } => list,
+            _ => core::slice::from_ref(&wr.sge),
+        };
         let placed = wr.sge.length as usize >= need
-            && match wqe.data() {
-                WqeData::List { .. } => {
-                    scatter(mrs, self.pd, list, 0, &grh)
-                        && scatter(mrs, self.pd, list, GRH_LEN as u32, payload)
-                }
-                _ => match mrs.slice_mut(
-                    self.pd,
-                    wr.sge.lkey,
-                    wr.sge.addr,
-                    need,
-                    Access::LOCAL_WRITE,
-                ) {
-                    Ok(dst) => {
-                        dst[..GRH_LEN].copy_from_slice(&grh);
-                        dst[GRH_LEN..].copy_from_slice(payload);
-                        true
-                    }
-                    Err(_) => false,
-                },
-            };
+            && scatter(mrs, self.pd, sges, 0, &grh)
+            && scatter(mrs, self.pd, sges, GRH_LEN as u32, payload);
         if !placed {
-            let wc = self.wc(wr.wr_id, WcStatus::LocalQpOperationError, WcOpcode::Recv);
-            self.complete(self.init.recv_cq, wc, cqs);
-            self.flush(cqs);
-            return Received::Completed;
+            return self.malformed_receive(wr.wr_id, cqs);
         }
         self.complete_received(f, wr, need, cqs);
         Received::Completed
@@ -221,12 +224,15 @@ impl UdQp {
         self.complete(self.init.recv_cq, wc, cqs);
     }
 
-    /// Post a receive (checked: state, key, range, rights; the region's
-    /// PD is compared when a datagram is placed, as rxe does).
+    /// Post a receive (checked: state, room). Its buffer is not looked
+    /// at, as rxe (rdma-core providers/rxe/rxe.c `rxe_post_one_recv`
+    /// checks the queue and `num_sge`, no key): a key unknown or of
+    /// another PD, a range out of its region or a region without
+    /// LOCAL_WRITE fails the receive when a datagram lands in it
+    /// ([`UdQp::malformed_receive`]).
     pub(crate) fn post_recv(
         &mut self,
         wr: crate::rc::RecvWr,
-        mrs: &MrTable,
         cqs: &mut [Cq],
     ) -> Result<(), crate::rc::VerbsError> {
         use crate::rc::VerbsError;
@@ -245,7 +251,6 @@ impl UdQp {
             }
             _ => {}
         }
-        mrs.check_sge(&wr.sge, Access::LOCAL_WRITE)?;
         if self.rq.len() >= self.init.max_recv_wr as usize {
             return Err(VerbsError::QueueFull);
         }

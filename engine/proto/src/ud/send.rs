@@ -89,8 +89,9 @@ pub(crate) struct SendContext<'a> {
 }
 
 impl UdQp {
-    /// Post a send (checked: state, destination QP number, length,
-    /// address handle). The buffer's key is not looked at here: as rxe
+    /// Post a send (checked: state, destination QP number, length, that
+    /// the address handle exists; its PD is compared when the datagram is
+    /// built, as rxe `rxe_get_av`). The buffer's key is not looked at here: as rxe
     /// (its `validate_send_wr` checks no key), a send whose key is
     /// unknown, of another PD, or whose range leaves its region is
     /// accepted and fails when its datagram is built ([`UdQp::transmit`]).
@@ -116,18 +117,12 @@ impl UdQp {
         if wr.local.length > MAX_MESSAGE_LEN {
             return Err(VerbsError::InvalidArgument("message longer than 1 GiB"));
         }
-        match ahs.get(wr.ah) {
-            Some((pd, _)) if pd == self.pd => {}
-            Some(_) => {
-                return Err(VerbsError::InvalidArgument(
-                    "the address handle is of another protection domain",
-                ))
-            }
-            None => {
-                return Err(VerbsError::InvalidArgument(
-                    "no address handle has this number",
-                ))
-            }
+        // An address handle of another PD is accepted: rxe looks at the
+        // AH's PD only when the datagram is built ([`UdQp::transmit`]).
+        if ahs.get(wr.ah).is_none() {
+            return Err(VerbsError::InvalidArgument(
+                "no address handle has this number",
+            ));
         }
         if self.sq.len() >= self.init.max_send_wr as usize {
             return Err(VerbsError::QueueFull);
@@ -166,9 +161,14 @@ impl UdQp {
             self.complete_send(&wr, WcStatus::Success, cqs);
             return Sent::NoFrame;
         }
-        // rxe_get_av: no address vector -> IB_WC_LOC_QP_OP_ERR, QP to error.
-        let Some((_, ah)) = ctx.ahs.get(wr.ah) else {
-            return self.fail_send(&wr, WcStatus::LocalQpOperationError, cqs);
+        // rxe_av.c `rxe_get_av`: no AH of this number, or one whose PD is
+        // not the QP's ("PDs don't match for AH and QP"), is no address
+        // vector; rxe_req.c `rxe_requester` then fails the request with
+        // IB_WC_LOC_QP_OP_ERR ("Failed no address vector") and the QP
+        // goes to error. Nothing is sent.
+        let ah = match ctx.ahs.get(wr.ah) {
+            Some((pd, ah)) if pd == self.pd => ah,
+            _ => return self.fail_send(&wr, WcStatus::LocalQpOperationError, cqs),
         };
         let Some(h) = self.headers(ctx, ah, &wr, psn) else {
             return self.fail_send(&wr, WcStatus::LocalQpOperationError, cqs);

@@ -104,8 +104,8 @@ fn a_read_source_moved_out_of_the_pd_after_acceptance_is_a_nak_not_a_response() 
 }
 
 /// A SEND from A (wr_id 1, `len` bytes) into receive 9 of B, whose
-/// region is in another PD: B's receive completes with a local protection
-/// error and B NAKs remote operational error; A's request completes with
+/// region is in another PD: B's receive completes with a local QP
+/// operation error (rxe_resp.c `RESPST_ERR_MALFORMED_WQE`) and B NAKs remote operational error; A's request completes with
 /// a remote operational error ("Remote operation error" in verbs).
 fn assert_send_refused_by_the_receive(p: &mut Pair, len: u32) {
     p.a.post_send(p.qa, send_wr_a(p, 1, SendOp::Send, len))
@@ -113,7 +113,7 @@ fn assert_send_refused_by_the_receive(p: &mut Pair, len: u32) {
     let f = p.tx_a();
     // NAK remote operational error.
     let n = refused_by_b(p, &f, 0x63, "SEND into a receive of another PD");
-    assert_eq!(outcomes(&p.wcs_b()), [(9, WcStatus::LocalProtectionError)]);
+    assert_eq!(outcomes(&p.wcs_b()), [(9, WcStatus::LocalQpOperationError)]);
     assert_eq!(p.b.qp_counters(p.qb).unwrap().naks_sent, 1);
     assert_eq!(p.read_b(IOVA_B, LEN), bytes(LEN, 2), "B untouched");
     p.deliver_a(&n);

@@ -478,8 +478,8 @@ fn a_misaligned_atomic_is_a_nak_invalid_request_and_memory_unchanged() {
 #[test]
 fn a_receive_buffer_gone_from_its_region_fails_both_sides_with_remote_operational_error() {
     // The receive was valid when posted; its region is deregistered before
-    // the SEND arrives: the receive completes with a local protection
-    // error, NAK remote operational error, and the sender's request
+    // the SEND arrives: the receive completes with a local QP operation
+    // error (rxe_resp.c `RESPST_ERR_MALFORMED_WQE`), NAK remote operational error, and the sender's request
     // completes with a remote operational error.
     let mut p = Pair::default_pair();
     p.b.post_recv(p.qb, recv_wr_b(&p, 9, 64)).unwrap();
@@ -491,7 +491,7 @@ fn a_receive_buffer_gone_from_its_region_fails_both_sides_with_remote_operationa
     let wb = p.wcs_b();
     assert_eq!(
         (wb[0].wr_id, wb[0].status),
-        (9, WcStatus::LocalProtectionError)
+        (9, WcStatus::LocalQpOperationError)
     );
     let n = p.tx_b();
     assert_eq!(syndrome(&n[0]), 0x63, "NAK remote operational error");

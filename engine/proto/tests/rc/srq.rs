@@ -366,15 +366,14 @@ fn modify_and_create_refuse_as_rxe() {
     let wr = s.recv(99, 0);
     assert_eq!(s.b.post_srq_recv(s.srq, wr), Err(VerbsError::QueueFull));
     assert_eq!(s.b.query_srq(s.srq).unwrap(), srq_attr(10, 0));
-    // A receive whose buffer is outside every region.
+    // A receive whose buffer is outside every region is posted: rxe's
+    // `rxe_post_srq_recv` looks at no key (it fails when a message lands:
+    // `a_bad_srq_receive_is_posted_and_fails_the_qp_that_takes_it`).
     let mut bad = s.recv(98, 0);
     bad.sge.addr = 0x7777_0000;
     s.b.modify_srq(s.srq, &srq_attr(11, 0), SrqAttrMask::MAX_WR)
         .unwrap();
-    assert_eq!(
-        s.b.post_srq_recv(s.srq, bad),
-        Err(VerbsError::LocalProtection)
-    );
+    assert_eq!(s.b.post_srq_recv(s.srq, bad), Ok(()));
     // Unknown ids.
     assert_eq!(s.b.query_srq(77), Err(VerbsError::UnknownSrq));
     assert_eq!(
@@ -658,19 +657,13 @@ fn srq_receives_with_lists_scatter_each_message_across_its_pieces() {
 }
 
 #[test]
-fn an_srq_list_is_checked_as_a_qps_and_bounded_by_its_max_sge() {
+fn an_srq_list_is_bounded_by_its_max_sge() {
     let mut s = shared(1, srq_attr_sge(8, 3));
     let four = pieces(&s, 0, &[10, 10, 10, 10]);
     assert!(matches!(
         s.b.post_srq_recv_sgl(s.srq, 1, &four),
         Err(VerbsError::InvalidArgument(_))
     ));
-    let mut bad = pieces(&s, 0, &[10, 10]);
-    bad[1].addr = 0x7777_0000;
-    assert_eq!(
-        s.b.post_srq_recv_sgl(s.srq, 2, &bad),
-        Err(VerbsError::LocalProtection)
-    );
     assert_eq!(s.b.srq(s.srq).unwrap().posted(), 0, "nothing queued");
     // Creation beyond rxe's 27 is refused.
     assert!(matches!(
@@ -690,6 +683,64 @@ fn an_srq_list_is_checked_as_a_qps_and_bounded_by_its_max_sge() {
     s.b.mr_read(s.mr_b.lkey, short[1].addr + 100, &mut after)
         .unwrap();
     assert_eq!(after, vec![0u8; 1000]);
+}
+
+/// An SRQ receive whose buffer cannot take a message (a list entry
+/// outside every region, one SGE whose key no region has) is posted, as
+/// rxe (rdma-core providers/rxe/rxe.c `rxe_post_srq_recv` ->
+/// `rxe_post_one_recv` looks at no key), and fails when a SEND reaches
+/// the bad buffer, for the QP that took it (rxe_resp.c `send_data_in`:
+/// `RESPST_ERR_MALFORMED_WQE`): the pieces before it filled, the receive
+/// completed with a local QP operation error, NAK remote operational
+/// error, that QP to error; the SRQ keeps its other receives.
+#[test]
+fn a_bad_srq_receive_is_posted_and_fails_the_qp_that_takes_it() {
+    let mut s = shared(2, srq_attr_sge(8, 3));
+    let mut list = pieces(&s, 0, &[10, 10]);
+    list[1].addr = 0x7777_0000;
+    s.b.post_srq_recv_sgl(s.srq, 2, &list).unwrap();
+    let mut one = s.recv(3, 1);
+    one.sge.lkey ^= 0x5A5A_0000;
+    s.b.post_srq_recv(s.srq, one).unwrap();
+    s.post(4, 2);
+    assert_eq!(s.b.srq(s.srq).unwrap().posted(), 3);
+    let (q0, q1) = (s.qps[0].1, s.qps[1].1);
+    for (i, wr_id, landed) in [(0usize, 2u64, 10usize), (1, 3, 0)] {
+        let qb = s.qps[i].1;
+        let f = s.send(i, 1, 20, 0x51 + i as u8);
+        assert_eq!(f.len(), 1);
+        s.deliver_b(&f);
+        assert_eq!(
+            recvs(&s.wcs_b()),
+            [(qb, wr_id, WcStatus::LocalQpOperationError, 0)],
+            "QP {i}"
+        );
+        let n = drain(&mut s.b, s.now);
+        assert_eq!(n.len(), 1, "QP {i}: one NAK");
+        assert_eq!(
+            (opcode(&n[0]), syndrome(&n[0])),
+            (Opcode::Acknowledge, 0x63)
+        );
+        assert_eq!(psn(&n[0]), psn(&f[0]));
+        assert_eq!(s.b.qp_state(qb), Some(QpState::Error), "QP {i}");
+        s.a.handle_packet(s.now, &n[0]);
+        let wa = drain_cq(&mut s.a, s.cq_a);
+        assert_eq!(
+            wa.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+            [(1, WcStatus::RemoteOperationalError)],
+            "QP {i}"
+        );
+        // The slot holds what landed before the bad piece, no more.
+        let mut want = vec![0u8; SLOT as usize];
+        want[..landed].copy_from_slice(&bytes(20, 0x51 + i as u8)[..landed]);
+        assert_eq!(s.slot_b(i as u64, SLOT as usize), want, "QP {i}");
+    }
+    assert_eq!(
+        (s.b.qp_state(q0), s.b.qp_state(q1)),
+        (Some(QpState::Error), Some(QpState::Error))
+    );
+    assert_eq!(s.b.srq(s.srq).unwrap().posted(), 1, "receive 4 stays");
+    assert_eq!(s.slot_b(2, SLOT as usize), vec![0u8; SLOT as usize]);
 }
 
 #[test]

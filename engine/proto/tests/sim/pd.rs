@@ -358,8 +358,9 @@ fn a_key_of_another_pd_fails_exactly_its_request_under_loss() {
                 .filter(|&m| m < K || mismatch != Mismatch::LocalKey)
                 .map(|m| match m.cmp(&K) {
                     core::cmp::Ordering::Less => (m, WcStatus::Success),
+                    // rxe_resp.c `RESPST_ERR_MALFORMED_WQE`.
                     core::cmp::Ordering::Equal if mismatch == Mismatch::ReceiveKey => {
-                        (m, WcStatus::LocalProtectionError)
+                        (m, WcStatus::LocalQpOperationError)
                     }
                     _ => (m, WcStatus::Flushed),
                 })

@@ -493,10 +493,25 @@ fn sends_check_their_address_handle() {
             },
         )
         .unwrap();
-    assert!(a
-        .ep
-        .post_ud_send(qa, send_wr(&a, 1, 0, 8, other_pd, qb, QKEY))
-        .is_err());
+    // An address handle of another PD than the QP's is posted and fails
+    // when the datagram is built, as rxe: rxe_av.c `rxe_get_av` ("PDs
+    // don't match for AH and QP") gives no address vector, rxe_req.c
+    // `rxe_requester` completes the request with IB_WC_LOC_QP_OP_ERR and
+    // the QP goes to error, flushing the send behind it; nothing is sent.
+    a.ep.post_ud_send(qa, send_wr(&a, 1, 0, 8, other_pd, qb, QKEY))
+        .unwrap();
+    a.ep.post_ud_send(qa, send_wr(&a, 2, 0, 8, ah, qb, QKEY))
+        .unwrap();
+    assert!(frames(&mut a).is_empty(), "nothing sent");
+    assert_eq!(
+        completions(&mut a)
+            .iter()
+            .map(|w| (w.wr_id, w.status))
+            .collect::<Vec<_>>(),
+        [(1, WcStatus::LocalQpOperationError), (2, WcStatus::Flushed)]
+    );
+    assert_eq!(a.ep.qp_state(qa), Some(QpState::Error));
+    let (mut a, _b, qa, qb, ah) = pair(v4_of);
     // An address handle of the other family is refused at creation.
     assert!(a
         .ep
@@ -645,4 +660,106 @@ fn a_send_whose_buffer_cannot_be_read_is_posted_and_fails_when_it_runs() {
         [(1, WcStatus::Success), (2, WcStatus::Success)]
     );
     assert_eq!(a.ep.qp_state(qa), Some(QpState::Rts));
+}
+
+/// A receive whose buffer cannot take a datagram (a key no region has, a
+/// region of another PD, a range leaving its region, a region without
+/// LOCAL_WRITE) is posted, as rxe (rdma-core providers/rxe/rxe.c
+/// `rxe_post_one_recv` checks the queue and `num_sge`, no key), and fails
+/// when a datagram lands in it: rxe_resp.c `execute` copies the GRH area
+/// and then the payload through rxe_mr.c `copy_data` (`lookup_mr`, then
+/// `mr_check_range` on the bytes copied); a failure is
+/// `RESPST_ERR_MALFORMED_WQE`, class A: the receive completes with
+/// IBV_WC_LOC_QP_OP_ERR and the QP goes to ERROR, flushing the receive
+/// behind it. Nothing lands, except the GRH area when its 40 bytes lie in
+/// the region and the payload's do not. A datagram of no payload still
+/// copies the GRH area: it fails the same way unless those 40 bytes fit.
+#[test]
+fn a_receive_with_a_bad_buffer_is_posted_and_fails_when_a_datagram_lands() {
+    const OTHER: u64 = 0x900_0000;
+    const NO_WRITE: u64 = 0xA00_0000;
+    for bad in 0..4 {
+        for len in [100u32, 0] {
+            let what = format!("case {bad}, {len} bytes");
+            let (mut a, mut b, qa, qb, ah) = pair(v4_of);
+            let other =
+                b.ep.reg_mr_in(7, Box::new(vec![0x33u8; 4096]), OTHER, Access::ALL)
+                    .unwrap();
+            let no_write =
+                b.ep.reg_mr_in(
+                    0,
+                    Box::new(vec![0x44u8; 4096]),
+                    NO_WRITE,
+                    Access::REMOTE_READ,
+                )
+                .unwrap();
+            let all = |b: &Node| {
+                let mut v = region(b, 0, MR_LEN);
+                let mut x = vec![0u8; 4096];
+                b.ep.mr_read(other.lkey, OTHER, &mut x).unwrap();
+                v.extend_from_slice(&x);
+                b.ep.mr_read(no_write.lkey, NO_WRITE, &mut x).unwrap();
+                v.extend_from_slice(&x);
+                v
+            };
+            let b0 = all(&b);
+            let sge = match bad {
+                0 => Sge {
+                    lkey: b.mr.lkey ^ 0x5A5A_0000,
+                    addr: IOVA,
+                    length: 1000,
+                },
+                1 => Sge {
+                    lkey: other.lkey,
+                    addr: OTHER,
+                    length: 1000,
+                },
+                // The GRH area's 40 bytes are the region's last.
+                2 => Sge {
+                    lkey: b.mr.lkey,
+                    addr: IOVA + MR_LEN as u64 - GRH_LEN as u64,
+                    length: 1000,
+                },
+                _ => Sge {
+                    lkey: no_write.lkey,
+                    addr: NO_WRITE,
+                    length: 1000,
+                },
+            };
+            b.ep.post_ud_recv(qb, proto::rc::RecvWr { wr_id: 1, sge })
+                .unwrap();
+            recv(&mut b, qb, 2, 1, 1000);
+            a.ep.post_ud_send(qa, send_wr(&a, 1, 0, len, ah, qb, QKEY))
+                .unwrap();
+            let f = one_frame(&mut a);
+            b.ep.handle_packet(Instant::ZERO, &f);
+            let wcs = completions(&mut b);
+            let mut want = b0.clone();
+            if bad == 2 {
+                // rxe `union rdma_network_hdr` over IPv4: 20 zero bytes,
+                // then the IPv4 header.
+                want[MR_LEN - 40..MR_LEN - 20].fill(0);
+                want[MR_LEN - 20..MR_LEN].copy_from_slice(&f[14..34]);
+            }
+            if bad == 2 && len == 0 {
+                assert_eq!(
+                    wcs.iter()
+                        .map(|w| (w.wr_id, w.status, w.byte_len))
+                        .collect::<Vec<_>>(),
+                    [(1, WcStatus::Success, GRH_LEN as u32)],
+                    "{what}"
+                );
+                assert_eq!(b.ep.qp_state(qb), Some(QpState::Rts), "{what}");
+            } else {
+                assert_eq!(
+                    wcs.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+                    [(1, WcStatus::LocalQpOperationError), (2, WcStatus::Flushed)],
+                    "{what}"
+                );
+                assert_eq!(b.ep.qp_state(qb), Some(QpState::Error), "{what}");
+            }
+            assert!(all(&b) == want, "{what}: B's bytes");
+            assert!(frames(&mut b).is_empty(), "{what}: UD answers nothing");
+        }
+    }
 }

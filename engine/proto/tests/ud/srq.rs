@@ -3,9 +3,9 @@
 //! one SGE gets the GRH area and the payload as a QP's own receive does,
 //! a receive of an SGE list gets them scattered across its pieces in
 //! order; an empty SRQ drops the datagram (class D, counted); a receive
-//! too short completes with a local QP operation error and the QP goes
-//! to ERROR and reports its last WQE; the QP has no receive queue of its
-//! own.
+//! too short, or one whose piece names no region, completes with a
+//! local QP operation error and the QP goes to ERROR and reports its last
+//! WQE; the QP has no receive queue of its own.
 
 use core::net::{IpAddr, Ipv4Addr};
 
@@ -170,6 +170,48 @@ fn ud_qps_on_an_srq_take_its_receives_one_sge_or_a_list() {
         Some(AsyncEvent::QpLastWqeReached { qpn: q1 })
     );
     assert_eq!(b.ep.poll_event(), None);
+    // A list whose second piece names no region is posted, as rxe
+    // (`rxe_post_srq_recv` -> `rxe_post_one_recv` looks at no key); a
+    // datagram into it fills the first piece with the GRH area and fails
+    // at the second (rxe_resp.c `execute` -> `copy_data`:
+    // `RESPST_ERR_MALFORMED_WQE`): a local QP operation error, q2 to
+    // ERROR, nothing else written.
+    let bad_list = [
+        Sge {
+            lkey,
+            addr: IOVA + 2 * SLOT,
+            length: GRH as u32,
+        },
+        Sge {
+            lkey: lkey ^ 0x5A5A_0000,
+            addr: IOVA + 2 * SLOT + 1000,
+            length: 500,
+        },
+    ];
+    b.ep.post_srq_recv_sgl(srq, 13, &bad_list).unwrap();
+    let before = region(&b, 0, MR_LEN);
+    a.ep.post_ud_send(qa, send_wr(&a, 5, 0, 100, ah, q2, QKEY))
+        .unwrap();
+    let f = frames(&mut a);
+    assert_eq!(f.len(), 1);
+    b.ep.handle_packet(Instant::ZERO, &f[0]);
+    let w = completions(&mut b);
+    assert_eq!(
+        w.iter()
+            .map(|w| (w.qpn, w.wr_id, w.status))
+            .collect::<Vec<_>>(),
+        [(q2, 13, WcStatus::LocalQpOperationError)]
+    );
+    assert_eq!(b.ep.qp_state(q2), Some(QpState::Error));
+    let mut want = before;
+    let at = 2 * SLOT as usize;
+    want[at..at + 20].fill(0);
+    want[at + 20..at + GRH].copy_from_slice(&f[0][14..34]);
+    assert!(region(&b, 0, MR_LEN) == want, "only the GRH area landed");
+    assert_eq!(
+        b.ep.poll_event(),
+        Some(AsyncEvent::QpLastWqeReached { qpn: q2 })
+    );
     // The SRQ is busy while they use it.
     assert_eq!(b.ep.destroy_srq(srq), Err(VerbsError::Busy));
     b.ep.destroy_qp(q1).unwrap();

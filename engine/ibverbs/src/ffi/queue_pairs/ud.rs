@@ -5,9 +5,10 @@
 //! The engine's UD request carries one SGE: a send with one SGE (or none)
 //! goes as it is; an SGE list or inline data is gathered into the QP's
 //! staging slot first (`Shell::post_ud_send_staged`), so a UD QP has
-//! rxe's send caps (its SGEs and inline bytes). A receive takes one SGE:
-//! `max_recv_sge` above 1 is `EINVAL` at creation (with a line saying
-//! why), a receive with more SGEs `EINVAL`.
+//! rxe's send caps (its SGEs and inline bytes). A receive of one SGE
+//! goes as it is; a QP made with more receive SGEs takes its receives
+//! through a staging area, scattered into the program's list when they
+//! complete (`Shell::post_ud_recv_staged`).
 
 use std::cell::UnsafeCell;
 use std::ffi::c_int;
@@ -229,7 +230,10 @@ pub(super) unsafe fn query(
 
 /// Posts one UD send (rxe `post_one_send` for UD): SEND or SEND_WITH_IMM
 /// to `wr.ud.ah` (a live address handle: a NULL or destroyed one is
-/// `EINVAL`), `wr.ud.remote_qpn`, `wr.ud.remote_qkey`; its SGE list
+/// `EINVAL`; one of another PD than the QP's is posted and fails when
+/// its datagram is built, `IBV_WC_LOC_QP_OP_ERR` and the QP to error, as
+/// rxe_av.c `rxe_get_av` and rxe_req.c), `wr.ud.remote_qpn`,
+/// `wr.ud.remote_qkey`; its SGE list
 /// within the QP's `max_send_sge`, inline data within its
 /// `max_inline_data` (more is `EINVAL`, as rxe).
 ///
@@ -297,6 +301,9 @@ pub(super) unsafe fn post_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result
 /// Posts one UD receive: the buffer gets the 40-byte GRH area, then the
 /// message. A QP of one receive SGE gives the engine its SGE; one of more
 /// takes every receive through its staging area (`Shell::post_ud_recv_staged`).
+/// No key is looked at, as rxe (`rxe_post_one_recv`): a bad entry fails
+/// the receive when a datagram lands (`IBV_WC_LOC_QP_OP_ERR`, the QP to
+/// error; `ud/receive.rs`, and `UdRecvStaging::complete` for lists).
 ///
 /// # Safety
 /// `w.sg_list` holds `w.num_sge` SGEs (the contract, point 1).
