@@ -575,7 +575,9 @@ pub struct ibv_qp_ex_ops {
     pub wr_start: Option<unsafe extern "C" fn(*mut ibv_qp_ex)>,
     pub wr_complete: Option<unsafe extern "C" fn(*mut ibv_qp_ex) -> c_int>,
     pub wr_abort: Option<unsafe extern "C" fn(*mut ibv_qp_ex)>,
-    pub wr_atomic_write: OpaqueFn,
+    /// `(qp, rkey, remote_addr, atomic_wr)`: `atomic_wr` points to the 8
+    /// bytes to write.
+    pub wr_atomic_write: Option<unsafe extern "C" fn(*mut ibv_qp_ex, u32, u64, *const c_void)>,
 }
 
 /// `struct ibv_qp_ex`.
@@ -715,6 +717,9 @@ pub const IBV_DEVICE_MEM_WINDOW: c_uint = 1 << 17;
 pub const IBV_DEVICE_MEM_WINDOW_TYPE_2B: c_uint = 1 << 24;
 pub const IBV_DEVICE_SYS_IMAGE_GUID: c_uint = 1 << 10;
 pub const IBV_DEVICE_PORT_ACTIVE_EVENT: c_uint = 1 << 14;
+/// `IB_UVERBS_DEVICE_ATOMIC_WRITE` of `device_cap_flags_ex` (rdma-core
+/// `kernel-headers/rdma/ib_user_verbs.h`): the device executes ATOMIC WRITE.
+pub const IB_UVERBS_DEVICE_ATOMIC_WRITE: u64 = 1 << 40;
 
 pub const IBV_WR_RDMA_WRITE: c_int = 0;
 pub const IBV_WR_RDMA_WRITE_WITH_IMM: c_int = 1;
@@ -726,6 +731,7 @@ pub const IBV_WR_ATOMIC_FETCH_AND_ADD: c_int = 6;
 pub const IBV_WR_LOCAL_INV: c_int = 7;
 pub const IBV_WR_BIND_MW: c_int = 8;
 pub const IBV_WR_SEND_WITH_INV: c_int = 9;
+pub const IBV_WR_ATOMIC_WRITE: c_int = 15;
 
 /// `enum ibv_mw_type`.
 pub const IBV_MW_TYPE_1: c_int = 1;
@@ -761,6 +767,7 @@ pub const IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
 pub const IBV_QP_EX_WITH_LOCAL_INV: u64 = 1 << 7;
 pub const IBV_QP_EX_WITH_BIND_MW: u64 = 1 << 8;
 pub const IBV_QP_EX_WITH_SEND_WITH_INV: u64 = 1 << 9;
+pub const IBV_QP_EX_WITH_ATOMIC_WRITE: u64 = 1 << 12;
 
 /// `enum ibv_create_cq_wc_flags`: the standard ones (rxe's
 /// `RXE_SUP_WC_FLAGS`).

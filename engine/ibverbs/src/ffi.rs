@@ -427,6 +427,10 @@ unsafe extern "C" fn query_device_ex(
     // SAFETY: ibv_device_attr_ex is plain data; all-zero is valid.
     let mut a: ibv_device_attr_ex = unsafe { std::mem::zeroed() };
     a.orig_attr = device_attr(shell);
+    // The 64-bit flags: the 32 of `ibv_query_device` and, as rxe on a
+    // 64-bit kernel (RXE_DEVICE_CAP_FLAGS: IB_DEVICE_ATOMIC_WRITE under
+    // CONFIG_64BIT), ATOMIC WRITE. No FLUSH: the drop-in has none.
+    a.device_cap_flags_ex = u64::from(a.orig_attr.device_cap_flags) | IB_UVERBS_DEVICE_ATOMIC_WRITE;
     a.phys_port_cnt_ex = 1;
     let ours = std::mem::size_of::<ibv_device_attr_ex>();
     // SAFETY: `attr` has `attr_size` writable bytes (point 1); the copy

@@ -195,6 +195,8 @@ fn wc_opcode(o: WcOpcode) -> c_int {
         WcOpcode::FetchAdd => 4,
         WcOpcode::BindMw => 5,
         WcOpcode::LocalInv => 6,
+        // IBV_WC_ATOMIC_WRITE (rxe wr_to_wc_opcode: IB_WC_ATOMIC_WRITE).
+        WcOpcode::AtomicWrite => 9,
         WcOpcode::Recv => 128,
         WcOpcode::RecvRdmaWithImm => 129,
     }

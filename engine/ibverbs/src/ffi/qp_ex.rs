@@ -167,6 +167,11 @@ impl QpEx {
         } else {
             refused_rkey_addr_u64
         });
+        o.wr_atomic_write = Some(if has(IBV_QP_EX_WITH_ATOMIC_WRITE) {
+            wr_atomic_write
+        } else {
+            refused_atomic_write
+        });
         o.wr_bind_mw = Some(if has(IBV_QP_EX_WITH_BIND_MW) {
             wr_bind_mw
         } else {
@@ -272,9 +277,11 @@ pub(super) unsafe extern "C" fn create_qp_ex(
             | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD
             | IBV_QP_EX_WITH_LOCAL_INV
             | IBV_QP_EX_WITH_BIND_MW
-            | IBV_QP_EX_WITH_SEND_WITH_INV;
+            | IBV_QP_EX_WITH_SEND_WITH_INV
+            | IBV_QP_EX_WITH_ATOMIC_WRITE;
         const UD_OPS: u64 = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-        // UC: no READ, atomic or SEND with invalidate (IBA 9.2 table 38).
+        // UC: no READ, atomic, ATOMIC WRITE or SEND with invalidate (IBA
+        // 9.2 table 38; rxe `wr_atomic_write` is RC only).
         const UC_OPS: u64 = IBV_QP_EX_WITH_SEND
             | IBV_QP_EX_WITH_SEND_WITH_IMM
             | IBV_QP_EX_WITH_RDMA_WRITE
@@ -291,8 +298,6 @@ pub(super) unsafe extern "C" fn create_qp_ex(
         let send_ops = match a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
             false => 0,
             true => {
-                // ATOMIC_WRITE (rxe has it) is refused too: the engine
-                // has no atomic write.
                 let supported = match a.qp_type {
                     IBV_QPT_RC => RC_OPS,
                     IBV_QPT_UD => UD_OPS,
@@ -408,6 +413,37 @@ unsafe extern "C" fn wr_atomic_fetch_add(p: *mut ibv_qp_ex, rkey: u32, remote_ad
     })
 }
 
+/// `ibv_wr_atomic_write` (rxe `wr_atomic_write`): an ATOMIC WRITE of the
+/// 8 bytes at `atomic_wr`, copied now (as rxe copies them into the WQE),
+/// to `remote_addr` through `rkey`; no SGE. The request is posted as an
+/// `IBV_WR_ATOMIC_WRITE` whose `wr.atomic.compare_add` holds the bytes,
+/// big-endian (`queue_pairs::send_wr` reads them back, as
+/// `SendWr::atomic_write` stores them). A NULL `atomic_wr` is `EINVAL`.
+unsafe extern "C" fn wr_atomic_write(
+    p: *mut ibv_qp_ex,
+    rkey: u32,
+    remote_addr: u64,
+    atomic_wr: *const c_void,
+) {
+    if atomic_wr.is_null() {
+        if let Some((_, b)) = locked(p) {
+            if b.err == 0 {
+                b.err = libc::EINVAL;
+            }
+        }
+        return;
+    }
+    let mut value = [0u8; 8];
+    // SAFETY: a non-NULL `atomic_wr` points to 8 readable bytes (the
+    // contract of `ibv_wr_atomic_write`, point 1); unaligned is allowed.
+    unsafe { std::ptr::copy_nonoverlapping(atomic_wr as *const u8, value.as_mut_ptr(), 8) };
+    build(p, IBV_WR_ATOMIC_WRITE, |w| {
+        w.wr.remote_addr = remote_addr;
+        w.wr.rdma_rkey_or_compare_add = u64::from_be_bytes(value);
+        w.wr.atomic_rkey = rkey;
+    })
+}
+
 unsafe extern "C" fn wr_bind_mw(
     p: *mut ibv_qp_ex,
     mw: *mut ibv_mw,
@@ -471,6 +507,9 @@ unsafe extern "C" fn wr_send_inv(p: *mut ibv_qp_ex, invalidate_rkey: u32) {
 // The builders of operations a QP was not created with, one per
 // signature.
 unsafe extern "C" fn refused_atomic_cmp_swp(p: *mut ibv_qp_ex, _: u32, _: u64, _: u64, _: u64) {
+    refuse(p)
+}
+unsafe extern "C" fn refused_atomic_write(p: *mut ibv_qp_ex, _: u32, _: u64, _: *const c_void) {
     refuse(p)
 }
 unsafe extern "C" fn refused_rkey_addr_u64(p: *mut ibv_qp_ex, _: u32, _: u64, _: u64) {

@@ -528,6 +528,9 @@ fn send_wr(w: &ibv_send_wr, local: Sge) -> Result<SendWr, c_int> {
         IBV_WR_RDMA_READ => SendOp::Read,
         IBV_WR_ATOMIC_CMP_AND_SWP => SendOp::CompareSwap,
         IBV_WR_ATOMIC_FETCH_AND_ADD => SendOp::FetchAdd,
+        // ATOMIC WRITE: built by `ibv_wr_atomic_write` (ffi/qp_ex.rs), its
+        // 8 bytes in `wr.atomic.compare_add`, big-endian.
+        IBV_WR_ATOMIC_WRITE => SendOp::AtomicWrite,
         IBV_WR_BIND_MW | IBV_WR_LOCAL_INV | IBV_WR_SEND_WITH_INV => {
             return super::windows::window_wr(w, local);
         }
@@ -542,7 +545,7 @@ fn send_wr(w: &ibv_send_wr, local: Sge) -> Result<SendWr, c_int> {
     wr.signaled = w.send_flags & IBV_SEND_SIGNALED != 0;
     wr.imm = u32::from_be(w.imm_data);
     wr.remote_addr = w.wr.remote_addr;
-    if opcode.is_atomic() {
+    if opcode.is_atomic() || opcode == SendOp::AtomicWrite {
         wr.compare_add = w.wr.rdma_rkey_or_compare_add;
         wr.swap = w.wr.swap;
         wr.rkey = w.wr.atomic_rkey;

@@ -56,6 +56,10 @@ enum Response {
     Read,
     /// The atomic ACK of the atomic at its PSN, with the original value.
     Atomic { orig: u64 },
+    /// The answer to the ATOMIC WRITE at its PSN: an RDMA READ RESPONSE
+    /// ONLY without payload whose AETH says ACK (IBA 1.5 9.4.8; rxe
+    /// `acknowledge` -> `send_read_response_ack`).
+    AtomicWrite,
 }
 
 /// Why [`Requester::check_response`] refused a response; nothing changed.
@@ -87,7 +91,7 @@ impl Requester {
         let Some(w) = self.wqes.pop_front() else {
             return;
         };
-        if w.wr.opcode.is_read_or_atomic() && self.cur > 0 {
+        if w.wr.opcode.takes_responder_resource() && self.cur > 0 {
             self.rd_atomic_sent = self.rd_atomic_sent.saturating_sub(1);
         }
         if self.cur > 0 {
@@ -103,7 +107,9 @@ impl Requester {
             self.acked_psn = w.end_psn();
         }
         if status != WcStatus::Success || w.wr.signaled || sink.sq_sig_all {
-            let byte_len = if w.wr.opcode.is_atomic() {
+            // rxe make_send_cqe: `dma.length`, 8 for an atomic and for an
+            // ATOMIC WRITE (`wr_atomic_write`).
+            let byte_len = if w.wr.opcode.is_atomic() || w.wr.opcode == SendOp::AtomicWrite {
                 8
             } else {
                 w.wr.local.length
@@ -191,6 +197,10 @@ impl Requester {
             if !front.first_psn.before(upto) {
                 break;
             }
+            // An ATOMIC WRITE is not here: a later ACK proves it executed
+            // (the responder takes requests in PSN order), its answer
+            // carries nothing, and it completes as a WRITE does (rxe
+            // check_psn: only WR_ATOMIC_OR_READ_MASK is retried).
             if front.wr.opcode.is_read_or_atomic() {
                 if front.contains(upto) {
                     // A response inside this READ: handled by the caller.
@@ -329,6 +339,15 @@ impl Requester {
                 Some(Some(s)) => Ok(Response::Ack(s)),
                 _ => Err(Unfit::Malformed),
             },
+            // The answer to an ATOMIC WRITE: READ RESPONSE ONLY at its PSN,
+            // no payload, AETH ACK (rxe check_ack: RDMA_READ_RESPONSE_ONLY
+            // for an IB_WR_ATOMIC_WRITE goes to COMPST_WRITE_SEND).
+            Opcode::ReadRespOnly if w.wr.opcode == SendOp::AtomicWrite => {
+                if w.first_psn != psn || !says_ack || !frame.payload().is_empty() {
+                    return Err(Unfit::Kind);
+                }
+                Ok(Response::AtomicWrite)
+            }
             op @ (Opcode::ReadRespFirst
             | Opcode::ReadRespMiddle
             | Opcode::ReadRespLast
@@ -422,6 +441,18 @@ impl Requester {
                 Syndrome::Ack { .. } | Syndrome::Reserved(_) => Ok(()),
             },
             Response::Read => self.on_read_response(psn, frame.payload(), cx),
+            // Everything before it is acknowledged: the ATOMIC WRITE is the
+            // front request, and completes as a WRITE does (rxe
+            // COMPST_WRITE_SEND).
+            Response::AtomicWrite => {
+                if self.wqes.front().is_none_or(|f| f.first_psn != psn) {
+                    counters.rest().dropped_bad_response += 1;
+                    return Ok(());
+                }
+                self.complete_front(WcStatus::Success, sink, counters);
+                self.on_progress(now, attr);
+                Ok(())
+            }
             Response::Atomic { orig } => {
                 // check_response saw the atomic at this PSN, and everything
                 // before it is acknowledged: it is the front request.

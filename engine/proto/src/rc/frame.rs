@@ -223,7 +223,11 @@ pub mod class {
         (op as u8) <= 0x0C
             || matches!(
                 op,
-                Opcode::CompareSwap | Opcode::FetchAdd | Opcode::SendLastInv | Opcode::SendOnlyInv
+                Opcode::CompareSwap
+                    | Opcode::FetchAdd
+                    | Opcode::SendLastInv
+                    | Opcode::SendOnlyInv
+                    | Opcode::AtomicWrite
             )
     }
 

@@ -814,6 +814,34 @@ impl MrTable {
         self.atomic_in(qp.pd, Some(qp), key, addr, compare, swap_add)
     }
 
+    /// Store the 8 bytes `value` at `addr` through QP `qp` as one aligned
+    /// 64-bit write: an ATOMIC WRITE (IBA 1.5 9.4.8). Checked as
+    /// [`MrTable::check_remote`] with REMOTE_WRITE (rxe check_rkey: an
+    /// ATOMIC WRITE needs IB_ACCESS_REMOTE_WRITE), then the alignment of
+    /// the address in the region (rxe `rxe_mr_do_atomic_write`: a
+    /// misaligned address is RESPST_ERR_MISALIGNED_ATOMIC). The bytes land
+    /// as they came, as rxe stores the payload's `u64` unchanged.
+    pub fn atomic_write_remote(
+        &mut self,
+        qp: QpScope,
+        key: u32,
+        addr: u64,
+        value: [u8; 8],
+    ) -> Result<(), AccessError> {
+        let need = Access::REMOTE_WRITE;
+        let target = self.find(key, need, Some(qp.pd), Some(qp))?;
+        if !self.effective(target, addr)?.is_multiple_of(8) {
+            return Err(AccessError::Misaligned);
+        }
+        let (i, off) = self.resolve(target, addr, 8, need)?;
+        self.slots[i]
+            .as_mut()
+            .and_then(|r| r.memory.as_mut_slice().get_mut(off..off + 8))
+            .ok_or(AccessError::OutOfBounds)?
+            .copy_from_slice(&value);
+        Ok(())
+    }
+
     fn atomic_in(
         &mut self,
         pd: u32,

@@ -42,7 +42,7 @@ use super::mr::{MrTable, QpScope};
 use super::psn::Psn;
 use super::sgl::{DataKind, WqeData};
 use super::timer::{Timer, TimerTable};
-use super::wqe::{SendOp, SendWr, WcStatus};
+use super::wqe::{SendOp, SendWr, Sge, WcStatus};
 use crate::time::Instant;
 use crate::wire::{emit_frame, emit_templated, AtomicEthRepr, Opcode, RethRepr};
 
@@ -244,6 +244,11 @@ impl Requester {
         }
         let npkts = if wr.opcode.is_atomic() {
             1
+        } else if wr.opcode == SendOp::AtomicWrite {
+            // One packet, its 8 bytes in the request itself (rxe
+            // `wr_atomic_write`: no SGE).
+            wr.local = Sge::default();
+            1
         } else if wr.opcode.is_local() {
             // A local operation takes no PSN (rxe: no packet).
             0
@@ -283,7 +288,8 @@ impl Requester {
         if self.send_psn.diff(self.acked_psn) >= MAX_OUTSTANDING_PSNS as i32 {
             return false;
         }
-        !(wqe.wr.opcode.is_read_or_atomic() && self.rd_atomic_sent >= u32::from(attr.max_rd_atomic))
+        !(wqe.wr.opcode.takes_responder_resource()
+            && self.rd_atomic_sent >= u32::from(attr.max_rd_atomic))
     }
 
     /// Whether the last packet of the current message (`wqes[cur]`) asks
@@ -353,7 +359,7 @@ impl Requester {
             w.error = Some(status);
         }
         let prev = self.wqes[self.cur - 1];
-        if self.since_ack_req == 0 || prev.wr.opcode.is_read_or_atomic() {
+        if self.since_ack_req == 0 || prev.wr.opcode.takes_responder_resource() {
             return Some(TxOutcome::Idle);
         }
         self.cur -= 1;
@@ -534,6 +540,26 @@ impl Requester {
                     0,
                 )
             }
+            // ATOMIC WRITE (IBA 1.5 9.4.8; rxe `next_opcode_rc` ->
+            // IB_OPCODE_RC_ATOMIC_WRITE, `finish_packet` copies the 8
+            // bytes): BTH + RETH (length 8) + the 8 bytes, AckReq set (it
+            // ends its message, and its answer is a READ response).
+            SendOp::AtomicWrite => {
+                let reth = RethRepr {
+                    va: wr.remote_addr,
+                    rkey: wr.rkey,
+                    dma_len: 8,
+                };
+                (
+                    tpl.bth(Opcode::AtomicWrite, psn, true),
+                    Some(reth),
+                    None,
+                    None,
+                    None,
+                    0,
+                    8,
+                )
+            }
             // Executed before packets are built (`Self::run_local_ops`).
             SendOp::BindMw | SendOp::LocalInv => return Ok(TxOutcome::Idle),
         };
@@ -546,8 +572,12 @@ impl Requester {
         if !cx.cc.may_send(now, flen) {
             return Ok(TxOutcome::Idle);
         }
+        let atomic_write_value;
         let payload: &[u8] = if len == 0 {
             &[]
+        } else if wr.opcode == SendOp::AtomicWrite {
+            atomic_write_value = wr.atomic_write_value();
+            &atomic_write_value
         } else {
             match wqe.data() {
                 // The L_Key must be of a region of the QP's PD (rxe
@@ -619,7 +649,7 @@ impl Requester {
         }
 
         // Advance the cursor.
-        if wr.opcode.is_read_or_atomic() {
+        if wr.opcode.takes_responder_resource() {
             self.rd_atomic_sent += 1;
             self.send_psn = wqe.end_psn();
             self.cur += 1;

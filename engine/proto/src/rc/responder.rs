@@ -86,6 +86,10 @@ pub(crate) enum Answer {
     },
     /// Atomic ACK carrying the original value.
     AtomicAck { psn: Psn, orig: u64, msn: u32 },
+    /// The answer to an ATOMIC WRITE: RDMA READ RESPONSE ONLY without
+    /// payload, AETH ACK (IBA 1.5 9.4.8; rxe `acknowledge` ->
+    /// `send_read_response_ack`).
+    AtomicWriteAck { psn: Psn, msn: u32 },
     /// READ response packets still to send: next PSN, remote address,
     /// remaining bytes, and whether the next packet is the first.
     Read {
@@ -128,6 +132,10 @@ enum Resource {
     },
     /// An atomic and the original value it answered.
     Atomic { psn: Psn, orig: u64 },
+    /// An ATOMIC WRITE executed (rxe `rxe_prepare_res` with
+    /// RXE_ATOMIC_WRITE_MASK: first = last = its PSN); a duplicate is
+    /// answered from it, never written again.
+    AtomicWrite { psn: Psn },
 }
 
 impl Resource {
@@ -136,7 +144,7 @@ impl Resource {
     fn holds(&self, psn: Psn) -> bool {
         match *self {
             Resource::Read { first, npkts, .. } => psn.in_window(first, npkts),
-            Resource::Atomic { psn: p, .. } => p == psn,
+            Resource::Atomic { psn: p, .. } | Resource::AtomicWrite { psn: p } => p == psn,
         }
     }
 }
@@ -260,6 +268,8 @@ pub(super) enum Request {
         eth: AtomicEthRepr,
         compare: bool,
     },
+    /// ATOMIC WRITE: its RETH; the 8 bytes are the payload.
+    AtomicWrite(RethRepr),
 }
 
 /// Where a WRITE packet's payload goes (rxe keeps the same in `qp->resp`:
@@ -510,6 +520,9 @@ impl Responder {
             Request::Atomic { eth, compare } => {
                 return self.execute_atomic(psn, &eth, compare, cx.mrs, qp)
             }
+            Request::AtomicWrite(reth) => {
+                return self.execute_atomic_write(psn, &reth, payload, cx.mrs, qp)
+            }
         };
         // SEND and WRITE: complete the receive the message consumed (rxe
         // do_complete), expect the next PSN, and ACK if the packet asks for
@@ -613,12 +626,16 @@ impl Responder {
                 eth: frame.atomic_eth().ok_or(RespError::Malformed)?,
                 compare: op == Opcode::CompareSwap,
             },
+            Opcode::AtomicWrite => Request::AtomicWrite(frame.reth().ok_or(RespError::Malformed)?),
             _ => return Err(RespError::Unsupported),
         };
         let in_sequence = match (self.in_progress, &req) {
             (InProgress::None, Request::Send { first, .. }) => *first,
             (InProgress::None, Request::Write { reth, .. }) => reth.is_some(),
-            (InProgress::None, Request::Read(_) | Request::Atomic { .. }) => true,
+            (
+                InProgress::None,
+                Request::Read(_) | Request::Atomic { .. } | Request::AtomicWrite(_),
+            ) => true,
             (
                 InProgress::Send { .. } | InProgress::SendList { .. },
                 Request::Send { first, .. },
@@ -654,7 +671,12 @@ impl Responder {
                 Err(RespError::ReceiverNotReady)
             }
             Request::Write { imm: Some(_), .. } if no_recv() => Err(RespError::ReceiverNotReady),
-            Request::Read(_) if !self.rd_atomic_slot_free(attr) => Err(RespError::Busy),
+            // An ATOMIC WRITE takes a responder resource as a READ does
+            // (rxe check_resource: RXE_READ_OR_ATOMIC_MASK |
+            // RXE_ATOMIC_WRITE_MASK).
+            Request::Read(_) | Request::AtomicWrite(_) if !self.rd_atomic_slot_free(attr) => {
+                Err(RespError::Busy)
+            }
             _ => Ok(()),
         }
     }
@@ -684,7 +706,12 @@ impl Responder {
         let busy = self
             .out
             .iter()
-            .filter(|a| matches!(a, Answer::Read { .. } | Answer::AtomicAck { .. }))
+            .filter(|a| {
+                matches!(
+                    a,
+                    Answer::Read { .. } | Answer::AtomicAck { .. } | Answer::AtomicWriteAck { .. }
+                )
+            })
             .count();
         busy < usize::from(attr.max_dest_rd_atomic)
     }
@@ -973,6 +1000,40 @@ impl Responder {
         Ok(())
     }
 
+    /// Execute an ATOMIC WRITE (rxe check_rkey + `atomic_write_reply`):
+    /// the R_Key (of a region of the QP's PD, or a window that admits the
+    /// QP `qp`) with REMOTE_WRITE over the 8 bytes at the RETH's address,
+    /// then the alignment (rxe `rxe_mr_do_atomic_write`: misaligned is
+    /// RESPST_ERR_MISALIGNED_ATOMIC, NAK invalid request), then one 8-byte
+    /// store of the payload; a responder resource is taken (rxe
+    /// `rxe_prepare_res`) so a duplicate is answered without writing
+    /// again, MSN counts a message, and the answer is a READ RESPONSE
+    /// ONLY without payload. [`check_length`] saw 8 bytes of payload and
+    /// a RETH length of 8.
+    #[inline(never)]
+    fn execute_atomic_write(
+        &mut self,
+        psn: Psn,
+        reth: &RethRepr,
+        payload: &[u8],
+        mrs: &mut MrTable,
+        qp: QpScope,
+    ) -> Result<(), RespError> {
+        let value: [u8; 8] = payload.try_into().map_err(|_| RespError::Length)?;
+        mrs.atomic_write_remote(qp, reth.rkey, reth.va, value)
+            .map_err(|e| match e {
+                AccessError::Misaligned => RespError::MisalignedAtomic,
+                AccessError::UnknownKey | AccessError::OutOfBounds | AccessError::NotPermitted => {
+                    RespError::RkeyViolation
+                }
+            })?;
+        self.save_resource(Resource::AtomicWrite { psn });
+        self.msn = (self.msn + 1) & Psn::MASK;
+        self.push(Answer::AtomicWriteAck { psn, msn: self.msn });
+        self.advance(psn.add(1));
+        Ok(())
+    }
+
     /// The receive a new message consumes: the head of the QP's receive
     /// queue, or of its SRQ (rxe `get_srq_wqe`). An SRQ receive's SGE
     /// list is copied into the QP's receive arena `sgl` (one message at
@@ -1175,7 +1236,7 @@ impl Responder {
         let op = frame.opcode();
         if !matches!(
             op,
-            Opcode::ReadRequest | Opcode::CompareSwap | Opcode::FetchAdd
+            Opcode::ReadRequest | Opcode::CompareSwap | Opcode::FetchAdd | Opcode::AtomicWrite
         ) {
             // SEND/WRITE: re-ACK what we have, never re-execute (C9-105).
             if frame.ack_req() {
@@ -1215,8 +1276,16 @@ impl Responder {
             {
                 Answer::read(psn, &reth, self.msn)
             }
+            // Never write an ATOMIC WRITE twice: answer it again from its
+            // resource (rxe duplicate_request: `res->replay`, and
+            // atomic_write_reply returns at once to acknowledge).
+            (Some(Resource::AtomicWrite { .. }), _) if op == Opcode::AtomicWrite => {
+                Answer::AtomicWriteAck { psn, msn: self.msn }
+            }
             // Never re-execute an atomic: replay the saved result.
-            (Some(Resource::Atomic { orig, .. }), _) if op != Opcode::ReadRequest => {
+            (Some(Resource::Atomic { orig, .. }), _)
+                if matches!(op, Opcode::CompareSwap | Opcode::FetchAdd) =>
+            {
                 Answer::AtomicAck {
                     psn,
                     orig,
@@ -1297,6 +1366,29 @@ impl Responder {
                 if matches!(s, Syndrome::Ack { .. }) {
                     counters.acks_sent += 1;
                 }
+                Ok(Some(n))
+            }
+            Answer::AtomicWriteAck { psn, msn } => {
+                let bth = tpl.bth(Opcode::ReadRespOnly, psn, false);
+                let a = aeth(Syndrome::ACK_UNLIMITED, msn);
+                let n = match emit_templated(
+                    cx.copy_crc,
+                    &tpl.wire,
+                    &bth,
+                    None,
+                    None,
+                    Some(&a),
+                    &[],
+                    buf,
+                ) {
+                    Ok(n) => n,
+                    Err(_) => {
+                        counters.rest().tx_buffer_too_small += 1;
+                        return Ok(None);
+                    }
+                };
+                self.out.pop_front();
+                counters.sent_pkts += 1;
                 Ok(Some(n))
             }
             Answer::AtomicAck { psn, orig, msn } => {
@@ -1470,6 +1562,9 @@ pub(super) fn check_op_valid(req: &Request, access: Access) -> Result<(), RespEr
         Request::Write { .. } => Access::REMOTE_WRITE,
         Request::Read(_) => Access::REMOTE_READ,
         Request::Atomic { .. } => Access::REMOTE_ATOMIC,
+        // rxe check_qp_attr_access: RXE_ATOMIC_WRITE_MASK needs
+        // IB_ACCESS_REMOTE_WRITE.
+        Request::AtomicWrite(_) => Access::REMOTE_WRITE,
     };
     if !access.contains(need) {
         return Err(RespError::QpAccessViolation);
@@ -1489,6 +1584,10 @@ pub(super) fn check_length(req: &Request, len: usize, mtu: u32) -> Result<(), Re
         Request::Write { reth, last, .. } => packet_len_ok(reth.is_some(), last, len, mtu),
         Request::Read(reth) => len == 0 && reth.dma_len <= MAX_MESSAGE_LEN,
         Request::Atomic { .. } => len == 0,
+        // Exactly 8 bytes, and a RETH that says 8 (rxe check_rkey: the
+        // payload must equal `resid`, the RETH's length; rxe rejects a
+        // non-8-byte ATOMIC WRITE).
+        Request::AtomicWrite(reth) => len == 8 && reth.dma_len == 8,
     };
     if !ok {
         return Err(RespError::Length);

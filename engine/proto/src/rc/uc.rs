@@ -204,7 +204,9 @@ impl Responder {
                 self.execute_write(target, last, imm, payload, qpn, cx.srq.as_deref_mut())?
             }
             // check_op_seq decodes UC opcodes as SENDs and WRITEs only.
-            Request::Read(_) | Request::Atomic { .. } => return Err(RespError::Unsupported),
+            Request::Read(_) | Request::Atomic { .. } | Request::AtomicWrite(_) => {
+                return Err(RespError::Unsupported)
+            }
         };
         if let Some(wc) = completed {
             cx.sink.push(wc, cx.counters);

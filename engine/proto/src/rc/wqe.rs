@@ -31,6 +31,11 @@ pub enum SendOp {
     /// Invalidate the local memory window whose R_Key is `imm`
     /// (`IBV_WR_LOCAL_INV`): a local operation, no packet.
     LocalInv,
+    /// ATOMIC WRITE (`IBV_WR_ATOMIC_WRITE`, IBA 1.5 9.4.8): the 8 bytes of
+    /// [`SendWr::atomic_write_value`] stored at `remote_addr` as one
+    /// aligned 64-bit write (rxe `wr_atomic_write` copies them into the
+    /// WQE: no local buffer, no L_Key). RC only.
+    AtomicWrite,
 }
 
 impl SendOp {
@@ -38,6 +43,18 @@ impl SendOp {
     /// by `max_rd_atomic`.
     pub const fn is_read_or_atomic(self) -> bool {
         matches!(self, SendOp::Read | SendOp::CompareSwap | SendOp::FetchAdd)
+    }
+
+    /// Takes a responder resource at the peer and is bounded by
+    /// `max_rd_atomic`: READ, the atomics, and ATOMIC WRITE (IBA 1.5
+    /// 9.4.8: an ATOMIC WRITE is answered as a READ is, from a responder
+    /// resource; rxe `check_resource` counts it with RXE_ATOMIC_WRITE_MASK
+    /// against `max_dest_rd_atomic`, `rxe_prepare_res` takes one).
+    pub const fn takes_responder_resource(self) -> bool {
+        matches!(
+            self,
+            SendOp::Read | SendOp::CompareSwap | SendOp::FetchAdd | SendOp::AtomicWrite
+        )
     }
 
     /// Compare-and-swap or fetch-and-add.
@@ -116,6 +133,24 @@ impl SendWr {
         }
     }
 
+    /// A signaled ATOMIC WRITE of the 8 bytes `value` at `remote_addr`
+    /// through `rkey` (rxe `wr_atomic_write`: `dma.length` 8, no SGE).
+    /// The bytes travel in [`SendWr::compare_add`], big-endian, so that
+    /// the wire payload is `value` byte for byte.
+    pub fn atomic_write(wr_id: u64, remote_addr: u64, rkey: u32, value: [u8; 8]) -> SendWr {
+        SendWr {
+            remote_addr,
+            rkey,
+            compare_add: u64::from_be_bytes(value),
+            ..SendWr::new(wr_id, SendOp::AtomicWrite, Sge::default())
+        }
+    }
+
+    /// The 8 bytes an ATOMIC WRITE stores ([`SendWr::atomic_write`]).
+    pub const fn atomic_write_value(&self) -> [u8; 8] {
+        self.compare_add.to_be_bytes()
+    }
+
     /// The bind of a request made by [`SendWr::bind_mw`].
     pub fn mw_bind(&self) -> MwBind {
         MwBind {
@@ -186,6 +221,9 @@ pub enum WcOpcode {
     BindMw,
     /// A memory window invalidated locally (`IBV_WC_LOCAL_INV`).
     LocalInv,
+    /// An ATOMIC WRITE completed (`IBV_WC_ATOMIC_WRITE`; rxe
+    /// `wr_to_wc_opcode`).
+    AtomicWrite,
 }
 
 impl WcOpcode {
@@ -199,6 +237,7 @@ impl WcOpcode {
             SendOp::FetchAdd => WcOpcode::FetchAdd,
             SendOp::BindMw => WcOpcode::BindMw,
             SendOp::LocalInv => WcOpcode::LocalInv,
+            SendOp::AtomicWrite => WcOpcode::AtomicWrite,
         }
     }
 }

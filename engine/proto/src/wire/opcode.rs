@@ -34,6 +34,12 @@ pub enum Opcode {
     FetchAdd = 0x14,
     SendLastInv = 0x16,
     SendOnlyInv = 0x17,
+    /// ATOMIC WRITE (IBA 1.5, 9.4.8 "Atomic Write"; rxe
+    /// `IB_OPCODE_RC_ATOMIC_WRITE`): BTH + RETH + an 8-byte payload
+    /// written at the RETH's address as one aligned 64-bit store. rxe
+    /// `rxe_opcode.c`: RETH | PAYLOAD | REQ | ATOMIC_WRITE | START | END,
+    /// length BTH + RETH. RC only.
+    AtomicWrite = 0x1D,
     /// UC (IBA 9.2 table 38, transport bits 001): RC's SEND and RDMA
     /// WRITE opcodes with RC's header layout (RETH on WRITE FIRST/ONLY,
     /// ImmDt on the `_WITH_IMMEDIATE` ones), 0x20 above them.
@@ -59,7 +65,7 @@ pub enum Opcode {
 impl Opcode {
     /// Every supported opcode, in numeric order (RC 0x00-0x17 without the
     /// reserved 0x15, UC 0x20-0x2B, UD 0x64 and 0x65, then CNP 0x81).
-    pub const ALL: [Opcode; 38] = [
+    pub const ALL: [Opcode; 39] = [
         Opcode::SendFirst,
         Opcode::SendMiddle,
         Opcode::SendLast,
@@ -83,6 +89,7 @@ impl Opcode {
         Opcode::FetchAdd,
         Opcode::SendLastInv,
         Opcode::SendOnlyInv,
+        Opcode::AtomicWrite,
         Opcode::UcSendFirst,
         Opcode::UcSendMiddle,
         Opcode::UcSendLast,
@@ -127,6 +134,7 @@ impl Opcode {
             0x14 => Opcode::FetchAdd,
             0x16 => Opcode::SendLastInv,
             0x17 => Opcode::SendOnlyInv,
+            0x1D => Opcode::AtomicWrite,
             0x20 => Opcode::UcSendFirst,
             0x21 => Opcode::UcSendMiddle,
             0x22 => Opcode::UcSendLast,
@@ -182,6 +190,7 @@ impl Opcode {
             Opcode::FetchAdd => "FETCH_ADD",
             Opcode::SendLastInv => "SEND_LAST_WITH_INVALIDATE",
             Opcode::SendOnlyInv => "SEND_ONLY_WITH_INVALIDATE",
+            Opcode::AtomicWrite => "ATOMIC_WRITE",
             Opcode::UcSendFirst => "UC_SEND_FIRST",
             Opcode::UcSendMiddle => "UC_SEND_MIDDLE",
             Opcode::UcSendLast => "UC_SEND_LAST",
@@ -251,7 +260,7 @@ impl Opcode {
         (self as u8) >> 5 == 0b001
     }
 
-    /// Carries a RETH (RDMA WRITE First/Only, READ Request).
+    /// Carries a RETH (RDMA WRITE First/Only, READ Request, ATOMIC WRITE).
     #[inline]
     pub const fn has_reth(self) -> bool {
         matches!(
@@ -260,6 +269,7 @@ impl Opcode {
                 | Opcode::WriteOnly
                 | Opcode::WriteOnlyImm
                 | Opcode::ReadRequest
+                | Opcode::AtomicWrite
                 | Opcode::UcWriteFirst
                 | Opcode::UcWriteOnly
                 | Opcode::UcWriteOnlyImm
@@ -327,7 +337,8 @@ impl Opcode {
         matches!(self, Opcode::AtomicAcknowledge)
     }
 
-    /// Carries a data payload (SENDs, WRITEs, READ responses). The CNP's 16
+    /// Carries a data payload (SENDs, WRITEs, READ responses, ATOMIC
+    /// WRITE's 8 bytes). The CNP's 16
     /// reserved bytes are not a payload in this sense ([`super::CNP_RESERVED_LEN`]).
     #[inline]
     pub const fn has_payload(self) -> bool {
@@ -351,6 +362,7 @@ impl Opcode {
                 | Opcode::SendLastInv
                 | Opcode::SendOnlyInv
                 | Opcode::ReadRespOnly
+                | Opcode::AtomicWrite
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
                 | Opcode::UcSendFirst
@@ -430,6 +442,7 @@ impl Opcode {
                 | Opcode::AtomicAcknowledge
                 | Opcode::CompareSwap
                 | Opcode::FetchAdd
+                | Opcode::AtomicWrite
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
                 | Opcode::UcSendOnly
@@ -461,6 +474,7 @@ impl Opcode {
                 | Opcode::FetchAdd
                 | Opcode::SendLastInv
                 | Opcode::SendOnlyInv
+                | Opcode::AtomicWrite
                 | Opcode::UdSendOnly
                 | Opcode::UdSendOnlyImm
                 | Opcode::UcSendFirst
@@ -603,6 +617,8 @@ mod tests {
         assert_eq!(Opcode::AtomicAcknowledge.ext_headers_len(), 12);
         assert_eq!(Opcode::CompareSwap.ext_headers_len(), 28);
         assert_eq!(Opcode::SendOnlyInv.ext_headers_len(), 4);
+        // rxe_opcode.c: IB_OPCODE_RC_ATOMIC_WRITE's length is BTH + RETH.
+        assert_eq!(Opcode::AtomicWrite.ext_headers_len(), 16);
         assert_eq!(Opcode::Cnp.ext_headers_len(), 0);
         assert_eq!(Opcode::UdSendOnly.ext_headers_len(), 8);
         assert_eq!(Opcode::UdSendOnlyImm.ext_headers_len(), 12);
@@ -656,6 +672,17 @@ mod tests {
         ] {
             assert_eq!(op.to_uc(), None, "{op}");
         }
+    }
+
+    #[test]
+    fn atomic_write_is_a_single_packet_request_with_a_reth_and_a_payload() {
+        let op = Opcode::from_u8(0x1D).unwrap();
+        assert_eq!(op, Opcode::AtomicWrite);
+        assert_eq!(op.name(), "ATOMIC_WRITE");
+        assert!(op.has_reth() && op.has_payload() && op.is_only() && op.is_request());
+        assert!(!op.has_aeth() && !op.has_atomic_eth() && !op.has_immdt());
+        assert!(!op.is_send() && !op.is_write() && !op.is_uc() && op.to_uc().is_none());
+        assert!(!op.is_first() && !op.is_middle() && !op.is_last());
     }
 
     #[test]

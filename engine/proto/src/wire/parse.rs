@@ -159,6 +159,11 @@ pub fn peek_remote_access(frame: &[u8], peeked: &PeekedRequest) -> Option<(Opcod
             let r = Reth::new_checked(ext).ok()?;
             Some((op, r.rkey(), r.va(), u64::from(r.dma_len())))
         }
+        // ATOMIC WRITE: 8 bytes at the RETH's address (IBA 1.5 9.4.8).
+        Opcode::AtomicWrite => {
+            let r = Reth::new_checked(ext).ok()?;
+            Some((op, r.rkey(), r.va(), 8))
+        }
         Opcode::CompareSwap | Opcode::FetchAdd => {
             let a = AtomicEth::new_checked(ext).ok()?;
             Some((op, a.rkey(), a.va(), 8))
