@@ -465,7 +465,7 @@ fn extended_check(check: &str) {
 }
 
 /// QPs of ibv_create_qp_ex post SEND, SEND_WITH_IMM, WRITE,
-/// WRITE_WITH_IMM, READ, CMP_SWP and FETCH_ADD through ibv_wr_* (one at a
+/// WRITE_WITH_IMM, READ, CMP_SWP, FETCH_ADD and ATOMIC_WRITE through ibv_wr_* (one at a
 /// time and in a batch); CQs of ibv_create_cq_ex are polled through
 /// ibv_start_poll/ibv_next_poll/ibv_end_poll and read with
 /// ibv_wc_read_*, and serve ibv_poll_cq and a completion channel; every

@@ -8,7 +8,9 @@
  *
  *   traffic    two RC QPs of the one device connected to each other, all
  *              send operations enabled: SEND, SEND_WITH_IMM, WRITE,
- *              WRITE_WITH_IMM, READ, CMP_SWP, FETCH_ADD built with
+ *              WRITE_WITH_IMM, READ, CMP_SWP, FETCH_ADD, ATOMIC_WRITE
+ *              (IBV_WC_ATOMIC_WRITE, the device's
+ *              IB_UVERBS_DEVICE_ATOMIC_WRITE as rxe) built with
  *              ibv_wr_*, a batch of three in one ibv_wr_start /
  *              ibv_wr_complete, every completion read with the
  *              ibv_wc_read_* accessors (opcode, byte_len, imm, qp_num,
@@ -16,7 +18,8 @@
  *              nothing; the extended CQ also serves ibv_poll_cq and a
  *              completion channel armed by ibv_req_notify_cq;
  *   refusals   rxe's errnos: unsupported wc_flags, CQ flags and
- *              attributes, send_ops_flags, create flags and QP attributes;
+ *              attributes, send_ops_flags (ATOMIC_WRITE on UC), create
+ *              flags and QP attributes;
  *              no PD; a QP of ibv_create_qp (or of ibv_create_qp_ex with
  *              only a PD) is no ibv_qp_ex; a NULL or destroyed QP; a
  *              builder the QP was not created with (EOPNOTSUPP), more
@@ -56,7 +59,11 @@
 #define RC_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 		IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
 		IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
-		IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV)
+		IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND_WITH_INV | \
+		IBV_QP_EX_WITH_ATOMIC_WRITE)
+/* IB_UVERBS_DEVICE_ATOMIC_WRITE of device_cap_flags_ex (rdma-core's
+ * kernel-headers/rdma/ib_user_verbs.h; not in every installed header). */
+#define DEVICE_ATOMIC_WRITE (1ULL << 40)
 #define WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | \
 		  IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
 		  IBV_WC_EX_WITH_DLID_PATH_BITS)
@@ -377,6 +384,31 @@ static int traffic(void)
 	CHECK(orig == 99 && now == 104, "FETCH_ADD: orig %llu now %llu",
 	      (unsigned long long)orig, (unsigned long long)now);
 
+	/* ATOMIC_WRITE: the 8 bytes at `aw` (copied at the call, as rxe's
+	 * wr_atomic_write does: overwritten right after) stored at b's word
+	 * 14008, its neighbours untouched; the device says it has it. */
+	struct ibv_device_attr_ex dx;
+	CHECK(!ibv_query_device_ex(ctx, NULL, &dx), "ibv_query_device_ex");
+	CHECK(dx.device_cap_flags_ex & DEVICE_ATOMIC_WRITE,
+	      "device_cap_flags_ex %#llx without ATOMIC_WRITE",
+	      (unsigned long long)dx.device_cap_flags_ex);
+	CHECK((dx.device_cap_flags_ex & 0xffffffffULL) == dx.orig_attr.device_cap_flags,
+	      "device_cap_flags_ex holds device_cap_flags");
+	unsigned char aw[9] = { 0xee, 1, 2, 3, 4, 5, 6, 7, 8 }, want[24];
+	memset(b.buf + 14000, 0x77, 24);
+	start(&a, 8);
+	ibv_wr_atomic_write(a.qpx, REMOTE(&b, 14008), aw + 1); /* unaligned source */
+	memset(aw, 0, sizeof(aw));
+	EXPECT_RET(ibv_wr_complete(a.qpx), 0);
+	c = wait_one(a.cq);
+	CHECK(c.wr_id == 8 && c.status == IBV_WC_SUCCESS && c.opcode == IBV_WC_ATOMIC_WRITE &&
+	      c.byte_len == 8 && c.qp_num == aq, "ATOMIC_WRITE completion: status %s opcode %d len %u",
+	      ibv_wc_status_str(c.status), c.opcode, c.byte_len);
+	memset(want, 0x77, 24);
+	for (int i = 0; i < 8; i++)
+		want[8 + i] = i + 1;
+	CHECK(!memcmp(b.buf + 14000, want, 24), "ATOMIC_WRITE: bytes differ");
+
 	/* A batch: three WRITEs, each with its own wr_id and flags (the
 	 * middle one unsignaled), in one start/complete; polled with
 	 * ibv_next_poll. */
@@ -482,10 +514,12 @@ static int refusals(void)
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-		.pd = pd, .send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE,
+		.pd = pd, .send_ops_flags = IBV_QP_EX_WITH_TSO,
 	};
 	EXPECT_NULL_ERRNO(ibv_create_qp_ex(ctx, &ia), EOPNOTSUPP);
-	ia.send_ops_flags = IBV_QP_EX_WITH_TSO;
+	/* ATOMIC_WRITE is RC's (rxe RXE_SUP_UC_QP_SEND_OPS_FLAGS lacks it). */
+	ia.qp_type = IBV_QPT_UC;
+	ia.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
 	EXPECT_NULL_ERRNO(ibv_create_qp_ex(ctx, &ia), EOPNOTSUPP);
 	ia.qp_type = IBV_QPT_UD;
 	ia.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
@@ -548,6 +582,9 @@ static int refusals(void)
 	EXPECT_RET(ibv_wr_complete(qpx), EOPNOTSUPP);
 	ibv_wr_start(qpx);
 	ibv_wr_send_imm(qpx, 0);
+	EXPECT_RET(ibv_wr_complete(qpx), EOPNOTSUPP);
+	ibv_wr_start(qpx);
+	ibv_wr_atomic_write(qpx, 1, 0x1000, data);
 	EXPECT_RET(ibv_wr_complete(qpx), EOPNOTSUPP);
 	/* More requests than the send queue holds. */
 	ibv_wr_start(qpx);

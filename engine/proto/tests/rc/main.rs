@@ -7,6 +7,7 @@
 mod sgl_model;
 mod support;
 
+mod atomic_write;
 mod bad_receive;
 mod completer;
 mod mw;

@@ -18,7 +18,7 @@ use crate::support::*;
 
 /// A and B with one UC QP each (SGE lists of 4 and 64 bytes of inline
 /// data), path MTU 1024, connected; 1 MiB regions with every right.
-fn uc_pair() -> Pair {
+pub(crate) fn uc_pair() -> Pair {
     let side = |mac, ip: [u8; 4]| {
         let mut ep = Endpoint::new(EndpointConfig {
             local_mac: mac,

@@ -5,6 +5,7 @@
 //! (`pd.rs`), memory windows under loss (`mw.rs`) and many QPs sharing
 //! one receive queue under loss (`srq.rs`).
 
+mod atomic_write;
 mod inflight_limit;
 mod lossy_pair;
 mod matrix;

@@ -103,8 +103,9 @@ pub fn headers(ip: IpAddr, vlan: bool, op: Opcode, psn: u32, seed: u32) -> RoceH
 /// into a buffer holding the previous packet's bytes; `sizes` are the
 /// payload sizes tried.
 pub fn check_templated_equals_emit_frame(copy_crc: CopyCrc, sizes: &[usize]) {
-    // Requests, READ responses and ACK: 18 RC opcodes and UC's 12.
-    assert_eq!(templated_opcodes().count(), 30);
+    // Requests, READ responses and ACK: 19 RC opcodes (ATOMIC WRITE
+    // included) and UC's 12.
+    assert_eq!(templated_opcodes().count(), 31);
     let payload: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 1) as u8).collect();
     let mut a = vec![0xA5u8; 4200];
     let mut b = vec![0x3Cu8; 4200];
