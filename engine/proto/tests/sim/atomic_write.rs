@@ -4,10 +4,12 @@
 //! is ever applied a second time (rxe `duplicate_request` answers it from
 //! the responder resource, `atomic_write_reply` returns before writing).
 //!
-//! "Never applied twice" is made observable: the requests come in rounds
-//! to the same words, each round's values different, and B's application
-//! overwrites a word between rounds; a late duplicate of an earlier round
-//! that wrote again would leave an old value behind.
+//! "Never applied twice" is made observable: each round writes every
+//! word [`PER_WORD`] times with different values, the rounds write the
+//! same words again with new values, and B's application overwrites half
+//! the words between rounds; a late duplicate (the links duplicate and
+//! reorder) or a retransmission that wrote again would leave an older
+//! value behind.
 
 use core::time::Duration;
 
@@ -17,14 +19,16 @@ use proto::time::Instant;
 use crate::lossy_pair::{connect, impaired, pattern, poll, Side, A, B};
 
 const WORDS: u64 = 6;
+/// ATOMIC WRITEs to each word in one round.
+const PER_WORD: u64 = 3;
 const ROUNDS: u64 = 4;
 const IOVA_B: u64 = 0x20_0000;
 const REGION: usize = 4096;
-const SEEDS: std::ops::RangeInclusive<u64> = 1..=8;
+const SEEDS: std::ops::RangeInclusive<u64> = 1..=24;
 
-/// The 8 bytes round `round` stores in word `w`.
-fn value(round: u64, w: u64, seed: u64) -> [u8; 8] {
-    ((seed << 48) ^ (round << 32) ^ (w << 8) ^ 0xA5A5).to_be_bytes()
+/// The 8 bytes the `k`th write of round `round` stores in word `w`.
+fn value(round: u64, k: u64, w: u64, seed: u64) -> [u8; 8] {
+    ((seed << 48) ^ (round << 32) ^ (k << 24) ^ (w << 8) ^ 0xA5).to_be_bytes()
 }
 
 /// Where word `w` is in B's region: 8-byte aligned, 64 bytes apart.
@@ -39,7 +43,7 @@ fn atomic_writes_under_loss_complete_and_are_applied_exactly_once() {
         let pair = connect(
             seed,
             true,
-            WORDS as u32,
+            (WORDS * PER_WORD) as u32,
             Side {
                 pd: 0,
                 access: Access::NONE,
@@ -58,25 +62,25 @@ fn atomic_writes_under_loss_complete_and_are_applied_exactly_once() {
         let mut expected = initial.clone();
         let deadline = |sim: &proto::sim::Simulator| sim.now() + Duration::from_secs(5);
         for round in 0..ROUNDS {
-            for w in 0..WORDS {
-                let wr =
-                    SendWr::atomic_write(round * WORDS + w, at(w), kb.rkey, value(round, w, seed));
+            let n = WORDS * PER_WORD;
+            for i in 0..n {
+                let (k, w) = (i / WORDS, i % WORDS);
+                let v = value(round, k, w, seed);
+                let wr = SendWr::atomic_write(round * n + i, at(w), kb.rkey, v);
                 sim.endpoint(A).post_send(qa, wr).unwrap();
             }
             let mut wa = Vec::new();
             let end = deadline(&sim);
             let done = sim.run_until(end, |sim| {
                 poll(sim, A, cq_a, &mut wa);
-                wa.len() == WORDS as usize
+                wa.len() == n as usize
             });
             assert!(done, "seed {seed} round {round}: {wa:?}");
-            let want: Vec<_> = (0..WORDS)
-                .map(|w| (round * WORDS + w, WcStatus::Success))
-                .collect();
+            let want: Vec<_> = (0..n).map(|i| (round * n + i, WcStatus::Success)).collect();
             assert_eq!(wa, want, "seed {seed} round {round}");
             for w in 0..WORDS {
                 let o = (at(w) - IOVA_B) as usize;
-                expected[o..o + 8].copy_from_slice(&value(round, w, seed));
+                expected[o..o + 8].copy_from_slice(&value(round, PER_WORD - 1, w, seed));
             }
             // Let every retransmission and duplicate of this round reach
             // B, then B's application overwrites half the words: a
