@@ -38,7 +38,7 @@
 //! seconds in the latest pair ([`put_iterations`]; the first pair runs the
 //! tool first), so that both sides of a pair last about as long whatever
 //! the machine's speed at the time (on a shared machine it moves by 5x).
-//! `tag_lat` and `send-lat` run [`lat_iterations`] round trips each; UCX's
+//! `tag_lat` and `send-lat` run `lat_iterations()` round trips each; UCX's
 //! p50 is the median of its last 2048 iterations whatever `-n`, the
 //! tool's of all of them.
 //!
