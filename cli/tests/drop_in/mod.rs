@@ -4,9 +4,10 @@
 //! Each test crate uses part of it.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Namespaces `vb<pid>n<k>a/b`, veths `vb<pid>v<k>a/b`, 10.55.<k>.1/.2.
@@ -170,14 +171,22 @@ pub fn prerequisites() {
 pub const LIMIT: Duration = Duration::from_secs(120);
 
 /// Compiles a C program of ours (`SRC`, relative to this crate, e.g.
-/// `tests/NAME.c`) against the installed `verbs.h`.
+/// `tests/NAME.c`) against the installed `verbs.h`, once per test
+/// process: the tests run in parallel, and a compiler rewriting the
+/// executable another test is starting makes that start fail (EACCES,
+/// ETXTBSY).
 pub fn compile_c(src: &str) -> std::path::PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
-    let name = src.file_stem().expect("a C file");
+    static COMPILED: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, exe)) = compiled.iter().find(|(s, _)| s == src) {
+        return exe.clone();
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
+    let name = path.file_stem().expect("a C file");
     let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let cc = Command::new("cc")
         .args(["-Wall", "-O2", "-pthread"])
-        .arg(&src)
+        .arg(&path)
         .arg("-o")
         .arg(&exe)
         .arg("-libverbs")
@@ -186,8 +195,9 @@ pub fn compile_c(src: &str) -> std::path::PathBuf {
     assert!(
         cc.status.success(),
         "compiling {}: {}",
-        src.display(),
+        path.display(),
         String::from_utf8_lossy(&cc.stderr)
     );
+    compiled.push((src.to_string(), exe.clone()));
     exe
 }
