@@ -497,6 +497,34 @@ unsafe fn sge_list(
 /// # Safety
 /// `list` is NULL or points to `n` SGEs (the contract, point 1).
 #[inline]
+/// An inline request's bytes, copied at post from the program's memory
+/// its SGEs name, in order: EINVAL beyond the QP's `max_inline_data`.
+/// Returns the buffer and how much of it holds the data.
+///
+/// # Safety
+/// Each SGE names `length` readable bytes at `addr` (the contract of an
+/// `IBV_SEND_INLINE` request).
+unsafe fn gather_inline(
+    sges: &[Sge],
+    max_inline_data: u32,
+) -> Result<([u8; crate::limits::MAX_INLINE_DATA as usize], usize), c_int> {
+    let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
+    if total > u64::from(max_inline_data) {
+        return Err(libc::EINVAL);
+    }
+    let mut data = [0u8; crate::limits::MAX_INLINE_DATA as usize];
+    let mut at = 0;
+    for s in sges.iter().filter(|s| s.length > 0) {
+        let n = s.length as usize;
+        // SAFETY: the caller's contract: `length` readable bytes at
+        // `addr`; `at + n` <= total <= max_inline_data <= data.len().
+        let src = unsafe { std::slice::from_raw_parts(s.addr as usize as *const u8, n) };
+        data[at..at + n].copy_from_slice(src);
+        at += n;
+    }
+    Ok((data, at))
+}
+
 unsafe fn one_sge(list: *const ibv_sge, n: c_int, cap: u32) -> Result<Option<Sge>, c_int> {
     match n {
         0 => Ok(Some(Sge::default())),
@@ -589,21 +617,8 @@ unsafe fn post_one_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result<(), c_
             IBV_WR_SEND | IBV_WR_SEND_WITH_IMM | IBV_WR_RDMA_WRITE | IBV_WR_RDMA_WRITE_WITH_IMM
         );
     if inline {
-        let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
-        if total > u64::from(q.cap.max_inline_data) {
-            return Err(libc::EINVAL);
-        }
-        let mut data = [0u8; crate::limits::MAX_INLINE_DATA as usize];
-        let mut at = 0;
-        for s in sges.iter().filter(|s| s.length > 0) {
-            let n = s.length as usize;
-            // SAFETY: an inline request's SGE names `length` readable
-            // bytes at `addr` in the program's memory (the contract);
-            // `at + n` <= total <= max_inline_data <= data.len().
-            let src = unsafe { std::slice::from_raw_parts(s.addr as usize as *const u8, n) };
-            data[at..at + n].copy_from_slice(src);
-            at += n;
-        }
+        // SAFETY: the SGEs are an inline request's (the contract).
+        let (data, at) = unsafe { gather_inline(sges, q.cap.max_inline_data) }?;
         let wr = send_wr(w, Sge::default())?;
         return shell
             .post_send_inline(qpn, wr, &data[..at])

@@ -22,7 +22,7 @@ use super::super::completions::Cq;
 use super::super::qp_ex::QpEx;
 use super::super::regions::Pd;
 use super::super::{errno_of, mtu_enum, unsupported};
-use super::{one_sge, sge_list, state_enum, state_of, Qp, MAX_SGE};
+use super::{gather_inline, one_sge, sge_list, state_enum, state_of, Qp, MAX_SGE};
 use crate::abi::*;
 use crate::checks;
 use crate::handles;
@@ -278,21 +278,8 @@ pub(super) unsafe fn post_send(shell: &Shell, q: &Qp, w: &ibv_send_wr) -> Result
             .post_ud_send_staged(qpn, wr, UdData::Sges(sges))
             .map_err(|e| errno_of(&e));
     }
-    let total: u64 = sges.iter().map(|s| u64::from(s.length)).sum();
-    if total > u64::from(q.cap.max_inline_data) {
-        return Err(libc::EINVAL);
-    }
-    let mut data = [0u8; crate::limits::MAX_INLINE_DATA as usize];
-    let mut at = 0;
-    for s in sges.iter().filter(|s| s.length > 0) {
-        let n = s.length as usize;
-        // SAFETY: an inline request's SGE names `length` readable bytes
-        // at `addr` in the program's memory (the contract); `at + n` <=
-        // total <= max_inline_data <= data.len().
-        let src = unsafe { std::slice::from_raw_parts(s.addr as usize as *const u8, n) };
-        data[at..at + n].copy_from_slice(src);
-        at += n;
-    }
+    // SAFETY: the SGEs are an inline request's (the contract).
+    let (data, at) = unsafe { gather_inline(sges, q.cap.max_inline_data) }?;
     shell
         .post_ud_send_staged(qpn, wr, UdData::Inline(&data[..at]))
         .map_err(|e| errno_of(&e))
