@@ -1,0 +1,1 @@
+//! One connection's record (the kernel's cm_id_private).
