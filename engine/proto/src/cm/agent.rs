@@ -549,6 +549,17 @@ impl CmAgent {
         self.conns.get(&conn).map(|c| c.state.name())
     }
 
+    /// The peer's communication ID of a connection (0 while unknown; a
+    /// received SIDR request's request ID), `None` if gone.
+    pub fn remote_comm_id(&self, conn: ConnId) -> Option<u32> {
+        self.conns.get(&conn).map(|c| c.remote_comm_id)
+    }
+
+    /// Connection IDs the agent holds (timewait included), in no order.
+    pub fn connection_ids(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.conns.keys().copied()
+    }
+
     // ---- helpers shared by the calls, the handlers and the timers ----
 
     /// A connection the consumer still owns.
