@@ -508,6 +508,10 @@ impl CmAgent {
             }
             State::DreqSent => self.enter_timewait(now, conn),
             State::DreqRcvd => {
+                // cm_destroy_id sends the DREP without private data.
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.private_data = PrivateData::EMPTY;
+                }
                 let tid = self.conns[&conn].tid;
                 let mad = self.format_drep(conn, tid);
                 self.queue_to_conn(conn, mad);
@@ -602,7 +606,7 @@ impl CmAgent {
         let listener = c.listener;
         if passive {
             match (prev.is_half_open_passive(), next.is_half_open_passive()) {
-                (true, false) => self.half_open -= 1,
+                (true, false) => self.half_open = self.half_open.saturating_sub(1),
                 (false, true) => self.half_open += 1,
                 _ => {}
             }
@@ -627,7 +631,7 @@ impl CmAgent {
             (c.remote_comm_id, c.remote_ca_guid, c.remote_qpn, c.peer.gid);
         if passive {
             if state.is_half_open_passive() {
-                self.half_open -= 1;
+                self.half_open = self.half_open.saturating_sub(1);
             }
             if state.is_pending_accept() {
                 if let Some(l) = listener.and_then(|l| self.listeners.get_mut(&l)) {
