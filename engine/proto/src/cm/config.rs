@@ -132,7 +132,9 @@ pub struct ConnectParams<'a> {
     pub peer: MadAddress,
     /// Our QP.
     pub local_qpn: u32,
-    /// Our send queue's starting PSN.
+    /// The REQ's / REP's Starting PSN: the PSN this side *receives* from
+    /// (its receive queue's), as the kernel's cm.c sets them (the passive
+    /// side sends from the REQ's, the active side from the REP's).
     pub starting_psn: u32,
     /// RC or UC.
     pub transport: Transport,
@@ -197,7 +199,9 @@ impl Default for ConnectParams<'_> {
 pub struct AcceptParams<'a> {
     /// Our QP.
     pub local_qpn: u32,
-    /// Our send queue's starting PSN.
+    /// The REQ's / REP's Starting PSN: the PSN this side *receives* from
+    /// (its receive queue's), as the kernel's cm.c sets them (the passive
+    /// side sends from the REQ's, the active side from the REP's).
     pub starting_psn: u32,
     /// RDMA READ / atomic requests we accept at once.
     pub responder_resources: u8,
