@@ -53,9 +53,16 @@ pub struct PerftestArgs {
     /// is always its interface's IP address).
     #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
     pub gid_index: Option<u32>,
-    /// TCP port of the connection exchange.
+    /// Port of the connection exchange (TCP; with -R the RDMA CM's
+    /// port, in rdma_cm's TCP port space).
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
+    /// Connect through the RDMA connection manager, as perftest's -R: the
+    /// exchange runs over a control QP the CM connects, and every test QP
+    /// is connected by the CM (REQ / REP / RTU on QP 1), no TCP. Both
+    /// sides need it.
+    #[arg(short = 'R', long = "rdma-cm")]
+    pub rdma_cm: bool,
     /// NIC queue whose engine creates the QPs (queues 0..=QUEUE are attached).
     #[arg(long = "queue", default_value_t = 0)]
     pub queue: u32,

@@ -117,7 +117,6 @@ impl<S: Stream> PerfConn<S> {
     }
 
     /// The stream, back.
-    #[cfg(test)]
     pub fn into_inner(self) -> S {
         self.stream
     }
