@@ -279,10 +279,7 @@ impl Hooks for Tool<'_> {
         };
         let side = match self.cm.as_mut() {
             Some(cm) => {
-                // -R: the CM moves each QP to RTS with what REQ / REP say.
-                let reads = matches!(self.kind, Kind::ReadBw | Kind::ReadLat)
-                    || self.kind.is_atomic();
-                cm.connect_qps(&local.qps, self.mtu, reads)?;
+                // -R: the CM connected them already (cm_connect).
                 let qpns = local.qps.iter().map(|qp| qp.qpn()).collect();
                 let cq = Cq::Shared(cm.cq.clone(), qpns);
                 local.connected(peer, cq, self.stop.clone(), self.timeout)
@@ -296,6 +293,15 @@ impl Hooks for Tool<'_> {
         let out = Output::new(&info, self.args.json);
         self.out = Some((info, out));
         Ok(())
+    }
+
+    fn cm_connect(&mut self) -> anyhow::Result<()> {
+        let (Some(cm), Some(local)) = (self.cm.as_mut(), self.local.as_ref()) else {
+            return Ok(());
+        };
+        // The CM moves each QP to RTS with what REQ / REP say.
+        let reads = matches!(self.kind, Kind::ReadBw | Kind::ReadLat) || self.kind.is_atomic();
+        cm.connect_qps(&local.qps, self.mtu, reads)
     }
 
     fn post_recvs(&mut self, _: usize) -> anyhow::Result<()> {
@@ -606,7 +612,7 @@ fn session<S: Stream + 'static>(
         };
         let mut tool = setup(kind, args, &dp, role, &pre, timeout)?;
         tool.cm = cm.take();
-        let r = drive(&mut conn, &steps(kind, args), &mut tool);
+        let r = drive(&mut conn, &steps(kind, args), &mut tool, args.rdma_cm);
         cm = if r.is_ok() {
             tool.finish()
         } else {

@@ -346,9 +346,22 @@ impl CmSession {
         let p = params(mtu, reads, self.timeout)?;
         for qp in qps {
             let c = if self.client {
-                self.svc
-                    .connect(qp, self.peer, self.port, self.src_port, &p)
-                    .map_err(|e| cm_error(e, "connecting a test QP", self.peer, self.port))?
+                // A stock perftest server listens for the test QPs anew
+                // after the handshake: retried as perftest's client does
+                // (`rdma_cm_client_connection`: 10 times, 100 ms apart).
+                let mut tries = 0;
+                loop {
+                    match self.svc.connect(qp, self.peer, self.port, self.src_port, &p) {
+                        Ok(c) => break c,
+                        Err(CmServiceError::Rejected { .. }) if tries < 10 => {
+                            tries += 1;
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                        Err(e) => {
+                            return Err(cm_error(e, "connecting a test QP", self.peer, self.port))
+                        }
+                    }
+                }
             } else {
                 let req = self
                     .svc
