@@ -168,6 +168,40 @@ fn write_bw_read_bw_and_send_lat_tool_to_tool_with_r() {
 
 #[test]
 #[ignore = "needs root"]
+fn the_other_tools_with_r() {
+    require_root();
+    let _g = serial();
+    let net = Net::new(1500);
+    let dir = tempdir();
+    let pcap = format!("{dir}/send-bw.pcap");
+    let (server, client) = run_cm(&net, "send-bw", &["-s", "4096", "-n", "300"], &pcap);
+    for out in [&client, &server] {
+        let r = rows(out, " #bytes");
+        assert_eq!(r.len(), 1, "send-bw: {out}");
+        assert_eq!((r[0][0], r[0][1]), (4096.0, 300.0), "send-bw: {out}");
+    }
+    assert_cm_exchange(&cm_mads(&pcap), 2, "send-bw");
+    for tool in ["write-lat", "read-lat"] {
+        let pcap = format!("{dir}/{tool}.pcap");
+        let (_, client) = run_cm(&net, tool, &["-s", "64", "-n", "100"], &pcap);
+        let r = rows(&client, " #bytes #iterations");
+        assert_eq!(r.len(), 1, "{tool}: {client}");
+        assert_eq!((r[0][0], r[0].len()), (64.0, 9), "{tool}: {client}");
+        assert_cm_exchange(&cm_mads(&pcap), 2, tool);
+    }
+    let pcap = format!("{dir}/write-bw-a.pcap");
+    let (_, client) = run_cm(&net, "write-bw", &["-a", "-n", "5", "--json"], &pcap);
+    let v: serde_json::Value = serde_json::from_str(&client).unwrap();
+    assert_eq!(v["results"].as_array().map(Vec::len), Some(23), "{client}");
+    assert_cm_exchange(&cm_mads(&pcap), 2, "write-bw -a");
+    assert!(
+        !net.xdp_attached(true) && !net.xdp_attached(false),
+        "XDP left attached"
+    );
+}
+
+#[test]
+#[ignore = "needs root"]
 fn a_client_with_r_and_no_server_fails_with_a_message() {
     require_root();
     let _g = serial();
