@@ -98,7 +98,9 @@ pub fn cm_setup_rate(pair: &VethPair, seconds: Duration) -> Result<(u64, f64), H
                 let Ok(req) = cm.get_request(Duration::from_millis(100)) else {
                     continue;
                 };
-                let qp = b.create_qp(0, QpCaps::default()).map_err(|e| fail("QP on b", e))?;
+                let qp = b
+                    .create_qp(0, QpCaps::default())
+                    .map_err(|e| fail("QP on b", e))?;
                 if cm.accept(&req, &qp, &p).is_ok() {
                     let _ = cm.await_disconnect(req.conn, Duration::from_secs(5));
                     served += 1;
@@ -127,7 +129,9 @@ pub fn cm_setup_rate(pair: &VethPair, seconds: Duration) -> Result<(u64, f64), H
             let p = CmParams::default();
             // One connection first (ARP, address handles), then the clock.
             let one = |cm: &mut CmService| -> Result<(), HarnessError> {
-                let qp = a.create_qp(0, QpCaps::default()).map_err(|e| fail("QP on a", e))?;
+                let qp = a
+                    .create_qp(0, QpCaps::default())
+                    .map_err(|e| fail("QP on a", e))?;
                 let r = cm.connect(&qp, peer, RATE_PORT, 0xC001, &p);
                 let r = r.and_then(|c| cm.disconnect(c.conn, Duration::from_secs(5)));
                 let _ = qp.destroy();

@@ -135,12 +135,7 @@ fn write_bw_read_bw_and_send_lat_tool_to_tool_with_r() {
     for (tool, qps) in [("write-bw", 2usize), ("read-bw", 1)] {
         let pcap = format!("{dir}/{tool}.pcap");
         let q = qps.to_string();
-        let (server, client) = run_cm(
-            &net,
-            tool,
-            &["-s", "65536", "-n", "500", "-q", &q],
-            &pcap,
-        );
+        let (server, client) = run_cm(&net, tool, &["-s", "65536", "-n", "500", "-q", &q], &pcap);
         for out in [&client, &server] {
             let r = rows(out, " #bytes");
             assert_eq!(r.len(), 1, "{tool}: {out}");

@@ -192,9 +192,18 @@ mod tests {
         assert_eq!(t[0].rows[0][5], "0.050");
         let bw = &t[1].rows[0];
         assert_eq!(bw[1], "64 KiB");
-        assert_eq!((bw[5].as_str(), bw[6].as_str(), bw[7].as_str()), ("0.980", ">= 0.95", "yes"));
+        assert_eq!(
+            (bw[5].as_str(), bw[6].as_str(), bw[7].as_str()),
+            ("0.980", ">= 0.95", "yes")
+        );
         let json = serde_json::to_string(&r).unwrap();
-        for k in ["setup_rate", "per_second", "kernel_tcp_per_second", "write_bw", "bw_seconds"] {
+        for k in [
+            "setup_rate",
+            "per_second",
+            "kernel_tcp_per_second",
+            "write_bw",
+            "bw_seconds",
+        ] {
             assert!(json.contains(&format!("\"{k}\"")), "{k} in {json}");
         }
         let back: CmReport = serde_json::from_str(&json).unwrap();
@@ -209,7 +218,15 @@ mod tests {
             ..CmReport::default()
         };
         let t = r.tables();
-        assert!(t[0].rows[0][3].starts_with("not measured"), "{:?}", t[0].rows);
-        assert!(t[1].rows[0][7].starts_with("not measured"), "{:?}", t[1].rows);
+        assert!(
+            t[0].rows[0][3].starts_with("not measured"),
+            "{:?}",
+            t[0].rows
+        );
+        assert!(
+            t[1].rows[0][7].starts_with("not measured"),
+            "{:?}",
+            t[1].rows
+        );
     }
 }

@@ -23,10 +23,10 @@ use proto::cm::{
 use crate::endpoint::{ConnectOptions, RemoteQp};
 use crate::rc::{Access, Mtu, RecvWr, WcStatus, WorkCompletion};
 use crate::time::Instant;
-use crate::ud::{AhAttr, UdSendWr, GSI_QKEY, GSI_QPN, GRH_LEN};
+use crate::ud::{AhAttr, UdSendWr, GRH_LEN, GSI_QKEY, GSI_QPN};
 
-use super::{AddressHandle, Device, DeviceError, MemoryRegion, QpCaps, QueuePair, SharedCq};
 use super::ud::UdQueuePair;
+use super::{AddressHandle, Device, DeviceError, MemoryRegion, QpCaps, QueuePair, SharedCq};
 
 /// MADs QP 1 can receive before anyone polls.
 pub const RECV_SLOTS: usize = 64;
@@ -293,9 +293,7 @@ impl CmService {
     /// [`CmService::poll_event`]). Returns whether anything happened.
     pub fn poll(&mut self) -> Result<bool, DeviceError> {
         let mut busy = false;
-        let n = self
-            .cq
-            .poll(|qpn| qpn == GSI_QPN, &mut self.wcs[..]);
+        let n = self.cq.poll(|qpn| qpn == GSI_QPN, &mut self.wcs[..]);
         for i in 0..n {
             let wc = self.wcs[i];
             busy = true;
@@ -502,13 +500,17 @@ impl CmService {
         self.counters.connects += 1;
         self.poll()?;
         enum Answer {
-            Rep(proto::cm::RepInfo),
+            Rep(Box<proto::cm::RepInfo>),
             Rej(u16),
             Lost,
         }
         let answer = self.wait_for(p.timeout, |e| match e {
-            CmEvent::RepReceived { conn: c, rep } if *c == conn => Some(Answer::Rep(*rep)),
-            CmEvent::Rejected { conn: c, reason, .. } if *c == conn => Some(Answer::Rej(*reason)),
+            CmEvent::RepReceived { conn: c, rep } if *c == conn => {
+                Some(Answer::Rep(Box::new(*rep)))
+            }
+            CmEvent::Rejected {
+                conn: c, reason, ..
+            } if *c == conn => Some(Answer::Rej(*reason)),
             CmEvent::Unreachable { conn: c } if *c == conn => Some(Answer::Lost),
             _ => None,
         });
@@ -675,7 +677,9 @@ impl CmService {
         }
         match self.wait_for(p.timeout, |e| match e {
             CmEvent::Established { conn: c } if *c == conn => Some(Outcome::Up),
-            CmEvent::Rejected { conn: c, reason, .. } if *c == conn => Some(Outcome::Rej(*reason)),
+            CmEvent::Rejected {
+                conn: c, reason, ..
+            } if *c == conn => Some(Outcome::Rej(*reason)),
             CmEvent::Unreachable { conn: c } if *c == conn => Some(Outcome::Lost),
             _ => None,
         })? {
@@ -702,7 +706,8 @@ impl CmService {
     /// Rejects `req` (`rdma_reject`).
     pub fn reject(&mut self, req: &Request, private_data: &[u8]) -> Result<(), CmServiceError> {
         let now = self.now();
-        self.agent.reject(now, req.conn, REJ_CONSUMER, private_data)?;
+        self.agent
+            .reject(now, req.conn, REJ_CONSUMER, private_data)?;
         self.poll()?;
         Ok(())
     }
@@ -748,7 +753,11 @@ impl CmService {
     /// Waits at most `timeout` for the peer's DREQ on `conn`, then answers
     /// it with the DREP (`RDMA_CM_EVENT_DISCONNECTED`, then
     /// `rdma_disconnect`).
-    pub fn await_disconnect(&mut self, conn: ConnId, timeout: Duration) -> Result<(), CmServiceError> {
+    pub fn await_disconnect(
+        &mut self,
+        conn: ConnId,
+        timeout: Duration,
+    ) -> Result<(), CmServiceError> {
         self.wait_for(timeout, |e| match e {
             CmEvent::DisconnectRequested { conn: c, .. } | CmEvent::Disconnected { conn: c }
                 if *c == conn =>

@@ -240,13 +240,13 @@ pub fn params(mtu: u32, reads: bool, timeout: Duration) -> anyhow::Result<CmPara
 
 fn cm_error(e: CmServiceError, what: &str, peer: IpAddr, port: u16) -> anyhow::Error {
     match e {
-        CmServiceError::Rejected { .. } | CmServiceError::Unreachable | CmServiceError::TimedOut(_) => {
-            crate::errors::UserError::PeerUnreachable {
-                addr: format!("{peer}:{port}"),
-                detail: format!("{what}: {e} (is a server with -R listening on -p {port}?)"),
-            }
-            .into()
+        CmServiceError::Rejected { .. }
+        | CmServiceError::Unreachable
+        | CmServiceError::TimedOut(_) => crate::errors::UserError::PeerUnreachable {
+            addr: format!("{peer}:{port}"),
+            detail: format!("{what}: {e} (is a server with -R listening on -p {port}?)"),
         }
+        .into(),
         e => anyhow::Error::new(e).context(what.to_string()),
     }
 }
@@ -351,7 +351,10 @@ impl CmSession {
                 // (`rdma_cm_client_connection`: 10 times, 100 ms apart).
                 let mut tries = 0;
                 loop {
-                    match self.svc.connect(qp, self.peer, self.port, self.src_port, &p) {
+                    match self
+                        .svc
+                        .connect(qp, self.peer, self.port, self.src_port, &p)
+                    {
                         Ok(c) => break c,
                         Err(CmServiceError::Rejected { .. }) if tries < 10 => {
                             tries += 1;
@@ -363,10 +366,14 @@ impl CmSession {
                     }
                 }
             } else {
-                let req = self
-                    .svc
-                    .get_request(self.timeout)
-                    .map_err(|e| cm_error(e, "waiting for a test QP's connection", self.peer, self.port))?;
+                let req = self.svc.get_request(self.timeout).map_err(|e| {
+                    cm_error(
+                        e,
+                        "waiting for a test QP's connection",
+                        self.peer,
+                        self.port,
+                    )
+                })?;
                 self.svc
                     .accept(&req, qp, &p)
                     .map_err(|e| cm_error(e, "accepting a test QP", req.peer_ip, self.port))?

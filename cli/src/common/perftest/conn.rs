@@ -499,7 +499,10 @@ mod dest_tests {
         assert_eq!(&b[8..16], &[0, 0x12, 0x34, 0x56, 0, 0xab, 0xcd, 0xef]);
         assert_eq!(&b[16..24], &[0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0]);
         assert_eq!(&b[24..32], &[0, 0, 0x7f, 0, 0xde, 0xad, 0xbe, 0xef]);
-        assert_eq!(&b[32..48], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 53, 0, 2]);
+        assert_eq!(
+            &b[32..48],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 53, 0, 2]
+        );
         assert_eq!(&b[48..56], &[0, 0, 0, 7, 0, 0, 0, 0]);
         assert_eq!(parse_dest(&b), Some(k));
         assert_eq!(parse_dest(&b[..55]), None);

@@ -219,13 +219,7 @@ impl Local {
     }
 
     /// The side of QPs already connected (by the CM, `-R`) to `peer`'s.
-    pub fn connected(
-        self,
-        peer: Peer,
-        cq: Cq,
-        stop: Arc<AtomicBool>,
-        timeout: Duration,
-    ) -> Side {
+    pub fn connected(self, peer: Peer, cq: Cq, stop: Arc<AtomicBool>, timeout: Duration) -> Side {
         Side {
             dev: self.dev,
             queue: self.queue,
