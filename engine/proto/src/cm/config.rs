@@ -33,6 +33,15 @@ pub struct CmConfig {
     pub first_comm_id: u32,
     /// Seed of the transaction IDs (high 32 bits; the low 32 count).
     pub tid_seed: u32,
+    /// The CA's ACK delay exponent (REP's Target ACK Delay; rxe's
+    /// local_ca_ack_delay is 15).
+    pub ack_delay: u8,
+    /// REQ's primary packet rate (IB rate enum; 7 = 40 Gb/s).
+    pub packet_rate: u8,
+    /// MADs waiting in `poll_transmit`'s queue at most; beyond, a MAD is
+    /// dropped (and retransmitted by its timer if it has one), counted in
+    /// `tx_dropped`.
+    pub max_tx_queue: usize,
     /// Undelivered events kept at most; beyond, an event is dropped and
     /// counted in `events_dropped`.
     pub max_events: usize,
@@ -50,6 +59,9 @@ impl Default for CmConfig {
             pkey: DEFAULT_PKEY,
             first_comm_id: 1,
             tid_seed: 0,
+            ack_delay: 15,
+            packet_rate: 7,
+            max_tx_queue: 4096,
             max_events: 65_536,
         }
     }
@@ -195,7 +207,8 @@ pub struct AcceptParams<'a> {
     pub srq: bool,
     /// End-to-end flow control.
     pub flow_control: bool,
-    /// Failover accepted (REP's 2-bit field: 0 accepted).
+    /// REP's Failover Accepted code, written as is as cm.c does: `false`
+    /// is 0 (what rdma_cm sends), `true` is 1.
     pub failover_accepted: bool,
     /// Up to 196 bytes.
     pub private_data: &'a [u8],

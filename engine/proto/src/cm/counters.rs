@@ -3,8 +3,9 @@
 /// Counters of one [`super::CmAgent`]. Every received MAD is counted once
 /// in `mads_received` and then in exactly one of: `malformed`,
 /// `unmatched`, `duplicates`, `stale`, `backlog_refused`,
-/// `half_open_refused`, `no_listener` or `accepted_mads` (a MAD that
-/// moved a connection or was answered as its state asks).
+/// `half_open_refused`, `connections_refused`, `no_listener`,
+/// `unsupported` or `accepted_mads` (a MAD that moved a connection or was
+/// answered as its state asks): [`CmCounters::received_accounted`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CmCounters {
     /// MADs given to `handle_mad`.
@@ -45,6 +46,30 @@ pub struct CmCounters {
     pub mras_received: u64,
     /// Connections that entered timewait.
     pub timewaits: u64,
+    /// REQs / SIDR_REQs refused because the agent holds
+    /// `max_connections` already (REJ "no resources" / dropped).
+    pub connections_refused: u64,
+    /// REQs for a transport this core does not run (RD, XRC): REJ 9.
+    pub unsupported: u64,
     /// Events dropped because the event queue was full.
     pub events_dropped: u64,
+    /// MADs dropped because the transmit queue was full.
+    pub tx_dropped: u64,
+}
+
+impl CmCounters {
+    /// The sum of the counters every received MAD ends in exactly one of:
+    /// always equal to `mads_received`.
+    pub fn received_accounted(&self) -> u64 {
+        self.accepted_mads
+            + self.malformed
+            + self.unmatched
+            + self.duplicates
+            + self.stale
+            + self.backlog_refused
+            + self.half_open_refused
+            + self.connections_refused
+            + self.no_listener
+            + self.unsupported
+    }
 }

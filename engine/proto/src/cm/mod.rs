@@ -23,6 +23,9 @@ mod conn;
 mod counters;
 mod error;
 mod event;
+mod format;
+mod receive;
+mod timers;
 mod timing;
 
 pub use self::agent::CmAgent;
