@@ -1449,13 +1449,17 @@ unsafe extern "C" fn rdma_set_option(
             match (level, name) {
                 (RDMA_OPTION_ID, RDMA_OPTION_ID_TOS) if len == 1 => s.tos = *val.cast::<u8>(),
                 (RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR) if len == 4 => {
-                    if s.phase != Phase::Idle {
+                    // The kernel's cma_set_reuseaddr: on an idle id, or
+                    // set on one that does not listen.
+                    let reuse = *val.cast::<c_int>() != 0;
+                    if !(s.phase == Phase::Idle || (reuse && s.phase != Phase::Listen)) {
                         return Err(libc::EINVAL);
                     }
-                    s.reuseaddr = *val.cast::<c_int>() != 0
+                    s.reuseaddr = reuse
                 }
                 (RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY) if len == 4 => {
-                    if s.phase != Phase::Idle {
+                    // cma_set_afonly: before or right after the bind.
+                    if !matches!(s.phase, Phase::Idle | Phase::AddrBound) {
                         return Err(libc::EINVAL);
                     }
                     s.afonly = *val.cast::<c_int>() != 0
