@@ -1,7 +1,8 @@
 //! The connection manager's rows ([`CmReport`]):
 //!
 //! - setup rate: engine against engine, in this process, one device per
-//!   namespace (one queue each), each with its
+//!   namespace (one queue each, the engine polling as the run's other
+//!   engine rows do), each with its
 //!   [`CmService`](engine::verbs::cm::CmService) (QP 1): the client
 //!   (namespace a) creates an RC QP, connects it (REQ; the REP moves it to
 //!   RTS; RTU), disconnects (DREQ, waits for the DREP) and destroys it, one
@@ -65,11 +66,12 @@ fn pairs(opts: &Options) -> usize {
     }
 }
 
-fn device(side: &Side) -> Result<Arc<Device>, HarnessError> {
+fn device(side: &Side, poll: engine::driver::PollMode) -> Result<Arc<Device>, HarnessError> {
     let mut c = DeviceConfig::new(&side.ifname);
     c.netns = Some(side.netns.clone());
     c.queues = 1;
     c.force = true;
+    c.poll = poll;
     Device::open(c)
         .map(Arc::new)
         .map_err(|e| HarnessError::Engine(format!("opening the device on {}: {e}", side.ifname)))
@@ -80,14 +82,18 @@ fn fail(what: &str, e: impl std::fmt::Display) -> HarnessError {
 }
 
 /// Connections per second through the CM, engine against engine.
-pub fn cm_setup_rate(pair: &VethPair, seconds: Duration) -> Result<(u64, f64), HarnessError> {
+pub fn cm_setup_rate(
+    pair: &VethPair,
+    seconds: Duration,
+    poll: engine::driver::PollMode,
+) -> Result<(u64, f64), HarnessError> {
     let stop = Arc::new(AtomicBool::new(false));
     let ready = Arc::new(AtomicBool::new(false));
     let server = {
         let (stop, ready) = (stop.clone(), ready.clone());
         let side = pair.b.clone();
         spawn_in(&pair.b, move || {
-            let b = device(&side)?;
+            let b = device(&side, poll)?;
             let cq = SharedCq::new(b.clone(), 0);
             let mut cm = CmService::new(cq).map_err(|e| fail("QP 1 on b", e))?;
             cm.listen(RATE_PORT, 64).map_err(|e| fail("listen", e))?;
@@ -116,7 +122,7 @@ pub fn cm_setup_rate(pair: &VethPair, seconds: Duration) -> Result<(u64, f64), H
         let peer = IpAddr::V4(pair.b.ipv4);
         let side = pair.a.clone();
         spawn_in(&pair.a, move || {
-            let a = device(&side)?;
+            let a = device(&side, poll)?;
             let cq = SharedCq::new(a.clone(), 0);
             let mut cm = CmService::new(cq).map_err(|e| fail("QP 1 on a", e))?;
             let deadline = Instant::now() + Duration::from_secs(20);
@@ -231,7 +237,7 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Cm
         ..CmReport::default()
     };
     let seconds = rate_seconds(opts);
-    let rate = cm_setup_rate(pair, seconds);
+    let rate = cm_setup_rate(pair, seconds, opts.engine_poll);
     let tcp = tcp_setup_rate(pair, seconds);
     match rate {
         Ok((n, secs)) => {

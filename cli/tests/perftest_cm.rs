@@ -7,6 +7,8 @@
 //! with `cargo test --release -p roce-xdp --test perftest_cm -- --include-ignored`.
 
 #[allow(dead_code)]
+mod drop_in;
+#[allow(dead_code)]
 #[path = "datapath/support.rs"]
 mod support;
 
@@ -210,33 +212,96 @@ fn a_client_with_r_and_no_server_fails_with_a_message() {
     assert!(err.contains("-R"), "names the option: {err}");
 }
 
-/// Stock perftest's `-R` against ours, under `roce-xdp exec` with the
-/// drop-in librdmacm.
+/// Our tool in side `ours` of a drop-in pair (not under exec: the tool
+/// is the engine), stock perftest under `roce-xdp exec` in the other;
+/// the server first. Returns (our output, stock output).
+fn against_stock(
+    pair: &drop_in::Pair,
+    tool: &str,
+    stock: &str,
+    args: &[&str],
+    ours_is_server: bool,
+) -> (String, String) {
+    use std::process::Stdio;
+    let (ours, theirs) = if ours_is_server { (0, 1) } else { (1, 0) };
+    let ours_cmd = |extra: Option<&str>| {
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            &pair.ns[ours],
+            bin(),
+            tool,
+            "-R",
+            "--iface",
+        ])
+        .arg(&pair.ifs[ours])
+        .args(args)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+        c
+    };
+    let mut stock_args = vec![stock, "-R"];
+    stock_args.extend_from_slice(args);
+    let (ours_out, stock_out) = if ours_is_server {
+        let s = ours_cmd(None).spawn().expect("our server");
+        std::thread::sleep(Duration::from_millis(1500));
+        stock_args.push(&pair.ips[0]);
+        let c = pair
+            .exec(theirs, &stock_args)
+            .spawn()
+            .expect("stock client");
+        let c = drop_in::finish(c, drop_in::LIMIT);
+        (drop_in::finish(s, drop_in::LIMIT), c)
+    } else {
+        let s = pair
+            .exec(theirs, &stock_args)
+            .spawn()
+            .expect("stock server");
+        std::thread::sleep(Duration::from_millis(1500));
+        let c = ours_cmd(Some(&pair.ips[0])).spawn().expect("our client");
+        let c = drop_in::finish(c, drop_in::LIMIT);
+        let s = drop_in::finish(s, drop_in::LIMIT);
+        (c, s)
+    };
+    let o = drop_in::assert_ok(&format!("roce-xdp {tool} -R"), &ours_out);
+    let t = drop_in::assert_ok(&format!("{stock} -R"), &stock_out);
+    (o, t)
+}
+
+/// Stock perftest 4.5's `-R` against ours, both ways, under `roce-xdp
+/// exec` with the drop-in librdmacm: write-bw, read-bw, send-lat.
 #[test]
-#[ignore = "needs root, and the drop-in librdmacm (branch rdmacm) for stock perftest -R under exec"]
-fn stock_ib_write_bw_r_against_our_write_bw_r() {
+#[ignore = "needs root, perftest and the drop-in archives (cargo build --release -p roce-xdp-ibverbs -p roce-xdp-rdmacm)"]
+fn stock_perftest_r_against_our_tools_r() {
     require_root();
     let _g = serial();
-    let net = Net::new(1500);
-    let server = net.server(&["write-bw", "-R", "--iface", &net.pair.b.ifname, "-n", "200"]);
-    net.wait_engine();
-    std::thread::sleep(Duration::from_millis(300));
-    let ip = net.server_ip();
-    let client = Command::new("ip")
-        .args(["netns", "exec", &net.pair.a.netns, bin(), "exec", "--iface"])
-        .arg(&net.pair.a.ifname)
-        .args(["--", "ib_write_bw", "-R", "-n", "200", &ip])
-        .env("ROCE_XDP_RUN_DIR", &net.run_dir)
-        .output()
-        .expect("ib_write_bw");
-    let server = wait_output(server, Duration::from_secs(60));
-    assert!(
-        client.status.success() && server.status.success(),
-        "client: {}\n{}\nserver: {}",
-        text(&client.stdout),
-        text(&client.stderr),
-        text(&server.stderr)
-    );
+    drop_in::prerequisites();
+    let pair = drop_in::Pair::create();
+    for (tool, stock, row) in [
+        ("write-bw", "ib_write_bw", " 65536 "),
+        ("read-bw", "ib_read_bw", " 65536 "),
+        ("send-lat", "ib_send_lat", " 2 "),
+    ] {
+        let args: &[&str] = if tool == "send-lat" {
+            &["-n", "200", "-s", "2"]
+        } else {
+            &["-n", "300", "-s", "65536"]
+        };
+        for ours_is_server in [true, false] {
+            let (o, t) = against_stock(&pair, tool, stock, args, ours_is_server);
+            println!("--- {tool} (ours the server: {ours_is_server})\n{o}\n--- {stock}\n{t}");
+            assert!(
+                t.contains(row) && t.contains("rdma_cm"),
+                "{stock}:\n{t}\nours:\n{o}"
+            );
+            assert!(
+                o.contains(row),
+                "{tool} (server: {ours_is_server}):\n{o}\nstock:\n{t}"
+            );
+        }
+    }
 }
 
 fn tempdir() -> String {
