@@ -6,7 +6,6 @@
 //! Every test needs root (`#[ignore = "needs root"]`): run them as root
 //! with `cargo test --release -p roce-xdp --test perftest_cm -- --include-ignored`.
 
-#[allow(dead_code)]
 mod drop_in;
 #[allow(dead_code)]
 #[path = "datapath/support.rs"]
