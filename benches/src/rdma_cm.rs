@@ -303,6 +303,26 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Cm
 mod tests {
     use super::*;
 
+    /// The setup rates alone (`... rdma_cm::tests::setup_rates -- --ignored`).
+    #[test]
+    #[ignore = "needs root"]
+    fn setup_rates() {
+        let pair = VethPair::create(&engine::testbed::netns::PairConfig {
+            mtu: crate::options::LINK_MTU,
+            queues: 2,
+        })
+        .expect("veth pair (root)");
+        let d = Duration::from_secs(2);
+        let cm = cm_setup_rate(&pair, d, Default::default()).unwrap();
+        let tcp = tcp_setup_rate(&pair, d).unwrap();
+        println!(
+            "CM: {cm:?} ({:.0}/s); TCP: {tcp:?} ({:.0}/s)",
+            cm.0 as f64 / cm.1,
+            tcp.0 as f64 / tcp.1
+        );
+        assert!(cm.0 > 0 && tcp.0 > 0);
+    }
+
     /// The step alone, once, on a fresh namespace pair: prints its tables
     /// and JSON (`cargo test --release -p roce-xdp-benches rdma_cm --
     /// --ignored --nocapture`, as root, after building the binary).

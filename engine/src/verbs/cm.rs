@@ -157,6 +157,7 @@ pub struct CmService {
     mr: MemoryRegion,
     agent: CmAgent,
     ahs: HashMap<[u8; 16], AddressHandle>,
+    macs: HashMap<IpAddr, [u8; 6]>,
     free_send: Vec<usize>,
     origin: std::time::Instant,
     events: VecDeque<CmEvent>,
@@ -261,6 +262,7 @@ impl CmService {
             mr,
             agent,
             ahs: HashMap::new(),
+            macs: HashMap::new(),
             free_send: (0..SEND_SLOTS).collect(),
             origin: std::time::Instant::now(),
             events: VecDeque::new(),
@@ -388,6 +390,16 @@ impl CmService {
         }
     }
 
+    /// `ip`'s MAC (the kernel's neighbour table, asked once per peer).
+    fn mac_of(&mut self, ip: IpAddr) -> Result<[u8; 6], DeviceError> {
+        if let Some(mac) = self.macs.get(&ip) {
+            return Ok(*mac);
+        }
+        let mac = self.cq.device().resolve_mac(ip)?;
+        self.macs.insert(ip, mac);
+        Ok(mac)
+    }
+
     /// The address handle to `gid`'s QP 1 (made on first use).
     fn ah_for(&mut self, gid: [u8; 16]) -> Result<u32, DeviceError> {
         if let Some(ah) = self.ahs.get(&gid) {
@@ -395,7 +407,7 @@ impl CmService {
         }
         let ip = ip_of(gid);
         let dev = self.cq.device().clone();
-        let mac = dev.resolve_mac(ip)?;
+        let mac = self.mac_of(ip)?;
         let mut attr = AhAttr::default();
         attr.remote.mac = mac;
         attr.remote.ip = ip;
@@ -544,7 +556,7 @@ impl CmService {
             access: p.access,
             ..ConnectOptions::default()
         };
-        let mac = dev.resolve_mac(peer)?;
+        let mac = self.mac_of(peer)?;
         if let Err(e) = qp.connect(
             RemoteQp {
                 qpn: rep.remote_qpn,
@@ -614,7 +626,6 @@ impl CmService {
         qp: &QueuePair,
         p: &CmParams,
     ) -> Result<Connection, CmServiceError> {
-        let dev = self.cq.device().clone();
         let mtu = if mtu_code(p.path_mtu) <= req.path_mtu {
             p.path_mtu
         } else {
@@ -636,7 +647,7 @@ impl CmService {
             access: p.access,
             ..ConnectOptions::default()
         };
-        let mac = dev.resolve_mac(req.peer_ip)?;
+        let mac = self.mac_of(req.peer_ip)?;
         if let Err(e) = qp.connect(
             RemoteQp {
                 qpn: req.remote_qpn,

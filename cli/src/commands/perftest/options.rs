@@ -170,6 +170,11 @@ impl PerftestArgs {
                 ));
             }
         }
+        if self.rdma_cm && self.queue_count() > 1 {
+            return Err(
+                "-R: the connection manager (QP 1) runs on one queue here: use one queue (--queues 0), or connect without -R".into(),
+            );
+        }
         if self.server.is_none() && self.iface.is_none() {
             return Err("the server needs --iface IF (the interface to attach to)".into());
         }
