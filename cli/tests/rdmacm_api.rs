@@ -27,7 +27,10 @@ fn prerequisites() {
         archive.display()
     );
     for b in ["/usr/bin/rping", "/usr/bin/ucmatose", "/usr/bin/udaddy"] {
-        assert!(Path::new(b).exists(), "{b} is missing: apt-get install rdmacm-utils");
+        assert!(
+            Path::new(b).exists(),
+            "{b} is missing: apt-get install rdmacm-utils"
+        );
     }
 }
 
@@ -56,7 +59,14 @@ fn the_rdma_cm_api_connects_rejects_and_resolves_as_librdmacm() {
         &[exe, "server", &pair.ips[0], "20886"],
         &[exe, "client", &pair.ips[0], "20886"],
     );
-    for step in ["ok established", "ok disconnected", "ok rejected", "ok udp", "ok sync", "server done"] {
+    for step in [
+        "ok established",
+        "ok disconnected",
+        "ok rejected",
+        "ok udp",
+        "ok sync",
+        "server done",
+    ] {
         assert!(s.contains(step), "server lacks {step:?}:\n{s}");
     }
     for step in [
@@ -80,7 +90,9 @@ fn bad_arguments_get_librdmacms_errnos() {
     let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
     let pair = Pair::create();
     let out = finish(
-        pair.exec(0, &[exe.to_str().unwrap(), "args", &pair.ips[0]]).spawn().unwrap(),
+        pair.exec(0, &[exe.to_str().unwrap(), "args", &pair.ips[0]])
+            .spawn()
+            .unwrap(),
         LIMIT,
     );
     let text = assert_ok("rdmacm_api args", &out);
@@ -100,7 +112,10 @@ fn rping_pings_with_rdma_reads_and_writes() {
     for i in 0..10 {
         let line = format!("ping data: rdma-ping-{i}: ");
         assert!(c.contains(&line), "client lacks {line:?}:\n{c}");
-        assert!(s.contains(&format!("server {line}")), "server lacks {line:?}:\n{s}");
+        assert!(
+            s.contains(&format!("server {line}")),
+            "server lacks {line:?}:\n{s}"
+        );
     }
     assert!(s.contains("server DISCONNECT EVENT"), "{s}");
 }
@@ -110,9 +125,16 @@ fn rping_pings_with_rdma_reads_and_writes() {
 fn ucmatose_connects_four_and_exchanges_data() {
     prerequisites();
     let pair = Pair::create();
-    let (s, c) = run_pair(&pair, &["ucmatose", "-c", "4"], &["ucmatose", "-c", "4", "-s", &pair.ips[0]]);
+    let (s, c) = run_pair(
+        &pair,
+        &["ucmatose", "-c", "4"],
+        &["ucmatose", "-c", "4", "-s", &pair.ips[0]],
+    );
     for t in [&s, &c] {
-        assert!(t.contains("data transfers complete") && t.contains("return status 0"), "{t}");
+        assert!(
+            t.contains("data transfers complete") && t.contains("return status 0"),
+            "{t}"
+        );
     }
 }
 
@@ -123,7 +145,10 @@ fn udaddy_resolves_a_ud_peer_by_sidr() {
     let pair = Pair::create();
     let (s, c) = run_pair(&pair, &["udaddy"], &["udaddy", "-s", &pair.ips[0]]);
     for t in [&s, &c] {
-        assert!(t.contains("data transfers complete") && t.contains("return status 0"), "{t}");
+        assert!(
+            t.contains("data transfers complete") && t.contains("return status 0"),
+            "{t}"
+        );
     }
 }
 
@@ -132,7 +157,11 @@ fn udaddy_resolves_a_ud_peer_by_sidr() {
 fn rdma_server_and_rdma_client_run_synchronously() {
     prerequisites();
     let pair = Pair::create();
-    let (s, c) = run_pair(&pair, &["rdma_server"], &["rdma_client", "-s", &pair.ips[0]]);
+    let (s, c) = run_pair(
+        &pair,
+        &["rdma_server"],
+        &["rdma_client", "-s", &pair.ips[0]],
+    );
     assert!(s.contains("rdma_server: end 0"), "{s}");
     assert!(c.contains("rdma_client: end 0"), "{c}");
 }
@@ -142,7 +171,11 @@ fn rdma_server_and_rdma_client_run_synchronously() {
 fn perftest_over_rdma_cm() {
     prerequisites();
     let pair = Pair::create();
-    for (tool, row) in [("ib_write_bw", " 65536 "), ("ib_read_bw", " 65536 "), ("ib_send_lat", " 2 ")] {
+    for (tool, row) in [
+        ("ib_write_bw", " 65536 "),
+        ("ib_read_bw", " 65536 "),
+        ("ib_send_lat", " 2 "),
+    ] {
         let (s, c) = run_pair(
             &pair,
             &[tool, "-R", "-n", "500"],
