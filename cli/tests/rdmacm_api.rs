@@ -264,3 +264,40 @@ fn exports_every_symbol_and_version_of_the_system_librdmacm() {
         assert!(!text.contains("undefined symbol"), "{prog}: {text}");
     }
 }
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn qperf_connects_with_the_cm() {
+    prerequisites();
+    assert!(
+        Path::new("/usr/bin/qperf").exists(),
+        "qperf is missing: apt-get install qperf"
+    );
+    let pair = Pair::create();
+    // The server runs until killed (one child per test).
+    let mut server = pair.exec(0, &["qperf"]).spawn().expect("starting qperf");
+    std::thread::sleep(Duration::from_millis(1500));
+    let client = pair
+        .exec(
+            1,
+            &[
+                "qperf",
+                "-cm1",
+                "-t",
+                "1",
+                &pair.ips[0],
+                "rc_bw",
+                "rc_lat",
+                "rc_rdma_read_bw",
+            ],
+        )
+        .spawn()
+        .expect("starting the client");
+    let out = finish(client, LIMIT);
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = assert_ok("qperf -cm1", &out);
+    for t in ["rc_bw:", "rc_lat:", "rc_rdma_read_bw:", "latency"] {
+        assert!(text.contains(t), "{t}:\n{text}");
+    }
+}
