@@ -186,3 +186,118 @@ fn perftest_over_rdma_cm() {
         }
     }
 }
+
+/// (version node, symbol) of every function and object `lib` defines.
+fn exports(lib: &Path) -> std::collections::BTreeSet<(String, String)> {
+    let out = std::process::Command::new("objdump")
+        .arg("-T")
+        .arg(lib)
+        .output()
+        .expect("objdump");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("*UND*") && (l.contains(" DF ") || l.contains(" DO ")))
+        .filter_map(|l| {
+            let mut f = l.split_whitespace().rev();
+            let sym = f.next()?;
+            let ver = f.next()?;
+            Some((ver.to_string(), sym.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn exports_every_symbol_and_version_of_the_system_librdmacm() {
+    let system = Path::new("/usr/lib/x86_64-linux-gnu/librdmacm.so.1");
+    assert!(
+        system.exists(),
+        "{} is missing: apt-get install librdmacm1",
+        system.display()
+    );
+    let bin = Path::new(env!("CARGO_BIN_EXE_roce-xdp"));
+    assert!(
+        bin.with_file_name("libroce_xdp_rdmacm.a").exists(),
+        "the archive is missing: cargo build --release -p roce-xdp-ibverbs -p roce-xdp-rdmacm"
+    );
+    let out = std::process::Command::new(bin)
+        .args(["exec", "--iface", "lo", "--", "true"])
+        .output()
+        .expect("running roce-xdp exec");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = bin.with_file_name("roce-xdp-ibverbs");
+    let ours = exports(&dir.join("librdmacm.so.1"));
+    let theirs = exports(system);
+    // rdma-core 44: 72 entries (68 symbols, 4 version nodes).
+    assert!(theirs.len() > 60, "{}", theirs.len());
+    assert_eq!(ours, theirs);
+    // Every librdmacm program of rdmacm-utils and perftest binds all its
+    // symbols against the drop-in (ldd -r binds them all, as BIND_NOW).
+    for prog in [
+        "rping",
+        "ucmatose",
+        "udaddy",
+        "rdma_server",
+        "rdma_client",
+        "ib_write_bw",
+        "qperf",
+    ] {
+        let path = Path::new("/usr/bin").join(prog);
+        let ldd = std::process::Command::new("ldd")
+            .arg("-r")
+            .arg(&path)
+            .env("LD_LIBRARY_PATH", &dir)
+            .output()
+            .expect("ldd");
+        let text = String::from_utf8_lossy(&ldd.stdout).to_string()
+            + &String::from_utf8_lossy(&ldd.stderr);
+        assert!(
+            text.contains(&format!(
+                "librdmacm.so.1 => {}",
+                dir.join("librdmacm.so.1").display()
+            )),
+            "{prog}: {text}"
+        );
+        assert!(!text.contains("undefined symbol"), "{prog}: {text}");
+    }
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn qperf_connects_with_the_cm() {
+    prerequisites();
+    assert!(
+        Path::new("/usr/bin/qperf").exists(),
+        "qperf is missing: apt-get install qperf"
+    );
+    let pair = Pair::create();
+    // The server runs until killed (one child per test).
+    let mut server = pair.exec(0, &["qperf"]).spawn().expect("starting qperf");
+    std::thread::sleep(Duration::from_millis(1500));
+    let client = pair
+        .exec(
+            1,
+            &[
+                "qperf",
+                "-cm1",
+                "-t",
+                "1",
+                &pair.ips[0],
+                "rc_bw",
+                "rc_lat",
+                "rc_rdma_read_bw",
+            ],
+        )
+        .spawn()
+        .expect("starting the client");
+    let out = finish(client, LIMIT);
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = assert_ok("qperf -cm1", &out);
+    for t in ["rc_bw:", "rc_lat:", "rc_rdma_read_bw:", "latency"] {
+        assert!(text.contains(t), "{t}:\n{text}");
+    }
+}

@@ -136,11 +136,54 @@ pub unsafe fn getaddrinfo(
     hints: *const rdma_addrinfo,
     res: *mut *mut rdma_addrinfo,
 ) -> Result<(), c_int> {
-    if res.is_null() || (node.is_null() && service.is_null()) {
+    if res.is_null() {
         return Err(libc::EINVAL);
     }
     // SAFETY: the caller's contract.
     let h = unsafe { hints.as_ref() };
+    if node.is_null() && service.is_null() {
+        // librdmacm: the hints' own addresses, copied.
+        let Some(h) = h.filter(|h| !h.ai_src_addr.is_null() || !h.ai_dst_addr.is_null()) else {
+            return Err(libc::EINVAL);
+        };
+        // SAFETY: rdma_addrinfo is plain data.
+        let mut r: Box<rdma_addrinfo> = Box::new(unsafe { std::mem::zeroed() });
+        r.ai_flags = h.ai_flags;
+        r.ai_family = h.ai_family;
+        r.ai_qp_type = if h.ai_qp_type == 0 {
+            crate::ibv::IBV_QPT_RC
+        } else {
+            h.ai_qp_type
+        };
+        r.ai_port_space = match h.ai_port_space {
+            0 if r.ai_qp_type == IBV_QPT_UD => RDMA_PS_UDP,
+            0 => RDMA_PS_TCP,
+            p => p,
+        };
+        // SAFETY: the hints' addresses (the caller's contract).
+        unsafe {
+            if let Ok(a) = read(h.ai_src_addr) {
+                r.ai_src_len = sockaddr_len(&a);
+                r.ai_src_addr = boxed_sockaddr(a);
+                r.ai_family = if a.is_ipv4() {
+                    libc::AF_INET
+                } else {
+                    libc::AF_INET6
+                };
+            }
+            if let Ok(a) = read(h.ai_dst_addr) {
+                r.ai_dst_len = sockaddr_len(&a);
+                r.ai_dst_addr = boxed_sockaddr(a);
+                r.ai_family = if a.is_ipv4() {
+                    libc::AF_INET
+                } else {
+                    libc::AF_INET6
+                };
+            }
+            *res = Box::into_raw(r);
+        }
+        return Ok(());
+    }
     let flags = h.map_or(0, |h| h.ai_flags);
     let family = h.map_or(0, |h| h.ai_family);
     let qp_type = h.map_or(0, |h| h.ai_qp_type);

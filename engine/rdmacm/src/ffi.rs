@@ -132,6 +132,9 @@ unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut rdma_event_channel
 }
 
 /// Takes queued events of `id` off `ch` (and their counts off its fd).
+/// Boxed: an event's private data pointer points into its own box, so it
+/// must not move when it is queued elsewhere.
+#[allow(clippy::vec_box)]
 fn unqueue(
     st: &mut State,
     ch: *mut rdma_event_channel,
