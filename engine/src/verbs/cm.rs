@@ -38,6 +38,8 @@ const MAD_LEN: usize = 256;
 const SEND_TAG: u64 = 1 << 63;
 /// A receive slot: the GRH area, then the MAD.
 const RECV_SLOT: usize = GRH_LEN + MAD_LEN;
+/// Events kept for callers that have not asked for them yet.
+pub const MAX_EVENTS: usize = 1024;
 /// The protection domain of QP 1 and its buffers.
 const PD: u32 = 0;
 
@@ -147,6 +149,8 @@ pub struct CmServiceCounters {
     pub rejected: u64,
     pub unreachable: u64,
     pub disconnects: u64,
+    /// Events nobody took before [`MAX_EVENTS`] newer ones came.
+    pub events_dropped: u64,
 }
 
 /// The connection manager of one device queue (see the module docs).
@@ -308,6 +312,16 @@ impl CmService {
         busy |= self.transmit(now)?;
         while let Some(e) = self.agent.poll_event() {
             busy = true;
+            // Nothing here waits for a QP number to leave timewait (a
+            // connection gets a fresh QP); every other event is kept for
+            // its caller, the oldest dropped (and counted) beyond a bound.
+            if matches!(e, CmEvent::TimewaitExit { .. }) {
+                continue;
+            }
+            if self.events.len() >= MAX_EVENTS {
+                self.events.pop_front();
+                self.counters.events_dropped += 1;
+            }
             self.events.push_back(e);
         }
         Ok(busy)
