@@ -58,11 +58,14 @@ pub fn rate_seconds(opts: &Options) -> Duration {
     }
 }
 
+/// Pairs of the bandwidth comparison: even (each order as often); 6 in a
+/// full run (each pair is two tool runs, about 7 s on a loaded 2-core
+/// machine).
 fn pairs(opts: &Options) -> usize {
     if opts.quick {
         2
     } else {
-        4
+        6
     }
 }
 

@@ -27,9 +27,6 @@ impl std::fmt::Debug for SharedCq {
     }
 }
 
-/// How many device completions one poll takes at most.
-const BATCH: usize = 64;
-
 impl SharedCq {
     pub fn new(dev: Arc<Device>, queue: u32) -> Arc<SharedCq> {
         Arc::new(SharedCq {
@@ -70,17 +67,19 @@ impl SharedCq {
         if n == out.len() {
             return n;
         }
-        let mut buf = [WorkCompletion::default(); BATCH];
-        let want = (out.len() - n).min(BATCH);
-        let got = self.dev.poll_cq(self.queue, &mut buf[..want]);
-        for wc in &buf[..got] {
+        // The device's completions land in `out` after ours; those of
+        // other consumers move aside, ours close up behind.
+        let got = self.dev.poll_cq(self.queue, &mut out[n..]);
+        let mut kept = n;
+        for i in n..n + got {
+            let wc = out[i];
             if mine(wc.qpn) {
-                out[n] = *wc;
-                n += 1;
+                out[kept] = wc;
+                kept += 1;
             } else {
-                aside.push_back(*wc);
+                aside.push_back(wc);
             }
         }
-        n
+        kept
     }
 }
