@@ -15,6 +15,7 @@ use std::net::{IpAddr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use proto::cm::mad::rej_reason;
 use proto::cm::{
     ip as cm_ip, AcceptParams, CmAgent, CmConfig, CmError, CmEvent, ConnId, ConnectParams,
     ListenerId, MadAddress, Transport,
@@ -581,7 +582,8 @@ impl CmService {
             opts,
         ) {
             let now = self.now();
-            self.agent.reject(now, conn, REJ_CONSUMER, &[])?;
+            self.agent
+                .reject(now, conn, rej_reason::CONSUMER_DEFINED, &[])?;
             let _ = self.poll();
             return Err(e.into());
         }
@@ -672,7 +674,8 @@ impl CmService {
             opts,
         ) {
             let now = self.now();
-            self.agent.reject(now, req.conn, REJ_CONSUMER, &[])?;
+            self.agent
+                .reject(now, req.conn, rej_reason::CONSUMER_DEFINED, &[])?;
             let _ = self.poll();
             return Err(e.into());
         }
@@ -732,7 +735,7 @@ impl CmService {
     pub fn reject(&mut self, req: &Request, private_data: &[u8]) -> Result<(), CmServiceError> {
         let now = self.now();
         self.agent
-            .reject(now, req.conn, REJ_CONSUMER, private_data)?;
+            .reject(now, req.conn, rej_reason::CONSUMER_DEFINED, private_data)?;
         self.poll()?;
         Ok(())
     }
@@ -815,6 +818,3 @@ impl CmService {
         let _ = dev.deregister_memory(&self.mr);
     }
 }
-
-/// REJ reason "consumer reject" (IBA table 112, reason 28).
-const REJ_CONSUMER: u16 = 28;
