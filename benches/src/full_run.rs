@@ -145,6 +145,11 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     let ucx = crate::ucx::measure(&pair, opts, &mut missing);
     progress(
         opts,
+        "RDMA CM: connection setup rate, write-bw -R against write-bw (paired)",
+    );
+    let cm = crate::rdma_cm::measure(&pair, opts, &mut missing);
+    progress(
+        opts,
         "SGE lists and inline data against the one-SGE path (paired)",
     );
     let sge_paths = crate::sge_paths::measure(
@@ -243,6 +248,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         verbs_drop_in,
         ucx,
         sge_paths,
+        cm,
         notes,
         missing,
     };

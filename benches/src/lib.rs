@@ -9,7 +9,8 @@
 //! ([`engine_path`], [`engine_rtc`]), the latency tools and the idle cost
 //! ([`tool_latency`]), stock perftest on the drop-in libibverbs
 //! ([`verbs_drop_in`], with [`tool_run`] running binaries in the
-//! namespaces), UCX's `ucx_perftest` on it ([`ucx`]), the [`paired`] step and the in-memory
+//! namespaces), UCX's `ucx_perftest` on it ([`ucx`]), the connection
+//! manager's rows ([`rdma_cm`]), the [`paired`] step and the in-memory
 //! [`protocol_path`], and fills the [`report`], which [`output`] writes
 //! (with an SVG chart from the `charts` crate). Below them: [`options`] (what to run, shared
 //! constants), [`error`], [`threads`] (threads inside a namespace),
@@ -29,6 +30,7 @@ pub mod paired;
 pub mod placement;
 pub mod protocol_path;
 pub mod qp_scale;
+pub mod rdma_cm;
 pub mod report;
 pub mod sge_paths;
 pub mod sources;

@@ -17,7 +17,10 @@
 //!   the engine's tools.
 //! - `ucx_rows.rs`: UCX's `ucx_perftest` on the drop-in libibverbs against
 //!   the engine's tools.
+//! - `cm_rows.rs`: the RDMA connection manager's setup rate and the tools'
+//!   `-R` against their TCP exchange.
 
+mod cm_rows;
 mod drop_in_rows;
 mod model;
 mod render;
@@ -28,6 +31,7 @@ mod targets;
 mod tool_rows;
 mod ucx_rows;
 
+pub use cm_rows::{CmReport, CmSetupRate, CM_WRITE_BW_TARGET};
 pub use drop_in_rows::{
     DropInPair, DropInReport, DropInTarget, GOODPUT_TARGET, LATENCY_TARGET, THREADED_GOODPUT_TARGET,
 };

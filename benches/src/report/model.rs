@@ -61,6 +61,10 @@ pub struct Report {
     /// posted from one SGE; absent from older reports.
     #[serde(default)]
     pub sge_paths: Vec<PairedTarget>,
+    /// The RDMA connection manager: setup rate and `write-bw -R`
+    /// (`crate::rdma_cm`); absent from older reports.
+    #[serde(default)]
+    pub cm: super::CmReport,
     /// How the figures were obtained (chunking, modes, ...).
     pub notes: Vec<String>,
     /// What was not measured, and why.

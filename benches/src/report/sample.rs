@@ -87,6 +87,7 @@ pub(crate) fn sample() -> Report {
         verbs_drop_in: Default::default(),
         ucx: Default::default(),
         sge_paths: vec![],
+        cm: Default::default(),
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],
     };

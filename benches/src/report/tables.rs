@@ -288,6 +288,7 @@ impl Report {
         t.extend(self.tools.tables(self.latency.floor));
         t.extend(self.verbs_drop_in.tables());
         t.extend(self.ucx.tables());
+        t.extend(self.cm.tables());
         if let Some(m) = &self.multi_queue {
             t.push(Table {
                 title: format!(

@@ -46,6 +46,7 @@ fn bench_quick_json_has_the_documented_shape() {
         "ratios",
         "sge_paths",
         "ucx",
+        "cm",
         "scaling",
         "projection",
         "notes",

@@ -25,7 +25,11 @@
 //! - `qp.rs`: [`QueuePair`] and [`QpCaps`];
 //! - `ud.rs`: [`UdQueuePair`] and [`AddressHandle`] (Unreliable
 //!   Datagram);
-//! - `error.rs`: [`DeviceError`].
+//! - `error.rs`: [`DeviceError`];
+//! - `shared_cq.rs`: [`SharedCq`], one queue's completions shared by
+//!   several consumers (each takes its own QPs');
+//! - `cm.rs`: [`cm::CmService`], the connection manager (QP 1 and the
+//!   IB CM over RoCE v2): blocking `connect` / `listen` + `accept`.
 //!
 //! An application that wants to drive a queue's engine from its own thread
 //! instead uses [`RunToCompletion`](crate::driver::RunToCompletion), which
@@ -34,10 +38,12 @@
 //! [`Device::run_to_completion`] (a [`DrivenQueue`]). How a thread waits
 //! for completions otherwise: [`DeviceConfig::cq_wait`] ([`CqWait`]).
 
+pub mod cm;
 mod device;
 mod error;
 mod memory;
 mod qp;
+mod shared_cq;
 mod ud;
 
 pub use crate::driver::{CqWait, DrivenQueue};
@@ -45,4 +51,5 @@ pub use device::{Device, DeviceConfig};
 pub use error::DeviceError;
 pub use memory::MemoryRegion;
 pub use qp::{QpCaps, QueuePair};
+pub use shared_cq::SharedCq;
 pub use ud::{AddressHandle, UdQueuePair};

@@ -134,6 +134,29 @@ impl Device {
     }
 }
 
+impl Device {
+    /// Creates QP 1, the General Services Interface (the QP a connection
+    /// manager sends and receives its MADs on; Q_Key
+    /// [`crate::ud::GSI_QKEY`]), in protection domain `pd` on queue `q`
+    /// (its completions arrive there). One per device: a second is
+    /// refused. Its packets are handled by queue `q`'s engine: give a
+    /// device that has it one queue, or steer QP 1's packets to queue `q`.
+    pub fn create_gsi_qp(&self, q: u32, pd: u32, caps: QpCaps) -> Result<UdQueuePair, DeviceError> {
+        let shared = self.shared(q)?.clone();
+        let qpn = crate::ud::GSI_QPN;
+        call(&shared, q, move |ep, cq| {
+            ep.create_ud_qp_numbered(pd, qpn, caps.init_attr(cq))
+        })
+        .and_then(|r| r.map_err(DeviceError::from))?;
+        Ok(UdQueuePair {
+            qpn,
+            queue: q,
+            shared,
+            directory: self.directory.clone(),
+        })
+    }
+}
+
 /// A UD QP of a [`Device`].
 #[derive(Clone)]
 pub struct UdQueuePair {

@@ -16,6 +16,7 @@ use engine::oob::perftest::{schedule, schedule_duplex, BwReport, Key, Role, Step
 
 use crate::common::datapath::{Datapath, DatapathOpts};
 use crate::common::perftest::bandwidth::BandwidthStats;
+use crate::common::perftest::cm::{CmSession, CmStream};
 use crate::common::perftest::conn::{listen, resolve, PerfConn, Preamble, Stream};
 use crate::common::perftest::exchange::{drive, Hooks};
 use crate::common::perftest::kind::Kind;
@@ -216,6 +217,8 @@ struct Tool<'a> {
     out: Option<(TestInfo, Output)>,
     /// Our last bandwidth row (the report we send).
     last: Option<BwRow>,
+    /// `-R`: the CM connects the QPs.
+    cm: Option<CmSession>,
 }
 
 impl Tool<'_> {
@@ -234,13 +237,21 @@ impl Tool<'_> {
             .then(|| self.args.iterations(self.kind.is_latency()))
     }
 
-    fn finish(self) {
-        if let Some((info, out)) = self.out {
+    /// Prints the results, disconnects (`-R`) and destroys the QPs; the
+    /// CM session, if any, is handed back for the control QP's close.
+    fn finish(mut self) -> Option<CmSession> {
+        if let Some((info, out)) = self.out.take() {
             out.finish(&info, self.dp);
         }
+        self.cleanup()
+    }
+
+    fn cleanup(mut self) -> Option<CmSession> {
+        let cm = self.cm.take();
         if let Some(side) = self.side {
             side.destroy();
         }
+        cm
     }
 }
 
@@ -253,7 +264,6 @@ impl Hooks for Tool<'_> {
         let ip = peer[0].ip();
         let mac = verbs_peer::peer_mac(&self.dp.dev, None, ip)?;
         let local = self.local.take().expect("connect once");
-        let cq = Cq::Direct(self.dp.dev.clone(), self.args.queue);
         let role = if self.role == Role::Client {
             "client"
         } else {
@@ -262,21 +272,36 @@ impl Hooks for Tool<'_> {
         let info = test_info(
             self.kind, self.args, self.dp, role, &self.keys, &peer, self.mtu,
         );
-        let side = local.connect(
-            Peer {
-                keys: peer,
-                ip,
-                mac,
-            },
-            cq,
-            self.mtu,
-            self.stop.clone(),
-            self.timeout,
-        )?;
+        let peer = Peer {
+            keys: peer,
+            ip,
+            mac,
+        };
+        let side = match self.cm.as_mut() {
+            Some(cm) => {
+                // -R: the CM connected them already (cm_connect).
+                let qpns = local.qps.iter().map(|qp| qp.qpn()).collect();
+                let cq = Cq::Shared(cm.cq.clone(), qpns);
+                local.connected(peer, cq, self.stop.clone(), self.timeout)
+            }
+            None => {
+                let cq = Cq::Direct(self.dp.dev.clone(), self.args.queue);
+                local.connect(peer, cq, self.mtu, self.stop.clone(), self.timeout)?
+            }
+        };
         self.side = Some(side);
         let out = Output::new(&info, self.args.json);
         self.out = Some((info, out));
         Ok(())
+    }
+
+    fn cm_connect(&mut self) -> anyhow::Result<()> {
+        let (Some(cm), Some(local)) = (self.cm.as_mut(), self.local.as_ref()) else {
+            return Ok(());
+        };
+        // The CM moves each QP to RTS with what REQ / REP say.
+        let reads = matches!(self.kind, Kind::ReadBw | Kind::ReadLat) || self.kind.is_atomic();
+        cm.connect_qps(&local.qps, self.mtu, reads)
     }
 
     fn post_recvs(&mut self, _: usize) -> anyhow::Result<()> {
@@ -401,6 +426,7 @@ fn setup<'a>(
         timeout,
         out: None,
         last: None,
+        cm: None,
     })
 }
 
@@ -426,6 +452,9 @@ fn steps(kind: Kind, args: &PerftestArgs) -> Vec<Step> {
 fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
     let timeout = Duration::from_secs_f64(args.timeout);
     let peer_ip = resolve(addr, args.port)?;
+    if args.rdma_cm {
+        return client_cm(kind, args, peer_ip, timeout);
+    }
     // The TCP exchange first: an unreachable or refusing server fails
     // fast, before anything is attached.
     let mut conn = PerfConn::connect(peer_ip, args.port, timeout, kind.name())?;
@@ -438,7 +467,7 @@ fn client(kind: Kind, args: &PerftestArgs, addr: &str) -> anyhow::Result<()> {
         &datapath_opts(args, iface, peer_ip.is_ipv6(), src),
         &format!("{} on the client", kind.name()),
     )?;
-    session(kind, args, dp, Role::Client, &pre, timeout, conn)
+    session(kind, args, dp, Role::Client, Some(pre), timeout, conn, None)
 }
 
 fn report_capture(frames: Option<(u64, u64)>, args: &PerftestArgs) {
@@ -470,6 +499,9 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         args.engine.attach.force,
         engine::nic::QueueOption::Range,
     )?;
+    if args.rdma_cm {
+        return server_cm(kind, args, iface, timeout);
+    }
     let listener = listen(args.port)?;
     if !args.json {
         println!("************************************");
@@ -487,31 +519,115 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         &datapath_opts(args, iface, ipv6, None),
         &format!("{} on the server", kind.name()),
     )?;
-    session(kind, args, dp, Role::Server, &pre, timeout, conn)
+    session(kind, args, dp, Role::Server, Some(pre), timeout, conn, None)
 }
 
-/// Our side of the exchange once the datapath is open; detaches however
-/// it ends.
-fn session(
+/// `-R` client: the datapath first (the CM runs on it), then the control
+/// QP through the CM, the preamble over it, the session.
+fn client_cm(
+    kind: Kind,
+    args: &PerftestArgs,
+    peer_ip: IpAddr,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    if peer_ip.is_ipv6() {
+        return Err(UserError::Usage(
+            "-R: the RDMA CM path runs over IPv4 here (as perftest's -R)".into(),
+        )
+        .into());
+    }
+    let (iface, src) = match &args.iface {
+        Some(i) => (i.clone(), None),
+        None => preflight::route_to(peer_ip)?,
+    };
+    let dp = Datapath::open(
+        &datapath_opts(args, iface, false, src),
+        &format!("{} on the client", kind.name()),
+    )?;
+    let opened = CmSession::connect(&dp.dev, args.queue, peer_ip, args.port, args.mtu, timeout);
+    let (cm, stream) = match opened {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = dp.close();
+            return Err(e);
+        }
+    };
+    let conn = PerfConn::new(
+        stream,
+        Role::Client,
+        format!("{peer_ip}:{} (RDMA CM)", args.port),
+        timeout,
+    );
+    session(kind, args, dp, Role::Client, None, timeout, conn, Some(cm))
+}
+
+/// `-R` server: listens through the CM on `-p`; the first connection is
+/// the control QP's.
+fn server_cm(
+    kind: Kind,
+    args: &PerftestArgs,
+    iface: String,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let dp = Datapath::open(
+        &datapath_opts(args, iface, false, None),
+        &format!("{} on the server", kind.name()),
+    )?;
+    if !args.json {
+        println!("************************************");
+        println!("* Waiting for client to connect... *");
+        println!("************************************");
+    }
+    let (cm, stream) = match CmSession::accept(&dp.dev, args.queue, args.port, args.mtu, timeout) {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = dp.close();
+            return Err(e);
+        }
+    };
+    let peer = format!("{} (RDMA CM)", cm.peer);
+    let conn = PerfConn::new(stream, Role::Server, peer, timeout);
+    session(kind, args, dp, Role::Server, None, timeout, conn, Some(cm))
+}
+
+/// Our side of the exchange once the datapath is open (the preamble
+/// first unless done already: `-R` exchanges it over the control QP);
+/// detaches however it ends.
+#[allow(clippy::too_many_arguments)]
+fn session<S: Stream + 'static>(
     kind: Kind,
     args: &PerftestArgs,
     dp: Datapath,
     role: Role,
-    pre: &Preamble,
+    pre: Option<Preamble>,
     timeout: Duration,
-    mut conn: PerfConn,
+    mut conn: PerfConn<S>,
+    cm: Option<CmSession>,
 ) -> anyhow::Result<()> {
+    let mut cm = cm;
     let result = (|| {
-        let mut tool = setup(kind, args, &dp, role, pre, timeout)?;
-        let r = drive(&mut conn, &steps(kind, args), &mut tool);
-        if r.is_ok() {
-            tool.finish();
-        } else if let Some(side) = tool.side {
-            side.destroy();
-        }
+        let pre = match pre {
+            Some(p) => p,
+            None => conn.preamble(args.mtu)?,
+        };
+        let mut tool = setup(kind, args, &dp, role, &pre, timeout)?;
+        tool.cm = cm.take();
+        let r = drive(&mut conn, &steps(kind, args), &mut tool, args.rdma_cm);
+        cm = if r.is_ok() {
+            tool.finish()
+        } else {
+            tool.cleanup()
+        };
         r
     })();
-    drop(conn);
+    match cm {
+        Some(cm) => {
+            // The control QP goes last (the peer may still read from it).
+            let stream: Box<dyn std::any::Any> = Box::new(conn.into_inner());
+            cm.close(stream.downcast::<CmStream>().ok().map(|s| *s));
+        }
+        None => drop(conn),
+    }
     let closed = dp.close();
     result?;
     report_capture(closed?.pcap, args);

@@ -53,9 +53,16 @@ pub struct PerftestArgs {
     /// is always its interface's IP address).
     #[arg(short = 'x', long = "gid-index", value_name = "INDEX")]
     pub gid_index: Option<u32>,
-    /// TCP port of the connection exchange.
+    /// Port of the connection exchange (TCP; with -R the RDMA CM's
+    /// port, in rdma_cm's TCP port space).
     #[arg(short = 'p', long = "port", default_value_t = 18515)]
     pub port: u16,
+    /// Connect through the RDMA connection manager, as perftest's -R: the
+    /// exchange runs over a control QP the CM connects, and every test QP
+    /// is connected by the CM (REQ / REP / RTU on QP 1), no TCP. Both
+    /// sides need it.
+    #[arg(short = 'R', long = "rdma-cm")]
+    pub rdma_cm: bool,
     /// NIC queue whose engine creates the QPs (queues 0..=QUEUE are attached).
     #[arg(long = "queue", default_value_t = 0)]
     pub queue: u32,
@@ -162,6 +169,11 @@ impl PerftestArgs {
                     l.0.len() - 1
                 ));
             }
+        }
+        if self.rdma_cm && self.queue_count() > 1 {
+            return Err(
+                "-R: the connection manager (QP 1) runs on one queue here: use one queue (--queues 0), or connect without -R".into(),
+            );
         }
         if self.server.is_none() && self.iface.is_none() {
             return Err("the server needs --iface IF (the interface to attach to)".into());

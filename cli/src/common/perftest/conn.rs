@@ -59,6 +59,49 @@ pub struct PerfConn<S: Stream = TcpStream> {
     peer: String,
     /// Deadline of each read.
     pub timeout: Duration,
+    /// `-R`: keys travel as perftest's rdma_cm mode sends them
+    /// ([`encode_dest`]), not as the TCP exchange's text.
+    pub binary_keys: bool,
+}
+
+/// Bytes of `struct pingpong_dest` (perftest 4.5: lid, out_reads, qpn,
+/// psn, rkey, 4 bytes of padding, vaddr, gid, srqn, gid_index).
+pub const DEST_LEN: usize = 56;
+
+/// A key as perftest's rdma_cm mode sends it (`rdma_write_keys`): its
+/// `struct pingpong_dest`, every integer big-endian, the padding zero.
+pub fn encode_dest(k: &Key) -> [u8; DEST_LEN] {
+    let mut b = [0u8; DEST_LEN];
+    b[0..4].copy_from_slice(&u32::from(k.lid).to_be_bytes());
+    b[4..8].copy_from_slice(&k.out_reads.to_be_bytes());
+    b[8..12].copy_from_slice(&k.qpn.to_be_bytes());
+    b[12..16].copy_from_slice(&k.psn.to_be_bytes());
+    b[16..20].copy_from_slice(&k.rkey.to_be_bytes());
+    b[24..32].copy_from_slice(&k.vaddr.to_be_bytes());
+    b[32..48].copy_from_slice(&k.gid.0);
+    b[48..52].copy_from_slice(&k.srqn.to_be_bytes());
+    b
+}
+
+/// The key in a `struct pingpong_dest` (`rdma_read_keys` reads lid,
+/// out_reads, qpn, psn, rkey, vaddr and gid; the SRQ number is ours).
+pub fn parse_dest(b: &[u8]) -> Option<Key> {
+    if b.len() < DEST_LEN {
+        return None;
+    }
+    let u = |i: usize| u32::from_be_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    let mut gid = [0u8; 16];
+    gid.copy_from_slice(&b[32..48]);
+    Some(Key {
+        lid: u(0) as u16,
+        out_reads: u(4),
+        qpn: u(8) & 0xFF_FFFF,
+        psn: u(12) & 0xFF_FFFF,
+        rkey: u(16),
+        vaddr: u64::from_be_bytes(b[24..32].try_into().expect("8 bytes")),
+        gid: engine::oob::Gid(gid),
+        srqn: u(48),
+    })
 }
 
 /// What the first four exchanges settle.
@@ -113,11 +156,11 @@ impl<S: Stream> PerfConn<S> {
             role,
             peer,
             timeout,
+            binary_keys: false,
         }
     }
 
     /// The stream, back.
-    #[cfg(test)]
     pub fn into_inner(self) -> S {
         self.stream
     }
@@ -227,6 +270,10 @@ impl<S: Stream> PerfConn<S> {
 
     /// One key exchange.
     pub fn key(&mut self, mine: &Key) -> anyhow::Result<Key> {
+        if self.binary_keys {
+            let k = self.exchange(&encode_dest(mine), "QP key")?;
+            return parse_dest(&k).ok_or_else(|| user("a short QP key".into()));
+        }
         let k = self.exchange(&mine.encode(), "QP key")?;
         debug_assert_eq!(k.len(), KEY_LEN);
         if k.starts_with(REFUSED) {
@@ -426,5 +473,38 @@ pub mod replay {
             b[..n].copy_from_slice(&self.input[self.at..self.at + n]);
             Ok(n)
         }
+    }
+}
+
+#[cfg(test)]
+mod dest_tests {
+    use super::*;
+
+    /// perftest's `struct pingpong_dest` as `rdma_write_keys` fills it
+    /// (HAVE_ENDIAN: each integer `htobe32` / `htobe64`).
+    #[test]
+    fn keys_as_perftest_rdma_cm_mode_sends_them() {
+        let k = Key {
+            lid: 0,
+            out_reads: 16,
+            qpn: 0x12_3456,
+            psn: 0xab_cdef,
+            rkey: 0x1122_3344,
+            vaddr: 0x0000_7f00_dead_beef,
+            gid: engine::oob::Gid::from_ip("10.53.0.2".parse().unwrap()),
+            srqn: 7,
+        };
+        let b = encode_dest(&k);
+        assert_eq!(&b[0..8], &[0, 0, 0, 0, 0, 0, 0, 16]);
+        assert_eq!(&b[8..16], &[0, 0x12, 0x34, 0x56, 0, 0xab, 0xcd, 0xef]);
+        assert_eq!(&b[16..24], &[0x11, 0x22, 0x33, 0x44, 0, 0, 0, 0]);
+        assert_eq!(&b[24..32], &[0, 0, 0x7f, 0, 0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(
+            &b[32..48],
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 53, 0, 2]
+        );
+        assert_eq!(&b[48..56], &[0, 0, 0, 7, 0, 0, 0, 0]);
+        assert_eq!(parse_dest(&b), Some(k));
+        assert_eq!(parse_dest(&b[..55]), None);
     }
 }

@@ -13,6 +13,11 @@ pub trait Hooks {
     fn key(&self, qp: usize) -> Key;
     /// Connect our QPs to the peer's setup keys (one per QP).
     fn connect(&mut self, peer: Vec<Key>) -> anyhow::Result<()>;
+    /// `-R`: connect our QPs through the CM (between the two handshakes
+    /// perftest's `create_rdma_cm_connection` makes).
+    fn cm_connect(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
     /// Server, send tests: the receives for size number `size`.
     fn post_recvs(&mut self, size: usize) -> anyhow::Result<()>;
     /// Run (client) or serve (server) size number `size`.
@@ -25,11 +30,20 @@ pub trait Hooks {
 
 /// Runs `steps` after the preamble (version, cycle buffer, cache line and
 /// MTU, which [`PerfConn::preamble`] exchanged).
+///
+/// With `rdma_cm` (`-R`, the exchange over a CM-connected control QP),
+/// as perftest 4.5's rdma_cm mode runs it: before the first setup key, a
+/// handshake, the QPs' CM connections ([`Hooks::cm_connect`]) and another
+/// handshake (`create_rdma_cm_connection`); keys as `struct
+/// pingpong_dest` ([`PerfConn::binary_keys`]); no `"done"` at the end
+/// (`ctx_close_connection` sends none over rdma_cm).
 pub fn drive<S: Stream, H: Hooks>(
     conn: &mut PerfConn<S>,
     steps: &[Step],
     hooks: &mut H,
+    rdma_cm: bool,
 ) -> anyhow::Result<()> {
+    conn.binary_keys = rdma_cm;
     let qps = steps
         .iter()
         .filter(|s| matches!(s, Step::SetupKey { .. }))
@@ -38,7 +52,14 @@ pub fn drive<S: Stream, H: Hooks>(
     for (i, &step) in steps.iter().enumerate() {
         match step {
             Step::Version | Step::CycleBuffer | Step::CacheLine | Step::Mtu => {}
-            Step::SetupKey { qp } => setup[qp] = Some(conn.key(&hooks.key(qp))?),
+            Step::SetupKey { qp } => {
+                if rdma_cm && qp == 0 {
+                    conn.key(&hooks.key(0))?;
+                    hooks.cm_connect()?;
+                    conn.key(&hooks.key(0))?;
+                }
+                setup[qp] = Some(conn.key(&hooks.key(qp))?)
+            }
             Step::Connect => {
                 let keys: Vec<Key> = setup.iter().map(|k| k.expect("every setup key")).collect();
                 hooks.connect(keys)?;
@@ -64,6 +85,7 @@ pub fn drive<S: Stream, H: Hooks>(
                 let r = conn.report(&hooks.report())?;
                 hooks.peer_report(r);
             }
+            Step::Done if rdma_cm => {}
             Step::Done => conn.done(),
         }
     }
@@ -156,7 +178,7 @@ mod tests {
                 );
                 let steps = schedule(test, qps, sizes);
                 let mut dry = Dry::default();
-                drive(&mut conn, &steps, &mut dry)
+                drive(&mut conn, &steps, &mut dry, false)
                     .unwrap_or_else(|e| panic!("{name} {role:?}: {e:#}"));
                 let replay = conn_into(conn);
                 // Everything read but the peer's "done" (nobody reads it).

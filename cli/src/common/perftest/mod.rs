@@ -1,9 +1,11 @@
 //! The perftest-style sessions, shared by the tools (`write-bw`,
 //! `read-lat`, ...; `commands/perftest/`) and `serve`: the kinds of test,
-//! the TCP connection exchange, the two sides of a test once connected,
+//! the connection exchange (TCP, or with `-R` a CM-connected control
+//! QP), the two sides of a test once connected,
 //! message sizes, statistics, the table / JSON output and the progress bar.
 
 pub mod bandwidth;
+pub mod cm;
 pub mod conn;
 pub mod exchange;
 pub mod kind;

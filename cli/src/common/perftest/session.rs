@@ -18,7 +18,7 @@ use engine::endpoint::{ConnectOptions, RemoteQp};
 use engine::oob::perftest::Key;
 use engine::oob::Gid;
 use engine::rc::{Access, Mtu, RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion};
-use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair};
+use engine::verbs::{Device, MemoryRegion, QpCaps, QueuePair, SharedCq};
 
 use super::bandwidth::BandwidthStats;
 use super::conn::{PerfConn, Stream};
@@ -33,6 +33,9 @@ pub enum Cq {
     Direct(Arc<Device>, u32),
     /// Routed by a dispatcher thread (several sessions share a queue).
     Routed(Receiver<WorkCompletion>),
+    /// The queue's completions of these QPs, shared with other consumers
+    /// of the queue (`-R`: QP 1 and the control QP).
+    Shared(Arc<SharedCq>, Vec<u32>),
 }
 
 impl Cq {
@@ -53,6 +56,7 @@ impl Cq {
                 }
                 n
             }
+            Cq::Shared(cq, qpns) => cq.poll(|q| qpns.contains(&q), out),
         }
     }
 }
@@ -212,6 +216,23 @@ impl Local {
         };
         side.connect(&self.psns, mtu)?;
         Ok(side)
+    }
+
+    /// The side of QPs already connected (by the CM, `-R`) to `peer`'s.
+    pub fn connected(self, peer: Peer, cq: Cq, stop: Arc<AtomicBool>, timeout: Duration) -> Side {
+        Side {
+            dev: self.dev,
+            queue: self.queue,
+            mr: self.mr,
+            recvs: vec![0; self.qps.len()],
+            qps: self.qps,
+            cq,
+            half: self.half,
+            send_at: self.send_at,
+            peer,
+            stop,
+            timeout,
+        }
     }
 }
 
