@@ -560,9 +560,12 @@ impl CmService {
         };
         // IBA 12.7.1: the REP's responder resources bound our requester's
         // READs in flight; its RNR retry count is what our sends may make.
+        // The Starting PSN of a REQ or REP is the PSN its sender receives
+        // from (cm.c: the active side sends from the REP's, expects the
+        // REQ's, which is ours).
         let opts = ConnectOptions {
             path_mtu: p.path_mtu,
-            sq_psn: qp.psn(),
+            sq_psn: rep.starting_psn,
             retry_cnt: p.retry_count,
             rnr_retry: rep.rnr_retry_count,
             min_rnr_timer: 1,
@@ -575,7 +578,7 @@ impl CmService {
         if let Err(e) = qp.connect(
             RemoteQp {
                 qpn: rep.remote_qpn,
-                psn: rep.starting_psn,
+                psn: qp.psn(),
                 mac,
                 ip: peer,
             },
@@ -652,9 +655,11 @@ impl CmService {
         // REQ's responder resources.
         let responder = p.responder_resources.min(req.initiator_depth.max(1));
         let initiator = p.initiator_depth.min(req.responder_resources.max(1));
+        // cm.c's passive side sends from the REQ's Starting PSN and
+        // expects the REP's (ours).
         let opts = ConnectOptions {
             path_mtu: mtu,
-            sq_psn: qp.psn(),
+            sq_psn: req.starting_psn,
             retry_cnt: req.retry_count,
             rnr_retry: req.rnr_retry_count,
             min_rnr_timer: 1,
@@ -667,7 +672,7 @@ impl CmService {
         if let Err(e) = qp.connect(
             RemoteQp {
                 qpn: req.remote_qpn,
-                psn: req.starting_psn,
+                psn: qp.psn(),
                 mac,
                 ip: req.peer_ip,
             },
