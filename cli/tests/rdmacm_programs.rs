@@ -2,8 +2,9 @@
 //! (rping, ucmatose, udaddy, rdma_server/rdma_client), perftest with
 //! `-R`, qperf with `-cm1` and libfabric's verbs provider (fi_pingpong),
 //! each under `roce-xdp exec` on both ends (the drop-in libibverbs and
-//! librdmacm), between two network namespaces joined by veth. What each
-//! program calls and checks: the notes in docs (rdmacm consumers).
+//! librdmacm), between two network namespaces joined by veth. Each test
+//! asserts both ends exit 0 and what the program reports (its data,
+//! bytes, iterations).
 //! Needs root, the packages scripts/setup-deps.sh installs, and the
 //! drop-ins built (`cargo build --release -p roce-xdp-ibverbs -p roce-xdp`).
 
