@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
 # The drop-in libibverbs' archive (`roce-xdp exec` links it; its tests
 # run Debian's verbs binaries on it): `cargo test` builds no staticlib.
-cargo build --release -p roce-xdp-ibverbs
+cargo build --release -p roce-xdp-ibverbs -p roce-xdp-rdmacm
 if [ "$(id -u)" -eq 0 ]; then
     cargo test --workspace --release "$@" -- --include-ignored
 else

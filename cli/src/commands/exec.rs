@@ -12,6 +12,12 @@
 //! again whenever the archive is newer. `ROCE_XDP_IBVERBS_DIR` names a
 //! directory holding a ready `libibverbs.so.1` instead.
 //!
+//! The drop-in `librdmacm.so.1` (crate `engine/rdmacm`, archive
+//! `libroce_xdp_rdmacm.a` from `cargo build --release -p
+//! roce-xdp-rdmacm`) is linked the same way into the same directory,
+//! against the drop-in `libibverbs.so.1` (docs/rdma-cm-drop-in.md); without
+//! its archive, RDMA CM programs find the system's librdmacm.
+//!
 //! Before it becomes the program, `exec` moves into a private mount
 //! namespace where the device also exists as files, for programs that look
 //! for it under /dev/infiniband and /sys/class/infiniband
@@ -36,6 +42,9 @@ use crate::errors::UserError;
 const VERSION_SCRIPT: &str = include_str!("../../../engine/ibverbs/libibverbs.map");
 /// The archive cargo builds for the drop-in's crate.
 const ARCHIVE: &str = "libroce_xdp_ibverbs.a";
+/// The version script and archive of the drop-in librdmacm.
+const RDMACM_VERSION_SCRIPT: &str = include_str!("../../../engine/rdmacm/librdmacm.map");
+const RDMACM_ARCHIVE: &str = "libroce_xdp_rdmacm.a";
 /// Where a prebuilt drop-in lives (overrides linking one).
 const ENV_DIR: &str = "ROCE_XDP_IBVERBS_DIR";
 
@@ -121,18 +130,62 @@ fn drop_in_dir() -> anyhow::Result<PathBuf> {
     let archive = bin.join(ARCHIVE);
     let dir = bin.join("roce-xdp-ibverbs");
     let so = dir.join("libibverbs.so.1");
-    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     match (modified(&archive), modified(&so)) {
-        (None, Some(_)) => return Ok(dir),
+        (None, Some(_)) => {}
         (None, None) => bail!(UserError::Usage(format!(
             "the drop-in libibverbs is not built: run `cargo build --release -p roce-xdp-ibverbs` (it puts {ARCHIVE} beside {}), or set {ENV_DIR}",
             exe.display()
         ))),
-        (Some(a), Some(s)) if s >= a => return Ok(dir),
-        _ => {}
+        (Some(a), Some(s)) if s >= a => {}
+        _ => link(&archive, &dir)?,
     }
-    link(&archive, &dir)?;
+    let rdmacm = bin.join(RDMACM_ARCHIVE);
+    if let Some(a) = modified(&rdmacm) {
+        if modified(&dir.join("librdmacm.so.1")).is_none_or(|s| s < a) {
+            link_rdmacm(&rdmacm, &dir)?;
+        }
+    }
     Ok(dir)
+}
+
+fn modified(p: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+/// Links the drop-in librdmacm's archive into `dir/librdmacm.so.1` with
+/// rdma-core's symbol versions, against `dir/libibverbs.so.1` (the verbs
+/// it calls are the drop-in's; the engine lives there, once).
+fn link_rdmacm(archive: &Path, dir: &Path) -> anyhow::Result<()> {
+    let map = dir.join("librdmacm.map");
+    std::fs::write(&map, RDMACM_VERSION_SCRIPT)
+        .with_context(|| format!("writing {}", map.display()))?;
+    let tmp = dir.join(format!("librdmacm.so.1.{}", std::process::id()));
+    let mut script = OsString::from("-Wl,--version-script=");
+    script.push(&map);
+    let out = Command::new("cc")
+        .args(["-shared", "-o"])
+        .arg(&tmp)
+        .arg("-Wl,-soname,librdmacm.so.1")
+        .arg(script)
+        .arg("-Wl,--whole-archive")
+        .arg(archive)
+        .args(["-Wl,--no-whole-archive", "-Wl,--gc-sections"])
+        .arg(dir.join("libibverbs.so.1"))
+        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
+        .output()
+        .context(
+            "running cc to link the drop-in librdmacm (install a C compiler: apt-get install gcc)",
+        )?;
+    if !out.status.success() {
+        bail!(
+            "linking {} failed:\n{}",
+            tmp.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::rename(&tmp, dir.join("librdmacm.so.1"))
+        .context("installing the drop-in librdmacm")?;
+    Ok(())
 }
 
 /// Links the archive into `dir/libibverbs.so.1` with rdma-core's symbol
@@ -239,6 +292,9 @@ mod tests {
             "IBVERBS_PRIVATE_34 {",
         ] {
             assert!(VERSION_SCRIPT.contains(node), "{node}");
+        }
+        for node in ["RDMACM_1.0 {", "} RDMACM_1.2;"] {
+            assert!(RDMACM_VERSION_SCRIPT.contains(node), "{node}");
         }
     }
 }

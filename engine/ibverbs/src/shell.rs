@@ -894,6 +894,22 @@ impl Shell {
         Ok(qpn)
     }
 
+    /// Creates QP 1, the GSI (a UD QP whose Q_Key is always 0x80010000).
+    pub fn create_gsi_qp(
+        &self,
+        pd: u32,
+        init: QpInitAttr,
+        token: usize,
+    ) -> Result<u32, VerbsError> {
+        let mut st = lock(&self.state);
+        let qpn = st
+            .rtc
+            .endpoint_mut()
+            .create_ud_qp_numbered(pd, engine::ud::GSI_QPN, init)?;
+        st.qps.insert(qpn, (token, false));
+        Ok(qpn)
+    }
+
     /// Modifies a UD QP; as [`Shell::modify_qp`], a move to RESET leaves
     /// none of its completions behind.
     pub fn modify_ud_qp(

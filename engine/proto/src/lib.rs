@@ -5,6 +5,7 @@
 //! - [`rc`]: the Reliable Connection transport.
 //! - [`ud`]: the Unreliable Datagram transport.
 //! - [`cc`]: congestion control (CNP notification point, DCQCN reaction point).
+//! - [`cm`]: the InfiniBand Communication Manager (connection setup MADs).
 //! - [`endpoint`]: the one entry point, demultiplexing by QPN.
 //! - [`sim`]: a seeded, deterministic virtual network for tests and `roce-xdp sim`.
 //! - [`time`]: the [`time::Instant`] every entry point takes.
@@ -23,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cc;
+pub mod cm;
 pub mod endpoint;
 pub mod rc;
 pub mod sim;

@@ -88,6 +88,27 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
     p: *mut ibv_pd,
     init: *mut ibv_qp_init_attr,
 ) -> *mut ibv_qp {
+    // SAFETY: the caller's contract is ibv_create_qp's.
+    unsafe { create_qp(p, init, false) }
+}
+
+/// The drop-in librdmacm's one private entry point (version node
+/// `ROCE_XDP_PRIVATE_1`): creates QP 1, the GSI its connection manager
+/// sends and receives MADs on, as a UD QP of `init` (`qp_type` must be
+/// `IBV_QPT_UD`, no SRQ). `EINVAL` if the GSI exists already (its number is in use). Public verbs
+/// have no way to name a QP number; rdma-core's librdmacm reaches the
+/// kernel's GSI through /dev/infiniband/rdma_cm instead.
+#[no_mangle]
+unsafe extern "C" fn roce_xdp_create_gsi_qp(
+    p: *mut ibv_pd,
+    init: *mut ibv_qp_init_attr,
+) -> *mut ibv_qp {
+    // SAFETY: the caller's contract is ibv_create_qp's.
+    unsafe { create_qp(p, init, true) }
+}
+
+/// `ibv_create_qp`, or the GSI's creation (`gsi`: a UD QP numbered 1).
+unsafe fn create_qp(p: *mut ibv_pd, init: *mut ibv_qp_init_attr, gsi: bool) -> *mut ibv_qp {
     pointer((|| {
         let shell = engine()?;
         let owner = pd(p)?;
@@ -123,8 +144,11 @@ pub(super) unsafe extern "C" fn ibv_create_qp(
             sq_sig_all: a.sq_sig_all != 0,
             srq: srq.map(|s| s.id),
         };
+        if gsi && (a.qp_type != IBV_QPT_UD || srq.is_some()) {
+            return Err(libc::EINVAL);
+        }
         if a.qp_type == IBV_QPT_UD {
-            return ud::create(shell, p, owner, (scq, rcq), a, init_attr);
+            return ud::create(shell, p, owner, (scq, rcq), a, init_attr, gsi);
         }
         // Report what the QP has: its SGEs and inline bytes as rxe grants
         // them (rxe_qp_init_req: the send WQE's room is the larger of the

@@ -28,7 +28,8 @@ use crate::checks;
 use crate::handles;
 use crate::shell::{Shell, UdData};
 
-/// `ibv_create_qp` of a UD QP (the common checks done by the caller).
+/// `ibv_create_qp` of a UD QP (the common checks done by the caller);
+/// `gsi`: QP 1 (`roce_xdp_create_gsi_qp`).
 pub(super) fn create(
     shell: &Shell,
     p: *mut ibv_pd,
@@ -36,6 +37,7 @@ pub(super) fn create(
     (scq, rcq): (&Cq, &Cq),
     a: &mut ibv_qp_init_attr,
     init_attr: QpInitAttr,
+    gsi: bool,
 ) -> Result<*mut ibv_qp, c_int> {
     // On an SRQ (rxe allows it for UD) the engine's UD QP takes the
     // SRQ's receives, lists included: no receive staging, receive
@@ -78,9 +80,12 @@ pub(super) fn create(
         send_cq: scq,
         recv_cq: rcq,
     });
-    let qpn = shell
-        .create_ud_qp(owner.number, init_attr, b.c.get() as usize)
-        .map_err(|e| errno_of(&e))?;
+    let token = b.c.get() as usize;
+    let qpn = match gsi {
+        true => shell.create_gsi_qp(owner.number, init_attr, token),
+        false => shell.create_ud_qp(owner.number, init_attr, token),
+    }
+    .map_err(|e| errno_of(&e))?;
     let staged = shell
         .stage_ud_sends(qpn, owner.number, init_attr.max_send_wr as usize)
         .and_then(|()| match a.cap.max_recv_sge > 1 && !on_srq {
