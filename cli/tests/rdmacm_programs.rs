@@ -6,7 +6,8 @@
 //! asserts both ends exit 0 and what the program reports (its data,
 //! bytes, iterations).
 //! Needs root, the packages scripts/setup-deps.sh installs, and the
-//! drop-ins built (`cargo build --release -p roce-xdp-ibverbs -p roce-xdp`).
+//! drop-ins built (`cargo build --release -p roce-xdp-ibverbs -p
+//! roce-xdp-rdmacm -p roce-xdp`).
 
 mod drop_in;
 
@@ -106,7 +107,7 @@ fn rping_data(n: u32) -> String {
 /// (`-V`) and both print every ping's data, which must be rping's pattern
 /// byte for byte.
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "needs root"]
 fn rping_100_pings_with_the_data_checked() {
     let (s, c) = run_both(
         &["rping", "-s", "-a", "0.0.0.0", "-C", "100", "-v"],
@@ -136,7 +137,7 @@ fn rping_100_pings_with_the_data_checked() {
 /// bytes each way on each, every completion successful, the server
 /// disconnects all four.
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "needs root"]
 fn ucmatose_four_connections() {
     let (s, c) = run_both(
         &["ucmatose", "-c", "4"],
@@ -162,7 +163,7 @@ fn ucmatose_four_connections() {
 /// with immediate of 100 bytes each way; the server answers through an
 /// address handle made from the first completion's GRH.
 #[test]
-#[ignore = "needs the drop-in librdmacm and the CM's SIDR (branches rdmacm, cm-core): not yet"]
+#[ignore = "needs root"]
 fn udaddy_ud_through_sidr() {
     let (s, c) = run_both(&["udaddy"], &["udaddy", "-s", "SRV"], Ready::Engine, &[]);
     for (side, text) in [("server", &s), ("client", &c)] {
@@ -182,7 +183,7 @@ fn udaddy_ud_through_sidr() {
 /// and rdma_verbs.h's inlines on the id's own PD, QP, CQs and completion
 /// channels; a 16-byte inline SEND each way.
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "needs root"]
 fn rdma_server_and_rdma_client() {
     let (s, c) = run_both(
         &["rdma_server"],
@@ -221,19 +222,19 @@ fn perftest_cm(tool: &str, size: &str, iters: &str) {
 }
 
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "needs root"]
 fn ib_write_bw_through_the_cm() {
     perftest_cm("ib_write_bw", "65536", "1000");
 }
 
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "needs root"]
 fn ib_read_bw_through_the_cm() {
     perftest_cm("ib_read_bw", "65536", "1000");
 }
 
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "needs root"]
 fn ib_send_lat_through_the_cm() {
     perftest_cm("ib_send_lat", "2", "1000");
 }
@@ -270,13 +271,13 @@ fn qperf_cm(test: &str, want: &str) {
 }
 
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "needs root"]
 fn qperf_rc_bw_through_the_cm() {
     qperf_cm("rc_bw", "bw  =");
 }
 
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "needs root"]
 fn qperf_rc_lat_through_the_cm() {
     qperf_cm("rc_lat", "latency  =");
 }
@@ -330,13 +331,13 @@ fn fi_pingpong(provider: &str, endpoint: &str) {
 }
 
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "the drop-in librdmacm refuses what libfabric 1.17 asks while finding its MSG endpoints: rdma_bind_addr(127.0.0.1) gets ENODEV (the kernel binds a loopback address as the wildcard) and rdma_getaddrinfo(NULL, NULL, hints) gets EINVAL (librdmacm answers from the hints)"]
 fn fi_pingpong_verbs_rxm_rdm() {
     fi_pingpong("verbs;ofi_rxm", "rdm");
 }
 
 #[test]
-#[ignore = "needs the drop-in librdmacm (branch rdmacm): not yet"]
+#[ignore = "the drop-in librdmacm refuses what libfabric 1.17 asks while finding its MSG endpoints: rdma_bind_addr(127.0.0.1) gets ENODEV (the kernel binds a loopback address as the wildcard) and rdma_getaddrinfo(NULL, NULL, hints) gets EINVAL (librdmacm answers from the hints)"]
 fn fi_pingpong_verbs_msg() {
     fi_pingpong("verbs", "msg");
 }

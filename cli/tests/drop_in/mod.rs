@@ -239,9 +239,16 @@ impl Pair {
 }
 
 /// The librdmacm consumers' binaries (rdmacm-utils, perftest, qperf,
-/// libfabric-bin) and the drop-in.
+/// libfabric-bin) and both drop-ins.
 pub fn rdmacm_prerequisites() {
     prerequisites();
+    let bin = Path::new(env!("CARGO_BIN_EXE_roce-xdp"));
+    let archive = bin.with_file_name("libroce_xdp_rdmacm.a");
+    assert!(
+        archive.exists(),
+        "{} is missing: cargo build --release -p roce-xdp-rdmacm",
+        archive.display()
+    );
     for (bin, package) in [
         ("/usr/bin/rping", "rdmacm-utils"),
         ("/usr/bin/ucmatose", "rdmacm-utils"),
