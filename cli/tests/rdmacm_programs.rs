@@ -342,6 +342,189 @@ fn fi_pingpong_verbs_msg() {
     fi_pingpong("verbs", "msg");
 }
 
+/// Namespaces of a [`Pair`] whose veths meet on a bridge `br0` in a third
+/// namespace (returned, deleted on drop) instead of each other: what
+/// crosses can be captured on the bridge's ports (the engines' own veths
+/// hand RoCE to AF_XDP before any tap sees it).
+struct Bridge(String);
+
+impl Bridge {
+    /// The bridge's port towards side `i` (a tap there sees both ways).
+    fn port(&self, i: usize) -> String {
+        format!("{}p{i}", self.0.trim_end_matches('m'))
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.0])
+            .output();
+    }
+}
+
+fn bridged_pair() -> (Pair, Bridge) {
+    let pid = std::process::id() % 100_000;
+    let k = 200 + (pid % 50);
+    let pair = Pair {
+        ns: [format!("rb{pid}a"), format!("rb{pid}b")],
+        ifs: [format!("rb{pid}va"), format!("rb{pid}vb")],
+        ips: [format!("10.55.{k}.1"), format!("10.55.{k}.2")],
+    };
+    let bridge = Bridge(format!("rb{pid}m"));
+    for ns in [&pair.ns[0], &pair.ns[1], &bridge.0] {
+        ip(&["netns", "add", ns]);
+    }
+    ip(&["-n", &bridge.0, "link", "add", "br0", "type", "bridge"]);
+    ip(&["-n", &bridge.0, "link", "set", "br0", "up"]);
+    for i in 0..2 {
+        let port = bridge.port(i);
+        ip(&[
+            "link",
+            "add",
+            &pair.ifs[i],
+            "netns",
+            &pair.ns[i],
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &port,
+            "netns",
+            &bridge.0,
+        ]);
+        ip(&["-n", &bridge.0, "link", "set", &port, "master", "br0", "up"]);
+        let addr = format!("{}/24", pair.ips[i]);
+        ip(&["-n", &pair.ns[i], "addr", "add", &addr, "dev", &pair.ifs[i]]);
+        ip(&["-n", &pair.ns[i], "link", "set", "lo", "up"]);
+        ip(&["-n", &pair.ns[i], "link", "set", &pair.ifs[i], "up"]);
+    }
+    (pair, bridge)
+}
+
+/// The PSNs of an RC connection the CM made are the kernel's (cm.c): the
+/// Starting PSN a side puts in its REQ or REP is the one it receives from
+/// (`ib_send_cm_rep`: `rq_psn = REP.starting_psn`; `cm_req_handler`:
+/// `sq_psn = REQ.starting_psn`), so the active side's first request
+/// carries the REP's Starting PSN and the passive side's the REQ's. Two
+/// drop-ins that both swapped them would talk to each other and to no
+/// kernel: rping's frames, captured on a bridge between the two
+/// namespaces, decoded by tshark.
+#[test]
+#[ignore = "the drop-in librdmacm swaps the RC PSNs (rq_psn from the peer's message, sq_psn from its own): against rxe no RC message gets through; rdmacm-bugs.md 3"]
+fn rc_psns_follow_the_starting_psns_as_the_kernels_cm() {
+    rdmacm_prerequisites();
+    let (pair, bridge) = bridged_pair();
+    let pcap = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("rping-psn-{}.pcap", std::process::id()));
+    let mut tcpdump = std::process::Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &bridge.0,
+            "tcpdump",
+            "-i",
+            &bridge.port(0),
+            "-U",
+            "-w",
+        ])
+        .arg(&pcap)
+        .arg("udp port 4791")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starting tcpdump (scripts/setup-deps.sh installs it)");
+    // tcpdump says "listening on" once it captures.
+    let mut err = tcpdump.stderr.take().expect("piped");
+    let mut listening = [0u8; 256];
+    let _ = std::io::Read::read(&mut err, &mut listening);
+    let mut server = pair
+        .exec(0, &["rping", "-s", "-a", "0.0.0.0", "-C", "3", "-v"])
+        .spawn()
+        .expect("starting rping");
+    pair.wait_engine(0, &mut server, LISTEN_GRACE);
+    let client = pair
+        .exec(
+            1,
+            &["rping", "-c", "-a", &pair.ips[0], "-C", "3", "-v", "-V"],
+        )
+        .spawn()
+        .expect("starting the client");
+    let c = finish(client, LIMIT);
+    let s = finish(server, LIMIT);
+    std::thread::sleep(Duration::from_millis(300));
+    // SIGTERM: tcpdump flushes and says what it captured.
+    let _ = std::process::Command::new("kill")
+        .arg(tcpdump.id().to_string())
+        .status();
+    let _ = tcpdump.wait();
+    let mut said = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut said);
+    assert_ok("rping client", &c);
+    assert_ok("rping server", &s);
+    let fields = std::process::Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(&pcap)
+        .args(["-Y", "infiniband", "-T", "fields", "-E", "occurrence=f"])
+        .args([
+            "-e",
+            "ip.src",
+            "-e",
+            "infiniband.bth.opcode",
+            "-e",
+            "infiniband.bth.destqp",
+        ])
+        .args([
+            "-e",
+            "infiniband.bth.psn",
+            "-e",
+            "infiniband.cm.req.startpsn",
+        ])
+        .args(["-e", "infiniband.cm.rep.startpsn"])
+        .output()
+        .expect("running tshark (scripts/setup-deps.sh installs it)");
+    let text = assert_ok("tshark", &fields);
+    let num = |f: &str| u32::from_str_radix(f.trim_start_matches("0x"), 16).ok();
+    let (mut req_psn, mut rep_psn) = (None, None);
+    let (mut first_from_client, mut first_from_server) = (None, None);
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 6 {
+            continue;
+        }
+        let opcode: u8 = f[1].parse().unwrap_or(0xff);
+        if f[2] == "0x000001" {
+            req_psn = req_psn.or(num(f[4]));
+            rep_psn = rep_psn.or(num(f[5]));
+            continue;
+        }
+        // RC requests: SEND, WRITE, READ request (IBA 9.2: 0x00-0x0c),
+        // not the responses (0x0d-0x12).
+        if opcode > 0x0c {
+            continue;
+        }
+        let psn: u32 = f[3].parse().unwrap_or(u32::MAX);
+        if f[0] == pair.ips[1] {
+            first_from_client = first_from_client.or(Some(psn));
+        } else if f[0] == pair.ips[0] {
+            first_from_server = first_from_server.or(Some(psn));
+        }
+    }
+    let (Some(req_psn), Some(rep_psn)) = (req_psn, rep_psn) else {
+        panic!("no REQ/REP in {}: tcpdump: {said}\n{text}", pcap.display());
+    };
+    assert_eq!(
+        first_from_client,
+        Some(rep_psn),
+        "the active side's first request: REQ PSN {req_psn:#x}, REP PSN {rep_psn:#x}\n{text}"
+    );
+    assert_eq!(
+        first_from_server,
+        Some(req_psn),
+        "the passive side's first request: REQ PSN {req_psn:#x}, REP PSN {rep_psn:#x}\n{text}"
+    );
+}
+
 #[test]
 fn rping_pattern_is_rpings() {
     // From rping.c: ping 0 starts at 'A', ping 1 at 'B'; 64-byte buffer.
