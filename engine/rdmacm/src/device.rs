@@ -16,6 +16,7 @@ use std::ptr::null_mut;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use proto::cm::mad::rej_reason;
 use proto::cm::{CmAgent, CmConfig, CmEvent, MadAddress};
 use proto::time::Instant;
 
@@ -526,7 +527,9 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                         // then the RTU; the program sees ESTABLISHED.
                         let r = qp::modify_rtr(s, dev, qp, RDMA_MAX_RESP_RES)
                             .and_then(|()| qp::modify_rts(s, qp, RDMA_MAX_INIT_DEPTH));
-                        let agent = st.agent.as_mut().expect("open");
+                        let Some(agent) = st.agent.as_mut() else {
+                            return;
+                        };
                         match r {
                             Ok(()) => {
                                 let _ = agent.send_rtu(now, conn, &[]);
@@ -534,12 +537,14 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                             }
                             Err(err) => {
                                 qp::modify_err(qp);
-                                let _ = agent.reject(now, conn, 28, &[]);
+                                let _ = agent.reject(now, conn, rej_reason::CONSUMER_DEFINED, &[]);
                                 e.c.event = RDMA_CM_EVENT_CONNECT_ERROR;
                                 e.c.status = -err;
                             }
                         }
-                        let (s, _) = st.id(p).expect("live");
+                        let Ok((s, _)) = st.id(p) else {
+                            return;
+                        };
                         s.phase = if e.c.event == RDMA_CM_EVENT_ESTABLISHED {
                             Phase::Established
                         } else {
@@ -596,7 +601,9 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                 }
                 CmEvent::TimewaitExit { conn } => {
                     st.conns.remove(&conn);
-                    let (s, _) = st.id(p).expect("live");
+                    let Ok((s, _)) = st.id(p) else {
+                        return;
+                    };
                     s.conn = None;
                     State::event(p, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, &[])
                 }
@@ -608,7 +615,9 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                     private_data,
                 } => {
                     st.conns.remove(&conn);
-                    let (s, _) = st.id(p).expect("live");
+                    let Ok((s, _)) = st.id(p) else {
+                        return;
+                    };
                     s.conn = None;
                     if status != 0 {
                         s.phase = Phase::Disconnected;
@@ -622,12 +631,15 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                 }
                 CmEvent::SidrUnreachable { conn } => {
                     st.conns.remove(&conn);
-                    let (s, _) = st.id(p).expect("live");
+                    let Ok((s, _)) = st.id(p) else {
+                        return;
+                    };
                     s.conn = None;
                     s.phase = Phase::Disconnected;
                     State::event(p, RDMA_CM_EVENT_UNREACHABLE, ETIMEDOUT, &[])
                 }
-                CmEvent::ReqReceived { .. } | CmEvent::SidrReqReceived { .. } => unreachable!(),
+                // Handled above.
+                CmEvent::ReqReceived { .. } | CmEvent::SidrReqReceived { .. } => return,
             };
             fix_private(&mut e, false);
             st.push(channel, e);

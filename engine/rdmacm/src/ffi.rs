@@ -346,7 +346,9 @@ fn destroy_id(st: &mut State, p: *mut rdma_cm_id) -> Result<(), c_int> {
         // SAFETY: a handed-out event of ours (the sync id's last one).
         drop(unsafe { Box::from_raw(ev.cast::<Event>()) });
     }
-    let s = st.ids.remove(&(p as usize)).expect("checked");
+    let Some(s) = st.ids.remove(&(p as usize)) else {
+        return Err(libc::EINVAL);
+    };
     if sync {
         free_channel(st, ch);
     }
@@ -895,20 +897,19 @@ unsafe extern "C" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
             let mut st = state::lock();
             let dev = device::device()?;
             let (s, c) = st.id(id)?;
-            let conn = s.conn.ok_or(libc::EINVAL)?;
-            if !matches!(
-                s.phase,
-                Phase::Established | Phase::Accepted | Phase::Connect | Phase::Disconnected
-            ) {
+            // As the kernel's rdma_disconnect: any id with a CM ID (a
+            // connection, even one past its DREQ or in timewait) succeeds;
+            // the DREQ, or the DREP after one, goes when the state allows.
+            if s.conn.is_none() && !s.disconnect_reported {
                 return Err(libc::EINVAL);
             }
             if !c.c.qp.is_null() {
                 qp::modify_err(c.c.qp);
             }
             let sync = s.sync;
-            agent(&mut st)?
-                .disconnect(dev.now(), conn, &[])
-                .map_err(cm_errno)?;
+            if let Some(conn) = s.conn {
+                let _ = agent(&mut st)?.disconnect(dev.now(), conn, &[]);
+            }
             sync
         };
         device::wake();
@@ -1021,7 +1022,9 @@ pub fn conn_request(
         return reject(st);
     };
     st.conns.insert(conn, p as usize);
-    let (s, c) = st.id(p).expect("just made");
+    let Ok((s, c)) = st.id(p) else {
+        return reject(st);
+    };
     c.c.verbs = dev.ctx;
     c.c.port_num = 1;
     let local_ip = match (hdr.dst, local_ip) {
