@@ -301,3 +301,23 @@ fn qperf_connects_with_the_cm() {
         assert!(text.contains(t), "{t}:\n{text}");
     }
 }
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn rping_with_its_own_qp_moves_it_by_rdma_init_qp_attr_and_rdma_establish() {
+    prerequisites();
+    let pair = Pair::create();
+    let (s, c) = run_pair(
+        &pair,
+        &["rping", "-s", "-q", "-a", "0.0.0.0", "-C", "5", "-v"],
+        &["rping", "-c", "-q", "-a", &pair.ips[0], "-C", "5", "-v"],
+    );
+    for i in 0..5 {
+        let line = format!("ping data: rdma-ping-{i}: ");
+        assert!(c.contains(&line), "client lacks {line:?}:\n{c}");
+        assert!(
+            s.contains(&format!("server {line}")),
+            "server lacks {line:?}:\n{s}"
+        );
+    }
+}

@@ -263,6 +263,10 @@ fn new_id(
     let p = Box::into_raw(b).cast::<rdma_cm_id>();
     let mut s = IdState::new(sync);
     s.qkey = RDMA_UDP_QKEY;
+    // The starting PSN, drawn when the id is made (the kernel's seq_num):
+    // a program moving its own QP (rdma_init_qp_attr) before rdma_accept
+    // sees the one the REP announces.
+    s.psn = random_u32() & 0xff_ffff;
     st.ids.insert(p as usize, s);
     Ok(p)
 }
@@ -715,7 +719,6 @@ unsafe extern "C" fn rdma_connect(id: *mut rdma_cm_id, param: *mut rdma_conn_par
                 s.initiator_depth = init;
                 s.retry_count = param.map_or(7, |p| p.retry_count.min(7));
                 s.rnr_retry_count = param.map_or(7, |p| p.rnr_retry_count.min(7));
-                s.psn = random_u32() & 0xff_ffff;
                 s.path_mtu = dev.active_mtu;
                 // SAFETY: the id's QP is live (or NULL).
                 let (qpn, srq, ty) = match unsafe { qp.as_ref() } {
@@ -815,7 +818,6 @@ unsafe extern "C" fn rdma_accept(id: *mut rdma_cm_id, param: *mut rdma_conn_para
             } else {
                 s.responder_resources = s.responder_resources.min(dev.max_qp_rd_atom);
             }
-            s.psn = random_u32() & 0xff_ffff;
             if !qp.is_null() {
                 if let Err(e) = qp::modify_rtr(s, dev, qp, s.responder_resources)
                     .and_then(|()| qp::modify_rts(s, qp, s.initiator_depth))
