@@ -691,3 +691,29 @@ pub fn ud_param(
     u.qp_num = qpn;
     u.qkey = qkey;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::source_gid;
+
+    #[test]
+    fn the_sender_gid_comes_from_the_grh_area() {
+        // RoCE v2 over IPv4: 20 zero bytes, then the IPv4 header (source
+        // at its bytes 12..16).
+        let mut grh = [0u8; 40];
+        grh[20] = 0x45;
+        grh[32..36].copy_from_slice(&[10, 55, 0, 2]);
+        assert_eq!(
+            source_gid(&grh),
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 55, 0, 2]
+        );
+        // Over IPv6: the IPv6 header's source address (bytes 8..24).
+        let mut grh = [0u8; 40];
+        grh[0] = 0x60;
+        grh[8] = 0xfe;
+        grh[9] = 0x80;
+        grh[23] = 7;
+        let g = source_gid(&grh);
+        assert_eq!((g[0], g[1], g[15]), (0xfe, 0x80, 7));
+    }
+}
