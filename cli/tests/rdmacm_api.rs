@@ -125,16 +125,26 @@ fn rping_pings_with_rdma_reads_and_writes() {
 fn ucmatose_connects_four_and_exchanges_data() {
     prerequisites();
     let pair = Pair::create();
-    let (s, c) = run_pair(
-        &pair,
-        &["ucmatose", "-c", "4"],
-        &["ucmatose", "-c", "4", "-s", &pair.ips[0]],
-    );
-    for t in [&s, &c] {
-        assert!(
-            t.contains("data transfers complete") && t.contains("return status 0"),
-            "{t}"
-        );
+    // Then again with every id migrated to a new channel (rdma_migrate_id)
+    // and with TOS and ACK timeout options.
+    for extra in [&[][..], &["-m"], &["-t", "32", "-a", "14"]] {
+        let server: Vec<&str> = ["ucmatose", "-c", "4"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        let client: Vec<&str> = ["ucmatose", "-c", "4", "-s", &pair.ips[0]]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        let (s, c) = run_pair(&pair, &server, &client);
+        for t in [&s, &c] {
+            assert!(
+                t.contains("data transfers complete") && t.contains("return status 0"),
+                "{extra:?}: {t}"
+            );
+        }
     }
 }
 

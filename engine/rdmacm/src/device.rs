@@ -5,8 +5,8 @@
 //! agent (`roce_xdp_proto::cm::CmAgent`) lives in the state
 //! (`state.rs`), so the program's calls (connect, accept, ...) drive it
 //! under the same lock and then wake the thread ([`wake`]), which sends
-//! what the agent queued, delivers its events (`events.rs` logic in
-//! [`deliver`]) and sleeps on the CQ's completion channel, the wake
+//! what the agent queued, turns its events into the program's
+//! (`deliver`) and sleeps on the CQ's completion channel, the wake
 //! eventfd and the agent's next timeout.
 
 use std::collections::HashMap;
