@@ -19,7 +19,7 @@ cd "$(dirname "$0")"
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(frame pair datagram pingpong pcap perftest_exchange)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(frame pair datagram cm pingpong pcap perftest_exchange)
 CARGO_AFL_VERSION=0.18.2
 
 if ! cargo afl --version >/dev/null 2>&1; then

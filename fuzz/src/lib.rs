@@ -6,6 +6,10 @@
 //! code under test must never panic on any input.
 //!
 //! - [`frame`]: the frame validator and the borrowed view;
+//! - [`cm`]: the Communication Manager's agent fed MAD sequences (raw,
+//!   forged on live connections' IDs, the peer's delivered, dropped,
+//!   duplicated, reordered, mutated) and every consumer call, next to a
+//!   well-behaved peer agent;
 //! - [`datagram`]: one endpoint's UD QPs (QP 1 among them) and UC QPs
 //!   fed well-formed, mutated and raw UD / UC frames between posts, with
 //!   completions, region bytes and counters checked after every step;
@@ -19,6 +23,7 @@
 //! - [`perftest_exchange`]: the stock perftest TCP exchange parsers
 //!   (`engine/src/oob/perftest.rs`), seeded with the recorded transcripts.
 
+pub mod cm;
 pub mod datagram;
 pub mod frame;
 pub mod headers;

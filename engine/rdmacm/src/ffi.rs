@@ -132,6 +132,9 @@ unsafe extern "C" fn rdma_destroy_event_channel(channel: *mut rdma_event_channel
 }
 
 /// Takes queued events of `id` off `ch` (and their counts off its fd).
+/// Boxed: an event's private data pointer points into its own box, so it
+/// must not move when it is queued elsewhere.
+#[allow(clippy::vec_box)]
 fn unqueue(
     st: &mut State,
     ch: *mut rdma_event_channel,
@@ -260,6 +263,10 @@ fn new_id(
     let p = Box::into_raw(b).cast::<rdma_cm_id>();
     let mut s = IdState::new(sync);
     s.qkey = RDMA_UDP_QKEY;
+    // The starting PSN, drawn when the id is made (the kernel's seq_num):
+    // a program moving its own QP (rdma_init_qp_attr) before rdma_accept
+    // sees the one the REP announces.
+    s.psn = random_u32() & 0xff_ffff;
     st.ids.insert(p as usize, s);
     Ok(p)
 }
@@ -343,7 +350,9 @@ fn destroy_id(st: &mut State, p: *mut rdma_cm_id) -> Result<(), c_int> {
         // SAFETY: a handed-out event of ours (the sync id's last one).
         drop(unsafe { Box::from_raw(ev.cast::<Event>()) });
     }
-    let s = st.ids.remove(&(p as usize)).expect("checked");
+    let Some(s) = st.ids.remove(&(p as usize)) else {
+        return Err(libc::EINVAL);
+    };
     if sync {
         free_channel(st, ch);
     }
@@ -710,7 +719,6 @@ unsafe extern "C" fn rdma_connect(id: *mut rdma_cm_id, param: *mut rdma_conn_par
                 s.initiator_depth = init;
                 s.retry_count = param.map_or(7, |p| p.retry_count.min(7));
                 s.rnr_retry_count = param.map_or(7, |p| p.rnr_retry_count.min(7));
-                s.psn = random_u32() & 0xff_ffff;
                 s.path_mtu = dev.active_mtu;
                 // SAFETY: the id's QP is live (or NULL).
                 let (qpn, srq, ty) = match unsafe { qp.as_ref() } {
@@ -810,7 +818,6 @@ unsafe extern "C" fn rdma_accept(id: *mut rdma_cm_id, param: *mut rdma_conn_para
             } else {
                 s.responder_resources = s.responder_resources.min(dev.max_qp_rd_atom);
             }
-            s.psn = random_u32() & 0xff_ffff;
             if !qp.is_null() {
                 if let Err(e) = qp::modify_rtr(s, dev, qp, s.responder_resources)
                     .and_then(|()| qp::modify_rts(s, qp, s.initiator_depth))
@@ -892,20 +899,19 @@ unsafe extern "C" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
             let mut st = state::lock();
             let dev = device::device()?;
             let (s, c) = st.id(id)?;
-            let conn = s.conn.ok_or(libc::EINVAL)?;
-            if !matches!(
-                s.phase,
-                Phase::Established | Phase::Accepted | Phase::Connect | Phase::Disconnected
-            ) {
+            // As the kernel's rdma_disconnect: any id with a CM ID (a
+            // connection, even one past its DREQ or in timewait) succeeds;
+            // the DREQ, or the DREP after one, goes when the state allows.
+            if s.conn.is_none() && !s.disconnect_reported {
                 return Err(libc::EINVAL);
             }
             if !c.c.qp.is_null() {
                 qp::modify_err(c.c.qp);
             }
             let sync = s.sync;
-            agent(&mut st)?
-                .disconnect(dev.now(), conn, &[])
-                .map_err(cm_errno)?;
+            if let Some(conn) = s.conn {
+                let _ = agent(&mut st)?.disconnect(dev.now(), conn, &[]);
+            }
             sync
         };
         device::wake();
@@ -1018,7 +1024,9 @@ pub fn conn_request(
         return reject(st);
     };
     st.conns.insert(conn, p as usize);
-    let (s, c) = st.id(p).expect("just made");
+    let Ok((s, c)) = st.id(p) else {
+        return reject(st);
+    };
     c.c.verbs = dev.ctx;
     c.c.port_num = 1;
     let local_ip = match (hdr.dst, local_ip) {
@@ -1449,13 +1457,17 @@ unsafe extern "C" fn rdma_set_option(
             match (level, name) {
                 (RDMA_OPTION_ID, RDMA_OPTION_ID_TOS) if len == 1 => s.tos = *val.cast::<u8>(),
                 (RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR) if len == 4 => {
-                    if s.phase != Phase::Idle {
+                    // The kernel's cma_set_reuseaddr: on an idle id, or
+                    // set on one that does not listen.
+                    let reuse = *val.cast::<c_int>() != 0;
+                    if !(s.phase == Phase::Idle || (reuse && s.phase != Phase::Listen)) {
                         return Err(libc::EINVAL);
                     }
-                    s.reuseaddr = *val.cast::<c_int>() != 0
+                    s.reuseaddr = reuse
                 }
                 (RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY) if len == 4 => {
-                    if s.phase != Phase::Idle {
+                    // cma_set_afonly: before or right after the bind.
+                    if !matches!(s.phase, Phase::Idle | Phase::AddrBound) {
                         return Err(libc::EINVAL);
                     }
                     s.afonly = *val.cast::<c_int>() != 0

@@ -7,6 +7,8 @@
 //! - `pingpong`: the TCP payloads of the `ibv_rc_pingpong` exchange;
 //! - `perftest_exchange`: both sides' streams of the recorded stock
 //!   perftest sessions (`interop/perftest/transcripts/`);
+//! - `cm`: programs of the CM harness (`fuzz::cm`): handshakes,
+//!   rejects, MRA and loss, SIDR, destroy, forged MADs, real MADs;
 //! - `pair`: short programs of the pair harness (post each kind of work,
 //!   deliver, drop, mutate, time out; `fuzz::pair`);
 //! - `datagram`: programs of the datagram harness (`fuzz::datagram`) that
@@ -99,6 +101,12 @@ fn main() {
         std::fs::write(dir.join(name), program).unwrap();
     }
     println!("seeds: {} datagram programs", programs.len());
+
+    // cm: programs of the CM harness (`fuzz::cm`), real MADs among them.
+    let dir = fresh(&corpus, "cm");
+    for (name, program) in fuzz::cm::seed_programs() {
+        std::fs::write(dir.join(name), program).unwrap();
+    }
 
     // pair: programs.
     let dir = fresh(&corpus, "pair");

@@ -508,6 +508,10 @@ impl CmAgent {
             }
             State::DreqSent => self.enter_timewait(now, conn),
             State::DreqRcvd => {
+                // cm_destroy_id sends the DREP without private data.
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.private_data = PrivateData::EMPTY;
+                }
                 let tid = self.conns[&conn].tid;
                 let mad = self.format_drep(conn, tid);
                 self.queue_to_conn(conn, mad);
@@ -547,6 +551,17 @@ impl CmAgent {
     /// The connection's CM state name (for tools and tests), `None` if gone.
     pub fn state_name(&self, conn: ConnId) -> Option<&'static str> {
         self.conns.get(&conn).map(|c| c.state.name())
+    }
+
+    /// The peer's communication ID of a connection (0 while unknown; a
+    /// received SIDR request's request ID), `None` if gone.
+    pub fn remote_comm_id(&self, conn: ConnId) -> Option<u32> {
+        self.conns.get(&conn).map(|c| c.remote_comm_id)
+    }
+
+    /// Connection IDs the agent holds (timewait included), in no order.
+    pub fn connection_ids(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.conns.keys().copied()
     }
 
     // ---- helpers shared by the calls, the handlers and the timers ----
@@ -591,7 +606,7 @@ impl CmAgent {
         let listener = c.listener;
         if passive {
             match (prev.is_half_open_passive(), next.is_half_open_passive()) {
-                (true, false) => self.half_open -= 1,
+                (true, false) => self.half_open = self.half_open.saturating_sub(1),
                 (false, true) => self.half_open += 1,
                 _ => {}
             }
@@ -616,7 +631,7 @@ impl CmAgent {
             (c.remote_comm_id, c.remote_ca_guid, c.remote_qpn, c.peer.gid);
         if passive {
             if state.is_half_open_passive() {
-                self.half_open -= 1;
+                self.half_open = self.half_open.saturating_sub(1);
             }
             if state.is_pending_accept() {
                 if let Some(l) = listener.and_then(|l| self.listeners.get_mut(&l)) {

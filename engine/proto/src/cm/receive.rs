@@ -406,7 +406,12 @@ impl CmAgent {
                 return Rx::Unmatched;
             };
             match self.conns[&cid].state {
-                State::Established => {
+                // cm.c resends the RTU in ESTABLISHED only; a DREQ we sent
+                // right after the RTU may be lost as well, so the RTU goes
+                // again in DREQ_SENT too: the passive side then reaches
+                // ESTABLISHED and takes the DREQ, instead of timing out
+                // its REP while we close.
+                State::Established | State::DreqSent if !self.conns[&cid].passive => {
                     let mad = self.format_rtu(cid);
                     self.queue_to_conn(cid, mad);
                 }

@@ -14,13 +14,14 @@ impl CmAgent {
     /// `SidrUnreachable` for a SIDR_REQ), and ends timewaits
     /// (`TimewaitExit`, the connection is gone).
     pub fn handle_timeout(&mut self, now: Instant) {
-        let due: Vec<_> = self
+        // In deadline order (then ID): the same run for the same inputs.
+        let mut due: Vec<_> = self
             .conns
             .values()
-            .filter(|c| c.deadline().is_some_and(|d| d <= now))
-            .map(|c| c.id)
+            .filter_map(|c| c.deadline().filter(|d| *d <= now).map(|d| (d, c.id)))
             .collect();
-        for id in due {
+        due.sort_unstable();
+        for (_, id) in due {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };

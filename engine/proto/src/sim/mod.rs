@@ -7,6 +7,9 @@
 //! and dropped). A node is only asked for a frame when its link is free, as
 //! a NIC's transmitter would. Everything is driven by one seed.
 //!
+//! [`CmNet`] is a MAD-level network of CM agents (no frames, no links)
+//! for the Communication Manager's tests.
+//!
 //! [`scenarios`] holds what runs on it: [`scenarios::run_workload`],
 //! verified traffic between two endpoints (`roce-xdp sim` and the
 //! simulation tests use it), and [`scenarios::run_incast`], verified WRITE
@@ -14,6 +17,7 @@
 //! ([`Switch`], [`Bottleneck`]).
 
 mod bottleneck;
+mod cm_net;
 mod impair;
 mod link;
 mod rng;
@@ -24,6 +28,7 @@ pub use self::bottleneck::{
     frame_ecn, mark_frame_ce, Bottleneck, BottleneckConfig, BottleneckStats, MarkPoint, RedEcn,
     Switch, SwitchStats, Verdict,
 };
+pub use self::cm_net::CmNet;
 pub use self::impair::{corrupt_covered_bit, Fate, Impairments};
 pub use self::link::{Delivery, Link, LinkConfig, LinkStats};
 pub use self::rng::SplitMix64;

@@ -1,0 +1,333 @@
+//! The drop-in librdmacm (engine/rdmacm, docs/rdma-cm-drop-in.md) under
+//! `roce-xdp exec`, in two network namespaces: our C program
+//! (`rdmacm_api.c`: connect/accept with private data both ways, data,
+//! disconnect; reject with private data; no listener -> REJECTED 8; no
+//! route -> ADDR_ERROR; the UDP port space (SIDR) and a datagram; the
+//! synchronous rdma_create_ep path; argument checks and errnos), then
+//! Debian's rping, ucmatose, udaddy, rdma_server/rdma_client, perftest -R
+//! and qperf -cm1. Needs root (namespaces), the packages
+//! scripts/setup-deps.sh installs, and the archives of `cargo build
+//! --release -p roce-xdp-ibverbs -p roce-xdp-rdmacm`.
+
+mod drop_in;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+
+use drop_in::{assert_ok, compile_c_linking, finish, Pair, LIMIT};
+
+fn prerequisites() {
+    drop_in::prerequisites();
+    let bin = Path::new(env!("CARGO_BIN_EXE_roce-xdp"));
+    let archive = bin.with_file_name("libroce_xdp_rdmacm.a");
+    assert!(
+        archive.exists(),
+        "{} is missing: cargo build --release -p roce-xdp-rdmacm",
+        archive.display()
+    );
+    for b in ["/usr/bin/rping", "/usr/bin/ucmatose", "/usr/bin/udaddy"] {
+        assert!(
+            Path::new(b).exists(),
+            "{b} is missing: apt-get install rdmacm-utils"
+        );
+    }
+}
+
+/// Runs `server` in side 0 and, a moment later, `client` in side 1;
+/// both must exit 0. Returns their outputs.
+fn run_pair(pair: &Pair, server: &[&str], client: &[&str]) -> (String, String) {
+    let s = pair.exec(0, server).spawn().expect("starting the server");
+    std::thread::sleep(Duration::from_millis(1500));
+    let c = pair.exec(1, client).spawn().expect("starting the client");
+    let c: Output = finish(c, LIMIT);
+    let s: Output = finish(s, LIMIT);
+    let so = assert_ok(&server.join(" "), &s);
+    let co = assert_ok(&client.join(" "), &c);
+    (so, co)
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn the_rdma_cm_api_connects_rejects_and_resolves_as_librdmacm() {
+    prerequisites();
+    let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
+    let exe = exe.to_str().unwrap();
+    let pair = Pair::create();
+    let (s, c) = run_pair(
+        &pair,
+        &[exe, "server", &pair.ips[0], "20886"],
+        &[exe, "client", &pair.ips[0], "20886"],
+    );
+    for step in [
+        "ok established",
+        "ok disconnected",
+        "ok rejected",
+        "ok udp",
+        "ok sync",
+        "server done",
+    ] {
+        assert!(s.contains(step), "server lacks {step:?}:\n{s}");
+    }
+    for step in [
+        "ok established",
+        "ok disconnected",
+        "ok rejected",
+        "ok no listener",
+        "ok addr error",
+        "ok udp",
+        "ok sync",
+        "client done",
+    ] {
+        assert!(c.contains(step), "client lacks {step:?}:\n{c}");
+    }
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn bad_arguments_get_librdmacms_errnos() {
+    prerequisites();
+    let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
+    let pair = Pair::create();
+    let out = finish(
+        pair.exec(0, &[exe.to_str().unwrap(), "args", &pair.ips[0]])
+            .spawn()
+            .unwrap(),
+        LIMIT,
+    );
+    let text = assert_ok("rdmacm_api args", &out);
+    assert!(text.contains("args done"), "{text}");
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn rping_pings_with_rdma_reads_and_writes() {
+    prerequisites();
+    let pair = Pair::create();
+    let (s, c) = run_pair(
+        &pair,
+        &["rping", "-s", "-a", "0.0.0.0", "-C", "10", "-v"],
+        &["rping", "-c", "-a", &pair.ips[0], "-C", "10", "-v"],
+    );
+    for i in 0..10 {
+        let line = format!("ping data: rdma-ping-{i}: ");
+        assert!(c.contains(&line), "client lacks {line:?}:\n{c}");
+        assert!(
+            s.contains(&format!("server {line}")),
+            "server lacks {line:?}:\n{s}"
+        );
+    }
+    assert!(s.contains("server DISCONNECT EVENT"), "{s}");
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn ucmatose_connects_four_and_exchanges_data() {
+    prerequisites();
+    let pair = Pair::create();
+    // Then again with every id migrated to a new channel (rdma_migrate_id)
+    // and with TOS and ACK timeout options.
+    for extra in [&[][..], &["-m"], &["-t", "32", "-a", "14"]] {
+        let server: Vec<&str> = ["ucmatose", "-c", "4"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        let client: Vec<&str> = ["ucmatose", "-c", "4", "-s", &pair.ips[0]]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        let (s, c) = run_pair(&pair, &server, &client);
+        for t in [&s, &c] {
+            assert!(
+                t.contains("data transfers complete") && t.contains("return status 0"),
+                "{extra:?}: {t}"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn udaddy_resolves_a_ud_peer_by_sidr() {
+    prerequisites();
+    let pair = Pair::create();
+    let (s, c) = run_pair(&pair, &["udaddy"], &["udaddy", "-s", &pair.ips[0]]);
+    for t in [&s, &c] {
+        assert!(
+            t.contains("data transfers complete") && t.contains("return status 0"),
+            "{t}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn rdma_server_and_rdma_client_run_synchronously() {
+    prerequisites();
+    let pair = Pair::create();
+    let (s, c) = run_pair(
+        &pair,
+        &["rdma_server"],
+        &["rdma_client", "-s", &pair.ips[0]],
+    );
+    assert!(s.contains("rdma_server: end 0"), "{s}");
+    assert!(c.contains("rdma_client: end 0"), "{c}");
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn perftest_over_rdma_cm() {
+    prerequisites();
+    let pair = Pair::create();
+    for (tool, row) in [
+        ("ib_write_bw", " 65536 "),
+        ("ib_read_bw", " 65536 "),
+        ("ib_send_lat", " 2 "),
+    ] {
+        let (s, c) = run_pair(
+            &pair,
+            &[tool, "-R", "-n", "500"],
+            &[tool, "-R", "-n", "500", &pair.ips[0]],
+        );
+        for t in [&s, &c] {
+            assert!(t.contains(row) && t.contains("rdma_cm"), "{tool}:\n{t}");
+        }
+    }
+}
+
+/// (version node, symbol) of every function and object `lib` defines.
+fn exports(lib: &Path) -> std::collections::BTreeSet<(String, String)> {
+    let out = std::process::Command::new("objdump")
+        .arg("-T")
+        .arg(lib)
+        .output()
+        .expect("objdump");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("*UND*") && (l.contains(" DF ") || l.contains(" DO ")))
+        .filter_map(|l| {
+            let mut f = l.split_whitespace().rev();
+            let sym = f.next()?;
+            let ver = f.next()?;
+            Some((ver.to_string(), sym.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn exports_every_symbol_and_version_of_the_system_librdmacm() {
+    let system = Path::new("/usr/lib/x86_64-linux-gnu/librdmacm.so.1");
+    assert!(
+        system.exists(),
+        "{} is missing: apt-get install librdmacm1",
+        system.display()
+    );
+    let bin = Path::new(env!("CARGO_BIN_EXE_roce-xdp"));
+    assert!(
+        bin.with_file_name("libroce_xdp_rdmacm.a").exists(),
+        "the archive is missing: cargo build --release -p roce-xdp-ibverbs -p roce-xdp-rdmacm"
+    );
+    let out = std::process::Command::new(bin)
+        .args(["exec", "--iface", "lo", "--", "true"])
+        .output()
+        .expect("running roce-xdp exec");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = bin.with_file_name("roce-xdp-ibverbs");
+    let ours = exports(&dir.join("librdmacm.so.1"));
+    let theirs = exports(system);
+    // rdma-core 44: 72 entries (68 symbols, 4 version nodes).
+    assert!(theirs.len() > 60, "{}", theirs.len());
+    assert_eq!(ours, theirs);
+    // Every librdmacm program of rdmacm-utils and perftest binds all its
+    // symbols against the drop-in (ldd -r binds them all, as BIND_NOW).
+    for prog in [
+        "rping",
+        "ucmatose",
+        "udaddy",
+        "rdma_server",
+        "rdma_client",
+        "ib_write_bw",
+        "qperf",
+    ] {
+        let path = Path::new("/usr/bin").join(prog);
+        let ldd = std::process::Command::new("ldd")
+            .arg("-r")
+            .arg(&path)
+            .env("LD_LIBRARY_PATH", &dir)
+            .output()
+            .expect("ldd");
+        let text = String::from_utf8_lossy(&ldd.stdout).to_string()
+            + &String::from_utf8_lossy(&ldd.stderr);
+        assert!(
+            text.contains(&format!(
+                "librdmacm.so.1 => {}",
+                dir.join("librdmacm.so.1").display()
+            )),
+            "{prog}: {text}"
+        );
+        assert!(!text.contains("undefined symbol"), "{prog}: {text}");
+    }
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn qperf_connects_with_the_cm() {
+    prerequisites();
+    assert!(
+        Path::new("/usr/bin/qperf").exists(),
+        "qperf is missing: apt-get install qperf"
+    );
+    let pair = Pair::create();
+    // The server runs until killed (one child per test).
+    let mut server = pair.exec(0, &["qperf"]).spawn().expect("starting qperf");
+    std::thread::sleep(Duration::from_millis(1500));
+    let client = pair
+        .exec(
+            1,
+            &[
+                "qperf",
+                "-cm1",
+                "-t",
+                "1",
+                &pair.ips[0],
+                "rc_bw",
+                "rc_lat",
+                "rc_rdma_read_bw",
+            ],
+        )
+        .spawn()
+        .expect("starting the client");
+    let out = finish(client, LIMIT);
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = assert_ok("qperf -cm1", &out);
+    for t in ["rc_bw:", "rc_lat:", "rc_rdma_read_bw:", "latency"] {
+        assert!(text.contains(t), "{t}:\n{text}");
+    }
+}
+
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn rping_with_its_own_qp_moves_it_by_rdma_init_qp_attr_and_rdma_establish() {
+    prerequisites();
+    let pair = Pair::create();
+    let (s, c) = run_pair(
+        &pair,
+        &["rping", "-s", "-q", "-a", "0.0.0.0", "-C", "5", "-v"],
+        &["rping", "-c", "-q", "-a", &pair.ips[0], "-C", "5", "-v"],
+    );
+    for i in 0..5 {
+        let line = format!("ping data: rdma-ping-{i}: ");
+        assert!(c.contains(&line), "client lacks {line:?}:\n{c}");
+        assert!(
+            s.contains(&format!("server {line}")),
+            "server lacks {line:?}:\n{s}"
+        );
+    }
+}
