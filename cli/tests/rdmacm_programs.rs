@@ -425,6 +425,9 @@ fn rc_psns_follow_the_starting_psns_as_the_kernels_cm() {
             "tcpdump",
             "-i",
             &bridge.port(0),
+            // Each frame written as it comes (no ring buffer left unread
+            // when tcpdump is stopped).
+            "--immediate-mode",
             "-U",
             "-w",
         ])
