@@ -286,7 +286,7 @@ fn qperf_connects_with_the_cm() {
     let pair = Pair::create();
     // The server runs until killed (one child per test).
     let mut server = pair.exec(0, &["qperf"]).spawn().expect("starting qperf");
-    std::thread::sleep(Duration::from_millis(1500));
+    pair.wait_listening(0, 19765, &mut server);
     let client = pair
         .exec(
             1,
