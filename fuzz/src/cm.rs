@@ -7,6 +7,8 @@
 //!
 //! Invariants after every step:
 //! - no panic;
+//! - the agent's bookkeeping matches its connections
+//!   (`check_invariants`: timers, half-open and backlog counts, tables);
 //! - every received MAD ends in exactly one counter
 //!   (`received_accounted() == mads_received`), counters never decrease;
 //! - every MAD the agent sends is a well-formed CM MAD to a GSI;
@@ -98,6 +100,9 @@ impl Side {
     fn after_step(&mut self, before: &HashMap<ConnId, u32>, mad: Option<&[u8; MAD_SIZE]>) {
         let c = *self.agent.counters();
         assert_eq!(c.received_accounted(), c.mads_received, "{c:?}");
+        if let Err(e) = self.agent.check_invariants() {
+            panic!("{e}");
+        }
         let old = self.counters;
         for (new, old) in [
             (c.mads_received, old.mads_received),

@@ -179,28 +179,32 @@ unsafe extern "C" fn rdma_get_cm_event(
     }
     // SAFETY: a registered channel is live.
     let fd = unsafe { (*channel).fd };
-    let mut v = 0u64;
-    // SAFETY: reads 8 bytes into a live u64 (blocking unless the program
-    // made the fd nonblocking: then EAGAIN when nothing is queued).
-    let n = unsafe { libc::read(fd, (&raw mut v).cast(), 8) };
-    if n != 8 {
-        if n >= 0 {
-            set_errno(libc::ENODATA);
+    loop {
+        let mut v = 0u64;
+        // SAFETY: reads 8 bytes into a live u64 (blocking unless the
+        // program made the fd nonblocking: then EAGAIN when nothing is
+        // queued).
+        let n = unsafe { libc::read(fd, (&raw mut v).cast(), 8) };
+        if n != 8 {
+            if n >= 0 {
+                set_errno(libc::ENODATA);
+            }
+            return -1;
         }
-        return -1;
+        let mut st = state::lock();
+        let Some(q) = st.channels.get_mut(&(channel as usize)) else {
+            return status(Err(libc::EINVAL)); // destroyed meanwhile
+        };
+        // Empty when rdma_destroy_id took the event between the count and
+        // here (its own take of the count found none left): wait again.
+        let Some(e) = q.pop_front() else {
+            continue;
+        };
+        st.events.insert(e);
+        // SAFETY: the caller's out-pointer.
+        unsafe { *event = e as *mut rdma_cm_event };
+        return 0;
     }
-    let mut st = state::lock();
-    let Some(e) = st
-        .channels
-        .get_mut(&(channel as usize))
-        .and_then(|q| q.pop_front())
-    else {
-        return status(Err(libc::ENODATA));
-    };
-    st.events.insert(e);
-    // SAFETY: the caller's out-pointer.
-    unsafe { *event = e as *mut rdma_cm_event };
-    0
 }
 
 #[no_mangle]

@@ -5,7 +5,7 @@
 //! received-MAD handlers in `receive.rs`, the timers in `timers.rs`, the
 //! message formats in `format.rs`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use super::config::{AcceptParams, CmConfig, ConnectParams, MadAddress};
 use super::conn::{Conn, Retry, State};
@@ -53,6 +53,8 @@ pub struct CmAgent {
     pub(crate) remote_sidr: HashMap<(u32, [u8; 16]), ConnId>,
     /// Passive connections between REQ and RTU.
     pub(crate) half_open: usize,
+    /// Every connection's next deadline: `poll_timeout` without a scan.
+    pub(crate) timers: BTreeSet<(Instant, ConnId)>,
     tx: VecDeque<(MadAddress, [u8; MAD_SIZE])>,
     events: VecDeque<CmEvent>,
 }
@@ -93,6 +95,7 @@ impl CmAgent {
             remote_qpns: HashMap::new(),
             remote_sidr: HashMap::new(),
             half_open: 0,
+            timers: BTreeSet::new(),
             tx: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -200,6 +203,7 @@ impl CmAgent {
             service_timeout: 0,
             private_data: PrivateData::EMPTY,
             destroyed: false,
+            scheduled: None,
         };
         self.conns.insert(id, conn);
         self.send_with_retry(now, id, mad, timeout, p.max_cm_retries);
@@ -430,6 +434,7 @@ impl CmAgent {
                 service_timeout: 0,
                 private_data: PrivateData::EMPTY,
                 destroyed: false,
+                scheduled: None,
             },
         );
         let mad = self.format_sidr_req(id, tid, service_id, private_data);
@@ -540,7 +545,7 @@ impl CmAgent {
 
     /// When `handle_timeout` next has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.conns.values().filter_map(Conn::deadline).min()
+        self.timers.first().map(|&(t, _)| t)
     }
 
     /// The counters.
@@ -562,6 +567,58 @@ impl CmAgent {
     /// Connection IDs the agent holds (timewait included), in no order.
     pub fn connection_ids(&self) -> impl Iterator<Item = ConnId> + '_ {
         self.conns.keys().copied()
+    }
+
+    /// Checks the agent's own bookkeeping against its connections (for
+    /// tests and the fuzz target): the timer set holds every deadline and
+    /// nothing else, the half-open and backlog counts are the connections'
+    /// states, the lookup tables point at connections with those IDs.
+    pub fn check_invariants(&self) -> Result<(), &'static str> {
+        let want: BTreeSet<(Instant, ConnId)> = self
+            .conns
+            .values()
+            .filter_map(|c| c.deadline().map(|d| (d, c.id)))
+            .collect();
+        if want != self.timers {
+            return Err("timer set differs from the connections' deadlines");
+        }
+        let half_open = self
+            .conns
+            .values()
+            .filter(|c| c.passive && c.state.is_half_open_passive())
+            .count();
+        if half_open != self.half_open {
+            return Err("half-open count differs from the connections' states");
+        }
+        for (id, l) in &self.listeners {
+            let pending = self
+                .conns
+                .values()
+                .filter(|c| c.passive && c.listener == Some(*id) && c.state.is_pending_accept())
+                .count();
+            if pending != l.pending as usize {
+                return Err("a listener's backlog count differs from its connections");
+            }
+        }
+        for (&(rid, guid), id) in &self.remote_ids {
+            if !self
+                .conns
+                .get(id)
+                .is_some_and(|c| c.remote_comm_id == rid && c.remote_ca_guid == guid)
+            {
+                return Err("remote ID table names a connection without that ID");
+            }
+        }
+        for (&(qpn, guid), id) in &self.remote_qpns {
+            if !self
+                .conns
+                .get(id)
+                .is_some_and(|c| c.remote_qpn == qpn && c.remote_ca_guid == guid)
+            {
+                return Err("remote QPN table names a connection without that QPN");
+            }
+        }
+        Ok(())
     }
 
     // ---- helpers shared by the calls, the handlers and the timers ----
@@ -648,6 +705,9 @@ impl CmAgent {
         if self.remote_sidr.get(&(rid, gid)) == Some(&conn) {
             self.remote_sidr.remove(&(rid, gid));
         }
+        if let Some(t) = self.conns.get(&conn).and_then(|c| c.scheduled) {
+            self.timers.remove(&(t, conn));
+        }
         self.conns.remove(&conn);
     }
 
@@ -666,6 +726,26 @@ impl CmAgent {
             self.remote_qpns.remove(&key);
         }
         self.counters.timewaits += 1;
+        self.sync_timer(conn);
+    }
+
+    /// Puts the connection's current deadline in the timer set (after any
+    /// change of its retry or timewait).
+    pub(crate) fn sync_timer(&mut self, conn: ConnId) {
+        let Some(c) = self.conns.get_mut(&conn) else {
+            return;
+        };
+        let now = c.deadline();
+        if c.scheduled == now {
+            return;
+        }
+        if let Some(t) = c.scheduled {
+            self.timers.remove(&(t, conn));
+        }
+        if let Some(t) = now {
+            self.timers.insert((t, conn));
+        }
+        c.scheduled = now;
     }
 
     /// Stops retransmitting (the kernel's ib_cancel_mad).
@@ -673,6 +753,7 @@ impl CmAgent {
         if let Some(c) = self.conns.get_mut(&conn) {
             c.retry = None;
         }
+        self.sync_timer(conn);
     }
 
     /// Sends `mad` to the connection's peer and resends it every
@@ -695,6 +776,7 @@ impl CmAgent {
             retries_left: retries,
         });
         let peer = c.peer;
+        self.sync_timer(conn);
         self.queue(peer, mad);
     }
 

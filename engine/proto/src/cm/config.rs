@@ -17,7 +17,9 @@ pub struct CmConfig {
     /// nothing reaches the consumer, `half_open_refused` counts it.
     pub max_half_open: usize,
     /// How long a closed connection's comm ID / QPN stays in timewait
-    /// (IBA 12.9.7; the kernel waits the path's packet life time).
+    /// (IBA 12.9.7). cm.c waits the path's local ACK timeout: on RoCE
+    /// `cm_ack_timeout(ack delay, 16)` = 17, 4.096 us * 2^17 = 537 ms, the
+    /// default.
     pub timewait: Duration,
     /// Connections (of any state, timewait included) the agent holds at
     /// most: beyond it `connect` fails and REQs are rejected "no resources".
@@ -53,7 +55,7 @@ impl Default for CmConfig {
             local_gid: [0; 16],
             ca_guid: 0,
             max_half_open: 1024,
-            timewait: Duration::from_millis(1),
+            timewait: Duration::from_nanos(4096 << 17),
             max_connections: 65_536,
             packet_life_time: 16,
             pkey: DEFAULT_PKEY,

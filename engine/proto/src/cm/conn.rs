@@ -111,6 +111,9 @@ pub(crate) struct Conn {
     /// The consumer destroyed it: no more events; it only finishes
     /// timewait.
     pub(crate) destroyed: bool,
+    /// The deadline the agent's timer set holds for it (kept equal to
+    /// `deadline()` by `CmAgent::sync_timer`).
+    pub(crate) scheduled: Option<Instant>,
 }
 
 impl Conn {

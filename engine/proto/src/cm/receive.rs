@@ -256,6 +256,7 @@ impl CmAgent {
             service_timeout: 0,
             private_data: PrivateData::EMPTY,
             destroyed: false,
+            scheduled: None,
         };
         self.conns.insert(id, conn);
         self.set_state(id, State::ReqRcvd);
@@ -325,6 +326,7 @@ impl CmAgent {
             r.interval = wait;
             r.deadline = now + wait;
         }
+        self.sync_timer(cid);
         self.counters.mras_received += 1;
         Rx::Accepted
     }
@@ -449,8 +451,8 @@ impl CmAgent {
             c.remote_comm_id = remote;
             c.remote_ca_guid = guid;
             c.remote_qpn = qpn;
-            c.retry = None;
         }
+        self.cancel_retry(cid);
         self.remote_ids.insert((remote, guid), cid);
         self.remote_qpns.insert((qpn, guid), cid);
         self.set_state(cid, State::RepRcvd);
@@ -621,6 +623,7 @@ impl CmAgent {
                 service_timeout: 0,
                 private_data: PrivateData::EMPTY,
                 destroyed: false,
+                scheduled: None,
             },
         );
         self.remote_sidr.insert((request_id, from.gid), id);

@@ -4,6 +4,7 @@
 use super::agent::CmAgent;
 use super::conn::State;
 use super::event::CmEvent;
+use super::ConnId;
 use crate::time::Instant;
 
 impl CmAgent {
@@ -15,13 +16,13 @@ impl CmAgent {
     /// (`TimewaitExit`, the connection is gone).
     pub fn handle_timeout(&mut self, now: Instant) {
         // In deadline order (then ID): the same run for the same inputs.
-        let mut due: Vec<_> = self
-            .conns
-            .values()
-            .filter_map(|c| c.deadline().filter(|d| *d <= now).map(|d| (d, c.id)))
+        let due: Vec<ConnId> = self
+            .timers
+            .iter()
+            .take_while(|&&(t, _)| t <= now)
+            .map(|&(_, id)| id)
             .collect();
-        due.sort_unstable();
-        for (_, id) in due {
+        for id in due {
             let Some(c) = self.conns.get_mut(&id) else {
                 continue;
             };
@@ -45,10 +46,12 @@ impl CmAgent {
                 let (peer, mad) = (c.peer, r.mad);
                 self.counters.retransmissions += 1;
                 self.queue(peer, mad);
+                self.sync_timer(id);
                 continue;
             }
             c.retry = None;
             let state = c.state;
+            self.sync_timer(id);
             self.counters.timeouts += 1;
             match state {
                 State::ReqSent | State::MraReqRcvd | State::RepSent | State::MraRepRcvd => {

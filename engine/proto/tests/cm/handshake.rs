@@ -324,3 +324,69 @@ fn passive_dreq_when_rtu_was_lost_disconnects_from_rep_sent() {
         "the REP stopped with the DREQ"
     );
 }
+
+#[test]
+fn loopback_one_agent_is_both_sides() {
+    // Client and server on one port (rdma_cm loopback): the agent's MADs
+    // come back to it.
+    use proto::cm::CmAgent;
+    let mut x = CmAgent::new(config(1));
+    let mut now = proto::time::Instant::ZERO;
+    x.listen(SID, 0).unwrap();
+    let mut cp = connect_params(0x11, b"loop");
+    cp.peer = addr(1);
+    let ca = x.connect(now, &cp).unwrap();
+    let mut cb = None;
+    let (mut est, mut closed) = (0, 0);
+    for _ in 0..20 {
+        // Everything delivered before time moves: no retransmission.
+        loop {
+            let out = take(&mut x, now);
+            let ev = events(&mut x);
+            if out.is_empty() && ev.is_empty() {
+                break;
+            }
+            for (to, m) in out {
+                assert_eq!(to, addr(1));
+                x.handle_mad(now, &addr(1), &m);
+            }
+            for e in ev {
+                match e {
+                    CmEvent::ReqReceived { conn, req, .. } => {
+                        assert_eq!(req.remote_comm_id, ca);
+                        cb = Some(conn);
+                        x.accept(now, conn, &accept_params(0x22, b"")).unwrap();
+                    }
+                    CmEvent::RepReceived { conn, .. } => x.send_rtu(now, conn, b"").unwrap(),
+                    CmEvent::Established { conn } => {
+                        est += 1;
+                        if conn == ca {
+                            x.disconnect(now, conn, b"").unwrap();
+                        }
+                    }
+                    CmEvent::DisconnectRequested { conn, .. } => {
+                        x.disconnect(now, conn, b"").unwrap()
+                    }
+                    CmEvent::TimewaitExit { .. } => closed += 1,
+                    _ => {}
+                }
+            }
+        }
+        now += ms(5);
+        x.handle_timeout(now);
+    }
+    assert!(cb.is_some_and(|b| b != ca));
+    assert_eq!((est, closed), (2, 2));
+    assert_eq!(x.connection_count(), 0);
+    let c = x.counters();
+    assert_eq!(
+        (c.unmatched, c.duplicates, c.retransmissions),
+        (0, 0, 0),
+        "{c:?}"
+    );
+    assert_eq!(
+        (c.mads_received, c.accepted_mads),
+        (5, 5),
+        "REQ REP RTU DREQ DREP"
+    );
+}

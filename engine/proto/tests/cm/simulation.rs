@@ -71,6 +71,7 @@ fn run(seed: u64, agents: usize, per_pair: u32, impair: Impairments) {
     }
     let gids2 = gids.clone();
     net.run(Instant::ZERO + Duration::from_secs(60), |i, a, now, ev| {
+        a.check_invariants().unwrap();
         let c = ev.conn();
         let log = logs.entry((i, c)).or_default();
         log.events.push(name(&ev));
