@@ -16,8 +16,9 @@
 #
 # Environment knobs:
 #   ROCE_XDP=path        roce-xdp binary (default: cargo build --release
-#                        -p roce-xdp -p roce-xdp-ibverbs; exec needs
-#                        libroce_xdp_ibverbs.a beside it)
+#                        -p roce-xdp -p roce-xdp-ibverbs -p roce-xdp-rdmacm;
+#                        exec needs libroce_xdp_ibverbs.a beside it, and
+#                        libroce_xdp_rdmacm.a for the CM runs)
 #   OUT=dir              logs + capture (default: mktemp)
 #   MODE=native          XDP attach mode of the engine
 #   CASES_ONLY=regex     run only the cases whose label matches ("serve" for
@@ -70,8 +71,8 @@ export VM_IMAGE
 VM_IMAGE=$(tail -1 "$OUT/build-image.out")
 
 if [ -z "${ROCE_XDP:-}" ]; then
-    log "building roce-xdp and the drop-in (cargo build --release -p roce-xdp -p roce-xdp-ibverbs)"
-    (cd "$REPO" && cargo build --release -q -p roce-xdp -p roce-xdp-ibverbs) > "$OUT/cargo.log" 2>&1 ||
+    log "building roce-xdp and the drop-ins (cargo build --release -p roce-xdp -p roce-xdp-ibverbs -p roce-xdp-rdmacm)"
+    (cd "$REPO" && cargo build --release -q -p roce-xdp -p roce-xdp-ibverbs -p roce-xdp-rdmacm) > "$OUT/cargo.log" 2>&1 ||
         { tail -30 "$OUT/cargo.log"; die "cargo build failed (log: $OUT/cargo.log)"; }
     ROCE_XDP=${CARGO_TARGET_DIR:-$REPO/target}/release/roce-xdp
 fi
