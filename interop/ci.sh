@@ -15,9 +15,10 @@ if ! { [ -e /usr/include/infiniband/verbs.h ] && command -v gcc >/dev/null; }; t
     apt-get update -qq
     apt-get install -y -qq gcc libibverbs-dev >/dev/null
 fi
-# roce-xdp-ibverbs: the drop-in libibverbs `roce-xdp exec` loads
-# (perftest/run.sh runs Debian's binaries under exec against rxe).
-cargo build --release -p roce-xdp -p roce-xdp-ibverbs
+# roce-xdp-ibverbs and roce-xdp-rdmacm: the drop-in libibverbs and
+# librdmacm `roce-xdp exec` loads (perftest/run.sh runs Debian's binaries,
+# librdmacm's consumers among them, under exec against rxe).
+cargo build --release -p roce-xdp -p roce-xdp-ibverbs -p roce-xdp-rdmacm
 export ROCE_XDP="${CARGO_TARGET_DIR:-$PWD/target}/release/roce-xdp"
 interop/run.sh
 # The perftest-named tools and serve against Debian's stock perftest, and

@@ -3,7 +3,7 @@
 independent implementation (scapy.contrib.roce.BTH.compute_icrc).
 
 Usage: icrc_check.py [--expect-src IP ...] [--expect-ud-src IP ...]
-                    [--max-ud-payload N] FILE.pcap...
+                    [--expect-mad-src IP ...] [--max-ud-payload N] FILE.pcap...
 
 Every opcode is checked alike: the ICRC covers the BTH, any extension
 header and the payload, whatever the transport (RC, UC, UD). UD datagrams
@@ -13,11 +13,19 @@ reserved byte, the source QP; IBA 9.3.3), the ImmDt for 0x65, and a
 payload of at most --max-ud-payload bytes (the path MTU; a datagram is one
 packet).
 
+A UD datagram to QP 1 (the GSI) is a MAD, here a Communication
+Manager's: its DETH must carry the GSI's well-known Q_Key 0x80010000 and
+source QP 1, its payload must be one 256-byte MAD whose common header
+(IBA 13.4.3) says base version 1, class 0x07 (CM), class version 2, and an
+attribute ID of a CM message (IBA 12.6: REQ 0x10 ... SIDR_REP 0x18). The
+MADs are counted per source and per message.
+
 Prints one line per file and a summary (frames, per-source, per-transport
 and per-opcode counts, the UD frames with their Q_Keys and source QPs,
-mismatches). Exits 1 on any mismatch, on an unparsable RoCE frame, when no
-RoCE frame is found, when an --expect-src address sent no frame, or when
-an --expect-ud-src address sent no UD frame.
+the CM MADs, mismatches). Exits 1 on any mismatch, on an unparsable RoCE
+frame, when no RoCE frame is found, when an --expect-src address sent no
+frame, when an --expect-ud-src address sent no UD frame, or when an
+--expect-mad-src address sent no CM MAD.
 """
 import argparse
 import collections
@@ -34,6 +42,17 @@ ICRC_LEN = 4
 UD_SEND_ONLY = 0x64
 UD_SEND_ONLY_WITH_IMMEDIATE = 0x65
 TRANSPORTS = {0x00: "RC", 0x20: "UC", 0x40: "RD", 0x60: "UD", 0x80: "CNP"}
+# The General Services Interface: QP 1 and its well-known Q_Key (IBA 3.5.4).
+GSI_QPN = 1
+GSI_QKEY = 0x80010000
+MAD_LEN = 256
+# The common MAD header (IBA 13.4.3) of a CM message (IBA 12.6).
+MAD_BASE_VERSION = 1
+MAD_CLASS_CM = 0x07
+MAD_CM_CLASS_VERSION = 2
+CM_ATTRIBUTES = {0x10: "REQ", 0x11: "MRA", 0x12: "REJ", 0x13: "REP", 0x14: "RTU",
+                 0x15: "DREQ", 0x16: "DREP", 0x17: "SIDR_REQ", 0x18: "SIDR_REP",
+                 0x19: "LAP", 0x1A: "APR"}
 
 
 def transport(opcode: int) -> str:
@@ -79,6 +98,25 @@ def check_ud(bth: bytes, opcode: int, max_payload: int):
     return q_key, src_qp, payload
 
 
+def check_cm_mad(bth: bytes, q_key: int, src_qp: int, payload_len: int):
+    """A datagram to QP 1: its DETH and the common header of the CM MAD it
+    carries (raw bytes from the BTH to the ICRC). Returns the CM message's
+    name or a string saying what is wrong (prefixed "bad CM MAD: ")."""
+    if q_key != GSI_QKEY or src_qp != GSI_QPN:
+        return f"bad CM MAD: Q_Key 0x{q_key:08x} source QP {src_qp} (the GSI's: 0x{GSI_QKEY:08x}, {GSI_QPN})"
+    if payload_len != MAD_LEN:
+        return f"bad CM MAD: {payload_len} bytes (a MAD is {MAD_LEN})"
+    mad = bth[BTH_LEN + DETH_LEN:BTH_LEN + DETH_LEN + MAD_LEN]
+    base, mclass, cversion = mad[0], mad[1], mad[2]
+    attr = int.from_bytes(mad[16:18], "big")
+    if (base, mclass, cversion) != (MAD_BASE_VERSION, MAD_CLASS_CM, MAD_CM_CLASS_VERSION):
+        return (f"bad CM MAD: base version {base}, class 0x{mclass:02x}, class version {cversion} "
+                f"(CM: {MAD_BASE_VERSION}, 0x{MAD_CLASS_CM:02x}, {MAD_CM_CLASS_VERSION})")
+    if attr not in CM_ATTRIBUTES:
+        return f"bad CM MAD: attribute ID 0x{attr:04x} is no CM message"
+    return CM_ATTRIBUTES[attr]
+
+
 def trim_to_ip_length(frame: bytes) -> bytes:
     """Drop Ethernet padding: keep the Ethernet header (with any VLAN tags)
     + the IP datagram (the ICRC is the last 4 bytes of the UDP payload, not
@@ -100,6 +138,8 @@ def main() -> int:
                     help="fail unless this source IP sent at least one UD frame")
     ap.add_argument("--max-ud-payload", type=int, default=0,
                     help="fail on a UD datagram with a longer payload (0: no bound)")
+    ap.add_argument("--expect-mad-src", action="append", default=[],
+                    help="fail unless this source IP sent at least one CM MAD (UD to QP 1)")
     ap.add_argument("pcaps", nargs="+")
     args = ap.parse_args()
 
@@ -111,6 +151,7 @@ def main() -> int:
     ud_qkeys = collections.defaultdict(set)
     ud_srcqps = collections.defaultdict(set)
     ud_payload = collections.defaultdict(lambda: [None, None])
+    mad_by_src = collections.defaultdict(collections.Counter)
     for path in args.pcaps:
         f_total = f_bad = 0
         # Raw bytes: each frame is dissected once, by Ether() below.
@@ -139,6 +180,12 @@ def main() -> int:
                 ud = check_ud(udp_payload(raw), op, args.max_ud_payload)
                 if isinstance(ud, str):
                     problems.append(f"bad UD datagram: {ud}")
+                elif eth[BTH].dqpn == GSI_QPN:
+                    mad = check_cm_mad(udp_payload(raw), *ud)
+                    if mad.startswith("bad CM MAD"):
+                        problems.append(mad)
+                    else:
+                        mad_by_src[src][mad] += 1
             elif transport(op) == "UD":
                 problems.append("no UD opcode (UD has SEND_ONLY 0x64 and 0x65 only)")
             if problems:
@@ -171,13 +218,23 @@ def main() -> int:
         shown = ",".join(f"0x{q:08x}" for q in qkeys[:4]) + (",..." if len(qkeys) > 4 else "")
         print(f"  from {s_ip}: {ud_by_src[s_ip]}, {len(qkeys)} Q_Key(s) {shown}, "
               f"{len(ud_srcqps[s_ip])} source QP(s), payload {lo}..{hi} bytes")
+    mad_total = sum(sum(c.values()) for c in mad_by_src.values())
+    if mad_total or args.expect_mad_src:
+        print(f"CM MADs (UD to QP 1, Q_Key 0x{GSI_QKEY:08x}): {mad_total} with a good ICRC and header")
+    for s_ip in sorted(mad_by_src):
+        msgs = mad_by_src[s_ip]
+        shown = ", ".join(f"{m}={msgs[m]}" for m in CM_ATTRIBUTES.values() if msgs[m])
+        print(f"  from {s_ip}: {sum(msgs.values())}: {shown}")
     missing = [s for s in args.expect_src if by_src[s] == 0]
     if missing:
         print(f"ICRC check: no frames from {', '.join(missing)}")
     ud_missing = [s for s in args.expect_ud_src if ud_by_src[s] == 0]
     if ud_missing:
         print(f"ICRC check: no UD frames from {', '.join(ud_missing)}")
-    return 1 if bad or total == 0 or missing or ud_missing else 0
+    mad_missing = [s for s in args.expect_mad_src if not mad_by_src[s]]
+    if mad_missing:
+        print(f"ICRC check: no CM MADs from {', '.join(mad_missing)}")
+    return 1 if bad or total == 0 or missing or ud_missing or mad_missing else 0
 
 
 if __name__ == "__main__":

@@ -13,10 +13,14 @@ command -v ping >/dev/null || need_apt+=(iputils-ping)
 command -v setpriv >/dev/null || need_apt+=(util-linux)
 # The verbs software the drop-in libibverbs is tested with (it must load
 # and resolve every symbol against it): pyverbs, librdmacm's tools, qperf,
-# libfabric, UCX, Open MPI.
+# libfabric, UCX, Open MPI; through the drop-in librdmacm: rdmacm-utils'
+# examples, perftest -R, qperf -cm1, libfabric's verbs provider.
 command -v ucx_info >/dev/null || need_apt+=(ucx-utils)
 [ -d /usr/lib/python3/dist-packages/pyverbs ] || need_apt+=(python3-pyverbs)
 command -v rping >/dev/null || need_apt+=(rdmacm-utils)
+# librdmacm's headers: the drop-in librdmacm's struct layouts are checked
+# against rdma/rdma_cma.h, and C tests of the CM compile with them.
+[ -e /usr/include/rdma/rdma_cma.h ] || need_apt+=(librdmacm-dev)
 command -v qperf >/dev/null || need_apt+=(qperf)
 command -v fi_info >/dev/null || need_apt+=(libfabric-bin)
 command -v ompi_info >/dev/null || need_apt+=(openmpi-bin)

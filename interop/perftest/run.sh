@@ -5,8 +5,10 @@
 # against `roce-xdp serve`; then Debian's own ibv_rc_pingpong, perftest
 # binaries and ibv_ud_pingpong, ibv_uc_pingpong, ibv_srq_pingpong (UD, UC
 # and SRQ) on the host under `roce-xdp exec` (the drop-in libibverbs)
-# against the same binaries on rxe, both roles. Every run must exit 0 on
-# both sides. Captures the traffic and checks it with tshark and an
+# against the same binaries on rxe, both roles; and the librdmacm
+# consumers rping, ucmatose, udaddy and ib_write_bw -R the same way,
+# connected by the engine's CM against the kernel's (CM_RUNS). Every run
+# must exit 0 on both sides. Captures the traffic and checks it with tshark and an
 # independent ICRC (Scapy); every UD datagram's DETH is read by both, and
 # the summary counts the UD (and UC) frames checked.
 #
@@ -14,14 +16,17 @@
 #
 # Environment knobs:
 #   ROCE_XDP=path        roce-xdp binary (default: cargo build --release
-#                        -p roce-xdp -p roce-xdp-ibverbs; exec needs
-#                        libroce_xdp_ibverbs.a beside it)
+#                        -p roce-xdp -p roce-xdp-ibverbs -p roce-xdp-rdmacm;
+#                        exec needs libroce_xdp_ibverbs.a beside it, and
+#                        libroce_xdp_rdmacm.a for the CM runs)
 #   OUT=dir              logs + capture (default: mktemp)
 #   MODE=native          XDP attach mode of the engine
 #   CASES_ONLY=regex     run only the cases whose label matches ("serve" for
 #                        the serve runs, "exec" for the exec runs,
 #                        "ud_pingpong|uc_pingpong|srq_pingpong" for the
-#                        UD, UC and SRQ ones)
+#                        UD, UC and SRQ ones, "cm-" for the CM runs)
+#   CM_RUNS=auto|1|0     the CM runs: when exec provides a librdmacm.so.1
+#                        (auto), always (1), never (0)
 #   VM_SUITE, VM_CACHE, PYTHON as interop/run.sh
 #   VM_NS [roce-xdp-pt], VM_BR [ptbr0], VM_SUBNET [10.98.0], ENG_NS [pt-eng],
 #   VM_RUN: names of this run's namespaces, bridge, subnet and VM directory
@@ -66,8 +71,8 @@ export VM_IMAGE
 VM_IMAGE=$(tail -1 "$OUT/build-image.out")
 
 if [ -z "${ROCE_XDP:-}" ]; then
-    log "building roce-xdp and the drop-in (cargo build --release -p roce-xdp -p roce-xdp-ibverbs)"
-    (cd "$REPO" && cargo build --release -q -p roce-xdp -p roce-xdp-ibverbs) > "$OUT/cargo.log" 2>&1 ||
+    log "building roce-xdp and the drop-ins (cargo build --release -p roce-xdp -p roce-xdp-ibverbs -p roce-xdp-rdmacm)"
+    (cd "$REPO" && cargo build --release -q -p roce-xdp -p roce-xdp-ibverbs -p roce-xdp-rdmacm) > "$OUT/cargo.log" 2>&1 ||
         { tail -30 "$OUT/cargo.log"; die "cargo build failed (log: $OUT/cargo.log)"; }
     ROCE_XDP=${CARGO_TARGET_DIR:-$REPO/target}/release/roce-xdp
 fi
@@ -451,6 +456,152 @@ for role in exec-server exec-client; do
     done
 done
 
+# ------------------------------- librdmacm's consumers under exec (the CM)
+# rdma-core's rping, ucmatose and udaddy and perftest's ib_write_bw -R on
+# the host under `roce-xdp exec` (the drop-in libibverbs and librdmacm,
+# the engine's Communication Manager on QP 1) against the same binaries on
+# rxe0 in vm1 (the kernel's rdma_cm and ib_cm), both roles: cm-exec-server
+# (the host's binary listens, vm1's connects), cm-exec-client. Connections
+# are made by CM MADs (REQ/REP/RTU, DREQ/DREP; udaddy: SIDR_REQ/SIDR_REP)
+# on UDP 4791, in the main capture: cm_check.py reads every one with
+# tshark, icrc_check.py checks their ICRC and MAD header.
+# CM_RUNS=auto (default) runs them when exec provides a librdmacm.so.1 of
+# its own (rping resolves it outside the system's library directory);
+# 1 runs them anyway (they fail without it), 0 never.
+CM_RUNS=${CM_RUNS:-auto}
+# NAME|PORT|KIND|SERVER COMMAND|CLIENT COMMAND (@IP@: the server's address).
+# KIND rping: the client prints ping N's data for N = 0..9 ("ping data:
+# rdma-ping-N: ...", -V: it compared every byte the server wrote back), the
+# server as many "server ping data:" lines; cmatose (ucmatose, udaddy):
+# both print "data transfers complete" and "return status 0"; bw: both
+# sides' BW average above 0.
+CM_CASES=(
+    "rping -C 10 -v|7174|rping|rping -s -a 0.0.0.0 -C 10 -v|rping -c -a @IP@ -C 10 -v -V"
+    "ucmatose|7471|cmatose|ucmatose|ucmatose -s @IP@"
+    "udaddy|7174|cmatose|udaddy|udaddy -s @IP@"
+    "ib_write_bw -R -n 100|18515|bw|ib_write_bw -R -n 100|ib_write_bw -R -n 100 @IP@"
+)
+CM_RAN=0
+cm_selected() {
+    local role c
+    for role in cm-exec-server cm-exec-client; do
+        for c in "${CM_CASES[@]}"; do
+            [[ "$role ${c%%|*}" =~ $CASES_ONLY ]] && return 0
+        done
+    done
+    return 1
+}
+# cm_drop_in: exec gives programs a librdmacm.so.1 of its own.
+cm_drop_in() {
+    local stock ours
+    stock=$(ldd /usr/bin/rping | awk '$1 == "librdmacm.so.1" { print $3 }')
+    ours=$("$ROCE_XDP" exec --iface lo -- ldd /usr/bin/rping 2>/dev/null | awk '$1 == "librdmacm.so.1" { print $3 }')
+    [ -n "$ours" ] && [ "$ours" != "$stock" ]
+}
+# eng_engine_up: an engine answers `roce-xdp stats` on $ENG_IF (the program
+# under exec opened the device; its rdma_listen is its next calls).
+eng_engine_up() {
+    local i
+    for i in $(seq 100); do
+        ip netns exec "$ENG_NS" "$ROCE_XDP" stats --iface $ENG_IF > /dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# vm_cm_listening PORT: vm1's kernel rdma_cm has a listening ID on PORT.
+vm_cm_listening() {
+    vm_exec vm1 30 "for i in \$(seq 200); do rdma res show cm_id 2>/dev/null | grep -Eq 'state LISTEN.*:$1( |\$)' && exit 0; sleep 0.1; done; exit 1" >/dev/null
+}
+# cm_case ROLE 'CASE': one CM_CASES line in one role.
+cm_case() {
+    local role=$1 name port kind scmd ccmd label base hrc vrc pid id attempt ok why server client
+    IFS='|' read -r name port kind scmd ccmd <<< "$2"
+    label="$role $name"
+    [[ $label =~ $CASES_ONLY ]] || return 0
+    not_run_if_vm_broken "$label" && return 0
+    base=$OUT/$(echo "$label" | tr ' /' '__')
+    local exec=(ip netns exec "$ENG_NS" timeout 120 "$ROCE_XDP" exec --iface $ENG_IF --mode "$MODE" --)
+    while :; do
+        for attempt in $(seq $STOCK_CLOCK_ATTEMPTS); do
+            if [ "$role" = cm-exec-server ]; then
+                "${exec[@]}" $scmd > "$base.exec" 2>&1 &
+                pid=$!
+                BG_PIDS+=($pid)
+                if eng_engine_up; then
+                    sleep 1
+                    vm_exec vm1 120 "timeout 100 ${ccmd//@IP@/$ENG_IP}" > "$base.rxe" 2>&1
+                    vrc=$?
+                else
+                    vrc=98
+                    echo "run.sh: not started: no engine on $ENG_IF in 10 s" > "$base.rxe"
+                fi
+                [ $vrc = 0 ] || kill $pid 2>/dev/null
+                wait $pid
+                hrc=$?
+            else
+                id=$(vm_spawn vm1 "timeout 100 $scmd")
+                vm_cm_listening $port || log "$label: vm1's rdma_cm shows no listener on port $port (rdma res show cm_id); trying anyway"
+                "${exec[@]}" ${ccmd//@IP@/$VM_IP} > "$base.exec" 2>&1
+                hrc=$?
+                [ $hrc = 0 ] || vm_exec vm1 10 "pkill -x ${scmd%% *}" > /dev/null 2>&1
+                vm_wait vm1 "$id" 120 > "$base.rxe" 2>&1
+                vrc=$?
+            fi
+            stock_clock_again "$label" $attempt $vrc "$base.rxe" && continue
+            stock_clock_again "$label" $attempt $hrc "$base.exec" && continue
+            break
+        done
+        [ $hrc = 0 ] && [ $vrc = 0 ] && break
+        again_after_vm_fault "$label" "$base.exec" "$base.rxe" || break
+    done
+    CM_RAN=1
+    ok=1
+    why="exec exit $hrc, rxe exit $vrc"
+    [ $hrc = 0 ] && [ $vrc = 0 ] || ok=0
+    server=$base.exec client=$base.rxe
+    [ "$role" = cm-exec-client ] && server=$base.rxe client=$base.exec
+    case $kind in
+    rping)
+        local n cl sv
+        cl=$(grep -c '^ping data: rdma-ping-[0-9]*: ' "$client")
+        sv=$(grep -c '^server ping data: rdma-ping-[0-9]*: ' "$server")
+        why+="; pings: client $cl, server $sv"
+        [ "$cl" = 10 ] && [ "$sv" = 10 ] || { ok=0; why+=" (10 each expected)"; }
+        for n in $(seq 0 9); do
+            grep -q "^ping data: rdma-ping-$n: " "$client" || { ok=0; why+=" (no ping $n)"; break; }
+        done
+        ! grep -q "data mismatch" "$client" || { ok=0; why+=" (data mismatch)"; }
+        ;;
+    cmatose)
+        local f
+        for f in "$base.exec" "$base.rxe"; do
+            grep -q "data transfers complete" "$f" && grep -q "return status 0" "$f" ||
+                { ok=0; why+=" ($(basename "$f"): no 'data transfers complete' / 'return status 0')"; }
+        done
+        ;;
+    bw)
+        local hb vb
+        hb=$(bw_average "$base.exec") vb=$(bw_average "$base.rxe")
+        why+="; BW average MB/s: exec ${hb:-none}, rxe ${vb:-none}"
+        { positive "$hb" && positive "$vb"; } || { ok=0; why+=" (not above 0)"; }
+        ;;
+    esac
+    record "$label" $ok "$why" "$base.exec" "$base.rxe"
+}
+CM_NOTE=
+if cm_selected && [ "$CM_RUNS" != 0 ]; then
+    if [ "$CM_RUNS" = 1 ] || cm_drop_in; then
+        for role in cm-exec-server cm-exec-client; do
+            for c in "${CM_CASES[@]}"; do
+                cm_case $role "$c"
+            done
+        done
+    else
+        CM_NOTE="CM runs: not run (exec gives no librdmacm.so.1 of its own: rping resolves the system's; CM_RUNS=1 runs them anyway)"
+        log "$CM_NOTE"
+    fi
+fi
+
 sleep 1
 kill "${BG_PIDS[0]}" 2>/dev/null   # tcpdump: flush the capture
 wait "${BG_PIDS[0]}" 2>/dev/null
@@ -512,16 +663,27 @@ if [ $UD_SELECTED = 1 ]; then
     { [ "$UD_FROM_ENG" -gt 0 ] && [ "$UD_FROM_VM" -gt 0 ]; } || TSHARK_OK=0
     ICRC_UD=(--expect-ud-src "$ENG_IP" --expect-ud-src "$VM_IP")
 fi
+# The CM runs' MADs: tshark decodes each (cm_check.py) and both sides sent
+# some; icrc_check.py checks their header too and that both sent some.
+ICRC_MAD=() CM_RC=0
+if [ $CM_RAN = 1 ]; then
+    TSHARK_CM=()
+    for a in "${TSHARK_ROCE[@]}"; do TSHARK_CM+=(--tshark-arg="$a"); done
+    "$PY" "$INTEROP/cm_check.py" "${TSHARK_CM[@]}" --expect-src "$ENG_IP" --expect-src "$VM_IP" \
+        "$PCAP" > "$OUT/cm.txt" 2>&1
+    CM_RC=$?
+    ICRC_MAD=(--expect-mad-src "$ENG_IP" --expect-mad-src "$VM_IP")
+fi
 HEAD_PCAP=()
 [ -s "$OUT/all-sizes-head.pcap" ] && HEAD_PCAP=("$OUT/all-sizes-head.pcap")
 # --max-ud-payload: a datagram is one packet, at most the path MTU (1024
 # on both sides: EXEC_CASES).
 "$PY" "$INTEROP/icrc_check.py" --expect-src "$ENG_IP" --expect-src "$VM_IP" "${ICRC_UD[@]}" \
-    --max-ud-payload 1024 "$PCAP" "${HEAD_PCAP[@]}" > "$OUT/icrc.txt" 2>&1
+    "${ICRC_MAD[@]}" --max-ud-payload 1024 "$PCAP" "${HEAD_PCAP[@]}" > "$OUT/icrc.txt" 2>&1
 ICRC_RC=$?
 
 PASS=0
-[ $FAILED = 0 ] && [ $TSHARK_OK = 1 ] && [ $ICRC_RC = 0 ] && PASS=1
+[ $FAILED = 0 ] && [ $TSHARK_OK = 1 ] && [ $ICRC_RC = 0 ] && [ $CM_RC = 0 ] && PASS=1
 {
     printf '\n=== roce-xdp perftest interop (%s, %s s) ===\n' "$(date -u +%FT%TZ)" $(( $(date +%s) - T0 ))
     printf 'peer: vm1 %s rxe0, %s; image %s\n' "$VM_IP" "$PERFTEST_VERSION" "$VM_IMAGE"
@@ -534,6 +696,8 @@ PASS=0
         "$TOTAL" "$NO_BTH" "$BAD" "$ENG_IP" "$FROM_ENG" "$VM_IP" "$FROM_VM"
     printf 'tshark: %d UD frames (0x64/0x65), %d without a DETH; from %s: %d, from %s: %d; %d UC frames\n' \
         "$UD_FRAMES" "$UD_NO_DETH" "$ENG_IP" "$UD_FROM_ENG" "$VM_IP" "$UD_FROM_VM" "$UC_FRAMES"
+    [ $CM_RAN = 0 ] || grep -v '^/' "$OUT/cm.txt" | sed 's/^/  /'
+    [ -z "$CM_NOTE" ] || printf '%s\n' "$CM_NOTE"
     grep -v '^/' "$OUT/icrc.txt" | sed 's/^/  /'
     printf 'logs and capture: %s\n' "$OUT"
 } | tee "$OUT/summary.txt"
@@ -544,6 +708,7 @@ if [ $PASS = 1 ]; then echo "RESULT: PASS"; else
     [ $TSHARK_OK = 1 ] || printf '  tshark: the capture check failed (fields per frame: %s, errors: %s, captures: %s %s)\n' \
         "$OUT/tshark.txt" "$OUT/tshark.err" "$PCAP" "$PCAP_ALL"
     [ $ICRC_RC = 0 ] || printf '  ICRC check exit %s (%s)\n' $ICRC_RC "$OUT/icrc.txt"
+    [ $CM_RC = 0 ] || printf '  CM MAD check (tshark) exit %s (%s)\n' $CM_RC "$OUT/cm.txt"
 fi
 [ $PASS = 1 ]
 exit

@@ -4,6 +4,7 @@
 //! Each test crate uses part of it.
 #![allow(dead_code)]
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -200,6 +201,68 @@ pub fn compile_c(src: &str) -> std::path::PathBuf {
     );
     compiled.push((src.to_string(), exe.clone()));
     exe
+}
+
+impl Pair {
+    /// Waits until the engine of `child` (a program under `roce-xdp exec`
+    /// on side `i`) answers `roce-xdp stats` with the child's pid, then
+    /// `grace` more. For servers that listen through the RDMA CM: the
+    /// listen happens inside the process right after the device opens,
+    /// and nothing outside it shows the listen (no TCP socket).
+    pub fn wait_engine(&self, i: usize, child: &mut Child, grace: Duration) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let pid = format!("\"pid\": {}", child.id());
+        while Instant::now() < deadline {
+            let stats = Command::new("ip")
+                .args(["netns", "exec", &self.ns[i], env!("CARGO_BIN_EXE_roce-xdp")])
+                .args(["stats", "--iface", &self.ifs[i], "--json"])
+                .output()
+                .expect("running roce-xdp stats");
+            if stats.status.success() && String::from_utf8_lossy(&stats.stdout).contains(&pid) {
+                std::thread::sleep(grace);
+                return;
+            }
+            if let Ok(Some(st)) = child.try_wait() {
+                let mut text = String::new();
+                if let Some(mut o) = child.stdout.take() {
+                    let _ = o.read_to_string(&mut text);
+                }
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = e.read_to_string(&mut text);
+                }
+                panic!("the server exited ({st}) before its engine ran:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("no engine of pid {} on {}", child.id(), self.ifs[i]);
+    }
+}
+
+/// The librdmacm consumers' binaries (rdmacm-utils, perftest, qperf,
+/// libfabric-bin) and both drop-ins.
+pub fn rdmacm_prerequisites() {
+    prerequisites();
+    let bin = Path::new(env!("CARGO_BIN_EXE_roce-xdp"));
+    let archive = bin.with_file_name("libroce_xdp_rdmacm.a");
+    assert!(
+        archive.exists(),
+        "{} is missing: cargo build --release -p roce-xdp-rdmacm",
+        archive.display()
+    );
+    for (bin, package) in [
+        ("/usr/bin/rping", "rdmacm-utils"),
+        ("/usr/bin/ucmatose", "rdmacm-utils"),
+        ("/usr/bin/udaddy", "rdmacm-utils"),
+        ("/usr/bin/rdma_server", "rdmacm-utils"),
+        ("/usr/bin/rdma_client", "rdmacm-utils"),
+        ("/usr/bin/qperf", "qperf"),
+        ("/usr/bin/fi_pingpong", "libfabric-bin"),
+    ] {
+        assert!(
+            Path::new(bin).exists(),
+            "{bin} is missing: run scripts/setup-deps.sh (it installs {package})"
+        );
+    }
 }
 
 /// As [`compile_c`], linked with `libs` too (e.g. `-lrdmacm`).

@@ -305,3 +305,74 @@ pub unsafe fn freeaddrinfo(mut res: *mut rdma_addrinfo) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    #[test]
+    fn socket_addresses_round_trip_through_sockaddr_storage() {
+        let mut s = SockaddrStorage([0; 128]);
+        for a in ["10.1.2.3:7471", "[fe80::1]:18515"] {
+            let a: SocketAddr = a.parse().unwrap();
+            write(a, &mut s);
+            assert_eq!(stored(&s), Some(a));
+        }
+        // sin_port is big-endian in memory.
+        write("1.2.3.4:258".parse().unwrap(), &mut s);
+        assert_eq!(&s.0[2..8], &[1, 2, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn gids_of_ipv4_addresses_are_ipv4_mapped() {
+        let g = gid_of("10.55.0.1".parse().unwrap());
+        assert_eq!(g, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 55, 0, 1]);
+    }
+
+    #[test]
+    fn getaddrinfo_numeric_passive_and_hints_only() {
+        let node = CString::new("10.9.8.7").unwrap();
+        let service = CString::new("7174").unwrap();
+        // SAFETY: rdma_addrinfo is plain data.
+        let mut hints: rdma_addrinfo = unsafe { std::mem::zeroed() };
+        hints.ai_flags = RAI_NUMERICHOST;
+        hints.ai_qp_type = IBV_QPT_UD;
+        let mut res = std::ptr::null_mut();
+        // SAFETY: valid strings, hints and out-pointer.
+        unsafe { getaddrinfo(node.as_ptr(), service.as_ptr(), &hints, &mut res) }.unwrap();
+        // SAFETY: the list just returned.
+        let r = unsafe { &*res };
+        assert_eq!(r.ai_port_space, RDMA_PS_UDP);
+        assert!(r.ai_src_addr.is_null());
+        // SAFETY: our own sockaddr.
+        let dst = unsafe { read(r.ai_dst_addr) }.unwrap();
+        assert_eq!(dst, "10.9.8.7:7174".parse().unwrap());
+        // No node nor service: the hints' own address, copied.
+        hints.ai_flags = RAI_PASSIVE;
+        hints.ai_src_addr = r.ai_dst_addr;
+        let mut res2 = std::ptr::null_mut();
+        // SAFETY: as above.
+        unsafe { getaddrinfo(std::ptr::null(), std::ptr::null(), &hints, &mut res2) }.unwrap();
+        // SAFETY: the list just returned; its sockaddr.
+        let src = unsafe { read((*res2).ai_src_addr) }.unwrap();
+        assert_eq!(src, dst);
+        // SAFETY: lists this module made.
+        unsafe {
+            freeaddrinfo(res);
+            freeaddrinfo(res2);
+        }
+        // Neither node, service nor hint addresses: EINVAL; a name with
+        // RAI_NUMERICHOST: no address.
+        hints.ai_src_addr = std::ptr::null_mut();
+        let mut res3 = std::ptr::null_mut();
+        // SAFETY: as above.
+        let e = unsafe { getaddrinfo(std::ptr::null(), std::ptr::null(), &hints, &mut res3) };
+        assert_eq!(e, Err(libc::EINVAL));
+        let name = CString::new("not-numeric").unwrap();
+        hints.ai_flags = RAI_NUMERICHOST;
+        // SAFETY: as above.
+        let e = unsafe { getaddrinfo(name.as_ptr(), service.as_ptr(), &hints, &mut res3) };
+        assert!(e.is_err());
+    }
+}

@@ -5,8 +5,8 @@
 //! agent (`roce_xdp_proto::cm::CmAgent`) lives in the state
 //! (`state.rs`), so the program's calls (connect, accept, ...) drive it
 //! under the same lock and then wake the thread ([`wake`]), which sends
-//! what the agent queued, delivers its events (`events.rs` logic in
-//! [`deliver`]) and sleeps on the CQ's completion channel, the wake
+//! what the agent queued, turns its events into the program's
+//! (`deliver`) and sleeps on the CQ's completion channel, the wake
 //! eventfd and the agent's next timeout.
 
 use std::collections::HashMap;
@@ -16,6 +16,7 @@ use std::ptr::null_mut;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use proto::cm::mad::rej_reason;
 use proto::cm::{CmAgent, CmConfig, CmEvent, MadAddress};
 use proto::time::Instant;
 
@@ -526,7 +527,9 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                         // then the RTU; the program sees ESTABLISHED.
                         let r = qp::modify_rtr(s, dev, qp, RDMA_MAX_RESP_RES)
                             .and_then(|()| qp::modify_rts(s, qp, RDMA_MAX_INIT_DEPTH));
-                        let agent = st.agent.as_mut().expect("open");
+                        let Some(agent) = st.agent.as_mut() else {
+                            return;
+                        };
                         match r {
                             Ok(()) => {
                                 let _ = agent.send_rtu(now, conn, &[]);
@@ -534,12 +537,14 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                             }
                             Err(err) => {
                                 qp::modify_err(qp);
-                                let _ = agent.reject(now, conn, 28, &[]);
+                                let _ = agent.reject(now, conn, rej_reason::CONSUMER_DEFINED, &[]);
                                 e.c.event = RDMA_CM_EVENT_CONNECT_ERROR;
                                 e.c.status = -err;
                             }
                         }
-                        let (s, _) = st.id(p).expect("live");
+                        let Ok((s, _)) = st.id(p) else {
+                            return;
+                        };
                         s.phase = if e.c.event == RDMA_CM_EVENT_ESTABLISHED {
                             Phase::Established
                         } else {
@@ -596,7 +601,9 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                 }
                 CmEvent::TimewaitExit { conn } => {
                     st.conns.remove(&conn);
-                    let (s, _) = st.id(p).expect("live");
+                    let Ok((s, _)) = st.id(p) else {
+                        return;
+                    };
                     s.conn = None;
                     State::event(p, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, &[])
                 }
@@ -608,7 +615,9 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                     private_data,
                 } => {
                     st.conns.remove(&conn);
-                    let (s, _) = st.id(p).expect("live");
+                    let Ok((s, _)) = st.id(p) else {
+                        return;
+                    };
                     s.conn = None;
                     if status != 0 {
                         s.phase = Phase::Disconnected;
@@ -622,12 +631,15 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                 }
                 CmEvent::SidrUnreachable { conn } => {
                     st.conns.remove(&conn);
-                    let (s, _) = st.id(p).expect("live");
+                    let Ok((s, _)) = st.id(p) else {
+                        return;
+                    };
                     s.conn = None;
                     s.phase = Phase::Disconnected;
                     State::event(p, RDMA_CM_EVENT_UNREACHABLE, ETIMEDOUT, &[])
                 }
-                CmEvent::ReqReceived { .. } | CmEvent::SidrReqReceived { .. } => unreachable!(),
+                // Handled above.
+                CmEvent::ReqReceived { .. } | CmEvent::SidrReqReceived { .. } => return,
             };
             fix_private(&mut e, false);
             st.push(channel, e);
@@ -678,4 +690,30 @@ pub fn ud_param(
     u.ah_attr = qp::ah_attr(s);
     u.qp_num = qpn;
     u.qkey = qkey;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::source_gid;
+
+    #[test]
+    fn the_sender_gid_comes_from_the_grh_area() {
+        // RoCE v2 over IPv4: 20 zero bytes, then the IPv4 header (source
+        // at its bytes 12..16).
+        let mut grh = [0u8; 40];
+        grh[20] = 0x45;
+        grh[32..36].copy_from_slice(&[10, 55, 0, 2]);
+        assert_eq!(
+            source_gid(&grh),
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 55, 0, 2]
+        );
+        // Over IPv6: the IPv6 header's source address (bytes 8..24).
+        let mut grh = [0u8; 40];
+        grh[0] = 0x60;
+        grh[8] = 0xfe;
+        grh[9] = 0x80;
+        grh[23] = 7;
+        let g = source_gid(&grh);
+        assert_eq!((g[0], g[1], g[15]), (0xfe, 0x80, 7));
+    }
 }

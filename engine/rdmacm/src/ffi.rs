@@ -179,28 +179,32 @@ unsafe extern "C" fn rdma_get_cm_event(
     }
     // SAFETY: a registered channel is live.
     let fd = unsafe { (*channel).fd };
-    let mut v = 0u64;
-    // SAFETY: reads 8 bytes into a live u64 (blocking unless the program
-    // made the fd nonblocking: then EAGAIN when nothing is queued).
-    let n = unsafe { libc::read(fd, (&raw mut v).cast(), 8) };
-    if n != 8 {
-        if n >= 0 {
-            set_errno(libc::ENODATA);
+    loop {
+        let mut v = 0u64;
+        // SAFETY: reads 8 bytes into a live u64 (blocking unless the
+        // program made the fd nonblocking: then EAGAIN when nothing is
+        // queued).
+        let n = unsafe { libc::read(fd, (&raw mut v).cast(), 8) };
+        if n != 8 {
+            if n >= 0 {
+                set_errno(libc::ENODATA);
+            }
+            return -1;
         }
-        return -1;
+        let mut st = state::lock();
+        let Some(q) = st.channels.get_mut(&(channel as usize)) else {
+            return status(Err(libc::EINVAL)); // destroyed meanwhile
+        };
+        // Empty when rdma_destroy_id took the event between the count and
+        // here (its own take of the count found none left): wait again.
+        let Some(e) = q.pop_front() else {
+            continue;
+        };
+        st.events.insert(e);
+        // SAFETY: the caller's out-pointer.
+        unsafe { *event = e as *mut rdma_cm_event };
+        return 0;
     }
-    let mut st = state::lock();
-    let Some(e) = st
-        .channels
-        .get_mut(&(channel as usize))
-        .and_then(|q| q.pop_front())
-    else {
-        return status(Err(libc::ENODATA));
-    };
-    st.events.insert(e);
-    // SAFETY: the caller's out-pointer.
-    unsafe { *event = e as *mut rdma_cm_event };
-    0
 }
 
 #[no_mangle]
@@ -263,6 +267,10 @@ fn new_id(
     let p = Box::into_raw(b).cast::<rdma_cm_id>();
     let mut s = IdState::new(sync);
     s.qkey = RDMA_UDP_QKEY;
+    // The starting PSN, drawn when the id is made (the kernel's seq_num):
+    // a program moving its own QP (rdma_init_qp_attr) before rdma_accept
+    // sees the one the REP announces.
+    s.psn = random_u32() & 0xff_ffff;
     st.ids.insert(p as usize, s);
     Ok(p)
 }
@@ -346,7 +354,9 @@ fn destroy_id(st: &mut State, p: *mut rdma_cm_id) -> Result<(), c_int> {
         // SAFETY: a handed-out event of ours (the sync id's last one).
         drop(unsafe { Box::from_raw(ev.cast::<Event>()) });
     }
-    let s = st.ids.remove(&(p as usize)).expect("checked");
+    let Some(s) = st.ids.remove(&(p as usize)) else {
+        return Err(libc::EINVAL);
+    };
     if sync {
         free_channel(st, ch);
     }
@@ -713,7 +723,6 @@ unsafe extern "C" fn rdma_connect(id: *mut rdma_cm_id, param: *mut rdma_conn_par
                 s.initiator_depth = init;
                 s.retry_count = param.map_or(7, |p| p.retry_count.min(7));
                 s.rnr_retry_count = param.map_or(7, |p| p.rnr_retry_count.min(7));
-                s.psn = random_u32() & 0xff_ffff;
                 s.path_mtu = dev.active_mtu;
                 // SAFETY: the id's QP is live (or NULL).
                 let (qpn, srq, ty) = match unsafe { qp.as_ref() } {
@@ -813,7 +822,6 @@ unsafe extern "C" fn rdma_accept(id: *mut rdma_cm_id, param: *mut rdma_conn_para
             } else {
                 s.responder_resources = s.responder_resources.min(dev.max_qp_rd_atom);
             }
-            s.psn = random_u32() & 0xff_ffff;
             if !qp.is_null() {
                 if let Err(e) = qp::modify_rtr(s, dev, qp, s.responder_resources)
                     .and_then(|()| qp::modify_rts(s, qp, s.initiator_depth))
@@ -895,20 +903,19 @@ unsafe extern "C" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
             let mut st = state::lock();
             let dev = device::device()?;
             let (s, c) = st.id(id)?;
-            let conn = s.conn.ok_or(libc::EINVAL)?;
-            if !matches!(
-                s.phase,
-                Phase::Established | Phase::Accepted | Phase::Connect | Phase::Disconnected
-            ) {
+            // As the kernel's rdma_disconnect: any id with a CM ID (a
+            // connection, even one past its DREQ or in timewait) succeeds;
+            // the DREQ, or the DREP after one, goes when the state allows.
+            if s.conn.is_none() && !s.disconnect_reported {
                 return Err(libc::EINVAL);
             }
             if !c.c.qp.is_null() {
                 qp::modify_err(c.c.qp);
             }
             let sync = s.sync;
-            agent(&mut st)?
-                .disconnect(dev.now(), conn, &[])
-                .map_err(cm_errno)?;
+            if let Some(conn) = s.conn {
+                let _ = agent(&mut st)?.disconnect(dev.now(), conn, &[]);
+            }
             sync
         };
         device::wake();
@@ -1021,7 +1028,9 @@ pub fn conn_request(
         return reject(st);
     };
     st.conns.insert(conn, p as usize);
-    let (s, c) = st.id(p).expect("just made");
+    let Ok((s, c)) = st.id(p) else {
+        return reject(st);
+    };
     c.c.verbs = dev.ctx;
     c.c.port_num = 1;
     let local_ip = match (hdr.dst, local_ip) {

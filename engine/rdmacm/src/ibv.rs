@@ -850,7 +850,12 @@ extern "C" {
 /// `cq` is a live CQ of the drop-in; `wc` has room for `n` entries.
 pub unsafe fn ibv_poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
     // SAFETY: a live CQ's context is live and its ops are set.
-    unsafe { ((*(*cq).context).ops.poll_cq.expect("poll_cq"))(cq, n, wc) }
+    unsafe {
+        match (*(*cq).context).ops.poll_cq {
+            Some(f) => f(cq, n, wc),
+            None => libc::EOPNOTSUPP,
+        }
+    }
 }
 
 /// `ibv_req_notify_cq` (inline in verbs.h).
@@ -859,7 +864,12 @@ pub unsafe fn ibv_poll_cq(cq: *mut ibv_cq, n: c_int, wc: *mut ibv_wc) -> c_int {
 /// `cq` is a live CQ of the drop-in.
 pub unsafe fn ibv_req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
     // SAFETY: as ibv_poll_cq.
-    unsafe { ((*(*cq).context).ops.req_notify_cq.expect("req_notify_cq"))(cq, solicited) }
+    unsafe {
+        match (*(*cq).context).ops.req_notify_cq {
+            Some(f) => f(cq, solicited),
+            None => libc::EOPNOTSUPP,
+        }
+    }
 }
 
 /// `ibv_post_send` (inline in verbs.h).
@@ -869,7 +879,12 @@ pub unsafe fn ibv_req_notify_cq(cq: *mut ibv_cq, solicited: c_int) -> c_int {
 pub unsafe fn ibv_post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr) -> c_int {
     let mut bad = std::ptr::null_mut();
     // SAFETY: as ibv_poll_cq.
-    unsafe { ((*(*qp).context).ops.post_send.expect("post_send"))(qp, wr, &mut bad) }
+    unsafe {
+        match (*(*qp).context).ops.post_send {
+            Some(f) => f(qp, wr, &mut bad),
+            None => libc::EOPNOTSUPP,
+        }
+    }
 }
 
 /// `ibv_post_recv` (inline in verbs.h).
@@ -879,5 +894,10 @@ pub unsafe fn ibv_post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr) -> c_int {
 pub unsafe fn ibv_post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr) -> c_int {
     let mut bad = std::ptr::null_mut();
     // SAFETY: as ibv_poll_cq.
-    unsafe { ((*(*qp).context).ops.post_recv.expect("post_recv"))(qp, wr, &mut bad) }
+    unsafe {
+        match (*(*qp).context).ops.post_recv {
+            Some(f) => f(qp, wr, &mut bad),
+            None => libc::EOPNOTSUPP,
+        }
+    }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{c_int, c_void};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use proto::cm::{CmAgent, ConnId, ListenerId};
 
@@ -141,29 +141,13 @@ pub struct State {
 // state is only reached through the lock.
 unsafe impl Send for State {}
 
-static STATE: Mutex<Option<State>> = Mutex::new(None);
+static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| Mutex::new(State::default()));
 
-pub struct Guard(MutexGuard<'static, Option<State>>);
-
-impl std::ops::Deref for Guard {
-    type Target = State;
-    fn deref(&self) -> &State {
-        self.0.as_ref().expect("initialized by lock()")
-    }
-}
-impl std::ops::DerefMut for Guard {
-    fn deref_mut(&mut self) -> &mut State {
-        self.0.as_mut().expect("initialized by lock()")
-    }
-}
+pub type Guard = MutexGuard<'static, State>;
 
 /// The state, locked (a panic while holding it leaves it usable).
 pub fn lock() -> Guard {
-    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    if g.is_none() {
-        *g = Some(State::default());
-    }
-    Guard(g)
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl State {
