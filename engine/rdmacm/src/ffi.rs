@@ -422,8 +422,13 @@ fn bind(st: &mut State, p: *mut rdma_cm_id, a: SocketAddr) -> Result<(), c_int> 
         return Err(libc::EINVAL);
     }
     let ip = a.ip();
-    let on_device = !ip.is_unspecified() && is_device_ip(dev, ip);
-    if !ip.is_unspecified() && !on_device {
+    // The kernel's rdma_bind_addr looks up no device for cma_any_addr
+    // (cma_zero_addr || cma_loopback_addr): a loopback address (127/8,
+    // ::1) binds as the wildcard does, `verbs` NULL (libfabric's verbs
+    // provider binds 127.0.0.1 to find its devices).
+    let any = ip.is_unspecified() || ip.is_loopback();
+    let on_device = !any && is_device_ip(dev, ip);
+    if !any && !on_device {
         // An address of another interface: no RDMA device has it.
         return Err(if addr::is_local(ip) {
             libc::ENODEV
