@@ -470,6 +470,12 @@ fn source_gid(grh: &[u8]) -> [u8; 16] {
     g
 }
 
+/// The service timeout of the MRAs the CM sends for a request or reply
+/// the program has not answered yet: 2^24 x 4.096 us (68.7 s), the
+/// kernel cma's CMA_CM_MRA_SETTING (IBA 12.6.6: the peer waits that
+/// long plus its ACK timeout before resending).
+pub const CMA_CM_MRA_SETTING: u8 = 24;
+
 /// `-ETIMEDOUT`, the status of UNREACHABLE events after retries.
 const ETIMEDOUT: c_int = -libc::ETIMEDOUT;
 
@@ -507,6 +513,14 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                     s.responder_resources = s.responder_resources.min(rep.initiator_depth);
                     s.initiator_depth = s.initiator_depth.min(rep.responder_resources);
                     s.rnr_retry_count = rep.rnr_retry_count;
+                    // The kernel's cma_ib_handler (IB_CM_REP_RECEIVED, a
+                    // connected QP): an MRA before the program answers.
+                    if let Some(agent) = st.agent.as_mut() {
+                        let _ = agent.send_mra(now, conn, CMA_CM_MRA_SETTING);
+                    }
+                    let Ok((s, _)) = st.id(p) else {
+                        return;
+                    };
                     let mut e = State::event(
                         p,
                         RDMA_CM_EVENT_CONNECT_RESPONSE,

@@ -1076,6 +1076,12 @@ pub fn conn_request(
             );
             e.c.param.conn.retry_count = r.retry_count;
             fix_private(&mut e, false);
+            // The kernel's cma_ib_req_handler: a connected port space's
+            // request waiting for the program gets an MRA, so a slow
+            // rdma_accept does not make the peer resend or time out.
+            if let Some(a) = st.agent.as_mut() {
+                let _ = a.send_mra(now, conn, crate::device::CMA_CM_MRA_SETTING);
+            }
         }
         (_, Some(r)) => {
             s.peer_gid = r.peer.gid;
