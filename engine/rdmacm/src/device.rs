@@ -144,6 +144,11 @@ fn open() -> Result<Device, c_int> {
             ..CmConfig::default()
         };
         state::lock().agent = Some(CmAgent::new(config));
+        // `roce-xdp stats` shows the agent's counters (the stats channel
+        // is the drop-in libibverbs').
+        // (Inside this function's unsafe block: a function of ours that
+        // stays valid while the library is loaded.)
+        roce_xdp_set_cm_counters(Some(cm_counters));
         // The kernel destroys a process's ids when it exits (DREP, DREQ,
         // REJ): so does this library.
         libc::atexit(crate::ffi::at_exit);
@@ -453,6 +458,51 @@ impl Gsi {
             }
         }
     }
+}
+
+/// The agent's counters for `roce-xdp stats` (called by the drop-in
+/// libibverbs' stats thread): up to `cap` static names and values.
+unsafe extern "C" fn cm_counters(
+    names: *mut *const std::ffi::c_char,
+    values: *mut u64,
+    cap: usize,
+) -> usize {
+    let c = match state::lock().agent.as_ref() {
+        Some(a) => *a.counters(),
+        None => return 0,
+    };
+    let all: [(&'static std::ffi::CStr, u64); 21] = [
+        (c"mads_received", c.mads_received),
+        (c"mads_accepted", c.accepted_mads),
+        (c"mads_sent", c.mads_sent),
+        (c"retransmissions", c.retransmissions),
+        (c"malformed", c.malformed),
+        (c"unmatched", c.unmatched),
+        (c"duplicates", c.duplicates),
+        (c"stale", c.stale),
+        (c"rejects_sent", c.rejects_sent),
+        (c"rejects_received", c.rejects_received),
+        (c"half_open_refused", c.half_open_refused),
+        (c"backlog_refused", c.backlog_refused),
+        (c"no_listener", c.no_listener),
+        (c"timeouts", c.timeouts),
+        (c"established", c.established),
+        (c"mras_received", c.mras_received),
+        (c"timewaits", c.timewaits),
+        (c"connections_refused", c.connections_refused),
+        (c"unsupported", c.unsupported),
+        (c"events_dropped", c.events_dropped),
+        (c"tx_dropped", c.tx_dropped),
+    ];
+    let n = all.len().min(cap);
+    for (i, (name, v)) in all[..n].iter().enumerate() {
+        // SAFETY: the caller's arrays hold `cap` >= n entries.
+        unsafe {
+            *names.add(i) = name.as_ptr();
+            *values.add(i) = *v;
+        }
+    }
+    n
 }
 
 /// The sender's GID from a UD receive's 40-byte GRH area: over IPv4 (20
