@@ -337,6 +337,39 @@ fn rping_with_its_own_qp_moves_it_by_rdma_init_qp_attr_and_rdma_establish() {
     }
 }
 
+/// Follows `child`'s stdout: returns once a line contains `needle`
+/// (panics after `limit`, or when the output ends first), with a handle
+/// whose join gives everything the child printed.
+fn wait_for_line(
+    child: &mut std::process::Child,
+    needle: &str,
+    limit: Duration,
+) -> std::thread::JoinHandle<String> {
+    use std::io::BufRead as _;
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let want = needle.to_string();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if line.contains(&want) {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    if rx.recv_timeout(limit).is_err() {
+        let _ = child.kill();
+        panic!(
+            "no line with {needle:?} within {limit:?}:\n{}",
+            reader.join().unwrap_or_default()
+        );
+    }
+    reader
+}
+
 /// `roce-xdp stats --iface IF --json` in side `i`'s namespace.
 fn stats_json(pair: &Pair, i: usize) -> serde_json::Value {
     let out = std::process::Command::new("ip")
@@ -369,11 +402,11 @@ fn garbage_mads_show_as_malformed_in_roce_xdp_stats() {
     let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
     let exe = exe.to_str().unwrap();
     let pair = Pair::create();
-    let server = pair
+    let mut server = pair
         .exec(0, &[exe, "listen", "20896", "12"])
         .spawn()
         .expect("starting the listener");
-    std::thread::sleep(Duration::from_millis(2500));
+    let server_out = wait_for_line(&mut server, "listening", LIMIT);
     let before = stats_json(&pair, 0);
     assert_eq!(before["cm"]["malformed"].as_u64(), Some(0), "{before}");
     assert_eq!(before["cm"]["mads_received"].as_u64(), Some(0), "{before}");
@@ -395,7 +428,8 @@ fn garbage_mads_show_as_malformed_in_roce_xdp_stats() {
             .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["malformed", "5"]),
         "{text}"
     );
-    let so = assert_ok("rdmacm_api listen", &finish(server, LIMIT));
+    assert_ok("rdmacm_api listen", &finish(server, LIMIT));
+    let so = server_out.join().unwrap();
     assert!(so.contains("listen done"), "{so}");
 }
 
@@ -412,22 +446,23 @@ fn a_slow_accept_gets_an_mra_and_the_peer_does_not_resend() {
     let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
     let exe = exe.to_str().unwrap();
     let pair = Pair::create();
-    let s = pair
+    let mut s = pair
         .exec(0, &[exe, "slow-server", "20898", "6"])
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let c = pair
+    let s_out = wait_for_line(&mut s, "listening", LIMIT);
+    let mut c = pair
         .exec(1, &[exe, "slow-client", &pair.ips[0], "20898", "4"])
         .spawn()
         .unwrap();
-    // The client connects at once (the server listens), is accepted 6 s
-    // later and holds the connection 4 s: look at it 8.5 s in.
-    std::thread::sleep(Duration::from_millis(8500));
+    // Accepted 6 s after its REQ, the client holds the connection 4 s:
+    // look at both sides meanwhile.
+    let c_out = wait_for_line(&mut c, "ok slow established", LIMIT);
     let cs = stats_json(&pair, 1);
     let ss = stats_json(&pair, 0);
-    let co = assert_ok("slow-client", &finish(c, LIMIT));
-    let so = assert_ok("slow-server", &finish(s, LIMIT));
+    assert_ok("slow-client", &finish(c, LIMIT));
+    assert_ok("slow-server", &finish(s, LIMIT));
+    let (co, so) = (c_out.join().unwrap(), s_out.join().unwrap());
     assert!(
         co.contains("ok slow established") && co.contains("client done"),
         "{co}"
