@@ -3,6 +3,10 @@
  *   rdmacm_api server ADDR PORT   (listens on PORT: TCP, PORT: UDP, PORT+2: sync ep)
  *   rdmacm_api client ADDR PORT   (ADDR: the server's)
  *   rdmacm_api args ADDR          (argument checks and errnos; ADDR: our own)
+ *   rdmacm_api listen PORT SECS   (a listener that waits SECS and exits)
+ *   rdmacm_api garbage ADDR N     (N malformed MADs to QP 1 of ADDR)
+ *   rdmacm_api slow-server PORT DELAY  (accepts one connection DELAY s after its REQ)
+ *   rdmacm_api slow-client ADDR PORT HOLD  (connects, holds it HOLD s)
  * Every check prints "FAIL ..." and exits 1 when it does not hold; each
  * side prints "ok <step>" as it passes. */
 #include <errno.h>
@@ -417,6 +421,27 @@ static int args(const char *own)
 	ERRNO_IS(rdma_disconnect(id), EINVAL);
 	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .cap = { 1, 1, 1, 1, 0 } };
 	ERRNO_IS(rdma_create_qp(id, NULL, &qa), EINVAL);
+	/* A loopback address binds as the wildcard (the kernel's
+	 * cma_any_addr): a port, no device. */
+	struct rdma_cm_id *lo;
+	CHECK(rdma_create_id(ch, &lo, NULL, RDMA_PS_TCP) == 0, "create");
+	struct sockaddr_in lo4 = sin_of("127.0.0.1", 0);
+	CHECK(rdma_bind_addr(lo, (struct sockaddr *)&lo4) == 0, "bind 127.0.0.1");
+	CHECK(lo->verbs == NULL && rdma_get_src_port(lo) != 0, "loopback bind: port, no device");
+	CHECK(rdma_destroy_id(lo) == 0, "destroy");
+	CHECK(rdma_create_id(ch, &lo, NULL, RDMA_PS_TCP) == 0, "create");
+	struct sockaddr_in6 lo6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	CHECK(rdma_bind_addr(lo, (struct sockaddr *)&lo6) == 0, "bind ::1");
+	CHECK(lo->verbs == NULL && rdma_get_src_port(lo) != 0, "::1 bind: port, no device");
+	CHECK(rdma_destroy_id(lo) == 0, "destroy");
+	/* rdma_getaddrinfo with hints only (librdmacm: an entry copying them). */
+	struct rdma_addrinfo *hr, hh = { .ai_flags = RAI_PASSIVE, .ai_src_addr = (struct sockaddr *)&lo4,
+					 .ai_src_len = sizeof lo4, .ai_port_space = RDMA_PS_TCP };
+	CHECK(rdma_getaddrinfo(NULL, NULL, &hh, &hr) == 0, "getaddrinfo(NULL, NULL, hints)");
+	CHECK(hr->ai_src_addr && hr->ai_flags == RAI_PASSIVE && hr->ai_port_space == RDMA_PS_TCP &&
+	      ((struct sockaddr_in *)hr->ai_src_addr)->sin_addr.s_addr == lo4.sin_addr.s_addr,
+	      "hints copied");
+	rdma_freeaddrinfo(hr);
 	struct sockaddr_in mine = sin_of(own, 0);
 	CHECK(rdma_bind_addr(id, (struct sockaddr *)&mine) == 0, "bind own address, port 0");
 	CHECK(rdma_get_src_port(id) != 0, "ephemeral port");
@@ -476,6 +501,155 @@ static int args(const char *own)
 	return 0;
 }
 
+/* A listener on the wildcard that waits `secs` and exits: the CM runs
+ * (and `roce-xdp stats` shows its counters) meanwhile. */
+static int listen_only(int port, int secs)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+	CHECK(ch && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "create");
+	struct sockaddr_in any = sin_of("0.0.0.0", port);
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&any) == 0 && rdma_listen(id, 1) == 0, "listen");
+	printf("listening\n");
+	sleep(secs);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	printf("listen done\n");
+	return 0;
+}
+
+/* `n` MADs of 256 bytes with base version 0x42 (no CM MAD) from a UD QP
+ * to QP 1 (Q_Key 0x80010000) of addr's IPv4-mapped GID. */
+static int garbage(const char *addr, int n)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	CHECK(ch, "channel");
+	struct rdma_cm_id *id;
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == 0, "create");
+	struct sockaddr_in dst = sin_of(addr, 9);
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000) == 0, "resolve_addr");
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED));
+	struct ibv_pd *pd = ibv_alloc_pd(id->verbs);
+	struct ibv_cq *cq = ibv_create_cq(id->verbs, 16, NULL, NULL, 0);
+	CHECK(pd && cq, "pd/cq");
+	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_UD,
+				       .cap = { 4, 4, 1, 1, 0 }, .sq_sig_all = 1 };
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp, "create_qp");
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x80010000 };
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0, "INIT");
+	a.qp_state = IBV_QPS_RTR;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "RTR");
+	a.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0, "RTS");
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	ah_attr.grh.dgid.raw[10] = 0xff;
+	ah_attr.grh.dgid.raw[11] = 0xff;
+	memcpy(&ah_attr.grh.dgid.raw[12], &dst.sin_addr, 4);
+	ah_attr.grh.sgid_index = 1;
+	ah_attr.grh.hop_limit = 64;
+	struct ibv_ah *ah = ibv_create_ah(pd, &ah_attr);
+	CHECK(ah, "create_ah");
+	static char mad[256];
+	memset(mad, 0x5a, sizeof mad);
+	mad[0] = 0x42; /* base version: not 1 */
+	struct ibv_mr *mr = ibv_reg_mr(pd, mad, sizeof mad, 0);
+	CHECK(mr, "reg_mr");
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sg = { (uintptr_t)mad, sizeof mad, mr->lkey };
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND },
+				   *bad;
+		w.wr.ud.ah = ah;
+		w.wr.ud.remote_qpn = 1;
+		w.wr.ud.remote_qkey = 0x80010000;
+		CHECK(ibv_post_send(qp, &w, &bad) == 0, "post_send");
+		struct ibv_wc wc;
+		int got;
+		while ((got = ibv_poll_cq(cq, 1, &wc)) == 0)
+			usleep(100);
+		CHECK(got == 1 && wc.status == IBV_WC_SUCCESS, "send completion");
+	}
+	printf("sent %d\n", n);
+	ibv_destroy_qp(qp);
+	ibv_destroy_ah(ah);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+	return 0;
+}
+
+/* Accepts one connection `delay` s after its REQ arrived (beyond the
+ * peer's REQ timeout), then waits for the client's disconnect. */
+static int slow_server(int port, int delay)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *l;
+	CHECK(ch && rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) == 0, "create");
+	struct sockaddr_in any = sin_of("0.0.0.0", port);
+	CHECK(rdma_bind_addr(l, (struct sockaddr *)&any) == 0 && rdma_listen(l, 1) == 0, "listen");
+	printf("listening\n");
+	struct rdma_cm_event *e = expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	struct conn c = { .id = e->id };
+	rdma_ack_cm_event(e);
+	make_qp(&c, IBV_QPT_RC);
+	post_recv(&c, MSG);
+	sleep(delay);
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1, .rnr_retry_count = 7 };
+	CHECK(rdma_accept(c.id, &p) == 0, "accept");
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_ESTABLISHED));
+	printf("ok slow established\n");
+	char want[MSG];
+	fill(want, 'm');
+	CHECK(wait_wc(&c).byte_len == MSG && memcmp(c.buf, want, MSG) == 0, "client's message");
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_disconnect(c.id);
+	rdma_destroy_qp(c.id);
+	rdma_destroy_id(c.id);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(ch);
+	printf("server done\n");
+	return 0;
+}
+
+static int slow_client(const char *addr, int port, int hold)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	CHECK(ch, "channel");
+	struct rdma_conn_param p = { .responder_resources = 1, .initiator_depth = 1, .rnr_retry_count = 7 };
+	struct conn c;
+	struct rdma_cm_event *e;
+	for (int tries = 0;; tries++) {
+		memset(&c, 0, sizeof c);
+		c.id = resolved(ch, addr, port, RDMA_PS_TCP);
+		make_qp(&c, IBV_QPT_RC);
+		CHECK(rdma_connect(c.id, &p) == 0, "connect");
+		CHECK(rdma_get_cm_event(ch, &e) == 0, "event");
+		if (e->event == RDMA_CM_EVENT_ESTABLISHED)
+			break;
+		CHECK(e->event == RDMA_CM_EVENT_REJECTED && e->status == 8 && tries < 100,
+		      "%s status %d", rdma_event_str(e->event), e->status);
+		rdma_ack_cm_event(e);
+		rdma_destroy_qp(c.id);
+		rdma_destroy_id(c.id);
+		usleep(200000);
+	}
+	rdma_ack_cm_event(e);
+	printf("ok slow established\n");
+	char m[MSG];
+	fill(m, 'm');
+	send_msg(&c, m, NULL, 0, 0);
+	sleep(hold);
+	CHECK(rdma_disconnect(c.id) == 0, "disconnect");
+	rdma_ack_cm_event(expect(ch, RDMA_CM_EVENT_DISCONNECTED));
+	rdma_destroy_qp(c.id);
+	rdma_destroy_id(c.id);
+	rdma_destroy_event_channel(ch);
+	printf("client done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -485,6 +659,14 @@ int main(int argc, char **argv)
 		return client(argv[2], atoi(argv[3]));
 	if (argc == 3 && !strcmp(argv[1], "args"))
 		return args(argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "listen"))
+		return listen_only(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "garbage"))
+		return garbage(argv[2], atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "slow-server"))
+		return slow_server(atoi(argv[2]), atoi(argv[3]));
+	if (argc == 5 && !strcmp(argv[1], "slow-client"))
+		return slow_client(argv[2], atoi(argv[3]), atoi(argv[4]));
 	fprintf(stderr, "usage: %s server|client ADDR PORT | args ADDR\n", argv[0]);
 	return 2;
 }

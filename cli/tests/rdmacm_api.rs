@@ -336,3 +336,145 @@ fn rping_with_its_own_qp_moves_it_by_rdma_init_qp_attr_and_rdma_establish() {
         );
     }
 }
+
+/// Follows `child`'s stdout: returns once a line contains `needle`
+/// (panics after `limit`, or when the output ends first), with a handle
+/// whose join gives everything the child printed.
+fn wait_for_line(
+    child: &mut std::process::Child,
+    needle: &str,
+    limit: Duration,
+) -> std::thread::JoinHandle<String> {
+    use std::io::BufRead as _;
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let want = needle.to_string();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if line.contains(&want) {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    if rx.recv_timeout(limit).is_err() {
+        let _ = child.kill();
+        panic!(
+            "no line with {needle:?} within {limit:?}:\n{}",
+            reader.join().unwrap_or_default()
+        );
+    }
+    reader
+}
+
+/// `roce-xdp stats --iface IF --json` in side `i`'s namespace.
+fn stats_json(pair: &Pair, i: usize) -> serde_json::Value {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &pair.ns[i], env!("CARGO_BIN_EXE_roce-xdp")])
+        .args(["stats", "--iface", &pair.ifs[i], "--json"])
+        .output()
+        .expect("running roce-xdp stats");
+    let text = assert_ok("roce-xdp stats --json", &out);
+    serde_json::from_str(&text).expect("stats --json is JSON")
+}
+
+/// `roce-xdp stats --iface IF` (the table) in side `i`'s namespace.
+fn stats_text(pair: &Pair, i: usize) -> String {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &pair.ns[i], env!("CARGO_BIN_EXE_roce-xdp")])
+        .args(["stats", "--iface", &pair.ifs[i]])
+        .output()
+        .expect("running roce-xdp stats");
+    assert_ok("roce-xdp stats", &out)
+}
+
+/// The CM agent's counters reach `roce-xdp stats` (JSON under `cm`, and
+/// the table's "RDMA CM" section): a listener's side receives 5 MADs of
+/// base version 0x42 on QP 1 (a UD send of a verbs program) and counts
+/// them `malformed`.
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn garbage_mads_show_as_malformed_in_roce_xdp_stats() {
+    prerequisites();
+    let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
+    let exe = exe.to_str().unwrap();
+    let pair = Pair::create();
+    let mut server = pair
+        .exec(0, &[exe, "listen", "20896", "12"])
+        .spawn()
+        .expect("starting the listener");
+    let server_out = wait_for_line(&mut server, "listening", LIMIT);
+    let before = stats_json(&pair, 0);
+    assert_eq!(before["cm"]["malformed"].as_u64(), Some(0), "{before}");
+    assert_eq!(before["cm"]["mads_received"].as_u64(), Some(0), "{before}");
+    let c = pair
+        .exec(1, &[exe, "garbage", &pair.ips[0], "5"])
+        .spawn()
+        .unwrap();
+    let co = assert_ok("rdmacm_api garbage", &finish(c, LIMIT));
+    assert!(co.contains("sent 5"), "{co}");
+    std::thread::sleep(Duration::from_millis(500));
+    let after = stats_json(&pair, 0);
+    assert_eq!(after["cm"]["malformed"].as_u64(), Some(5), "{after}");
+    assert_eq!(after["cm"]["mads_received"].as_u64(), Some(5), "{after}");
+    assert_eq!(after["cm"]["mads_sent"].as_u64(), Some(0), "{after}");
+    let text = stats_text(&pair, 0);
+    let cm = text.split("RDMA CM\n").nth(1).unwrap_or_default();
+    assert!(
+        cm.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["malformed", "5"]),
+        "{text}"
+    );
+    assert_ok("rdmacm_api listen", &finish(server, LIMIT));
+    let so = server_out.join().unwrap();
+    assert!(so.contains("listen done"), "{so}");
+}
+
+/// The kernel cma's MRA (CMA_CM_MRA_SETTING, service timeout 24: 68.7 s):
+/// the server accepts 6 s after the REQ, beyond the client's REQ timeout
+/// (2 x packet life 2^16 x 4.096 us + the CM response timeout 2^20 x
+/// 4.096 us: 4.8 s; docs/connection-manager.md); the MRA it sent on the
+/// REQ keeps the client from resending (retransmissions 0), and the
+/// connection forms and carries data.
+#[test]
+#[ignore = "needs root (network namespaces)"]
+fn a_slow_accept_gets_an_mra_and_the_peer_does_not_resend() {
+    prerequisites();
+    let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
+    let exe = exe.to_str().unwrap();
+    let pair = Pair::create();
+    let mut s = pair
+        .exec(0, &[exe, "slow-server", "20898", "6"])
+        .spawn()
+        .unwrap();
+    let s_out = wait_for_line(&mut s, "listening", LIMIT);
+    let mut c = pair
+        .exec(1, &[exe, "slow-client", &pair.ips[0], "20898", "4"])
+        .spawn()
+        .unwrap();
+    // Accepted 6 s after its REQ, the client holds the connection 4 s:
+    // look at both sides meanwhile.
+    let c_out = wait_for_line(&mut c, "ok slow established", LIMIT);
+    let cs = stats_json(&pair, 1);
+    let ss = stats_json(&pair, 0);
+    assert_ok("slow-client", &finish(c, LIMIT));
+    assert_ok("slow-server", &finish(s, LIMIT));
+    let (co, so) = (c_out.join().unwrap(), s_out.join().unwrap());
+    assert!(
+        co.contains("ok slow established") && co.contains("client done"),
+        "{co}"
+    );
+    assert!(
+        so.contains("ok slow established") && so.contains("server done"),
+        "{so}"
+    );
+    assert_eq!(cs["cm"]["established"].as_u64(), Some(1), "{cs}");
+    assert_eq!(cs["cm"]["retransmissions"].as_u64(), Some(0), "{cs}");
+    assert_eq!(cs["cm"]["mras_received"].as_u64(), Some(1), "{cs}");
+    // The client's MRA for the REP reached the server.
+    assert_eq!(ss["cm"]["mras_received"].as_u64(), Some(1), "{ss}");
+    assert_eq!(ss["cm"]["duplicates"].as_u64(), Some(0), "{ss}");
+}

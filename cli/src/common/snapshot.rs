@@ -37,5 +37,6 @@ pub fn of_device(dev: &Device, iface: &str, cores: &[usize], started: Instant) -
         xdp,
         queues,
         steering: None,
+        cm: None,
     }
 }

@@ -38,6 +38,10 @@ pub struct Snapshot {
     /// `steering.rs`); absent from engines that predate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steering: Option<Value>,
+    /// The RDMA CM agent's counters (a program on the drop-in librdmacm;
+    /// docs/rdma-cm-drop-in.md); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cm: Option<Map<String, Value>>,
 }
 
 fn as_u64(v: &Value) -> u64 {
@@ -163,6 +167,12 @@ pub fn render(s: &Snapshot, rates: Option<Rates<'_>>) -> String {
         let _ = writeln!(out, "{line}");
     }
     render_qp_rates(&mut out, s);
+    if let Some(cm) = &s.cm {
+        let _ = writeln!(out, "RDMA CM");
+        for (name, v) in cm {
+            let _ = writeln!(out, "{name:<w$} {:>14}", as_u64(v));
+        }
+    }
     out
 }
 
@@ -229,8 +239,18 @@ mod tests {
                 },
             ],
             steering: None,
+            cm: Some(vec![("malformed".into(), 4), ("retransmissions".into(), 1)]),
         };
         let s: Snapshot = serde_json::from_str(&eng.to_json()).unwrap();
+        // The RDMA CM's counters: in the JSON under "cm", and as a table.
+        assert_eq!(json_document(&s, None)["cm"]["malformed"], 4);
+        let t = render(&s, None);
+        let cm = t.split("RDMA CM\n").nth(1).unwrap_or_default();
+        assert!(
+            cm.lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["retransmissions", "1"]),
+            "{t}"
+        );
         assert_eq!(
             s.totals(),
             vec![("sent_pkts".to_string(), 12), ("rcvd_pkts".to_string(), 3)]

@@ -46,6 +46,7 @@
 //! `srq` (shared receive queues).
 
 mod address_handles;
+pub(crate) mod cm_stats;
 mod completions;
 mod cq_ex;
 mod qp_ex;

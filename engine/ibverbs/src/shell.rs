@@ -525,6 +525,9 @@ impl Shell {
 
     /// This queue's counters for the stats channel (`roce-xdp stats`).
     fn snapshot(&self) -> Snapshot {
+        // The CM's counters first: librdmacm's reader takes its own lock,
+        // under which its CM thread calls verbs (which take ours).
+        let cm = crate::ffi::cm_stats::cm_counters();
         let st = lock(&self.state);
         let stats = st.rtc.stats();
         Snapshot {
@@ -534,6 +537,7 @@ impl Shell {
             xdp_mode: st.rtc.attached_mode().to_string(),
             zero_copy: st.rtc.is_zero_copy(),
             steering: lock(&STEERING).as_ref().map(|s| s.status().clone()),
+            cm,
             xdp: st
                 .rtc
                 .steer_counters()

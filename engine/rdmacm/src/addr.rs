@@ -142,8 +142,9 @@ pub unsafe fn getaddrinfo(
     // SAFETY: the caller's contract.
     let h = unsafe { hints.as_ref() };
     if node.is_null() && service.is_null() {
-        // librdmacm: the hints' own addresses, copied.
-        let Some(h) = h.filter(|h| !h.ai_src_addr.is_null() || !h.ai_dst_addr.is_null()) else {
+        // librdmacm: EINVAL only without hints too; else one entry with
+        // the hints' flags, family, QP type, port space and addresses.
+        let Some(h) = h else {
             return Err(libc::EINVAL);
         };
         // SAFETY: rdma_addrinfo is plain data.
@@ -362,12 +363,27 @@ mod tests {
             freeaddrinfo(res);
             freeaddrinfo(res2);
         }
-        // Neither node, service nor hint addresses: EINVAL; a name with
-        // RAI_NUMERICHOST: no address.
+        // Hints without addresses: an entry with none (librdmacm); no
+        // hints either: EINVAL; a name with RAI_NUMERICHOST: no address.
         hints.ai_src_addr = std::ptr::null_mut();
         let mut res3 = std::ptr::null_mut();
         // SAFETY: as above.
-        let e = unsafe { getaddrinfo(std::ptr::null(), std::ptr::null(), &hints, &mut res3) };
+        unsafe { getaddrinfo(std::ptr::null(), std::ptr::null(), &hints, &mut res3) }.unwrap();
+        // SAFETY: the list just returned.
+        unsafe {
+            assert!((*res3).ai_src_addr.is_null() && (*res3).ai_dst_addr.is_null());
+            assert_eq!((*res3).ai_flags, RAI_PASSIVE);
+            freeaddrinfo(res3);
+        }
+        // SAFETY: as above.
+        let e = unsafe {
+            getaddrinfo(
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                &mut res3,
+            )
+        };
         assert_eq!(e, Err(libc::EINVAL));
         let name = CString::new("not-numeric").unwrap();
         hints.ai_flags = RAI_NUMERICHOST;

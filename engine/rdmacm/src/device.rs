@@ -144,6 +144,11 @@ fn open() -> Result<Device, c_int> {
             ..CmConfig::default()
         };
         state::lock().agent = Some(CmAgent::new(config));
+        // `roce-xdp stats` shows the agent's counters (the stats channel
+        // is the drop-in libibverbs').
+        // (Inside this function's unsafe block: a function of ours that
+        // stays valid while the library is loaded.)
+        roce_xdp_set_cm_counters(Some(cm_counters));
         // The kernel destroys a process's ids when it exits (DREP, DREQ,
         // REJ): so does this library.
         libc::atexit(crate::ffi::at_exit);
@@ -455,6 +460,51 @@ impl Gsi {
     }
 }
 
+/// The agent's counters for `roce-xdp stats` (called by the drop-in
+/// libibverbs' stats thread): up to `cap` static names and values.
+unsafe extern "C" fn cm_counters(
+    names: *mut *const std::ffi::c_char,
+    values: *mut u64,
+    cap: usize,
+) -> usize {
+    let c = match state::lock().agent.as_ref() {
+        Some(a) => *a.counters(),
+        None => return 0,
+    };
+    let all: [(&'static std::ffi::CStr, u64); 21] = [
+        (c"mads_received", c.mads_received),
+        (c"mads_accepted", c.accepted_mads),
+        (c"mads_sent", c.mads_sent),
+        (c"retransmissions", c.retransmissions),
+        (c"malformed", c.malformed),
+        (c"unmatched", c.unmatched),
+        (c"duplicates", c.duplicates),
+        (c"stale", c.stale),
+        (c"rejects_sent", c.rejects_sent),
+        (c"rejects_received", c.rejects_received),
+        (c"half_open_refused", c.half_open_refused),
+        (c"backlog_refused", c.backlog_refused),
+        (c"no_listener", c.no_listener),
+        (c"timeouts", c.timeouts),
+        (c"established", c.established),
+        (c"mras_received", c.mras_received),
+        (c"timewaits", c.timewaits),
+        (c"connections_refused", c.connections_refused),
+        (c"unsupported", c.unsupported),
+        (c"events_dropped", c.events_dropped),
+        (c"tx_dropped", c.tx_dropped),
+    ];
+    let n = all.len().min(cap);
+    for (i, (name, v)) in all[..n].iter().enumerate() {
+        // SAFETY: the caller's arrays hold `cap` >= n entries.
+        unsafe {
+            *names.add(i) = name.as_ptr();
+            *values.add(i) = *v;
+        }
+    }
+    n
+}
+
 /// The sender's GID from a UD receive's 40-byte GRH area: over IPv4 (20
 /// zero bytes, then the IPv4 header) the IPv4-mapped source address, else
 /// the IPv6 header's source.
@@ -469,6 +519,12 @@ fn source_gid(grh: &[u8]) -> [u8; 16] {
     }
     g
 }
+
+/// The service timeout of the MRAs the CM sends for a request or reply
+/// the program has not answered yet: 2^24 x 4.096 us (68.7 s), the
+/// kernel cma's CMA_CM_MRA_SETTING (IBA 12.6.6: the peer waits that
+/// long plus its ACK timeout before resending).
+pub const CMA_CM_MRA_SETTING: u8 = 24;
 
 /// `-ETIMEDOUT`, the status of UNREACHABLE events after retries.
 const ETIMEDOUT: c_int = -libc::ETIMEDOUT;
@@ -507,6 +563,14 @@ fn deliver(st: &mut State, dev: &Device, now: Instant, ev: CmEvent) {
                     s.responder_resources = s.responder_resources.min(rep.initiator_depth);
                     s.initiator_depth = s.initiator_depth.min(rep.responder_resources);
                     s.rnr_retry_count = rep.rnr_retry_count;
+                    // The kernel's cma_ib_handler (IB_CM_REP_RECEIVED, a
+                    // connected QP): an MRA before the program answers.
+                    if let Some(agent) = st.agent.as_mut() {
+                        let _ = agent.send_mra(now, conn, CMA_CM_MRA_SETTING);
+                    }
+                    let Ok((s, _)) = st.id(p) else {
+                        return;
+                    };
                     let mut e = State::event(
                         p,
                         RDMA_CM_EVENT_CONNECT_RESPONSE,

@@ -422,8 +422,13 @@ fn bind(st: &mut State, p: *mut rdma_cm_id, a: SocketAddr) -> Result<(), c_int> 
         return Err(libc::EINVAL);
     }
     let ip = a.ip();
-    let on_device = !ip.is_unspecified() && is_device_ip(dev, ip);
-    if !ip.is_unspecified() && !on_device {
+    // The kernel's rdma_bind_addr looks up no device for cma_any_addr
+    // (cma_zero_addr || cma_loopback_addr): a loopback address (127/8,
+    // ::1) binds as the wildcard does, `verbs` NULL (libfabric's verbs
+    // provider binds 127.0.0.1 to find its devices).
+    let any = ip.is_unspecified() || ip.is_loopback();
+    let on_device = !any && is_device_ip(dev, ip);
+    if !any && !on_device {
         // An address of another interface: no RDMA device has it.
         return Err(if addr::is_local(ip) {
             libc::ENODEV
@@ -1071,6 +1076,12 @@ pub fn conn_request(
             );
             e.c.param.conn.retry_count = r.retry_count;
             fix_private(&mut e, false);
+            // The kernel's cma_ib_req_handler: a connected port space's
+            // request waiting for the program gets an MRA, so a slow
+            // rdma_accept does not make the peer resend or time out.
+            if let Some(a) = st.agent.as_mut() {
+                let _ = a.send_mra(now, conn, crate::device::CMA_CM_MRA_SETTING);
+            }
         }
         (_, Some(r)) => {
             s.peer_gid = r.peer.gid;

@@ -842,6 +842,11 @@ extern "C" {
     pub fn ibv_destroy_srq(srq: *mut ibv_srq) -> c_int;
     pub fn ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) -> *mut ibv_ah;
     pub fn roce_xdp_create_gsi_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp;
+    /// The drop-in libibverbs' other private export: `roce-xdp stats`
+    /// reads the CM's counters through `read`.
+    pub fn roce_xdp_set_cm_counters(
+        read: Option<unsafe extern "C" fn(*mut *const c_char, *mut u64, usize) -> usize>,
+    );
 }
 
 /// `ibv_poll_cq` (inline in verbs.h: through the context's ops).

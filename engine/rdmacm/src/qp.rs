@@ -79,7 +79,12 @@ pub fn init_attr(
             attr.ah_attr = ah_attr(s);
             attr.path_mtu = s.path_mtu.min(dev.active_mtu);
             attr.dest_qp_num = s.remote_qpn;
-            attr.rq_psn = s.remote_psn;
+            // The Starting PSN a side announces in its REQ/REP is the one
+            // it receives from (IBA 12.7.23: the REQ's "Starting PSN" is the
+            // PSN the active side's receive queue expects; the kernel's
+            // cm.c: ib_send_cm_req / ib_send_cm_rep set rq_psn to their own
+            // message's PSN).
+            attr.rq_psn = s.psn;
             attr.max_dest_rd_atomic = s.responder_resources;
             attr.min_rnr_timer = 0;
             mask |= IBV_QP_AV
@@ -90,14 +95,18 @@ pub fn init_attr(
                 | IBV_QP_MIN_RNR_TIMER;
         }
         IBV_QPS_RTS => {
-            attr.sq_psn = s.psn;
             mask |= IBV_QP_SQ_PSN;
             if qp_type == IBV_QPT_UD {
+                attr.sq_psn = s.psn;
                 return Ok(mask);
             }
             if s.conn.is_none() {
                 return Err(libc::EINVAL);
             }
+            // The send queue starts at the PSN the peer announced (the
+            // kernel's cm_req_handler / cm_rep_handler: sq_psn = the
+            // received message's Starting PSN).
+            attr.sq_psn = s.remote_psn;
             attr.timeout = s.ack_timeout.unwrap_or(DEFAULT_ACK_TIMEOUT);
             attr.retry_cnt = s.retry_count;
             attr.rnr_retry = s.rnr_retry_count;

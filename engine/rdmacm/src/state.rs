@@ -44,9 +44,12 @@ pub struct IdState {
     /// The active side (sent the REQ).
     pub active: bool,
     pub peer_gid: [u8; 16],
-    /// Our starting PSN (the kernel's `seq_num`).
+    /// The Starting PSN our REQ/REP announces (the kernel's `seq_num`):
+    /// the PSN our receive queue expects first (`rq_psn`).
     pub psn: u32,
     pub remote_qpn: u32,
+    /// The peer's REQ/REP Starting PSN: the PSN our send queue starts
+    /// from (`sq_psn`).
     pub remote_psn: u32,
     pub responder_resources: u8,
     pub initiator_depth: u8,

@@ -25,7 +25,10 @@
 //! `qp_rates_gbps` maps each QP number of the queue to its current DCQCN
 //! rate in Gb/s (the line rate while not limited or with DCQCN off).
 //! `steering` (when the datapath reports it) says how RoCE reaches the
-//! served queues (`steering.rs`).
+//! served queues (`steering.rs`). `cm` (a program on the drop-in
+//! librdmacm) holds the RDMA CM agent's counters (`roce_xdp_proto::cm::
+//! CmCounters`: `malformed`, `unmatched`, `retransmissions`, ...;
+//! docs/rdma-cm-drop-in.md).
 //!
 //! - `snapshot.rs`: [`Snapshot`] and its JSON;
 //! - `server.rs`: [`StatsServer`], the engine's side;

@@ -102,6 +102,9 @@ pub struct Snapshot {
     pub queues: Vec<QueueSnapshot>,
     /// Queue coverage (`docs/queue-coverage.md`); None: not reported.
     pub steering: Option<crate::nic::SteeringStatus>,
+    /// The RDMA CM's counters (the drop-in librdmacm's agent, when the
+    /// program uses it; docs/rdma-cm-drop-in.md); None: no CM.
+    pub cm: Option<Vec<(String, u64)>>,
 }
 
 fn json_counters(out: &mut String, c: &[(String, u64)]) {
@@ -170,6 +173,10 @@ impl Snapshot {
         if let Some(st) = &self.steering {
             s.push_str(",\"steering\":");
             super::steering::json(&mut s, st);
+        }
+        if let Some(cm) = &self.cm {
+            s.push_str(",\"cm\":");
+            json_counters(&mut s, cm);
         }
         s.push_str("}\n");
         s
