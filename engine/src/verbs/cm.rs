@@ -1,6 +1,6 @@
 //! [`CmService`]: the RDMA connection manager on a [`Device`]: QP 1 (the
 //! GSI) carrying the IB CM's MADs over RoCE v2, the sans-IO
-//! [`CmAgent`](proto::cm::CmAgent) deciding what they say, and blocking
+//! [`CmAgent`] deciding what they say, and blocking
 //! `connect` / `listen` + `accept` that move an RC QP through
 //! INIT / RTR / RTS with what the exchange settles, as rdma_cm does for
 //! an `RDMA_PS_TCP` id (IBTA vol 1 ch. 12; annex A11 for the IP CM
