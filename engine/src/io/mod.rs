@@ -12,6 +12,7 @@ pub mod copy_crc;
 mod cpu;
 pub mod ethtool;
 mod huge_alloc;
+pub mod netlink;
 mod prefetch;
 mod ring;
 mod socket;
