@@ -1,6 +1,7 @@
 //! AF_XDP datapath: UMEM, fill/completion/RX/TX rings, batching,
-//! need_wakeup, copy and zero-copy binding, multi-buffer frames; and the
-//! ethtool requests of queue coverage ([`ethtool`]).
+//! need_wakeup, copy and zero-copy binding, multi-buffer frames; the
+//! ethtool requests of queue coverage ([`ethtool`]); and the rtnetlink
+//! reads of interface facts and neighbours ([`netlink`]).
 //!
 //! This is the only module of the engine that uses `unsafe` (system calls,
 //! shared-memory rings, the UMEM, the SIMD one-pass copy + CRC of
@@ -12,6 +13,7 @@ pub mod copy_crc;
 mod cpu;
 pub mod ethtool;
 mod huge_alloc;
+pub mod netlink;
 mod prefetch;
 mod ring;
 mod socket;
