@@ -145,7 +145,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     let ucx = crate::ucx::measure(&pair, opts, &mut missing);
     progress(
         opts,
-        "RDMA CM: connection setup rate, write-bw -R against write-bw (paired)",
+        "RDMA CM: connection setup rate, write-bw -R and stock ib_write_bw -R against their TCP exchange (paired), stock ucmatose",
     );
     let cm = crate::rdma_cm::measure(&pair, opts, &mut missing);
     progress(

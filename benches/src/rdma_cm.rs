@@ -16,6 +16,24 @@
 //!   exchange, server in b, client in a, `-D` [`BW_SECONDS`] each, as
 //!   pairs (order alternating, ratio = median of per-pair ratios of the
 //!   "BW average" MB/s), target >= [`CM_WRITE_BW_TARGET`].
+//! - stock `ib_write_bw -R` / `ib_write_bw` at 64 KiB, Debian's perftest
+//!   under `roce-xdp exec` on both ends (the drop-in librdmacm and
+//!   libibverbs), the same options on both sides as the drop-in's rows
+//!   (`-x 1 -s 65536 -m 4096 -D` [`BW_SECONDS`]), paired the same way,
+//!   target >= [`CM_WRITE_BW_TARGET`] (a row of the report's target
+//!   ratios).
+//! - stock `ucmatose -c` [`UCMATOSE_CONNECTIONS`] `-C`
+//!   [`UCMATOSE_MESSAGES`] under `exec` on both ends: connections
+//!   established and torn down per second = N / the client's wall time
+//!   (its whole process: the engine's start included), and, from a `-c 1`
+//!   run paired with it, the marginal rate (N - 1) / (wall(-c N) -
+//!   wall(-c 1)).
+//!
+//! The runs under `exec` reuse the drop-in rows' runner and pairing
+//! ([`exec_server_client`], [`one_pair`]); their clients start once the
+//! server's engine runs (its `roce-xdp stats`) and [`LISTEN_GRACE`] more,
+//! so that no REQ reaches the kernel before the server's engine and waits
+//! for the CM's retry.
 
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
@@ -29,10 +47,13 @@ use engine::verbs::{Device, DeviceConfig, QpCaps, SharedCq};
 
 use crate::error::{EngineResult, HarnessError};
 use crate::options::{Options, ROCE_PMTU};
-use crate::report::{CmReport, CmSetupRate, DropInPair, DropInTarget, CM_WRITE_BW_TARGET};
+use crate::report::{
+    CmReport, CmSetupRate, CmUcmatose, DropInTarget, UcmatosePair, CM_WRITE_BW_TARGET,
+};
 use crate::stats::{abba_a_first, median};
 use crate::threads::{join, spawn_in};
 use crate::tool_run::{in_netns, server_client, tool_binary};
+use crate::verbs_drop_in::{exec_server_client, one_pair, perftest_bw_average};
 
 /// The CM port of the setup-rate loop (RDMA_PS_TCP).
 const RATE_PORT: u16 = 18601;
@@ -48,6 +69,31 @@ const BW_BYTES: u64 = 65536;
 const ENGINE_ARGS: [&str; 3] = ["--steer", "off", "--force"];
 /// What a client prints when its server is not listening yet.
 const NOT_LISTENING: [&str; 3] = ["refused", "not listening", "-R listening"];
+/// Stock perftest's port in these runs (its `-p`).
+const STOCK_PORT: u16 = 18604;
+/// `ucmatose`'s port (its `-p`).
+const UCMATOSE_PORT: u16 = 18605;
+/// `ucmatose -c`: the connections of a run (below the drop-in
+/// librdmacm's 128 QP 1 receive slots: a burst of more REQs than those
+/// loses some, which wait for the CM's retry, seconds).
+pub const UCMATOSE_CONNECTIONS: u32 = 100;
+/// `ucmatose -C`: SENDs each way on each connection.
+pub const UCMATOSE_MESSAGES: u32 = 1;
+/// `ucmatose -S` (its default).
+pub const UCMATOSE_BYTES: u32 = 100;
+/// How long after a server's engine runs under `exec` its client starts
+/// (its `rdma_listen`, or its TCP listener, is the next few calls).
+pub const LISTEN_GRACE: Duration = Duration::from_millis(300);
+/// What the stock clients under `exec` print when their server is not
+/// listening yet: perftest's TCP exchange (as the drop-in rows'), its
+/// `-R` (a REJ), ucmatose's (a REJ).
+const STOCK_NOT_LISTENING: [&str; 5] = [
+    "refused",
+    "Couldn't connect",
+    "Unable to open file",
+    "Unexpected CM event",
+    "RDMA_CM_EVENT_REJECTED",
+];
 
 /// How long each side of the setup-rate figure runs.
 pub fn rate_seconds(opts: &Options) -> Duration {
@@ -233,6 +279,160 @@ fn run_write_bw(pair: &VethPair, exe: &Path, cm: bool) -> EngineResult<f64> {
         .ok_or_else(|| format!("{what}: no bw_avg_mbps in its --json"))
 }
 
+/// One stock `ib_write_bw` run under `exec` on both ends, with or without
+/// `-R`: the client's BW average, MB/s.
+fn run_stock_write_bw(pair: &VethPair, exe: &Path, cm: bool) -> EngineResult<f64> {
+    let mut server: Vec<String> = ["-x", "1", "-s", "65536", "-m"].map(String::from).to_vec();
+    server.extend([
+        ROCE_PMTU.to_string(),
+        "-p".into(),
+        STOCK_PORT.to_string(),
+        "-D".into(),
+        BW_SECONDS.to_string(),
+    ]);
+    if cm {
+        server.push("-R".into());
+    }
+    let mut client = server.clone();
+    client.push(pair.b.ipv4.to_string());
+    let what = if cm { "ib_write_bw -R" } else { "ib_write_bw" };
+    let out = exec_server_client(
+        pair,
+        exe,
+        "ib_write_bw".as_ref(),
+        &server,
+        &client,
+        &STOCK_NOT_LISTENING,
+        Some(LISTEN_GRACE),
+    )?;
+    if !out.success() {
+        return Err(format!("{what} under exec: {}", out.describe_failure()));
+    }
+    let stdout = String::from_utf8_lossy(&out.client.stdout);
+    if cm && !stdout.contains("rdma_cm") {
+        return Err(format!("{what}: its output does not say rdma_cm: {stdout}"));
+    }
+    perftest_bw_average(&stdout, BW_BYTES).ok_or_else(|| format!("{what}: no result row"))
+}
+
+/// One stock `ucmatose -c connections` run under `exec` on both ends: the
+/// client's wall time, seconds.
+fn run_ucmatose(pair: &VethPair, exe: &Path, connections: u32) -> EngineResult<f64> {
+    let server: Vec<String> = [
+        "-c".to_string(),
+        connections.to_string(),
+        "-C".into(),
+        UCMATOSE_MESSAGES.to_string(),
+        "-S".into(),
+        UCMATOSE_BYTES.to_string(),
+        "-p".into(),
+        UCMATOSE_PORT.to_string(),
+    ]
+    .to_vec();
+    let mut client = server.clone();
+    client.extend(["-s".into(), pair.b.ipv4.to_string()]);
+    let out = exec_server_client(
+        pair,
+        exe,
+        "ucmatose".as_ref(),
+        &server,
+        &client,
+        &STOCK_NOT_LISTENING,
+        Some(LISTEN_GRACE),
+    )?;
+    let what = format!("ucmatose -c {connections}");
+    if !out.success() {
+        return Err(format!("{what} under exec: {}", out.describe_failure()));
+    }
+    let stdout = String::from_utf8_lossy(&out.client.stdout);
+    let ok = ["data transfers complete", "return status 0"];
+    if let Some(w) = ok.iter().find(|w| !stdout.contains(*w)) {
+        return Err(format!("{what}: its client did not print {w:?}: {stdout}"));
+    }
+    Ok(out.client_seconds)
+}
+
+/// Why the stock rows cannot run here, if they cannot.
+fn stock_unavailable(bin: &str) -> Option<String> {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {bin}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    (!found).then(|| format!("{bin} is not installed (scripts/setup-deps.sh installs it)"))
+}
+
+/// `n` pairs of `run` (see [`one_pair`]) as a [`DropInTarget`]; a failure
+/// ends the comparison and goes to `missing` (the pairs before it kept).
+fn paired_bw(
+    stock: &str,
+    tool: &str,
+    n: usize,
+    mut run: impl FnMut(bool) -> EngineResult<f64>,
+    missing: &mut Vec<String>,
+) -> DropInTarget {
+    let mut row = DropInTarget {
+        stock: stock.into(),
+        tool: tool.into(),
+        message_bytes: BW_BYTES,
+        latency: false,
+        pairs: Vec::new(),
+        ratio: None,
+        target_ratio: Some(CM_WRITE_BW_TARGET),
+    };
+    for k in 0..n {
+        match one_pair(k, &mut run) {
+            Ok(p) => row.pairs.push(p),
+            Err(e) => {
+                missing.push(format!(
+                    "CM rows, {stock} vs {tool} (after {} pairs): {e}",
+                    row.pairs.len()
+                ));
+                break;
+            }
+        }
+    }
+    row.ratio = median(&row.ratios());
+    row
+}
+
+/// The `ucmatose` row: `n` pairs of a `-c` [`UCMATOSE_CONNECTIONS`] run
+/// and a `-c 1` run, order alternating.
+fn measure_ucmatose(
+    pair: &VethPair,
+    exe: &Path,
+    n: usize,
+    missing: &mut Vec<String>,
+) -> CmUcmatose {
+    let mut pairs = Vec::new();
+    for k in 0..n {
+        let many_first = abba_a_first(k);
+        let run = |many: bool| run_ucmatose(pair, exe, if many { UCMATOSE_CONNECTIONS } else { 1 });
+        match run(many_first).and_then(|a| Ok((a, run(!many_first)?))) {
+            Ok((a, b)) => {
+                let (many_seconds, one_seconds) = if many_first { (a, b) } else { (b, a) };
+                pairs.push(UcmatosePair {
+                    many_first,
+                    many_seconds,
+                    one_seconds,
+                });
+            }
+            Err(e) => {
+                missing.push(format!(
+                    "CM rows, ucmatose (after {} pairs): {e}",
+                    pairs.len()
+                ));
+                break;
+            }
+        }
+    }
+    CmUcmatose::new(
+        UCMATOSE_CONNECTIONS,
+        UCMATOSE_MESSAGES,
+        UCMATOSE_BYTES,
+        pairs,
+    )
+}
+
 /// The whole step; what could not be measured goes to `missing`.
 pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> CmReport {
     let mut report = CmReport {
@@ -265,40 +465,29 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Cm
         report.skipped = Some(why);
         return report;
     };
-    let mut row = DropInTarget {
-        stock: "roce-xdp write-bw -R".into(),
-        tool: "roce-xdp write-bw".into(),
-        message_bytes: BW_BYTES,
-        latency: false,
-        pairs: Vec::new(),
-        ratio: None,
-        target_ratio: Some(CM_WRITE_BW_TARGET),
-    };
-    for k in 0..pairs(opts) {
-        let cm_first = !abba_a_first(k);
-        let r = run_write_bw(pair, &exe, cm_first)
-            .and_then(|x| Ok((x, run_write_bw(pair, &exe, !cm_first)?)));
-        match r {
-            Ok((x, y)) => {
-                let (with_cm, tcp) = if cm_first { (x, y) } else { (y, x) };
-                row.pairs.push(DropInPair {
-                    stock_first: cm_first,
-                    stock: with_cm,
-                    tool: tcp,
-                });
-            }
-            Err(e) => {
-                missing.push(format!(
-                    "CM rows, write-bw -R vs write-bw (after {} pairs): {e}",
-                    row.pairs.len()
-                ));
-                break;
-            }
+    report.write_bw = Some(paired_bw(
+        "roce-xdp write-bw -R",
+        "roce-xdp write-bw",
+        pairs(opts),
+        |cm| run_write_bw(pair, &exe, cm),
+        missing,
+    ));
+    match stock_unavailable("ib_write_bw") {
+        Some(why) => missing.push(format!("CM rows, ib_write_bw -R: {why}")),
+        None => {
+            report.stock_write_bw = Some(paired_bw(
+                "ib_write_bw -R",
+                "ib_write_bw",
+                pairs(opts),
+                |cm| run_stock_write_bw(pair, &exe, cm),
+                missing,
+            ))
         }
     }
-    let ratios: Vec<f64> = row.pairs.iter().map(DropInPair::ratio).collect();
-    row.ratio = median(&ratios);
-    report.write_bw = Some(row);
+    match stock_unavailable("ucmatose") {
+        Some(why) => missing.push(format!("CM rows, ucmatose: {why}")),
+        None => report.ucmatose = Some(measure_ucmatose(pair, &exe, pairs(opts), missing)),
+    }
     report
 }
 

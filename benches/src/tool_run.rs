@@ -52,6 +52,9 @@ pub fn wait_or_kill(child: &mut Child, timeout: Duration) -> EngineResult<ExitSt
 /// What a server/client run printed.
 pub struct RunOutput {
     pub client: Output,
+    /// Wall time of the client's (last) run, from spawning its command
+    /// (`ip netns exec ...`) to its exit, seconds.
+    pub client_seconds: f64,
     pub server_status: ExitStatus,
     pub server_stdout: String,
     pub server_stderr: String,
@@ -80,7 +83,19 @@ impl RunOutput {
 /// listening yet (`not_listening` phrases); the server is waited for up to
 /// `timeout` after the client ended.
 pub fn server_client(
+    server: Command,
+    client: impl Fn() -> Command,
+    not_listening: &[&str],
+    timeout: Duration,
+) -> EngineResult<RunOutput> {
+    server_client_after(server, |_| Ok(()), client, not_listening, timeout)
+}
+
+/// [`server_client`], the client started once `ready(server)` returned
+/// (an error from it ends the server and the run).
+pub fn server_client_after(
     mut server: Command,
+    ready: impl FnOnce(&mut Child) -> EngineResult<()>,
     client: impl Fn() -> Command,
     not_listening: &[&str],
     timeout: Duration,
@@ -102,13 +117,22 @@ pub fn server_client(
     };
     let out_t = drain(server.stdout.take().map(|r| Box::new(r) as _));
     let err_t = drain(server.stderr.take().map(|r| Box::new(r) as _));
+    if let Err(e) = ready(&mut server) {
+        let _ = server.kill();
+        let _ = server.wait();
+        let err = err_t.join().unwrap_or_default();
+        return Err(format!("{e}; the server's error output: {}", err.trim()));
+    }
     let mut last = None;
+    let mut client_seconds = 0.0;
     for _ in 0..30 {
         std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
         let o = client()
             .stdin(Stdio::null())
             .output()
             .map_err(context("running the client"))?;
+        client_seconds = t.elapsed().as_secs_f64();
         let err =
             String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
         let early = !o.status.success() && not_listening.iter().any(|p| err.contains(p));
@@ -124,8 +148,47 @@ pub fn server_client(
     let client = last.ok_or("the client did not run")?;
     Ok(RunOutput {
         client,
+        client_seconds,
         server_status,
         server_stdout: out_t.join().unwrap_or_default(),
         server_stderr: err_t.join().unwrap_or_default(),
     })
+}
+
+/// Waits (up to 30 s) until the engine of process `server` (a program
+/// under `roce-xdp exec` in namespace `ns`, on `iface`) runs, as `roce-xdp
+/// stats` shows, then `grace` more (the program's next calls, e.g. its
+/// `rdma_listen`).
+pub fn wait_engine(
+    exe: &Path,
+    ns: &str,
+    iface: &str,
+    server: &mut Child,
+    grace: Duration,
+) -> EngineResult<()> {
+    let pid = format!("\"pid\": {}", server.id());
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(30) {
+        let stats = in_netns(ns, exe)
+            .args(["stats", "--iface", iface, "--json"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .map_err(context("running roce-xdp stats"))?;
+        if stats.status.success() && String::from_utf8_lossy(&stats.stdout).contains(&pid) {
+            std::thread::sleep(grace);
+            return Ok(());
+        }
+        if let Some(st) = server
+            .try_wait()
+            .map_err(context("waiting for the server"))?
+        {
+            return Err(format!("the server exited ({st}) before its engine ran"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!(
+        "no engine of pid {} on {iface} after 30 s",
+        server.id()
+    ))
 }

@@ -36,6 +36,7 @@
 //! --force`, as in `tool_latency.rs`; the drop-in serves queue 0 too, with
 //! the same options.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -46,7 +47,9 @@ use crate::error::EngineResult;
 use crate::options::{Options, ROCE_PMTU, SMALL};
 use crate::report::{DropInPair, DropInReport, DropInTarget, THREADED_GOODPUT_TARGET};
 use crate::stats::{abba_a_first, median};
-use crate::tool_run::{in_netns, server_client, tool_binary, RunOutput};
+use crate::tool_run::{
+    in_netns, server_client, server_client_after, tool_binary, wait_engine, RunOutput,
+};
 
 /// TCP port of the perftest exchange in these runs.
 const PORT: u16 = 18591;
@@ -251,6 +254,71 @@ fn server_then_client(
     )
 }
 
+/// `program server_args..` under `roce-xdp exec` in namespace b, then
+/// `program client_args..` under `exec` in namespace a (the caller puts
+/// b's address in them), the engine options of the step's tool runs on
+/// both ends. With `engine_grace`, the client starts once the server's
+/// engine runs and that much more has passed (a client through the RDMA
+/// CM finds no one to answer its REQ before, and waits for its retry);
+/// either way it is run again while it finds the server not listening yet
+/// (`not_listening`, what it prints then). Shared with the CM's rows
+/// (`rdma_cm.rs`).
+pub fn exec_server_client(
+    pair: &VethPair,
+    exe: &Path,
+    program: &OsStr,
+    server_args: &[String],
+    client_args: &[String],
+    not_listening: &[&str],
+    engine_grace: Option<Duration>,
+) -> EngineResult<RunOutput> {
+    let side = |ns: &str, iface: &str, args: &[String]| {
+        let mut cmd = in_netns(ns, exe);
+        cmd.args(["exec", "--iface", iface])
+            .args(ENGINE_ARGS)
+            .arg("--")
+            .arg(program)
+            .args(args);
+        cmd
+    };
+    let ready = |server: &mut std::process::Child| match engine_grace {
+        Some(grace) => wait_engine(exe, &pair.b.netns, &pair.b.ifname, server, grace),
+        None => Ok(()),
+    };
+    server_client_after(
+        side(&pair.b.netns, &pair.b.ifname, server_args),
+        ready,
+        || side(&pair.a.netns, &pair.a.ifname, client_args),
+        not_listening,
+        SERVER_TIMEOUT,
+    )
+}
+
+/// One pair of a paired comparison, the `k`-th: `run(true)` (the stock
+/// side) and `run(false)` back to back, the stock side first when
+/// [`abba_a_first`]`(k)`. Shared with the CM's rows (`rdma_cm.rs`).
+pub fn one_pair(
+    k: usize,
+    mut run: impl FnMut(bool) -> EngineResult<f64>,
+) -> EngineResult<DropInPair> {
+    let stock_first = abba_a_first(k);
+    let a = run(stock_first)?;
+    let b = run(!stock_first)?;
+    let (stock, tool) = if stock_first { (a, b) } else { (b, a) };
+    Ok(DropInPair {
+        stock_first,
+        stock,
+        tool,
+    })
+}
+
+/// The "BW average" (MB/s) of an `ib_*_bw` client's result row for
+/// `bytes`-byte messages.
+pub fn perftest_bw_average(stdout: &str, bytes: u64) -> Option<f64> {
+    // #bytes #iterations peak average rate
+    perftest_row(stdout, bytes)?.get(3).copied()
+}
+
 /// One run of the stock binary (the program at `program` for
 /// [`Comparison::Threaded`]) under `exec`: its figure.
 fn run_stock(
@@ -265,17 +333,10 @@ fn run_stock(
         (Comparison::Threaded { .. }, None) => return Err("threaded_rdma_bw is not built".into()),
         _ => c.stock().into(),
     };
-    let side = |ns: &str, iface: &str, peer: Option<String>| {
-        let mut cmd = in_netns(ns, exe);
-        cmd.args(["exec", "--iface", iface])
-            .args(ENGINE_ARGS)
-            .arg("--")
-            .arg(&stock)
-            .args(c.stock_args(opts))
-            .args(peer);
-        cmd
-    };
-    let out = server_then_client(pair, side)?;
+    let server = c.stock_args(opts);
+    let mut client = server.clone();
+    client.push(pair.b.ipv4.to_string());
+    let out = exec_server_client(pair, exe, &stock, &server, &client, &NOT_LISTENING, None)?;
     if !out.success() {
         return Err(format!(
             "{} under exec: {}",
@@ -284,21 +345,13 @@ fn run_stock(
         ));
     }
     let stdout = String::from_utf8_lossy(&out.client.stdout);
-    if let Comparison::Threaded { .. } = c {
-        return threaded_figure(&stdout)
-            .ok_or_else(|| format!("{}: no JSON line in its output", c.stock()));
-    }
-    let row = perftest_row(&stdout, c.bytes())
-        .ok_or_else(|| format!("{}: no result row in its output", c.stock()))?;
-    // ib_write_bw: #bytes #iterations peak average rate; ib_send_lat:
-    // #bytes #iterations t_min t_max t_typical ...
-    let col = match c {
-        Comparison::WriteBw(_) | Comparison::Threaded { .. } => 3,
-        Comparison::SendLat => 4,
+    let figure = match c {
+        Comparison::Threaded { .. } => threaded_figure(&stdout),
+        Comparison::WriteBw(_) => perftest_bw_average(&stdout, c.bytes()),
+        // #bytes #iterations t_min t_max t_typical ...
+        Comparison::SendLat => perftest_row(&stdout, c.bytes()).and_then(|r| r.get(4).copied()),
     };
-    row.get(col)
-        .copied()
-        .ok_or_else(|| format!("{}: its result row is short", c.stock()))
+    figure.ok_or_else(|| format!("{}: no result in its output", c.stock()))
 }
 
 /// One run of the engine's own tool: its figure (from its `--json`).
@@ -407,7 +460,6 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Dr
             if failed[i].is_some() {
                 continue;
             }
-            let stock_first = abba_a_first(k);
             let run = |stock: bool| {
                 if stock {
                     run_stock(pair, &exe, program.as_deref(), c, opts)
@@ -415,15 +467,8 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Dr
                     run_tool(pair, &exe, c, opts)
                 }
             };
-            match run(stock_first).and_then(|a| Ok((a, run(!stock_first)?))) {
-                Ok((a, b)) => {
-                    let (stock, tool) = if stock_first { (a, b) } else { (b, a) };
-                    report.targets[i].pairs.push(DropInPair {
-                        stock_first,
-                        stock,
-                        tool,
-                    });
-                }
+            match one_pair(k, run) {
+                Ok(p) => report.targets[i].pairs.push(p),
                 Err(e) => failed[i] = Some(e),
             }
         }

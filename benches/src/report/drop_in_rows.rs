@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::tables::{size_label, Table};
+use super::{Ratio, PAIRED_LABEL};
 use crate::stats::min_max;
 
 /// Target of the stock binary's goodput / the tool's.
@@ -72,12 +73,43 @@ impl DropInTarget {
 
     /// Whether the ratio meets the target (`None`: not measured).
     pub fn met(&self) -> Option<bool> {
-        let r = self.ratio?;
-        Some(if self.latency {
-            r <= self.target()
+        self.ratio.map(|r| self.meets(r))
+    }
+
+    fn meets(&self, ratio: f64) -> bool {
+        if self.latency {
+            ratio <= self.target()
         } else {
-            r >= self.target()
-        })
+            ratio >= self.target()
+        }
+    }
+
+    /// The per-pair ratios.
+    pub fn ratios(&self) -> Vec<f64> {
+        self.pairs.iter().map(DropInPair::ratio).collect()
+    }
+
+    /// The 95 % interval of the median ratio (`None` under 6 pairs), as
+    /// the paired targets' ([`crate::stats::median_ci`]).
+    pub fn ci95(&self) -> Option<(f64, f64)> {
+        crate::stats::median_ci(&self.ratios(), 0.95)
+    }
+
+    /// This comparison as a row of the report's target ratios
+    /// ([`Report::target_ratios`](super::Report::target_ratios)), named
+    /// `name` and labelled paired.
+    pub fn ratio_row(&self, name: &str) -> Ratio {
+        Ratio {
+            name: format!("{name} {PAIRED_LABEL}"),
+            value: self.ratio,
+            target: format!(
+                "{} {}",
+                if self.latency { "<=" } else { ">=" },
+                self.target()
+            ),
+            met: self.met(),
+            ci95_decides: self.ci95().map(|(lo, hi)| self.meets(lo) == self.meets(hi)),
+        }
     }
 }
 

@@ -31,7 +31,9 @@ mod targets;
 mod tool_rows;
 mod ucx_rows;
 
-pub use cm_rows::{CmReport, CmSetupRate, CM_WRITE_BW_TARGET};
+pub use cm_rows::{
+    CmReport, CmSetupRate, CmUcmatose, UcmatosePair, CM_WRITE_BW_TARGET, STOCK_WRITE_BW_RATIO,
+};
 pub use drop_in_rows::{
     DropInPair, DropInReport, DropInTarget, GOODPUT_TARGET, LATENCY_TARGET, THREADED_GOODPUT_TARGET,
 };

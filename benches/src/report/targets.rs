@@ -278,6 +278,8 @@ impl Report {
                 ));
             }
         }
+        // The RDMA CM's: stock ib_write_bw -R against ib_write_bw.
+        out.extend(self.cm.target_ratio());
         out
     }
 }

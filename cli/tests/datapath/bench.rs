@@ -126,11 +126,13 @@ fn bench_quick_json_has_the_documented_shape() {
             "engine SEND ping-pong ({mode}) neither measured nor listed as missing"
         );
     }
-    // The eight target ratios, each computed from its figures: the four
-    // paired throughput targets, the latency one, the two SGE rows (8
-    // SGEs / 1 SGE, inline / registered buffer) and engine CPU per packet,
-    // 2 queues / 1, of the multi-queue row.
-    assert_eq!(r.ratios.len(), 8, "{:?}", r.missing);
+    // The target ratios, each computed from its figures: the four paired
+    // throughput targets, the latency one, the two SGE rows (8 SGEs / 1
+    // SGE, inline / registered buffer), engine CPU per packet, 2 queues /
+    // 1, of the multi-queue row, and the RDMA CM's stock ib_write_bw -R /
+    // ib_write_bw (where perftest is installed; else a line in `missing`).
+    let cm_rows = usize::from(r.cm.stock_write_bw.is_some());
+    assert_eq!(r.ratios.len(), 8 + cm_rows, "{:?}", r.missing);
     // Scatter/gather lists and inline data against the one-SGE path: two
     // paired rows with figures (or listed as missing with the reason), in
     // the Markdown and among the target rows.
@@ -270,6 +272,32 @@ fn bench_quick_json_has_the_documented_shape() {
             );
         }
         assert!(md.contains("on the drop-in libibverbs (`roce-xdp exec`, server in one namespace"));
+    }
+    // The RDMA CM's stock rows: ib_write_bw -R / ib_write_bw (paired,
+    // among the target ratios) and ucmatose's connections per second, each
+    // with its pairs and figures, or a line in `missing` saying why not.
+    let cm_missing = || r.missing.iter().any(|m| m.starts_with("CM rows"));
+    match &r.cm.stock_write_bw {
+        Some(w) => {
+            assert!(
+                w.ratio.is_some_and(|x| x > 0.0) || cm_missing(),
+                "{w:?} {:?}",
+                r.missing
+            );
+            assert!(r
+                .ratios
+                .iter()
+                .any(|x| x.name.starts_with("ib_write_bw -R / ib_write_bw") && x.value == w.ratio));
+        }
+        None => assert!(cm_missing(), "{:?}", r.missing),
+    }
+    match &r.cm.ucmatose {
+        Some(u) => assert!(
+            u.per_second.is_some_and(|x| x > 0.0) || cm_missing(),
+            "{u:?} {:?}",
+            r.missing
+        ),
+        None => assert!(cm_missing(), "{:?}", r.missing),
     }
     let projection = r.projection.as_ref().expect("projection section");
     assert!(!projection.rows.is_empty());
