@@ -3,7 +3,7 @@
 //! - setup rate: engine against engine, in this process, one device per
 //!   namespace (one queue each, the engine polling as the run's other
 //!   engine rows do), each with its
-//!   [`CmService`](engine::verbs::cm::CmService) (QP 1): the client
+//!   [`CmService`] (QP 1): the client
 //!   (namespace a) creates an RC QP, connects it (REQ; the REP moves it to
 //!   RTS; RTU), disconnects (DREQ, waits for the DREP) and destroys it, one
 //!   connection at a time, for [`rate_seconds`]; the server (namespace b)
