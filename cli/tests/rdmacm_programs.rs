@@ -158,6 +158,31 @@ fn ucmatose_four_connections() {
     assert!(s.contains("disconnected"), "{s}");
 }
 
+/// ucmatose with 512 connections made at once (the REQs arrive in one
+/// burst, as many as the kernel's MAD layer keeps receives posted for):
+/// every one established, used and torn down on both sides. A Soft-RoCE
+/// complaint users make is a CM that stops answering around a thousand.
+#[test]
+#[ignore = "needs root"]
+fn ucmatose_512_connections_at_once() {
+    let (s, c) = run_both(
+        &["ucmatose", "-c", "512", "-C", "1"],
+        &["ucmatose", "-c", "512", "-C", "1", "-s", "SRV"],
+        Ready::Engine,
+        &[],
+    );
+    for (side, text) in [("server", &s), ("client", &c)] {
+        for want in [
+            "data transfers complete",
+            "test complete",
+            "return status 0",
+        ] {
+            assert!(text.contains(want), "{side} lacks {want:?}:\n{text}");
+        }
+        assert!(!text.contains("cmatose: event:"), "{side}:\n{text}");
+    }
+}
+
 /// udaddy: a UD QP on each side found through SIDR (the client's
 /// ESTABLISHED carries the server's QPN, Q_Key and address), 10 SENDs
 /// with immediate of 100 bytes each way; the server answers through an

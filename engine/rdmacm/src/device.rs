@@ -29,7 +29,11 @@ use crate::state::{self, fix_private, IdState, Phase, State};
 const GSI_QKEY: u32 = 0x8001_0000;
 const GRH_LEN: usize = 40;
 const MAD_LEN: usize = 256;
-const RECV_SLOTS: usize = 128;
+/// Receives kept posted on QP 1: the kernel's MAD layer keeps 512
+/// (`IB_MAD_QP_RECV_SIZE`, ib_mad's `recv_queue_size`), so that a burst of
+/// REQs (`ucmatose -c 256` connects all at once) is not dropped and left
+/// to the peer's retry seconds later.
+const RECV_SLOTS: usize = 512;
 const SEND_SLOTS: usize = 64;
 /// The source GID index of the MADs and of the consumers' paths: the
 /// IPv4-mapped GID (RoCE v2).
