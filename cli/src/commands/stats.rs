@@ -44,6 +44,18 @@ pub fn fetch(iface: &str) -> anyhow::Result<Snapshot> {
     serde_json::from_str(&raw).context("the engine's stats document is not valid JSON")
 }
 
+/// Writes `text` to stdout. A reader that went away (`roce-xdp stats
+/// --json | head`) ends the command quietly, as it ends other Unix tools;
+/// `println!` would panic on the broken pipe.
+fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => Ok(r.context("writing to stdout")?),
+    }
+}
+
 /// Runs `roce-xdp stats`.
 pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     if !(args.interval > 0.0 && args.interval.is_finite()) {
@@ -54,14 +66,10 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     let mut snap = fetch(&args.iface)?;
     if !args.watch {
         if args.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&json_document(&snap, None))?
-            );
-        } else {
-            print!("{}", render(&snap, None));
+            let text = serde_json::to_string_pretty(&json_document(&snap, None))?;
+            return emit(&format!("{text}\n"));
         }
-        return Ok(());
+        return emit(&render(&snap, None));
     }
     let clear = !args.json && std::io::stdout().is_terminal();
     let mut taken = Instant::now();
@@ -81,15 +89,11 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
         let tr = rates(&snap.totals(), &next.totals(), secs);
         let xr = rates(&xdp_pairs(&snap), &xdp_pairs(&next), secs);
         if args.json {
-            println!(
-                "{}",
-                serde_json::to_string(&json_document(&next, Some((&tr, &xr))))?
-            );
+            let text = serde_json::to_string(&json_document(&next, Some((&tr, &xr))))?;
+            emit(&format!("{text}\n"))?;
         } else {
-            if clear {
-                print!("\x1b[2J\x1b[H");
-            }
-            println!("{}", render(&next, Some((&tr, &xr))));
+            let home = if clear { "\x1b[2J\x1b[H" } else { "" };
+            emit(&format!("{home}{}\n", render(&next, Some((&tr, &xr)))))?;
         }
         snap = next;
         taken = now;

@@ -137,6 +137,18 @@ fn serve_stats_and_sigint_during_a_transfer() {
         "{}",
         text(&out.stdout)
     );
+    // A reader that stops early (`stats --json | head -1`) ends stats
+    // quietly: exit 0, nothing on stderr (it panicked on the broken pipe).
+    let mut reader = net
+        .cmd(&b.netns, &["stats", "--iface", &b.ifname, "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(reader.stdout.take());
+    let out = reader.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "stats on a closed pipe");
     let pid = serve.id().to_string();
     assert!(std::process::Command::new("kill")
         .args(["-INT", &pid])

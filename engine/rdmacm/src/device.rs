@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::net::Ipv4Addr;
 use std::ptr::null_mut;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -65,6 +66,17 @@ unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
 static DEVICE: OnceLock<Result<Device, c_int>> = OnceLock::new();
+
+/// Passes of the CM thread that ended with nothing to send and no MAD in
+/// flight (every send slot free), counted under the state lock: `at_exit`
+/// waits for one that began after it destroyed the connections, so their
+/// DREQs, DREPs and REJs have left before the process does.
+static QUIET_PASSES: AtomicU64 = AtomicU64::new(0);
+
+/// [`QUIET_PASSES`] now (read it with the state lock held).
+pub fn quiet_passes() -> u64 {
+    QUIET_PASSES.load(Ordering::Acquire)
+}
 
 /// The device, opened (and the CM thread started) on first use; ENODEV
 /// when the drop-in libibverbs has no device (its engine failed to start).
@@ -420,6 +432,9 @@ impl Gsi {
                         break;
                     };
                     deliver(&mut st, dev, now, ev);
+                }
+                if self.free_sends.len() == SEND_SLOTS {
+                    QUIET_PASSES.fetch_add(1, Ordering::Release);
                 }
                 st.agent
                     .as_ref()

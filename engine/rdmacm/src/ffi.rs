@@ -1696,12 +1696,14 @@ unsafe extern "C" fn rdma_destroy_ep(id: *mut rdma_cm_id) {
 
 /// At exit, what the kernel does when the process's rdma_cm file closes:
 /// every id destroyed (DREP after a DREQ, DREQ when connected, REJ when
-/// pending), the MADs given a moment to leave.
+/// pending), and the process waits (at most [`EXIT_DRAIN`]) until the CM
+/// thread has sent those MADs and seen them complete: a peer waiting for
+/// the DREP would otherwise wait out its DREQ retries (seconds each).
 pub extern "C" fn at_exit() {
     let Some(dev) = device::opened() else {
         return;
     };
-    {
+    let quiet_before = {
         let mut st: Guard = state::lock();
         let now = dev.now();
         let conns: Vec<ConnId> = st.conns.keys().copied().collect();
@@ -1711,7 +1713,14 @@ pub extern "C" fn at_exit() {
                 a.destroy(now, c);
             }
         }
-    }
+        device::quiet_passes()
+    };
     device::wake();
-    std::thread::sleep(std::time::Duration::from_millis(20));
+    let deadline = std::time::Instant::now() + EXIT_DRAIN;
+    while device::quiet_passes() == quiet_before && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
+
+/// The longest `at_exit` waits for the last MADs to leave.
+const EXIT_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
