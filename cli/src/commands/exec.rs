@@ -156,36 +156,13 @@ fn modified(p: &Path) -> Option<std::time::SystemTime> {
 /// rdma-core's symbol versions, against `dir/libibverbs.so.1` (the verbs
 /// it calls are the drop-in's; the engine lives there, once).
 fn link_rdmacm(archive: &Path, dir: &Path) -> anyhow::Result<()> {
-    let map = dir.join("librdmacm.map");
-    std::fs::write(&map, RDMACM_VERSION_SCRIPT)
-        .with_context(|| format!("writing {}", map.display()))?;
-    let tmp = dir.join(format!("librdmacm.so.1.{}", std::process::id()));
-    let mut script = OsString::from("-Wl,--version-script=");
-    script.push(&map);
-    let out = Command::new("cc")
-        .args(["-shared", "-o"])
-        .arg(&tmp)
-        .arg("-Wl,-soname,librdmacm.so.1")
-        .arg(script)
-        .arg("-Wl,--whole-archive")
-        .arg(archive)
-        .args(["-Wl,--no-whole-archive", "-Wl,--gc-sections"])
-        .arg(dir.join("libibverbs.so.1"))
-        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
-        .output()
-        .context(
-            "running cc to link the drop-in librdmacm (install a C compiler: apt-get install gcc)",
-        )?;
-    if !out.status.success() {
-        bail!(
-            "linking {} failed:\n{}",
-            tmp.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    std::fs::rename(&tmp, dir.join("librdmacm.so.1"))
-        .context("installing the drop-in librdmacm")?;
-    Ok(())
+    link_library(
+        "librdmacm.so.1",
+        RDMACM_VERSION_SCRIPT,
+        archive,
+        dir,
+        &[dir.join("libibverbs.so.1")],
+    )
 }
 
 /// Links the archive into `dir/libibverbs.so.1` with rdma-core's symbol
@@ -193,32 +170,53 @@ fn link_rdmacm(archive: &Path, dir: &Path) -> anyhow::Result<()> {
 /// cdylib cannot carry version nodes).
 fn link(archive: &Path, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let map = dir.join("libibverbs.map");
-    std::fs::write(&map, VERSION_SCRIPT).with_context(|| format!("writing {}", map.display()))?;
-    let tmp = dir.join(format!("libibverbs.so.1.{}", std::process::id()));
-    let mut script = OsString::from("-Wl,--version-script=");
-    script.push(&map);
+    link_library("libibverbs.so.1", VERSION_SCRIPT, archive, dir, &[])
+}
+
+/// Links `archive` whole into the shared object `dir/soname` with the
+/// version script `script` and the shared objects `with`. Every file is
+/// written under a name of this process first and renamed into place, so
+/// programs started by other `exec`s at the same moment (tests run several
+/// at once) never see a half-written library or version script.
+fn link_library(
+    soname: &str,
+    script: &str,
+    archive: &Path,
+    dir: &Path,
+    with: &[PathBuf],
+) -> anyhow::Result<()> {
+    let pid = std::process::id();
+    let map = dir.join(format!("{soname}.map.{pid}"));
+    std::fs::write(&map, script).with_context(|| format!("writing {}", map.display()))?;
+    let tmp = dir.join(format!("{soname}.{pid}"));
+    let mut version_script = OsString::from("-Wl,--version-script=");
+    version_script.push(&map);
     let out = Command::new("cc")
         .args(["-shared", "-o"])
         .arg(&tmp)
-        .arg("-Wl,-soname,libibverbs.so.1")
-        .arg(script)
+        .arg(format!("-Wl,-soname,{soname}"))
+        .arg(version_script)
         .arg("-Wl,--whole-archive")
         .arg(archive)
         .args(["-Wl,--no-whole-archive", "-Wl,--gc-sections"])
+        .args(with)
         .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s"])
         .output()
-        .context(
-            "running cc to link the drop-in libibverbs (install a C compiler: apt-get install gcc)",
-        )?;
+        .with_context(|| {
+            format!("running cc to link the drop-in {soname} (install a C compiler: apt-get install gcc)")
+        });
+    let _ = std::fs::remove_file(&map);
+    let out = out?;
     if !out.status.success() {
+        let _ = std::fs::remove_file(&tmp);
         bail!(
             "linking {} failed:\n{}",
             tmp.display(),
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    std::fs::rename(&tmp, dir.join("libibverbs.so.1")).context("installing the drop-in")?;
+    std::fs::rename(&tmp, dir.join(soname))
+        .with_context(|| format!("installing the drop-in {soname}"))?;
     Ok(())
 }
 

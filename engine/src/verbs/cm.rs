@@ -499,12 +499,7 @@ impl CmService {
             now,
             &ConnectParams {
                 service_id: cm_ip::service_id(cm_ip::PS_TCP, port),
-                peer: MadAddress {
-                    gid: gid_of(peer),
-                    qpn: GSI_QPN,
-                    qkey: GSI_QKEY,
-                    pkey_index: 0,
-                },
+                peer: MadAddress::gsi(gid_of(peer)),
                 local_qpn: qp.qpn(),
                 starting_psn: qp.psn(),
                 transport: Transport::Rc,
@@ -513,15 +508,10 @@ impl CmService {
                 retry_count: p.retry_count,
                 rnr_retry_count: p.rnr_retry_count,
                 path_mtu: mtu_code(p.path_mtu),
-                srq: false,
-                flow_control: true,
-                traffic_class: 0,
-                hop_limit: 64,
-                flow_label: 0,
-                local_cm_response_timeout: 20,
-                remote_cm_response_timeout: 20,
-                max_cm_retries: 15,
                 private_data: &private,
+                // rdma_cm's: no SRQ, flow control, hop limit 64, CM
+                // response timeouts 20, 15 CM retries.
+                ..ConnectParams::default()
             },
         )?;
         self.counters.connects += 1;
