@@ -39,6 +39,16 @@ fn run_cm(net: &Net, tool: &str, extra: &[&str], pcap: &str) -> (String, String)
         "-R must not listen on TCP: {}",
         text(&ss.stdout)
     );
+    // `roce-xdp stats` shows the CM agent's counters while it listens.
+    let st = net.server_stats();
+    for key in [
+        "mads_received",
+        "malformed",
+        "retransmissions",
+        "established",
+    ] {
+        assert!(st["cm"][key].is_u64(), "stats lacks cm.{key}: {st}");
+    }
     let mut cargs = vec![tool, "-R", server_ip.as_str(), "--pcap", pcap];
     cargs.extend_from_slice(extra);
     let client = net.client(&cargs);

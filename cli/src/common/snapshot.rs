@@ -37,6 +37,6 @@ pub fn of_device(dev: &Device, iface: &str, cores: &[usize], started: Instant) -
         xdp,
         queues,
         steering: None,
-        cm: None,
+        cm: dev.cm_counters(),
     }
 }

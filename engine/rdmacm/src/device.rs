@@ -490,29 +490,7 @@ unsafe extern "C" fn cm_counters(
         Some(a) => *a.counters(),
         None => return 0,
     };
-    let all: [(&'static std::ffi::CStr, u64); 21] = [
-        (c"mads_received", c.mads_received),
-        (c"mads_accepted", c.accepted_mads),
-        (c"mads_sent", c.mads_sent),
-        (c"retransmissions", c.retransmissions),
-        (c"malformed", c.malformed),
-        (c"unmatched", c.unmatched),
-        (c"duplicates", c.duplicates),
-        (c"stale", c.stale),
-        (c"rejects_sent", c.rejects_sent),
-        (c"rejects_received", c.rejects_received),
-        (c"half_open_refused", c.half_open_refused),
-        (c"backlog_refused", c.backlog_refused),
-        (c"no_listener", c.no_listener),
-        (c"timeouts", c.timeouts),
-        (c"established", c.established),
-        (c"mras_received", c.mras_received),
-        (c"timewaits", c.timewaits),
-        (c"connections_refused", c.connections_refused),
-        (c"unsupported", c.unsupported),
-        (c"events_dropped", c.events_dropped),
-        (c"tx_dropped", c.tx_dropped),
-    ];
+    let all = c.named();
     let n = all.len().min(cap);
     for (i, (name, v)) in all[..n].iter().enumerate() {
         // SAFETY: the caller's arrays hold `cap` >= n entries.

@@ -260,6 +260,8 @@ impl CmService {
             ca_guid,
             ..CmConfig::default()
         });
+        // `roce-xdp stats` shows the CM from now on.
+        *dev.cm_counters.lock().unwrap_or_else(|e| e.into_inner()) = Some(*agent.counters());
         Ok(CmService {
             cq,
             queue,
@@ -324,6 +326,15 @@ impl CmService {
                 self.counters.events_dropped += 1;
             }
             self.events.push_back(e);
+        }
+        if busy {
+            // For `roce-xdp stats` (the device's stats source reads it).
+            *self
+                .cq
+                .device()
+                .cm_counters
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(*self.agent.counters());
         }
         Ok(busy)
     }

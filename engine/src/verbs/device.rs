@@ -90,6 +90,10 @@ pub struct Device {
     /// Address handle numbers (`ud.rs`): one number names the handle in
     /// every queue's endpoint.
     pub(super) ah_numbers: Mutex<super::ud::AhNumbers>,
+    /// The CM agent's counters as its [`super::cm::CmService`] last
+    /// published them (after each of its passes that moved a MAD), for
+    /// `roce-xdp stats`; None while no CM service runs on the device.
+    pub(super) cm_counters: Mutex<Option<proto::cm::CmCounters>>,
 }
 
 impl std::fmt::Debug for Device {
@@ -158,7 +162,20 @@ impl Device {
             ip,
             cq_wait: cfg.cq_wait,
             ah_numbers: Mutex::default(),
+            cm_counters: Mutex::default(),
         })
+    }
+
+    /// The counters of the CM service on this device (named as `roce-xdp
+    /// stats` shows them), if one runs.
+    pub fn cm_counters(&self) -> Option<Vec<(String, u64)>> {
+        let c = (*self.cm_counters.lock().unwrap_or_else(|e| e.into_inner()))?;
+        Some(
+            c.named()
+                .iter()
+                .map(|(n, v)| (n.to_string_lossy().into_owned(), *v))
+                .collect(),
+        )
     }
 
     /// The interface's MAC.

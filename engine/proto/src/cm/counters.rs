@@ -58,6 +58,34 @@ pub struct CmCounters {
 }
 
 impl CmCounters {
+    /// Every counter with the name `roce-xdp stats` shows it under (a C
+    /// string, so the drop-in librdmacm hands the names out as they are).
+    pub fn named(&self) -> [(&'static core::ffi::CStr, u64); 21] {
+        [
+            (c"mads_received", self.mads_received),
+            (c"mads_accepted", self.accepted_mads),
+            (c"mads_sent", self.mads_sent),
+            (c"retransmissions", self.retransmissions),
+            (c"malformed", self.malformed),
+            (c"unmatched", self.unmatched),
+            (c"duplicates", self.duplicates),
+            (c"stale", self.stale),
+            (c"rejects_sent", self.rejects_sent),
+            (c"rejects_received", self.rejects_received),
+            (c"half_open_refused", self.half_open_refused),
+            (c"backlog_refused", self.backlog_refused),
+            (c"no_listener", self.no_listener),
+            (c"timeouts", self.timeouts),
+            (c"established", self.established),
+            (c"mras_received", self.mras_received),
+            (c"timewaits", self.timewaits),
+            (c"connections_refused", self.connections_refused),
+            (c"unsupported", self.unsupported),
+            (c"events_dropped", self.events_dropped),
+            (c"tx_dropped", self.tx_dropped),
+        ]
+    }
+
     /// The sum of the counters every received MAD ends in exactly one of:
     /// always equal to `mads_received`.
     pub fn received_accounted(&self) -> u64 {
