@@ -541,6 +541,10 @@ cm_case() {
             else
                 id=$(vm_spawn vm1 "timeout 100 $scmd")
                 vm_cm_listening $port || log "$label: vm1's rdma_cm shows no listener on port $port (rdma res show cm_id); trying anyway"
+                # The listening ID shows in `rdma res` a moment before
+                # rxe's CM matches REQs to it (one ib_write_bw -R run in
+                # eight got REJ 8, "invalid service ID", in between).
+                sleep 1
                 "${exec[@]}" ${ccmd//@IP@/$VM_IP} > "$base.exec" 2>&1
                 hrc=$?
                 [ $hrc = 0 ] || vm_exec vm1 10 "pkill -x ${scmd%% *}" > /dev/null 2>&1

@@ -3,8 +3,9 @@
 //! perftest, libfabric, UCX) run on it under `roce-xdp exec`
 //! (docs/verbs-drop-in.md).
 //!
-//! - `abi.rs`: `verbs.h`'s structures and constants, byte for byte
-//!   (checked by `tests/layout.rs` against the installed header);
+//! - `abi.rs`: `verbs.h`'s structures and constants, byte for byte: the
+//!   `roce-xdp-verbs-abi` crate's, shared with the drop-in librdmacm
+//!   (checked by its `tests/layout.rs` against the installed header);
 //! - `ffi.rs` and `ffi/`: the exported `ibv_*` functions and the ops tables
 //!   the inline verbs call through; the contract with C callers heads
 //!   `ffi.rs`;

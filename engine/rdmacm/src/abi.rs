@@ -229,16 +229,5 @@ pub const LAYOUT: &[(&str, usize)] = {
             ai_dst_len, ai_src_addr, ai_dst_addr, ai_src_canonname, ai_dst_canonname, ai_route_len,
             ai_route, ai_connect_len, ai_connect, ai_next;
         "rdma_cm_join_mc_attr_ex": rdma_cm_join_mc_attr_ex, comp_mask, join_flags, addr;
-        "ibv_qp_init_attr": ibv_qp_init_attr, qp_context, send_cq, recv_cq, srq, cap, qp_type, sq_sig_all;
-        "ibv_qp_attr": ibv_qp_attr, qp_state, path_mtu, qkey, rq_psn, sq_psn, dest_qp_num,
-            qp_access_flags, cap, ah_attr, pkey_index, max_rd_atomic, max_dest_rd_atomic,
-            min_rnr_timer, port_num, timeout, retry_cnt, rnr_retry;
-        "ibv_ah_attr": ibv_ah_attr, grh, dlid, sl, is_global, port_num;
-        "ibv_qp_init_attr_ex": ibv_qp_init_attr_ex, comp_mask, pd, create_flags, send_ops_flags;
-        "ibv_srq_init_attr_ex": ibv_srq_init_attr_ex, attr, comp_mask, srq_type, pd, xrcd, cq;
-        "ibv_qp": ibv_qp, context, pd, send_cq, recv_cq, srq, qp_num, state, qp_type;
-        "ibv_context": ibv_context, device, ops;
-        "ibv_send_wr": ibv_send_wr, wr_id, next, sg_list, num_sge, opcode, send_flags, wr;
-        "ibv_wc": ibv_wc, wr_id, status, opcode, byte_len, qp_num, src_qp, wc_flags;
     }
 };

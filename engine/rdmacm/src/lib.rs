@@ -4,9 +4,10 @@
 //! `/dev/infiniband/rdma_cm` (docs/rdma-cm-drop-in.md).
 //!
 //! - `abi.rs`: `rdma_cma.h`'s structures (checked by `tests/layout.rs`);
-//! - `ibv.rs`: the verbs structures and the public verbs this library
-//!   calls, through the drop-in libibverbs' C ABI (never its Rust code:
-//!   the engine exists once per process, in libibverbs.so.1);
+//! - `ibv.rs`: the public verbs this library calls, through the drop-in
+//!   libibverbs' C ABI (never its Rust code: the engine exists once per
+//!   process, in libibverbs.so.1), over the verbs structures of the
+//!   `roce-xdp-verbs-abi` crate both drop-ins share;
 //! - `state.rs`: the process's ids, channels and events behind one lock;
 //! - `device.rs`: the one device, its GSI (QP 1) and the CM thread that
 //!   runs `roce_xdp_proto::cm::CmAgent` and turns its events into
