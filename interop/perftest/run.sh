@@ -591,10 +591,11 @@ cm_case() {
         ;;
     esac
     # An open bug, reported as such and not counted as a failure: with the
-    # host's stock ib_write_bw -R (under exec) the client, rxe's CM answers
-    # its first REQ with REJ 8 ("invalid service ID") although perftest's
-    # server is listening (rping, ucmatose and udaddy connect the same way,
-    # and the other role passes). docs/rdma-cm-drop-in.md.
+    # host's stock ib_write_bw -R (under exec) the client, the control QP
+    # connects, then rxe's CM answers the test QP's REQ with REJ 8
+    # ("invalid service ID"), as if perftest's server were not listening for
+    # it yet (rping, ucmatose and udaddy connect the same way, and the other
+    # role passes). docs/rdma-cm-drop-in.md.
     if [ $ok = 0 ] && [ "$label" = "cm-exec-client ib_write_bw -R -n 100" ] &&
         grep -q "RDMA_CM_EVENT_REJECTED; error: 8" "$base.exec"; then
         RUNS=$((RUNS + 1))
