@@ -17,23 +17,6 @@ use std::time::Duration;
 
 use drop_in::{assert_ok, compile_c_linking, finish, Pair, LIMIT};
 
-fn prerequisites() {
-    drop_in::prerequisites();
-    let bin = Path::new(env!("CARGO_BIN_EXE_roce-xdp"));
-    let archive = bin.with_file_name("libroce_xdp_rdmacm.a");
-    assert!(
-        archive.exists(),
-        "{} is missing: cargo build --release -p roce-xdp-rdmacm",
-        archive.display()
-    );
-    for b in ["/usr/bin/rping", "/usr/bin/ucmatose", "/usr/bin/udaddy"] {
-        assert!(
-            Path::new(b).exists(),
-            "{b} is missing: apt-get install rdmacm-utils"
-        );
-    }
-}
-
 /// Runs `server` in side 0 and, a moment later, `client` in side 1;
 /// both must exit 0. Returns their outputs.
 fn run_pair(pair: &Pair, server: &[&str], client: &[&str]) -> (String, String) {
@@ -50,7 +33,7 @@ fn run_pair(pair: &Pair, server: &[&str], client: &[&str]) -> (String, String) {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn the_rdma_cm_api_connects_rejects_and_resolves_as_librdmacm() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
     let exe = exe.to_str().unwrap();
     let pair = Pair::create();
@@ -86,7 +69,7 @@ fn the_rdma_cm_api_connects_rejects_and_resolves_as_librdmacm() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn bad_arguments_get_librdmacms_errnos() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
     let pair = Pair::create();
     let out = finish(
@@ -102,7 +85,7 @@ fn bad_arguments_get_librdmacms_errnos() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn rping_pings_with_rdma_reads_and_writes() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let pair = Pair::create();
     let (s, c) = run_pair(
         &pair,
@@ -123,7 +106,7 @@ fn rping_pings_with_rdma_reads_and_writes() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn ucmatose_connects_four_and_exchanges_data() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let pair = Pair::create();
     // Then again with every id migrated to a new channel (rdma_migrate_id)
     // and with TOS and ACK timeout options.
@@ -151,7 +134,7 @@ fn ucmatose_connects_four_and_exchanges_data() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn udaddy_resolves_a_ud_peer_by_sidr() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let pair = Pair::create();
     let (s, c) = run_pair(&pair, &["udaddy"], &["udaddy", "-s", &pair.ips[0]]);
     for t in [&s, &c] {
@@ -165,7 +148,7 @@ fn udaddy_resolves_a_ud_peer_by_sidr() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn rdma_server_and_rdma_client_run_synchronously() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let pair = Pair::create();
     let (s, c) = run_pair(
         &pair,
@@ -179,7 +162,7 @@ fn rdma_server_and_rdma_client_run_synchronously() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn perftest_over_rdma_cm() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let pair = Pair::create();
     for (tool, row) in [
         ("ib_write_bw", " 65536 "),
@@ -278,7 +261,7 @@ fn exports_every_symbol_and_version_of_the_system_librdmacm() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn qperf_connects_with_the_cm() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     assert!(
         Path::new("/usr/bin/qperf").exists(),
         "qperf is missing: apt-get install qperf"
@@ -320,7 +303,7 @@ fn qperf_connects_with_the_cm() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn rping_with_its_own_qp_moves_it_by_rdma_init_qp_attr_and_rdma_establish() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let pair = Pair::create();
     let (s, c) = run_pair(
         &pair,
@@ -398,7 +381,7 @@ fn stats_text(pair: &Pair, i: usize) -> String {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn garbage_mads_show_as_malformed_in_roce_xdp_stats() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
     let exe = exe.to_str().unwrap();
     let pair = Pair::create();
@@ -442,7 +425,7 @@ fn garbage_mads_show_as_malformed_in_roce_xdp_stats() {
 #[test]
 #[ignore = "needs root (network namespaces)"]
 fn a_slow_accept_gets_an_mra_and_the_peer_does_not_resend() {
-    prerequisites();
+    drop_in::rdmacm_prerequisites();
     let exe = compile_c_linking("tests/rdmacm_api.c", &["-lrdmacm"]);
     let exe = exe.to_str().unwrap();
     let pair = Pair::create();

@@ -177,30 +177,7 @@ pub const LIMIT: Duration = Duration::from_secs(120);
 /// executable another test is starting makes that start fail (EACCES,
 /// ETXTBSY).
 pub fn compile_c(src: &str) -> std::path::PathBuf {
-    static COMPILED: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
-    let mut compiled = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, exe)) = compiled.iter().find(|(s, _)| s == src) {
-        return exe.clone();
-    }
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(src);
-    let name = path.file_stem().expect("a C file");
-    let exe = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let cc = Command::new("cc")
-        .args(["-Wall", "-O2", "-pthread"])
-        .arg(&path)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-libverbs")
-        .output()
-        .expect("running cc (install gcc)");
-    assert!(
-        cc.status.success(),
-        "compiling {}: {}",
-        path.display(),
-        String::from_utf8_lossy(&cc.stderr)
-    );
-    compiled.push((src.to_string(), exe.clone()));
-    exe
+    compile_c_linking(src, &[])
 }
 
 impl Pair {
