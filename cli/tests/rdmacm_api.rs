@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use drop_in::{assert_ok, compile_c_linking, finish, Pair, LIMIT};
+use drop_in::{assert_ok, compile_c_linking, exports, finish, Pair, LIMIT};
 
 /// Runs `server` in side 0 and, a moment later, `client` in side 1;
 /// both must exit 0. Returns their outputs.
@@ -178,25 +178,6 @@ fn perftest_over_rdma_cm() {
             assert!(t.contains(row) && t.contains("rdma_cm"), "{tool}:\n{t}");
         }
     }
-}
-
-/// (version node, symbol) of every function and object `lib` defines.
-fn exports(lib: &Path) -> std::collections::BTreeSet<(String, String)> {
-    let out = std::process::Command::new("objdump")
-        .arg("-T")
-        .arg(lib)
-        .output()
-        .expect("objdump");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| !l.contains("*UND*") && (l.contains(" DF ") || l.contains(" DO ")))
-        .filter_map(|l| {
-            let mut f = l.split_whitespace().rev();
-            let sym = f.next()?;
-            let ver = f.next()?;
-            Some((ver.to_string(), sym.to_string()))
-        })
-        .collect()
 }
 
 #[test]

@@ -7,9 +7,13 @@
 //! installs and the drop-in's archive (`cargo build --release -p
 //! roce-xdp-ibverbs`); `roce-xdp exec` links the shared object.
 
+mod drop_in;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use drop_in::exports;
 
 const SYSTEM: &str = "/usr/lib/x86_64-linux-gnu/libibverbs.so.1";
 
@@ -63,21 +67,6 @@ fn drop_in_dir() -> PathBuf {
     let dir = bin.with_file_name("roce-xdp-ibverbs");
     assert!(dir.join("libibverbs.so.1").exists());
     dir
-}
-
-/// (version node, symbol) of every function and object `lib` defines;
-/// a version in parentheses is a non-default one (`sym@NODE`).
-fn exports(lib: &Path) -> BTreeSet<(String, String)> {
-    run(Command::new("objdump").arg("-T").arg(lib))
-        .lines()
-        .filter(|l| !l.contains("*UND*") && (l.contains(" DF ") || l.contains(" DO ")))
-        .filter_map(|l| {
-            let mut f = l.split_whitespace().rev();
-            let sym = f.next()?;
-            let ver = f.next()?;
-            Some((ver.to_string(), sym.to_string()))
-        })
-        .collect()
 }
 
 #[test]

@@ -270,3 +270,30 @@ pub fn compile_c_linking(src: &str, libs: &[&str]) -> std::path::PathBuf {
     compiled.push((src.to_string(), exe.clone()));
     exe
 }
+
+/// (version node, symbol) of every function and object the shared object
+/// `lib` defines (`objdump -T`); a version in parentheses is a non-default
+/// one (`sym@NODE`).
+pub fn exports(lib: &Path) -> std::collections::BTreeSet<(String, String)> {
+    let out = Command::new("objdump")
+        .arg("-T")
+        .arg(lib)
+        .output()
+        .expect("running objdump (install binutils)");
+    assert!(
+        out.status.success(),
+        "objdump -T {}: {}",
+        lib.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("*UND*") && (l.contains(" DF ") || l.contains(" DO ")))
+        .filter_map(|l| {
+            let mut f = l.split_whitespace().rev();
+            let sym = f.next()?;
+            let ver = f.next()?;
+            Some((ver.to_string(), sym.to_string()))
+        })
+        .collect()
+}
