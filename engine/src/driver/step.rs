@@ -1,6 +1,8 @@
 //! The per-iteration I/O steps of an engine loop, shared by the engine
 //! thread (`thread.rs`) and run-to-completion (`run_to_completion.rs`), or
-//! any other loop that drives an [`Endpoint`] over an [`XskSocket`]:
+//! any other loop that drives an [`Endpoint`] over a [`FramePort`] (an
+//! AF_XDP socket, or the frame rings of a process attached to a shared
+//! engine):
 //!
 //! 1. [`DriverStep::receive`]: `handle_packet` for a batch of received frames,
 //! 2. [`DriverStep::timers`]: `handle_timeout` when `poll_timeout` has passed,
@@ -12,7 +14,7 @@
 //! [`DriverStep::step`] runs the three in that order.
 
 use crate::endpoint::{Endpoint, MemoryRange, Received, PREFETCH_FAR, PREFETCH_NEAR};
-use crate::io::{InPlace, Lookahead, Rx, XskSocket, MAX_PACKET};
+use crate::io::{FramePort, InPlace, Lookahead, Rx, MAX_PACKET};
 use crate::time::Instant;
 
 use super::capture::CaptureSink;
@@ -180,7 +182,7 @@ impl DriverStep {
     /// Steps for `sock` of the engine at `own`, recording every frame to
     /// `capture` if set.
     pub(crate) fn new(
-        sock: &XskSocket,
+        sock: &impl FramePort,
         capture: Option<CaptureSink>,
         own: OwnAddress,
     ) -> DriverStep {
@@ -202,9 +204,9 @@ impl DriverStep {
     /// before receiving and, if a packet was received, once after (timers
     /// and transmit use the later time): an iteration that finds nothing
     /// reads it once (a clock read is a good part of an empty iteration).
-    pub(crate) fn step(
+    pub(crate) fn step<P: FramePort>(
         &mut self,
-        sock: &mut XskSocket,
+        sock: &mut P,
         ep: &mut Endpoint,
         clock: impl Fn() -> Instant,
     ) -> StepOutcome {
@@ -223,9 +225,9 @@ impl DriverStep {
     /// Hands up to [`BATCH`] received packets to the endpoint; returns how
     /// many. A frame for a QP the endpoint does not hold is counted
     /// (`dropped_unknown_qp`), as [`Endpoint::handle_packet`] does.
-    pub(crate) fn receive(
+    pub(crate) fn receive<P: FramePort>(
         &mut self,
-        sock: &mut XskSocket,
+        sock: &mut P,
         ep: &mut Endpoint,
         now: Instant,
     ) -> usize {
@@ -236,9 +238,9 @@ impl DriverStep {
     /// [`Endpoint::receive`] and `route` sees what became of it (with the
     /// frame): how a device with several queues hands a frame for a QP
     /// another queue holds to that queue.
-    pub(crate) fn receive_routed(
+    pub(crate) fn receive_routed<P: FramePort>(
         &mut self,
-        sock: &mut XskSocket,
+        sock: &mut P,
         ep: &mut Endpoint,
         now: Instant,
         mut route: impl FnMut(&mut Endpoint, &[u8], Received),
@@ -269,16 +271,16 @@ impl DriverStep {
     /// Queues up to [`BATCH`] packets the endpoint has due and publishes
     /// them to the kernel; returns how many were queued or looped back.
     /// Each packet is written straight into TX frames of the UMEM
-    /// ([`XskSocket::send_in_place`]); only when no run of adjacent free
+    /// ([`FramePort::send_in_place`]); only when no run of adjacent free
     /// frames is at hand does it go through the scratch buffer and a copy.
     /// A packet addressed to the engine itself ([`OwnAddress`]) never
     /// leaves: it is received from where it was written, as
     /// [`DriverStep::receive`] receives (a frame for a QP the endpoint does
     /// not hold counted `dropped_unknown_qp`), its frames go back to the
     /// pool, and it is counted in [`DriverStep::looped`].
-    pub(crate) fn transmit(
+    pub(crate) fn transmit<P: FramePort>(
         &mut self,
-        sock: &mut XskSocket,
+        sock: &mut P,
         ep: &mut Endpoint,
         now: Instant,
     ) -> usize {
@@ -290,9 +292,9 @@ impl DriverStep {
     /// became of it, as in [`DriverStep::receive_routed`]: how a device
     /// with several queues hands a looped frame for a QP another queue
     /// holds to that queue.
-    pub(crate) fn transmit_routed(
+    pub(crate) fn transmit_routed<P: FramePort>(
         &mut self,
-        sock: &mut XskSocket,
+        sock: &mut P,
         ep: &mut Endpoint,
         now: Instant,
         mut route: impl FnMut(&mut Endpoint, &[u8], Received),

@@ -12,8 +12,11 @@
 pub mod copy_crc;
 mod cpu;
 pub mod ethtool;
+pub mod fd_passing;
+pub mod frame_ring;
 mod huge_alloc;
 pub mod netlink;
+mod port;
 mod prefetch;
 mod ring;
 mod socket;
@@ -26,6 +29,7 @@ pub mod udp;
 
 pub use cpu::{process_cpu_time, thread_cpu_time, CpuSet};
 pub use huge_alloc::{HugePageAlloc, HUGE_ALLOC_MIN};
+pub use port::FramePort;
 pub use prefetch::{prefetch, prefetch_range};
 pub use region::{RegisteredRegion, SharedRegion};
 pub use socket::{

@@ -47,6 +47,43 @@ pub struct EndpointConfig {
     /// (`io::copy_crc`). Any function given must return exactly the
     /// portable results.
     pub copy_crc: CopyCrc,
+    /// The QP numbers this endpoint draws from ([`QpnRange`]; default the
+    /// whole space, `FIRST_QPN..=MAX_QPN`). Endpoints that share one
+    /// interface through a service each get a block of their own, so
+    /// that the service finds a frame's endpoint by its destination QP
+    /// number (`docs/shared-engine.md`).
+    pub qpns: QpnRange,
+}
+
+/// An inclusive range of QP numbers (see [`EndpointConfig::qpns`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpnRange {
+    pub first: u32,
+    pub last: u32,
+}
+
+impl QpnRange {
+    /// Every number an endpoint may give a QP.
+    pub const ALL: QpnRange = QpnRange {
+        first: super::FIRST_QPN,
+        last: super::MAX_QPN,
+    };
+
+    /// Whether `qpn` is in the range.
+    pub fn contains(&self, qpn: u32) -> bool {
+        (self.first..=self.last).contains(&qpn)
+    }
+
+    /// The range clamped to the numbers an endpoint may give a QP (0 and
+    /// 1 and the reserved ones below `FIRST_QPN` never are); None when
+    /// nothing is left.
+    pub fn clamped(self) -> Option<QpnRange> {
+        let r = QpnRange {
+            first: self.first.max(super::FIRST_QPN),
+            last: self.last.min(super::MAX_QPN),
+        };
+        (r.first <= r.last).then_some(r)
+    }
 }
 
 /// [`EndpointConfig::max_inflight_packets`] by default: a quarter of the
@@ -70,6 +107,7 @@ impl Default for EndpointConfig {
             cc: CcConfig::default(),
             max_inflight_packets: DEFAULT_MAX_INFLIGHT_PACKETS,
             copy_crc: copy_then_update_after,
+            qpns: QpnRange::ALL,
         }
     }
 }

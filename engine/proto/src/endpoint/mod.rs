@@ -58,7 +58,7 @@ mod qpn_index;
 
 pub use self::config::{
     ConnectOptions, EndpointConfig, RemoteQp, DEFAULT_MAX_INFLIGHT_PACKETS, DEFAULT_SEED,
-    MAX_QPS_PER_ENGINE,
+    MAX_QPS_PER_ENGINE, QpnRange,
 };
 
 use self::qp_table::QpTable;
@@ -441,22 +441,30 @@ impl Endpoint {
         self.place_new_qp(pd, qpn, init, transport)
     }
 
-    /// A free QP number of `FIRST_QPN..=MAX_QPN`, drawn at random (RC, UC
-    /// and UD QPs share the numbers): up to `QPN_DRAWS` draws, then, the
-    /// space nearly full, the next free number after the last draw.
+    /// A free QP number of the endpoint's range (`config.qpns`, by
+    /// default `FIRST_QPN..=MAX_QPN`), drawn at random (RC, UC and UD QPs
+    /// share the numbers): up to `QPN_DRAWS` draws, then, the range nearly
+    /// full, the next free number after the last draw.
     fn draw_free_qpn(&mut self) -> Result<u32, VerbsError> {
-        let span = MAX_QPN - FIRST_QPN + 1;
-        let mut qpn = FIRST_QPN;
+        let range = self.qpn_range();
+        let (first, span) = (range.first, range.last - range.first + 1);
+        let mut qpn = first;
         for _ in 0..QPN_DRAWS {
-            qpn = FIRST_QPN + self.rng.next_u24() % span;
+            qpn = first + self.rng.next_u24() % span;
             if self.qpn_unused(qpn) {
                 return Ok(qpn);
             }
         }
         (1..span)
-            .map(|k| FIRST_QPN + (qpn - FIRST_QPN + k) % span)
+            .map(|k| first + (qpn - first + k) % span)
             .find(|&q| self.qpn_unused(q))
             .ok_or(VerbsError::ResourceExhausted)
+    }
+
+    /// The QP numbers this endpoint gives (`config.qpns`, clamped to
+    /// `FIRST_QPN..=MAX_QPN`; the whole space if nothing of it is left).
+    fn qpn_range(&self) -> QpnRange {
+        self.config.qpns.clamped().unwrap_or(QpnRange::ALL)
     }
 
     /// Create an RC QP in RESET under a number chosen by the caller (a
@@ -498,7 +506,7 @@ impl Endpoint {
 
     /// `qpn` is a valid number and free here.
     fn check_free(&self, qpn: u32) -> Result<(), VerbsError> {
-        if !(FIRST_QPN..=MAX_QPN).contains(&qpn) {
+        if !self.qpn_range().contains(qpn) {
             return Err(VerbsError::InvalidArgument("QP number out of range"));
         }
         if !self.qpn_unused(qpn) {

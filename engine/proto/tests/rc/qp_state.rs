@@ -332,3 +332,48 @@ fn counters_iterate_with_rxe_names() {
         assert!(names.contains(&want), "{want}");
     }
 }
+
+/// An endpoint given a block of QP numbers (as each process attached to a
+/// shared engine is) draws every RC, UC and UD QP number from it, refuses
+/// a chosen number outside it, and reports the block exhausted.
+#[test]
+fn qp_numbers_come_from_the_endpoints_range() {
+    use proto::endpoint::QpnRange;
+    let range = QpnRange {
+        first: 0x05_0000,
+        last: 0x05_003f,
+    };
+    let mut ep = Endpoint::new(EndpointConfig {
+        qpns: range,
+        ..EndpointConfig::default()
+    });
+    let cq = ep.create_cq(16);
+    let init = QpInitAttr {
+        send_cq: cq,
+        recv_cq: cq,
+        ..Default::default()
+    };
+    // PDs are the caller's numbers; 0 is every endpoint's first.
+    let pd = 0;
+    let mut seen = std::collections::HashSet::new();
+    for k in 0..64 {
+        let q = match k % 3 {
+            0 => ep.create_qp(init).unwrap(),
+            1 => ep.create_uc_qp_in(pd, init).unwrap(),
+            _ => ep.create_ud_qp(pd, init).unwrap(),
+        };
+        assert!(range.contains(q), "QP {q:#x} outside {range:?}");
+        assert!(seen.insert(q), "QP number {q:#x} given twice");
+    }
+    assert_eq!(ep.create_qp(init), Err(VerbsError::ResourceExhausted));
+    assert!(matches!(
+        ep.create_qp_numbered(0x06_0000, init),
+        Err(VerbsError::InvalidArgument(_))
+    ));
+    // The GSI keeps its number whatever the range.
+    assert_eq!(
+        ep.create_ud_qp_numbered(pd, 1, init),
+        Ok(1),
+        "QP 1 is every endpoint's"
+    );
+}
