@@ -14,6 +14,9 @@
 //! This crate puts it on the wire, one folder per part:
 //! - [`verbs`]: the application API, verbs-style: a [`verbs::Device`] with
 //!   one engine thread per queue, its memory regions and queue pairs.
+//! - [`attach`]: the shared engine: a service owning an interface's
+//!   queues, and the processes attached to it over shared-memory frame
+//!   rings.
 //! - [`driver`]: what moves packets between a socket and an endpoint: the
 //!   engine thread of a queue, one iteration of it, run-to-completion
 //!   ([`driver::RunToCompletion`]: the application's thread drives the
@@ -36,6 +39,7 @@
 
 pub use proto::{cc, endpoint, rc, sim, time, ud, wire};
 
+pub mod attach;
 pub mod driver;
 #[allow(unsafe_code)]
 pub mod io;

@@ -13,6 +13,7 @@ mod perftest;
 mod pingpong;
 mod plot;
 mod serve;
+mod service;
 mod sim;
 mod stats;
 
@@ -38,6 +39,8 @@ pub enum Command {
     Plot(plot::PlotArgs),
     /// Serve RDMA clients: attach to the NIC queues, register memory, answer connection requests.
     Serve(serve::ServeArgs),
+    /// The shared engine of an interface: owns its queues; programs under `exec` attach to it (many at once).
+    Service(service::ServiceArgs),
     /// Show the counters of the engines running on an interface.
     Stats(stats::StatsArgs),
     /// RDMA WRITE bandwidth (perftest's ib_write_bw): server without an address, client with it.
@@ -77,6 +80,7 @@ pub fn run(command: Command) -> anyhow::Result<()> {
         Command::Sim(a) => sim::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Service(a) => service::run(a),
         Command::Stats(a) => stats::run(a),
         Command::WriteBw(a) => perftest::run(Kind::WriteBw, a),
         Command::ReadBw(a) => perftest::run(Kind::ReadBw, a),

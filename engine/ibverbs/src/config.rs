@@ -34,6 +34,19 @@ pub const DEFAULT_POLL_YIELD: u32 = 32;
 /// thread; below 0 needs CAP_SYS_NICE); unset: the program's
 /// (docs/verbs-drop-in.md, "Process model").
 pub const ENV_PROGRESS_NICE: &str = "ROCE_XDP_PROGRESS_NICE";
+/// Whether the program attaches to the interface's shared engine
+/// (`roce-xdp service`; docs/shared-engine.md): `auto` (the default)
+/// attaches when a service runs for the interface and runs an engine of
+/// its own otherwise; `always` attaches or fails; `never` runs its own.
+pub const ENV_SHARE: &str = "ROCE_XDP_SHARE";
+
+/// How the program reaches the interface ([`ENV_SHARE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    Auto,
+    Always,
+    Never,
+}
 
 /// What the environment asks for.
 #[derive(Debug, Clone)]
@@ -49,6 +62,8 @@ pub struct Config {
     pub poll_yield: u32,
     /// See [`ENV_PROGRESS_NICE`]; None: leave it.
     pub progress_nice: Option<i32>,
+    /// See [`ENV_SHARE`].
+    pub share: Share,
 }
 
 impl Config {
@@ -108,7 +123,14 @@ impl Config {
                 }
             },
         };
+        let share = match get(ENV_SHARE).as_deref() {
+            None | Some("auto") => Share::Auto,
+            Some("always") => Share::Always,
+            Some("never") => Share::Never,
+            Some(v) => return Err(format!("{ENV_SHARE}={v}: expected auto, always or never")),
+        };
         Ok(Config {
+            share,
             iface,
             queue,
             attach,
@@ -151,6 +173,7 @@ mod tests {
             (ENV_STEER, "off"),
             (ENV_POLL_YIELD, "0"),
             (ENV_PROGRESS_NICE, "-5"),
+            (ENV_SHARE, "always"),
         ]))
         .unwrap();
         assert_eq!(c.iface, "veth0");
@@ -162,7 +185,11 @@ mod tests {
         assert!(c.progress_thread);
         assert_eq!(c.poll_yield, 0);
         assert_eq!(c.progress_nice, Some(-5));
+        assert_eq!(c.share, Share::Always);
         let d = Config::parse(env(&[(ENV_IFACE, "veth0")])).unwrap();
+        assert_eq!(d.share, Share::Auto);
+        let e = Config::parse(env(&[(ENV_IFACE, "veth0"), (ENV_SHARE, "yes")])).unwrap_err();
+        assert!(e.contains("auto, always or never"), "{e}");
         assert_eq!(d.poll_yield, DEFAULT_POLL_YIELD);
         assert_eq!(d.progress_nice, None);
         let e =

@@ -163,6 +163,14 @@ impl AsyncEvents {
         }
     }
 
+    /// Reports a device event (no element) to every open context.
+    fn push_device(&self, ty: i32) {
+        for c in lock(&self.contexts).values() {
+            lock(&c.events).push_back((ty, 0));
+            c.fd.signal();
+        }
+    }
+
     /// Drops the events of the object at `token` not yet taken (it is
     /// being destroyed).
     fn forget(&self, token: usize) {
@@ -429,13 +437,37 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The attachment to the interface's shared engine (`roce-xdp service`)
+/// that `cfg.share` asks for: None to run an engine in this process.
+fn attach_to_service(cfg: &Config) -> Result<Option<engine::attach::AttachedPort>, String> {
+    use crate::config::{Share, ENV_SHARE};
+    use engine::attach::{AttachError, AttachedPort};
+    if cfg.share == Share::Never {
+        return Ok(None);
+    }
+    let path = engine::attach::service_socket(&cfg.iface)
+        .map_err(|e| format!("cannot find this network namespace ({e})"))?;
+    match AttachedPort::attach(&path) {
+        Ok(port) => Ok(Some(port)),
+        Err(AttachError::NoService { .. }) if cfg.share == Share::Auto => Ok(None),
+        Err(e) => Err(format!(
+            "{e} ({ENV_SHARE}={}; {ENV_SHARE}=never runs an engine in this process)",
+            if cfg.share == Share::Always {
+                "always"
+            } else {
+                "auto"
+            }
+        )),
+    }
+}
+
 /// Why the queue could not be opened, with what to do (the CLI's hints
 /// plus the one-program-per-queue rule of the drop-in).
 fn open_error(cfg: &Config, e: DeviceError) -> String {
     let (iface, q) = (&cfg.iface, cfg.queue);
     match e {
         DeviceError::Loader(LoaderError::AlreadyAttached(_)) => format!(
-            "{iface} is in use by another roce-xdp engine (a program under `roce-xdp exec`, `roce-xdp serve` or a tool): one program per interface; stop it first (ROCE_XDP_FORCE=1 takes the interface over and breaks it)"
+            "{iface} is in use by another roce-xdp engine (a program under `roce-xdp exec`, `roce-xdp serve` or a tool): one program per interface; stop it first, or run `roce-xdp service --iface {iface}` instead of it and every program attaches to that (ROCE_XDP_FORCE=1 takes the interface over and breaks it)"
         ),
         e => format!("cannot open {iface} queue {q}: {e}"),
     }
@@ -448,21 +480,31 @@ const ROCE_OVERHEAD: u32 = 60;
 impl Shell {
     /// Opens the queue `cfg` names and starts the progress thread.
     pub fn open(cfg: &Config) -> Result<Arc<Shell>, String> {
-        let steering = steer(cfg)?;
         let mut ic = InlineConfig::new(&cfg.iface);
         ic.queue = cfg.queue;
         ic.attach = cfg.attach;
         ic.zero_copy = cfg.zero_copy;
         ic.force = cfg.force;
-        let rtc = RunToCompletion::open(ic).map_err(|e| open_error(cfg, e))?;
+        let (rtc, steering) = match attach_to_service(cfg)? {
+            Some(port) => (RunToCompletion::attached(ic, port), None),
+            None => {
+                let steering = steer(cfg)?;
+                let rtc = RunToCompletion::open(ic).map_err(|e| open_error(cfg, e))?;
+                (rtc, steering)
+            }
+        };
+        let attached = rtc.attachment().is_some();
         let ip = match rtc.ip() {
             IpAddr::V4(ip) => ip,
             IpAddr::V6(_) => return Err("the drop-in serves IPv4 RoCE v2 GIDs only".into()),
         };
-        let if_mtu = std::fs::read_to_string(format!("/sys/class/net/{}/mtu", cfg.iface))
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok())
-            .unwrap_or(1500);
+        let if_mtu = match rtc.attachment() {
+            Some(port) => port.welcome().if_mtu,
+            None => std::fs::read_to_string(format!("/sys/class/net/{}/mtu", cfg.iface))
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                .unwrap_or(1500),
+        };
         let active_mtu = [Mtu::Mtu4096, Mtu::Mtu2048, Mtu::Mtu1024, Mtu::Mtu512]
             .into_iter()
             .find(|m| m.bytes() + ROCE_OVERHEAD <= if_mtu)
@@ -501,11 +543,15 @@ impl Shell {
         *lock(&STEERING) = steering;
         let weak = Arc::downgrade(&shell);
         let source = move || weak.upgrade().map(|s| s.snapshot()).unwrap_or_default();
-        match StatsServer::start(&cfg.iface, source) {
-            Ok(server) => *lock(&shell.stats_server) = Some(server),
-            Err(e) => eprintln!(
-                "roce-xdp: the stats channel is unavailable ({e}); the program runs without it"
-            ),
+        // Attached, the service's stats channel is the interface's: it
+        // lists this process among the attached ones.
+        if !attached {
+            match StatsServer::start(&cfg.iface, source) {
+                Ok(server) => *lock(&shell.stats_server) = Some(server),
+                Err(e) => eprintln!(
+                    "roce-xdp: the stats channel is unavailable ({e}); the program runs without it"
+                ),
+            }
         }
         if cfg.progress_thread {
             let s = shell.clone();
@@ -534,7 +580,10 @@ impl Shell {
             iface: self.iface.clone(),
             pid: std::process::id(),
             uptime_ns: self.now_ns(),
-            xdp_mode: st.rtc.attached_mode().to_string(),
+            xdp_mode: st
+                .rtc
+                .attached_mode()
+                .map_or_else(|| "attached to the service".into(), |m| m.to_string()),
             zero_copy: st.rtc.is_zero_copy(),
             steering: lock(&STEERING).as_ref().map(|s| s.status().clone()),
             cm,
@@ -611,6 +660,12 @@ impl Shell {
             let sleep = {
                 let mut st = lock(&self.state);
                 let busy = st.rtc.progress();
+                if st.attachment_lost(self) {
+                    // Nothing moves any more: the program gets its flushed
+                    // completions and the fatal event from the verbs; this
+                    // thread has nothing left to drive.
+                    return;
+                }
                 if st.drain_all(self) > 0 {
                     self.wake_poller();
                 }
@@ -1297,7 +1352,13 @@ impl Shell {
             return n;
         }
         let empty = self.empty_polls.fetch_add(1, Ordering::Relaxed);
-        if self.poll_yield > 0 && empty >= self.poll_yield && st.window_in_flight() {
+        // Attached to a service, whatever is in flight crosses the
+        // service's thread, which needs a core: a program spinning here
+        // would hold the one it needs (two busy-polling ends and the
+        // service on two cores made every round trip wait for a
+        // scheduler tick, 4 ms). So it sleeps until the service rings.
+        let attached = st.rtc.attachment().is_some();
+        if self.poll_yield > 0 && empty >= self.poll_yield && (attached || st.window_in_flight()) {
             // Nothing due now (frames to send, an expired timer): sleep
             // until a frame, a completion or the next timer.
             if let Some(d) = st.rtc.idle_for(POLL_WAIT_MAX) {
@@ -1357,6 +1418,52 @@ impl State {
     }
 
     /// Moves every CQ's completions ([`State::drain`]); returns how many.
+    /// For a program attached to the interface's service: reports its QPs
+    /// and regions to the service (`roce-xdp stats` lists them), and when
+    /// the service is gone (its socket ended: it exited or was killed),
+    /// moves every QP to ERROR, so that what was posted completes with
+    /// flush errors and new posts fail, and reports
+    /// `IBV_EVENT_DEVICE_FATAL` to every context, as a device that fails
+    /// does. Returns whether the service is gone.
+    fn attachment_lost(&mut self, shell: &Shell) -> bool {
+        use engine::attach::reported;
+        let ep = self.rtc.endpoint();
+        let (qps, regions) = (ep.qp_count() as u64, ep.region_count() as u64);
+        let Some(port) = self.rtc.attachment_mut() else {
+            return false;
+        };
+        port.report(reported::QPS, qps);
+        port.report(reported::REGIONS, regions);
+        if !port.is_dead() {
+            return false;
+        }
+        eprintln!(
+            "roce-xdp: the roce-xdp service of {} is gone: every QP is moved to the error state",
+            shell.iface
+        );
+        let qpns: Vec<u32> = self.qps.keys().copied().collect();
+        let ep = self.rtc.endpoint_mut();
+        for qpn in qpns {
+            let rc = QpAttr {
+                state: QpState::Error,
+                ..QpAttr::default()
+            };
+            if ep.modify_qp(qpn, &rc, QpAttrMask::STATE).is_err() {
+                let ud = UdQpAttr {
+                    state: QpState::Error,
+                    ..UdQpAttr::default()
+                };
+                let _ = ep.modify_ud_qp(qpn, &ud, UdQpAttrMask::STATE);
+            }
+        }
+        self.drain_all(shell);
+        shell.wake_poller();
+        shell
+            .async_events
+            .push_device(crate::abi::IBV_EVENT_DEVICE_FATAL);
+        true
+    }
+
     fn drain_all(&mut self, shell: &Shell) -> usize {
         (0..self.cqs.len()).map(|i| self.drain(i, shell)).sum()
     }

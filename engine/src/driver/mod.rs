@@ -35,6 +35,7 @@ mod capture;
 mod directory;
 mod own_address;
 mod poll_mode;
+mod port;
 mod run_to_completion;
 mod shared;
 mod step;
@@ -44,6 +45,7 @@ pub use capture::{capture_channel, CaptureSink, CapturedFrame, PcapWriter, SNAPL
 pub(crate) use directory::{os_seed, Directory};
 pub(crate) use own_address::OwnAddress;
 pub use poll_mode::{CqWait, PollMode};
+pub use port::QueuePort;
 pub use run_to_completion::{InlineConfig, RunToCompletion};
 pub(crate) use shared::{Control, Shared, Work};
 pub use shared::{PostError, QpRates, QueueStats, MAX_REPORTED_QPS};

@@ -16,11 +16,30 @@ use crate::wire::{ethertype, EthernetFrame, Ipv4Packet, Ipv6Packet};
 pub(crate) struct OwnAddress {
     mac: [u8; 6],
     ip: IpAddr,
+    /// Whether frames to ourselves are turned around here. Not in a
+    /// process attached to a shared engine: a frame to the host's own
+    /// address may be for another process's QP, and the service, which
+    /// knows them all, turns it around.
+    loops: bool,
 }
 
 impl OwnAddress {
     pub(crate) fn new(mac: [u8; 6], ip: IpAddr) -> OwnAddress {
-        OwnAddress { mac, ip }
+        OwnAddress {
+            mac,
+            ip,
+            loops: true,
+        }
+    }
+
+    /// The address of an engine whose frames to itself leave through its
+    /// port like any other (see `loops`).
+    pub(crate) fn without_loopback(mac: [u8; 6], ip: IpAddr) -> OwnAddress {
+        OwnAddress {
+            mac,
+            ip,
+            loops: false,
+        }
     }
 
     /// Our own MAC when `ip` is our own IP: what resolving our own address
@@ -37,7 +56,9 @@ impl OwnAddress {
     /// another MAC goes where it is addressed (a router may send it back).
     #[inline(always)]
     pub(crate) fn is_destination_of(&self, frame: &[u8]) -> bool {
-        frame.first_chunk::<6>() == Some(&self.mac) && self.ip_is_destination_of(frame)
+        self.loops
+            && frame.first_chunk::<6>() == Some(&self.mac)
+            && self.ip_is_destination_of(frame)
     }
 
     /// The rest of [`OwnAddress::is_destination_of`]: the destination IP

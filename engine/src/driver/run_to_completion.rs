@@ -36,6 +36,7 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::attach::AttachedPort;
 use crate::endpoint::{ConnectOptions, Endpoint, EndpointConfig, RemoteQp};
 use crate::io::{RegisteredRegion, SharedRegion, UmemConfig, XskConfig, XskSocket, ZeroCopy};
 use crate::nic::{in_netns, AttachMode, AttachedMode, SteerCounters, SteerProgram};
@@ -45,6 +46,7 @@ use crate::verbs::{DeviceError, MemoryRegion, QpCaps};
 
 use super::capture::CaptureSink;
 use super::own_address::OwnAddress;
+use super::port::QueuePort;
 use super::shared::QueueStats;
 use super::step::DriverStep;
 use super::thread::DriverError;
@@ -112,7 +114,7 @@ impl InlineConfig {
 pub struct RunToCompletion {
     // Field order is drop order: the socket closes (after `Drop`
     // unregistered it) before the program handle goes.
-    sock: XskSocket,
+    sock: QueuePort,
     ep: Endpoint,
     step: DriverStep,
     cq: u32,
@@ -134,7 +136,9 @@ pub struct RunToCompletion {
     netns: Option<String>,
     mac: [u8; 6],
     ip: IpAddr,
-    program: Arc<Mutex<SteerProgram>>,
+    /// The XDP program of the interface; None when attached to a service
+    /// (which owns it).
+    program: Option<Arc<Mutex<SteerProgram>>>,
 }
 
 impl std::fmt::Debug for RunToCompletion {
@@ -197,7 +201,7 @@ impl RunToCompletion {
         let cq = ep.create_cq(cfg.cq_depth.max(16));
         let step = DriverStep::new(&sock, cfg.capture, OwnAddress::new(mac, ip));
         Ok(RunToCompletion {
-            sock,
+            sock: QueuePort::Xsk(sock),
             ep,
             step,
             cq,
@@ -212,14 +216,68 @@ impl RunToCompletion {
             netns: cfg.netns,
             mac,
             ip,
-            program,
+            program: Some(program),
         })
     }
 
+    /// An engine whose frames go through the shared engine's service
+    /// that `port` is attached to (`docs/shared-engine.md`): its QP
+    /// numbers are the block the service gave it, its address the
+    /// interface's, and a frame to that address leaves through the service
+    /// (which turns it around to whichever process holds its QP).
+    /// `cfg.ifname`, `cfg.netns` and `cfg.capture`, `cfg.cq_depth` and
+    /// `cfg.coalesce_replies` are used; the socket options are the
+    /// service's.
+    pub fn attached(cfg: InlineConfig, port: AttachedPort) -> RunToCompletion {
+        let w = *port.welcome();
+        let mut ep = Endpoint::new(EndpointConfig {
+            local_mac: w.mac,
+            local_ip: w.ip,
+            seed: super::os_seed(),
+            qpns: port.qpns(),
+            ..EndpointConfig::default()
+        });
+        let cq = ep.create_cq(cfg.cq_depth.max(16));
+        let step = DriverStep::new(
+            &port,
+            cfg.capture,
+            OwnAddress::without_loopback(w.mac, w.ip),
+        );
+        RunToCompletion {
+            sock: QueuePort::Attached(port),
+            ep,
+            step,
+            cq,
+            origin: std::time::Instant::now(),
+            loops: 0,
+            coalesce_replies: cfg.coalesce_replies,
+            deferred: false,
+            posted: false,
+            looped_when_taken: 0,
+            queue: 0,
+            ifname: cfg.ifname,
+            netns: cfg.netns,
+            mac: w.mac,
+            ip: w.ip,
+            program: None,
+        }
+    }
+
     /// The XDP program this queue is registered with (to open another
-    /// queue of the same interface with [`RunToCompletion::open_on`]).
-    pub fn program(&self) -> &Arc<Mutex<SteerProgram>> {
-        &self.program
+    /// queue of the same interface with [`RunToCompletion::open_on`]);
+    /// None when attached to a service.
+    pub fn program(&self) -> Option<&Arc<Mutex<SteerProgram>>> {
+        self.program.as_ref()
+    }
+
+    /// The service attachment, when this engine has one.
+    pub fn attachment(&self) -> Option<&AttachedPort> {
+        self.sock.attached()
+    }
+
+    /// The service attachment, when this engine has one.
+    pub fn attachment_mut(&mut self) -> Option<&mut AttachedPort> {
+        self.sock.attached_mut()
     }
 
     /// The interface's MAC.
@@ -242,9 +300,10 @@ impl RunToCompletion {
         self.sock.is_zero_copy()
     }
 
-    /// The XDP attach mode in use.
-    pub fn attached_mode(&self) -> AttachedMode {
-        lock(&self.program).mode()
+    /// The XDP attach mode in use (None: attached to a service, which
+    /// owns the program).
+    pub fn attached_mode(&self) -> Option<AttachedMode> {
+        self.program.as_ref().map(|p| lock(p).mode())
     }
 
     /// The MAC of `ip` from the kernel's neighbour table (resolving it with
@@ -356,6 +415,11 @@ impl RunToCompletion {
         // It may take completions, those of looped frames among them.
         self.looped_when_taken = self.step.looped().frames;
         &mut self.ep
+    }
+
+    /// The sans-IO endpoint behind this queue, to read.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.ep
     }
 
     fn now(&self) -> Instant {
@@ -476,6 +540,10 @@ impl RunToCompletion {
     /// transmit, a timer that expired). For an owner that sleeps without
     /// holding `&mut self` (a progress thread that lets other threads post
     /// meanwhile: it must wake on their posts itself).
+    ///
+    /// Attached to a service, a `Some` also told the service that this
+    /// side sleeps (so that it rings the doorbell, which makes
+    /// [`RunToCompletion::socket_fd`] readable, when frames come).
     pub fn idle_for(&mut self, limit: Duration) -> Option<Duration> {
         if self.has_work_due() {
             return None;
@@ -484,7 +552,15 @@ impl RunToCompletion {
             Some(t) => t.saturating_duration_since(self.now()).min(limit),
             None => limit,
         };
-        (!sleep.is_zero()).then_some(sleep)
+        if sleep.is_zero() {
+            return None;
+        }
+        if let Some(port) = self.sock.attached_mut() {
+            if !port.prepare_sleep() {
+                return None;
+            }
+        }
+        Some(sleep)
     }
 
     /// Whether something waits for the next poll without a packet or a
@@ -501,7 +577,7 @@ impl RunToCompletion {
     /// The AF_XDP socket's descriptor (readable when frames arrived), valid
     /// as long as this queue is open.
     pub fn socket_fd(&self) -> std::os::fd::RawFd {
-        std::os::fd::AsRawFd::as_raw_fd(&self.sock)
+        self.sock.raw_fd()
     }
 
     /// Statistics of this queue, read now.
@@ -514,7 +590,7 @@ impl RunToCompletion {
             loopback_bytes: self.step.looped().bytes,
             ..QueueStats::default()
         };
-        if let Ok(k) = self.sock.statistics() {
+        if let Some(k) = self.sock.statistics() {
             s.kernel = k;
         }
         s.qp_rates.fill(self.ep.qp_rates());
@@ -523,7 +599,10 @@ impl RunToCompletion {
 
     /// The XDP program's counters (all queues of the interface).
     pub fn steer_counters(&self) -> Result<SteerCounters, DeviceError> {
-        Ok(lock(&self.program).counters()?)
+        match &self.program {
+            Some(p) => Ok(lock(p).counters()?),
+            None => Err(DeviceError::Attached),
+        }
     }
 
     /// Unregisters the socket and closes it (as dropping does); returns the
@@ -540,7 +619,9 @@ impl Drop for RunToCompletion {
         self.step.transmit(&mut self.sock, &mut self.ep, now);
         // RoCE frames for this queue go to the kernel (counted as
         // `no_socket`) from here on; the socket closes right after.
-        let _ = lock(&self.program).unregister_socket(self.queue);
+        if let Some(p) = &self.program {
+            let _ = lock(p).unregister_socket(self.queue);
+        }
     }
 }
 

@@ -149,7 +149,10 @@ impl RingPair {
     /// service's socket), checking its size and layout.
     pub fn open(fd: OwnedFd, slots: u32) -> io::Result<RingPair> {
         if !slots.is_power_of_two() || slots > MAX_SLOTS {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, RingError::BadLayout));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                RingError::BadLayout,
+            ));
         }
         let len = region_bytes(slots);
         // SAFETY: fstat into a zeroed struct on a descriptor we own.
@@ -161,7 +164,10 @@ impl RingPair {
             st.st_size as usize
         };
         if size != len {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, RingError::BadLayout));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                RingError::BadLayout,
+            ));
         }
         let pair = Self::map(fd, len, slots)?;
         // SAFETY: reads of the header page, in bounds of the mapping.
@@ -172,7 +178,10 @@ impl RingPair {
             )
         };
         if magic != MAGIC || claimed != slots {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, RingError::BadLayout));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                RingError::BadLayout,
+            ));
         }
         Ok(pair)
     }
@@ -305,7 +314,10 @@ impl Producer {
     /// Free slots (reads the consumer's index). An index that cannot come
     /// from the protocol is an error.
     pub fn free(&mut self) -> Result<u32, RingError> {
-        let tail = self.pair.atomic32(self.dir, CONSUMER).load(Ordering::Acquire);
+        let tail = self
+            .pair
+            .atomic32(self.dir, CONSUMER)
+            .load(Ordering::Acquire);
         let used = self.head.wrapping_sub(tail);
         if used > self.pair.slots {
             return Err(RingError::BadIndex {
@@ -330,7 +342,9 @@ impl Producer {
         if self.free_cached() == 0 {
             return None;
         }
-        let slot = self.pair.slot(self.dir, self.head.wrapping_add(self.pending));
+        let slot = self
+            .pair
+            .slot(self.dir, self.head.wrapping_add(self.pending));
         // SAFETY: the slot is past the consumer's index and before ours
         // plus the ring's size: the protocol gives it to the producer alone
         // until published. A peer breaking the protocol can only change
@@ -377,7 +391,10 @@ impl Producer {
         // Pairs with the consumer's fence in `Consumer::prepare_sleep`:
         // either it sees our frames or we see its flag.
         fence(Ordering::SeqCst);
-        self.pair.atomic32(self.dir, WAITING).load(Ordering::Relaxed) != 0
+        self.pair
+            .atomic32(self.dir, WAITING)
+            .load(Ordering::Relaxed)
+            != 0
     }
 
     /// Frames published and not yet taken by the consumer (as of the last
@@ -399,7 +416,10 @@ pub struct Consumer {
 impl Consumer {
     /// Frames ready (reads the producer's index, checked).
     pub fn available(&mut self) -> Result<u32, RingError> {
-        let head = self.pair.atomic32(self.dir, PRODUCER).load(Ordering::Acquire);
+        let head = self
+            .pair
+            .atomic32(self.dir, PRODUCER)
+            .load(Ordering::Acquire);
         let ready = head.wrapping_sub(self.tail);
         if ready > self.pair.slots {
             return Err(RingError::BadIndex {
@@ -471,7 +491,9 @@ impl Consumer {
 
     /// Clears the sleeping flag after a sleep.
     pub fn woke(&mut self) {
-        self.pair.atomic32(self.dir, WAITING).store(0, Ordering::Relaxed);
+        self.pair
+            .atomic32(self.dir, WAITING)
+            .store(0, Ordering::Relaxed);
     }
 }
 
@@ -553,7 +575,10 @@ mod tests {
         let mut c = pair.consumer(Direction::ToService);
         assert_eq!(c.available(), Ok(1));
         let mut buf = vec![0u8; SLOT_ROOM];
-        assert!(matches!(c.copy_out(0, &mut buf), Err(RingError::BadLength { .. })));
+        assert!(matches!(
+            c.copy_out(0, &mut buf),
+            Err(RingError::BadLength { .. })
+        ));
     }
 
     #[test]

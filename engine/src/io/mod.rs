@@ -36,6 +36,8 @@ pub use socket::{
     InPlace, Lookahead, Rx, XskConfig, XskCounters, XskError, XskSocket, XskStatistics, ZeroCopy,
     DEFAULT_BUSY_WAIT, MAX_PACKET,
 };
-pub use sys::{if_index, int_sockopt, set_thread_netns, wait_readable_any, MAX_WAIT_FDS};
+pub use sys::{
+    if_index, int_sockopt, set_thread_netns, wait_readable_any, wait_readable_many, MAX_WAIT_FDS,
+};
 pub use umem::{FrameAccounting, Umem, UmemConfig};
 pub use waker::Waker;

@@ -20,8 +20,11 @@ pub trait FramePort {
     /// Frames (of [`FramePort::frame_size`]) that can be queued now.
     fn tx_room(&mut self) -> usize;
     /// Queues one frame written in place ([`XskSocket::send_in_place`]).
-    fn send_in_place<F: FnOnce(&mut [u8]) -> Option<usize>>(&mut self, room: usize, f: F)
-        -> InPlace;
+    fn send_in_place<F: FnOnce(&mut [u8]) -> Option<usize>>(
+        &mut self,
+        room: usize,
+        f: F,
+    ) -> InPlace;
     /// Queues a copy of `packet` ([`XskSocket::send`]).
     fn send(&mut self, packet: &[u8]) -> bool;
     /// Publishes what was queued ([`XskSocket::flush`]).

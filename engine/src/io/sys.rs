@@ -376,3 +376,39 @@ pub fn set_thread_netns(fd: BorrowedFd<'_>) -> io::Result<()> {
     cvt(unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) })?;
     Ok(())
 }
+
+/// Waits until one of `fds` (any number) is readable (or hung up) or
+/// `timeout` passes (`ppoll`; a signal ends the wait early as a timeout
+/// does). Returns how many are ready. For a loop that sleeps on many
+/// descriptors at once (the shared engine's service); allocates.
+pub fn wait_readable_many(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<usize> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `pfds.len()` valid pollfds, a valid timespec, no signal mask.
+    let r = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EINTR) {
+            return Ok(0);
+        }
+        return Err(e);
+    }
+    Ok(r as usize)
+}

@@ -27,6 +27,8 @@ pub enum DeviceError {
     WouldBlock(u32),
     #[error("queue {0} is driven by another thread (run-to-completion): one thread drives a queue at a time")]
     Driven(u32),
+    #[error("this engine is attached to the interface's roce-xdp service, which owns the XDP program and its counters (`roce-xdp stats --iface IF` shows them)")]
+    Attached,
     #[error("queue {0} is driven by this thread (run-to-completion): create, connect and register before driving it, or drop the DrivenQueue first")]
     ControlWhileDriven(u32),
 }

@@ -396,7 +396,10 @@ fn drop_unregisters_the_socket_and_detaches_the_program() {
     let a = RunToCompletion::open(config(&pair.a)).unwrap();
     let b = RunToCompletion::open(config(&pair.b)).unwrap();
     assert!(xdp_attached(&pair.a) && xdp_attached(&pair.b));
-    let program_a = a.program().clone();
+    let program_a = a
+        .program()
+        .expect("an engine of its own has its program")
+        .clone();
     let (a, mut b) = connect(a, b);
     let End {
         q: qa, qpn: qpn_a, ..

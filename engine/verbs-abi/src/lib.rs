@@ -750,6 +750,7 @@ pub const IBV_WC_WITH_INV: c_uint = 1 << 3;
 pub const IBV_WC_GRH: c_uint = 1 << 0;
 
 pub const IBV_EVENT_QP_FATAL: c_int = 1;
+pub const IBV_EVENT_DEVICE_FATAL: c_int = 8;
 pub const IBV_EVENT_SRQ_LIMIT_REACHED: c_int = 15;
 pub const IBV_EVENT_QP_LAST_WQE_REACHED: c_int = 16;
 

@@ -57,8 +57,8 @@ mod qp_table;
 mod qpn_index;
 
 pub use self::config::{
-    ConnectOptions, EndpointConfig, RemoteQp, DEFAULT_MAX_INFLIGHT_PACKETS, DEFAULT_SEED,
-    MAX_QPS_PER_ENGINE, QpnRange,
+    ConnectOptions, EndpointConfig, QpnRange, RemoteQp, DEFAULT_MAX_INFLIGHT_PACKETS, DEFAULT_SEED,
+    MAX_QPS_PER_ENGINE,
 };
 
 use self::qp_table::QpTable;
@@ -600,6 +600,11 @@ impl Endpoint {
     /// Number of QPs (RC and UD) in this endpoint.
     pub fn qp_count(&self) -> usize {
         self.qps.len() + self.ud.len()
+    }
+
+    /// Number of memory regions registered in this endpoint.
+    pub fn region_count(&self) -> usize {
+        self.mrs.region_count()
     }
 
     /// Destroy a QP (its outstanding work is dropped without completions).

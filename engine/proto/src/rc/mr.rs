@@ -354,6 +354,11 @@ impl MrTable {
         Some(keys)
     }
 
+    /// Regions registered now.
+    pub fn region_count(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
     /// Deregister the region whose L_Key is `lkey` and hand its memory
     /// back. Both its keys are unknown from then on, and never come back
     /// (see [`MrKeys`]). None, and nothing changed, for an unknown key or
