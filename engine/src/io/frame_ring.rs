@@ -242,6 +242,13 @@ impl RingPair {
         unsafe { &*(self.ring_base(d).add(off) as *const AtomicU32) }
     }
 
+    /// The shared word holding ring `d`'s producer index (`producer`) or
+    /// consumer index: what a broken or hostile peer may write anything
+    /// into. For tests of how the other side copes.
+    pub fn index_word(&self, d: Direction, producer: bool) -> &AtomicU32 {
+        self.atomic32(d, if producer { PRODUCER } else { CONSUMER })
+    }
+
     /// The producer side of ring `d` (one per ring, by protocol).
     pub fn producer(self: &Arc<Self>, d: Direction) -> Producer {
         Producer {
