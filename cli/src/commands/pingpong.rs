@@ -235,7 +235,7 @@ impl PingpongQp {
             .context("creating the QP")?;
         tracing::info!(
             iface = %args.datapath.iface,
-            mode = %dev.attached_mode(),
+            mode = %dev.xdp_mode(),
             zero_copy = dev.is_zero_copy(q),
             qpn = qp.qpn(),
             "datapath open"

@@ -555,7 +555,7 @@ fn serve_loop(
         json,
         "roce-xdp serve: {} (XDP {}, {}), queues 0-{}, TCP port {}, path MTU up to {}",
         args.iface,
-        dp.dev.attached_mode(),
+        dp.dev.xdp_mode(),
         if (0..n).all(|q| dp.dev.is_zero_copy(q)) {
             "zero-copy"
         } else {

@@ -86,6 +86,29 @@ pub struct AttachArgs {
     /// queues: ntuple rules / an RSS context (auto, ntuple), or nothing (off).
     #[arg(long = "steer", value_enum, default_value_t = SteerArg::Auto)]
     pub steer: SteerArg,
+    /// Attach to the interface's shared engine (`roce-xdp service`):
+    /// auto when one runs, always (or fail), never (own the queues).
+    #[arg(long = "share", value_enum, default_value_t = ShareArg::Auto)]
+    pub share: ShareArg,
+}
+
+/// `--share`: whether to attach to the interface's `roce-xdp service`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ShareArg {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<ShareArg> for engine::attach::Share {
+    fn from(s: ShareArg) -> Self {
+        match s {
+            ShareArg::Auto => engine::attach::Share::Auto,
+            ShareArg::Always => engine::attach::Share::Always,
+            ShareArg::Never => engine::attach::Share::Never,
+        }
+    }
 }
 
 /// How the perftest-style tools and `serve` run the engine on their

@@ -69,24 +69,34 @@ const CAPTURE_QUEUE: usize = 65536;
 impl Datapath {
     /// Checks, opens, and starts the stats channel (and capture).
     pub fn open(o: &DatapathOpts, what: &str) -> anyhow::Result<Datapath> {
-        let queues: Vec<u32> = (0..o.queues.max(1)).collect();
-        preflight::check(&preflight::Plan {
-            what: what.to_string(),
-            iface: &o.iface,
-            queues: &queues,
-            pmtu: o.pmtu,
-            ipv6: o.ipv6,
-            force: o.engine.attach.force,
-        })?;
-        let steering = steer(
-            &o.iface,
-            o.queues.max(1),
-            o.engine.attach.steer,
-            o.engine.attach.force,
-            o.ipv6,
-            o.queue_option,
-        )?;
-        let status = steering.status().clone();
+        // Attached to the interface's service, the service owns the
+        // queues, their coverage and the stats channel (which lists this
+        // process).
+        let attached = engine::attach::attach_as(o.engine.attach.share.into(), &o.iface)
+            .with_context(|| format!("attaching to the roce-xdp service of {}", o.iface))?;
+        let steering = match attached {
+            Some(_) => None,
+            None => {
+                let queues: Vec<u32> = (0..o.queues.max(1)).collect();
+                preflight::check(&preflight::Plan {
+                    what: what.to_string(),
+                    iface: &o.iface,
+                    queues: &queues,
+                    pmtu: o.pmtu,
+                    ipv6: o.ipv6,
+                    force: o.engine.attach.force,
+                })?;
+                Some(steer(
+                    &o.iface,
+                    o.queues.max(1),
+                    o.engine.attach.steer,
+                    o.engine.attach.force,
+                    o.ipv6,
+                    o.queue_option,
+                )?)
+            }
+        };
+        let status = steering.as_ref().map(|s| s.status().clone());
         let mut cfg = DeviceConfig::new(&o.iface);
         cfg.queues = o.queues.max(1);
         cfg.cores = o.cores.clone();
@@ -129,15 +139,18 @@ impl Datapath {
         }
         // A queue a previous run just closed is waited for by the socket layer
         // (`XskConfig::busy_wait`).
-        let dev = Arc::new(Device::open(cfg)?);
-        tracing::info!(iface = %o.iface, mode = %dev.attached_mode(), queues = dev.queues(), "datapath open");
+        let is_attached = attached.is_some();
+        let dev = Arc::new(Device::open_with(cfg, attached)?);
+        tracing::info!(iface = %o.iface, mode = %dev.xdp_mode(), queues = dev.queues(), "datapath open");
         let started = Instant::now();
-        let stats = {
+        let stats = if is_attached {
+            None
+        } else {
             let dev = dev.clone();
             let (iface, cores) = (o.iface.clone(), o.cores.clone());
             let source = move || {
                 let mut s = super::snapshot::of_device(&dev, &iface, &cores, started);
-                s.steering = Some(status.clone());
+                s.steering = status.clone();
                 s
             };
             let server = match hub {
@@ -160,7 +173,7 @@ impl Datapath {
             stats,
             capture,
             pcap_sink,
-            steering: Some(steering),
+            steering,
         })
     }
 

@@ -32,7 +32,7 @@ pub fn of_device(dev: &Device, iface: &str, cores: &[usize], started: Instant) -
         iface: iface.to_string(),
         pid: std::process::id(),
         uptime_ns: started.elapsed().as_nanos() as u64,
-        xdp_mode: dev.attached_mode().to_string(),
+        xdp_mode: dev.xdp_mode(),
         zero_copy: (0..dev.queues()).all(|q| dev.is_zero_copy(q)),
         xdp,
         queues,

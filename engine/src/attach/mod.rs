@@ -17,6 +17,34 @@
 //! The frame rings themselves (shared memory, their checks) are
 //! [`crate::io::frame_ring`].
 
+/// Whether an engine attaches to its interface's service: `Auto`
+/// attaches when one runs and runs its own engine otherwise, `Always`
+/// attaches or fails, `Never` runs its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Share {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// The attachment `share` asks for, to the service of `ifname` in the
+/// calling thread's network namespace: None to run an engine of one's own.
+pub fn attach_as(share: Share, ifname: &str) -> Result<Option<AttachedPort>, AttachError> {
+    if share == Share::Never {
+        return Ok(None);
+    }
+    let path = service_socket(ifname).map_err(|e| AttachError::Connect {
+        path: "/run/roce-xdp".into(),
+        source: e,
+    })?;
+    match AttachedPort::attach(&path) {
+        Ok(port) => Ok(Some(port)),
+        Err(AttachError::NoService { .. }) if share == Share::Auto => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 mod path;
 mod port;
 mod protocol;

@@ -4,7 +4,7 @@
 //! socket; only the frames go through the service.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::Arc;
@@ -200,6 +200,13 @@ impl AttachedPort {
         let r = crate::io::wait_readable_any(&[self.stream.as_fd()], timeout);
         self.woke();
         r.map(|w| w != 0)
+    }
+}
+
+impl AsFd for AttachedPort {
+    /// The service's socket: readable when it rang or ended.
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.stream.as_fd()
     }
 }
 

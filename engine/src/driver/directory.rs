@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_queue::ArrayQueue;
 
-use crate::endpoint::{FIRST_QPN, MAX_QPN};
+use crate::endpoint::QpnRange;
 use crate::io::MAX_PACKET;
 use crate::rc::{Rng, Seed, VerbsError};
 
@@ -57,6 +57,8 @@ struct QpnAllocator {
     live: usize,
     limit: usize,
     freed: VecDeque<u32>,
+    /// Freed numbers held back ([`QUARANTINE`], less for a small range).
+    quarantine: usize,
 }
 
 /// QP number -> entry, for any number of the 24-bit space: open
@@ -198,17 +200,32 @@ pub(crate) struct Directory {
     queues: Vec<Arc<Shared>>,
     index: QpnIndex,
     qpns: Mutex<QpnAllocator>,
+    /// The QP numbers drawn from (all of them, or an attached device's
+    /// block: `crate::attach`).
+    range: QpnRange,
     pool: ArrayQueue<Box<[u8]>>,
 }
 
 impl Directory {
     /// The directory of a device whose queues share `queues` (queue i at
     /// index i), each holding at most `max_qps_per_queue` QPs.
-    pub(crate) fn new(queues: Vec<Arc<Shared>>, max_qps_per_queue: u32) -> Directory {
-        Directory::with_seed(queues, max_qps_per_queue, os_seed())
+    /// QP numbers are drawn from `range` only (all of them, or an attached
+    /// device's block).
+    pub(crate) fn in_range(
+        queues: Vec<Arc<Shared>>,
+        max_qps_per_queue: u32,
+        range: QpnRange,
+    ) -> Directory {
+        Directory::with_seed(queues, max_qps_per_queue, os_seed(), range)
     }
 
-    fn with_seed(queues: Vec<Arc<Shared>>, max_qps_per_queue: u32, seed: Seed) -> Directory {
+    fn with_seed(
+        queues: Vec<Arc<Shared>>,
+        max_qps_per_queue: u32,
+        seed: Seed,
+        range: QpnRange,
+    ) -> Directory {
+        let range = range.clamped().unwrap_or(QpnRange::ALL);
         // One queue never hands anything off: no pool.
         let buffers = if queues.len() > 1 {
             queues.len() * BUFFERS_PER_QUEUE
@@ -219,8 +236,10 @@ impl Directory {
         for _ in 0..buffers {
             let _ = pool.push(vec![0u8; MAX_PACKET].into_boxed_slice());
         }
-        let space = (MAX_QPN - FIRST_QPN + 1) as usize;
-        let limit = (queues.len().max(1) * max_qps_per_queue as usize).min(space - QUARANTINE);
+        let space = (range.last - range.first + 1) as usize;
+        // Room for the quarantine, which a small range shares.
+        let quarantine = QUARANTINE.min(space / 2);
+        let limit = (queues.len().max(1) * max_qps_per_queue as usize).min(space - quarantine);
         Directory {
             queues,
             index: QpnIndex::new(limit + QUARANTINE),
@@ -229,7 +248,9 @@ impl Directory {
                 live: 0,
                 limit,
                 freed: VecDeque::new(),
+                quarantine,
             }),
+            range,
             pool,
         }
     }
@@ -253,9 +274,9 @@ impl Directory {
         }
         // At most `limit + QUARANTINE` of the 2^24 numbers are taken, so a
         // draw hits a free one with probability near 1 (and ends).
-        let span = MAX_QPN - FIRST_QPN + 1;
+        let (first, span) = (self.range.first, self.range.last - self.range.first + 1);
         let qpn = loop {
-            let q = FIRST_QPN + a.rng.next_u24() % span;
+            let q = first + a.rng.next_u24() % span;
             if self.index.entry(q) == 0 {
                 break q;
             }
@@ -286,7 +307,7 @@ impl Directory {
         self.index.set(qpn, QUARANTINED);
         a.live -= 1;
         a.freed.push_back(qpn);
-        if a.freed.len() > QUARANTINE {
+        if a.freed.len() > a.quarantine {
             if let Some(old) = a.freed.pop_front() {
                 self.index.remove(old);
             }
@@ -366,12 +387,13 @@ impl Directory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::{FIRST_QPN, MAX_QPN};
 
     fn directory(queues: u32, max_qps: u32) -> Directory {
         let shared = (0..queues)
             .map(|_| Arc::new(Shared::new(16).unwrap()))
             .collect();
-        Directory::with_seed(shared, max_qps, [1, 2])
+        Directory::with_seed(shared, max_qps, [1, 2], QpnRange::ALL)
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! [`FramePort`]; the rest (sleeping, statistics) is here.
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
 
 use crate::attach::AttachedPort;
@@ -152,6 +152,15 @@ impl FramePort for QueuePort {
         match self {
             QueuePort::Xsk(s) => s.frame_size(),
             QueuePort::Attached(p) => p.frame_size(),
+        }
+    }
+}
+
+impl AsFd for QueuePort {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            QueuePort::Xsk(s) => s.as_fd(),
+            QueuePort::Attached(p) => p.as_fd(),
         }
     }
 }

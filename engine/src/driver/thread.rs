@@ -32,8 +32,11 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::attach::AttachedPort;
 use crate::endpoint::{Endpoint, EndpointConfig, MemoryRange, Received};
 use crate::io::{Lookahead, XskConfig, XskError, XskSocket};
+
+use super::port::QueuePort;
 use crate::nic::SteerProgram;
 use crate::rc::WorkCompletion;
 use crate::time::Instant;
@@ -122,10 +125,15 @@ impl Driver {
     /// queues share `directory` (which holds this queue's [`Shared`]): it
     /// enters `cfg.netns`, pins itself, opens its socket, registers it in
     /// the XDP program's XSKMAP and runs.
+    ///
+    /// With `attached`, the queue's frames go through the shared engine's
+    /// service that port is attached to (no socket of its own, no
+    /// program: `program` is None then).
     pub fn start(
         cfg: QueueConfig,
-        program: Arc<Mutex<SteerProgram>>,
+        program: Option<Arc<Mutex<SteerProgram>>>,
         directory: Arc<Directory>,
+        attached: Option<AttachedPort>,
     ) -> Result<Driver, DriverError> {
         let queue = cfg.xsk.queue;
         let shared = directory
@@ -138,7 +146,7 @@ impl Driver {
         let thread = std::thread::Builder::new()
             .name(format!("roce-q{queue}"))
             .spawn(move || {
-                let sock = match setup(&cfg, &program) {
+                let sock = match setup(&cfg, program.as_deref(), attached) {
                     Ok(s) => s,
                     Err(e) => {
                         let _ = ready_tx.send(Err(e));
@@ -150,7 +158,9 @@ impl Driver {
                 *slot = Core::new(sock, &cfg, directory);
                 let _ = ready_tx.send(Ok(zero_copy));
                 run(slot, &thread_core, &cfg);
-                let _ = lock(&program).unregister_socket(cfg.xsk.queue);
+                if let Some(p) = &program {
+                    let _ = lock(p).unregister_socket(cfg.xsk.queue);
+                }
             })
             .map_err(DriverError::Spawn)?;
         match ready_rx.recv() {
@@ -236,7 +246,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn setup(cfg: &QueueConfig, program: &Mutex<SteerProgram>) -> Result<XskSocket, DriverError> {
+fn setup(
+    cfg: &QueueConfig,
+    program: Option<&Mutex<SteerProgram>>,
+    attached: Option<AttachedPort>,
+) -> Result<QueuePort, DriverError> {
     if let Some(ns) = &cfg.netns {
         crate::nic::enter_netns(ns)?;
     }
@@ -244,9 +258,14 @@ fn setup(cfg: &QueueConfig, program: &Mutex<SteerProgram>) -> Result<XskSocket, 
         // Best effort: an unknown core id leaves the thread unpinned.
         let _ = core_affinity::set_for_current(core_affinity::CoreId { id: core });
     }
+    if let Some(port) = attached {
+        return Ok(QueuePort::Attached(port));
+    }
     let sock = XskSocket::open(&cfg.xsk)?;
-    lock(program).register_socket(cfg.xsk.queue, &sock)?;
-    Ok(sock)
+    if let Some(p) = program {
+        lock(p).register_socket(cfg.xsk.queue, &sock)?;
+    }
+    Ok(QueuePort::Xsk(sock))
 }
 
 /// A queue's engine driven by an application thread (run-to-completion
@@ -437,7 +456,7 @@ pub(crate) struct Core {
     me: u32,
     dir: Arc<Directory>,
     shared: Arc<Shared>,
-    sock: XskSocket,
+    sock: QueuePort,
     step: DriverStep,
     ep: Endpoint,
     stats: QueueStats,
@@ -472,7 +491,7 @@ pub(crate) struct Core {
 impl Core {
     /// The engine of `cfg`'s queue over `sock`: its endpoint, with one CQ
     /// per queue of the device.
-    fn new(sock: XskSocket, cfg: &QueueConfig, dir: Arc<Directory>) -> Option<Core> {
+    fn new(sock: QueuePort, cfg: &QueueConfig, dir: Arc<Directory>) -> Option<Core> {
         let me = cfg.xsk.queue;
         let shared = dir.queue(me).cloned()?;
         let mut ep = Endpoint::new(cfg.endpoint);
@@ -485,11 +504,14 @@ impl Core {
         let origin = std::time::Instant::now();
         Some(Core {
             me,
-            step: DriverStep::new(
-                &sock,
-                cfg.capture.clone(),
-                OwnAddress::new(cfg.endpoint.local_mac, cfg.endpoint.local_ip),
-            ),
+            step: DriverStep::new(&sock, cfg.capture.clone(), {
+                let (mac, ip) = (cfg.endpoint.local_mac, cfg.endpoint.local_ip);
+                match sock {
+                    // The service turns frames to the host around.
+                    QueuePort::Attached(_) => OwnAddress::without_loopback(mac, ip),
+                    QueuePort::Xsk(_) => OwnAddress::new(mac, ip),
+                }
+            }),
             sock,
             dir,
             shared,
@@ -687,8 +709,13 @@ impl Core {
             && !shared.stop.load(Ordering::SeqCst)
             && !shared.claimed.load(Ordering::SeqCst)
         {
-            self.stats.sleeps += 1;
-            let _ = shared.waker.wait_with(&self.sock, sleep);
+            // Attached: tell the service this side sleeps (it rings the
+            // doorbell then), unless frames came meanwhile.
+            let may_sleep = self.sock.attached_mut().is_none_or(|p| p.prepare_sleep());
+            if may_sleep {
+                self.stats.sleeps += 1;
+                let _ = shared.waker.wait_with(&self.sock, sleep);
+            }
         }
         shared.sleeping.store(false, Ordering::SeqCst);
     }
@@ -709,7 +736,7 @@ impl Core {
         let looped = self.step.looped();
         (stats.loopback_frames, stats.loopback_bytes) = (looped.frames, looped.bytes);
         stats.woken_by_posts = shared.woken_by_posts.load(Ordering::Relaxed);
-        if let Ok(k) = self.sock.statistics() {
+        if let Some(k) = self.sock.statistics() {
             stats.kernel = k;
         }
         *shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = *stats;

@@ -6,6 +6,7 @@ use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::attach::Share;
 use crate::driver::{
     CaptureSink, CqWait, Directory, DrivenQueue, Driver, DriverError, OwnAddress, PollMode,
     PostError, QueueConfig, QueueStats, Shared, Work,
@@ -47,6 +48,12 @@ pub struct DeviceConfig {
     /// Depth of the work and completion queues between app and engine.
     pub queue_depth: usize,
     pub capture: Option<CaptureSink>,
+    /// Whether to attach to the interface's shared engine
+    /// (`roce-xdp service`; docs/shared-engine.md) instead of owning its
+    /// queues. Attached, the device has one queue (the service spreads
+    /// the interface's), and `queues`, `cores`, `attach`, `force`,
+    /// `zero_copy`, `umem` and the ring sizes are the service's business.
+    pub share: Share,
 }
 
 impl DeviceConfig {
@@ -70,6 +77,7 @@ impl DeviceConfig {
             multi_buffer: true,
             queue_depth: 4096,
             capture: None,
+            share: Share::Never,
         }
     }
 }
@@ -81,7 +89,8 @@ pub struct Device {
     drivers: Vec<Driver>,
     /// Device-wide QP numbers, which queue holds each QP, hand-offs.
     pub(super) directory: Arc<Directory>,
-    program: Arc<Mutex<SteerProgram>>,
+    /// None when attached to the interface's service (which owns it).
+    program: Option<Arc<Mutex<SteerProgram>>>,
     ifname: String,
     netns: Option<String>,
     mac: [u8; 6],
@@ -109,16 +118,41 @@ impl Device {
     /// Attaches the XDP program and starts the engine threads.
     pub fn open(cfg: DeviceConfig) -> Result<Device, DeviceError> {
         let ns = cfg.netns.as_deref();
-        let mac = crate::nic::interface_mac(ns, &cfg.ifname)?;
-        let ip = match cfg.local_ip {
-            Some(ip) => ip,
-            None => crate::nic::interface_addr(ns, &cfg.ifname, cfg.ipv6)?,
+        let attached = in_netns(ns, || crate::attach::attach_as(cfg.share, &cfg.ifname))??;
+        Device::open_with(cfg, attached)
+    }
+
+    /// [`Device::open`] with the attachment already made (or none: the
+    /// device owns the interface's queues; `cfg.share` is not looked at).
+    pub fn open_with(
+        cfg: DeviceConfig,
+        mut attached: Option<crate::attach::AttachedPort>,
+    ) -> Result<Device, DeviceError> {
+        let ns = cfg.netns.as_deref();
+        let (mac, ip) = match &attached {
+            Some(port) => (port.welcome().mac, port.welcome().ip),
+            None => (
+                crate::nic::interface_mac(ns, &cfg.ifname)?,
+                match cfg.local_ip {
+                    Some(ip) => ip,
+                    None => crate::nic::interface_addr(ns, &cfg.ifname, cfg.ipv6)?,
+                },
+            ),
         };
-        let program = in_netns(ns, || {
-            SteerProgram::attach(&cfg.ifname, cfg.attach, cfg.force)
-        })??;
-        let program = Arc::new(Mutex::new(program));
-        let queues = cfg.queues.max(1);
+        let program = match attached {
+            Some(_) => None,
+            None => Some(Arc::new(Mutex::new(in_netns(ns, || {
+                SteerProgram::attach(&cfg.ifname, cfg.attach, cfg.force)
+            })??))),
+        };
+        let queues = if attached.is_some() {
+            1
+        } else {
+            cfg.queues.max(1)
+        };
+        let qpns = attached
+            .as_ref()
+            .map_or(crate::endpoint::QpnRange::ALL, |p| p.qpns());
         let endpoint = EndpointConfig {
             local_mac: mac,
             local_ip: ip,
@@ -126,13 +160,14 @@ impl Device {
             // Payloads copied into their frames with the ICRC computed in
             // the same pass where the CPU allows.
             copy_crc: crate::io::copy_crc::best(),
+            qpns,
             ..EndpointConfig::default()
         };
         let shared = (0..queues)
             .map(|_| Shared::new(cfg.queue_depth).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()
             .map_err(DriverError::Waker)?;
-        let directory = Arc::new(Directory::new(shared, endpoint.max_qps));
+        let directory = Arc::new(Directory::in_range(shared, endpoint.max_qps, qpns));
         let mut drivers = Vec::new();
         for q in 0..queues {
             let mut xsk = XskConfig::new(&cfg.ifname, q);
@@ -150,7 +185,12 @@ impl Device {
                 queue_depth: cfg.queue_depth,
                 capture: cfg.capture.clone(),
             };
-            drivers.push(Driver::start(qc, program.clone(), directory.clone())?);
+            drivers.push(Driver::start(
+                qc,
+                program.clone(),
+                directory.clone(),
+                attached.take(),
+            )?);
         }
         Ok(Device {
             drivers,
@@ -193,12 +233,24 @@ impl Device {
         self.drivers.len() as u32
     }
 
-    /// The XDP attach mode in use.
-    pub fn attached_mode(&self) -> AttachedMode {
+    /// The XDP attach mode in use (None: attached to the interface's
+    /// service, which owns the program).
+    pub fn attached_mode(&self) -> Option<AttachedMode> {
         self.program
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .mode()
+            .as_ref()
+            .map(|p| p.lock().unwrap_or_else(|e| e.into_inner()).mode())
+    }
+
+    /// The XDP attach mode as the tools print it ("native", "generic",
+    /// or "attached to the service").
+    pub fn xdp_mode(&self) -> String {
+        self.attached_mode()
+            .map_or_else(|| "attached to the service".into(), |m| m.to_string())
+    }
+
+    /// Whether this device is attached to the interface's service.
+    pub fn is_attached(&self) -> bool {
+        self.program.is_none()
     }
 
     /// Whether queue `q`'s socket is bound in zero-copy mode.
@@ -430,18 +482,14 @@ impl Device {
 
     /// The XDP program's counters.
     pub fn steer_counters(&self) -> Result<SteerCounters, DeviceError> {
-        Ok(self
-            .program
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .counters()?)
+        let p = self.program.as_ref().ok_or(DeviceError::Attached)?;
+        Ok(p.lock().unwrap_or_else(|e| e.into_inner()).counters()?)
     }
 
     /// Sets the XDP program's test impairments (RX side of this interface).
     pub fn set_impairment(&self, imp: Impairment) -> Result<(), DeviceError> {
-        Ok(self
-            .program
-            .lock()
+        let p = self.program.as_ref().ok_or(DeviceError::Attached)?;
+        Ok(p.lock()
             .unwrap_or_else(|e| e.into_inner())
             .set_impairment(imp)?)
     }

@@ -14,6 +14,8 @@ pub enum DeviceError {
     #[error(transparent)]
     Driver(#[from] DriverError),
     #[error(transparent)]
+    Attach(#[from] crate::attach::AttachError),
+    #[error(transparent)]
     Netns(#[from] NetnsError),
     #[error("{0}")]
     Verbs(#[from] VerbsError),

@@ -102,7 +102,7 @@ fn test_info(
         iface: dp.iface.clone(),
         local: describe(&local[0]),
         remote: describe(&remote[0]),
-        xdp_mode: dp.dev.attached_mode().to_string(),
+        xdp_mode: dp.dev.xdp_mode(),
         zero_copy: dp.dev.is_zero_copy(args.queue),
     }
 }

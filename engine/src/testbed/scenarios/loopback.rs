@@ -569,7 +569,7 @@ impl<'o> Loopback<'o> {
             .check_kernel_traffic
             .then(|| spawn_kernel_traffic(&pair));
         let report = LoopbackReport {
-            attached_mode: dev_a.attached_mode().to_string(),
+            attached_mode: dev_a.xdp_mode(),
             zero_copy: dev_a.is_zero_copy(0),
             registered_bytes,
             ..Default::default()
