@@ -81,13 +81,15 @@ fn exports_every_symbol_and_version_of_the_system_libibverbs() {
     // the 72 symbols of IBVERBS_PRIVATE_34 among them.
     assert!(system.len() > 150, "{SYSTEM}: {} exports", system.len());
     let missing: Vec<_> = system.difference(&ours).collect();
-    // The drop-in's own exports, for the drop-in librdmacm: the GSI and
-    // the CM counters' reader (docs/rdma-cm-drop-in.md), under a private
+    // The drop-in's own exports, for the drop-in librdmacm: the GSI, the
+    // CM counters' reader and QP 1 shared through a service
+    // (docs/rdma-cm-drop-in.md), under a private
     // node (which objdump lists as a symbol of its own too).
     let node = "ROCE_XDP_PRIVATE_1".to_string();
     let private = [
         (node.clone(), "roce_xdp_create_gsi_qp".to_string()),
         (node.clone(), "roce_xdp_set_cm_counters".to_string()),
+        (node.clone(), "roce_xdp_share_cm".to_string()),
         (node.clone(), node),
     ];
     for p in &private {

@@ -171,6 +171,7 @@ fn queue_counters(
             ("service_attach_refused", s.attach_refused),
             ("service_frames_no_process", s.frames_no_process),
             ("service_frames_not_roce", s.frames_not_roce),
+            ("service_frames_gsi", s.frames_gsi),
             ("service_frames_gsi_dropped", s.frames_gsi_dropped),
             ("service_frames_local", s.frames_local),
             ("service_frames_ring_full", s.frames_ring_full),

@@ -163,7 +163,7 @@ fn shell() -> Result<&'static Arc<Shell>, &'static String> {
 
 /// The engine, or `ENODEV` when it could not be opened (the reason was
 /// printed by `ibv_get_device_list`).
-fn engine() -> Result<&'static Shell, c_int> {
+pub(crate) fn engine() -> Result<&'static Shell, c_int> {
     shell().map(|s| &**s).map_err(|_| libc::ENODEV)
 }
 

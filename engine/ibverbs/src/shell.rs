@@ -569,6 +569,20 @@ impl Shell {
         Ok(shell)
     }
 
+    /// Attached to a service: publishes the service IDs the CM listens on
+    /// and returns the communication IDs' top byte (the slot); 0 when the
+    /// engine runs in this process.
+    pub fn share_cm(&self, listeners: &[u64]) -> u8 {
+        let st = lock(&self.state);
+        match st.rtc.attachment() {
+            Some(port) => {
+                port.set_listeners(listeners);
+                port.slot()
+            }
+            None => 0,
+        }
+    }
+
     /// This queue's counters for the stats channel (`roce-xdp stats`).
     fn snapshot(&self) -> Snapshot {
         // The CM's counters first: librdmacm's reader takes its own lock,

@@ -151,12 +151,16 @@ fn open() -> Result<Device, c_int> {
             wake_fd,
             start: std::time::Instant::now(),
         };
+        // Attached to a shared engine, the service finds our MADs by our
+        // communication IDs' top byte (docs/shared-engine.md).
+        let prefix = roce_xdp_share_cm(std::ptr::null(), 0);
         let config = CmConfig {
             local_gid: gid,
             ca_guid: da.node_guid,
             timewait: TIMEWAIT,
             tid_seed: std::process::id(),
             first_comm_id: random_u32() | 1,
+            comm_id_prefix: (1..=255).contains(&prefix).then_some(prefix as u8),
             ..CmConfig::default()
         };
         state::lock().agent = Some(CmAgent::new(config));

@@ -307,6 +307,17 @@ unsafe extern "C" fn rdma_create_id(
 
 /// Forgets the id's connection, listener and port (what destroy does
 /// before freeing).
+/// Tells the shared engine this process may be attached to which
+/// service IDs it listens on (it hands us the REQs for them; nothing
+/// happens when the engine is the process's own).
+fn publish_listeners(st: &State) {
+    if let Some(a) = st.agent.as_ref() {
+        let ids: Vec<u64> = a.service_ids().collect();
+        // SAFETY: `ids` holds `ids.len()` u64s for the call.
+        unsafe { crate::ibv::roce_xdp_share_cm(ids.as_ptr(), ids.len()) };
+    }
+}
+
 fn release(st: &mut State, p: *mut rdma_cm_id, now: proto::time::Instant) {
     let Some(s) = st.ids.get_mut(&(p as usize)) else {
         return;
@@ -325,6 +336,7 @@ fn release(st: &mut State, p: *mut rdma_cm_id, now: proto::time::Instant) {
         if let Some(a) = st.agent.as_mut() {
             a.unlisten(l);
         }
+        publish_listeners(st);
     }
     if let Some(port) = port {
         if let Some(v) = st.ports.get_mut(&(ps, port)) {
@@ -623,6 +635,7 @@ unsafe extern "C" fn rdma_listen(id: *mut rdma_cm_id, backlog: c_int) -> c_int {
         let backlog = if backlog <= 0 { 1024 } else { backlog as u32 };
         let l = agent(&mut st)?.listen(sid, backlog).map_err(cm_errno)?;
         st.listeners.insert(l, id as usize);
+        publish_listeners(&st);
         let (s, _) = st.id(id)?;
         s.listener = Some(l);
         s.phase = Phase::Listen;

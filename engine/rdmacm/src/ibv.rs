@@ -57,6 +57,10 @@ extern "C" {
     pub fn roce_xdp_set_cm_counters(
         read: Option<unsafe extern "C" fn(*mut *const c_char, *mut u64, usize) -> usize>,
     );
+    /// And the third: attached to a shared engine, publishes the service
+    /// IDs listened on and returns the top byte our communication IDs
+    /// must have (0: the engine is this process's own; -1: no engine).
+    pub fn roce_xdp_share_cm(ids: *const u64, n: usize) -> c_int;
 }
 
 /// `ibv_poll_cq` (inline in verbs.h: through the context's ops).

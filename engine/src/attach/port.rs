@@ -122,6 +122,24 @@ impl AttachedPort {
         self.dead
     }
 
+    /// The slot the service gave this process: its QP numbers' and its
+    /// connection manager's communication IDs' top byte.
+    pub fn slot(&self) -> u8 {
+        self.welcome.slot
+    }
+
+    /// The frame rings (shared with the service), for what reports to it
+    /// from another thread ([`RingPair::report`], [`RingPair::set_listeners`]).
+    pub fn rings(&self) -> Arc<RingPair> {
+        self.pair.clone()
+    }
+
+    /// Publishes the service IDs this process's connection manager
+    /// listens on: the service hands it the REQs for them.
+    pub fn set_listeners(&self, ids: &[u64]) {
+        self.pair.set_listeners(ids);
+    }
+
     /// Reports counter `i` ([`reported`]) to the service.
     pub fn report(&self, i: usize, v: u64) {
         self.pair.report(i, v);

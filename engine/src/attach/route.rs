@@ -4,8 +4,10 @@
 //!
 //! - A frame's **destination** is the process whose block of QP numbers
 //!   holds its BTH destination QP ([`super::protocol::qpn_block`]). QP 1,
-//!   the connection manager's, is in no process's block
-//!   ([`Destination::Gsi`]).
+//!   the connection manager's, is in no process's block: a MAD for it goes
+//!   to the process listening on the service it asks for (REQ, SIDR_REQ),
+//!   or to the one whose communication IDs have its ID's top byte
+//!   ([`Destination::Gsi`], [`proto::cm::mad_owner`]).
 //! - A frame **from a process** must be a RoCE v2 frame (every header and
 //!   length as the receive path checks them, the ICRC aside: the receiver
 //!   checks that), sent from the interface's own MAC and address; a UD
@@ -20,6 +22,7 @@ use std::net::IpAddr;
 use crate::endpoint::QpnRange;
 use crate::ud::GSI_QPN;
 use crate::wire::{parse_frame_unchecked_icrc, IpRepr};
+use proto::cm::{mad_owner, MadOwner};
 
 use super::protocol::slot_of_qpn;
 
@@ -28,8 +31,8 @@ use super::protocol::slot_of_qpn;
 pub enum Destination {
     /// The process in this slot (it may be empty).
     Slot(u8),
-    /// QP 1 (connection management).
-    Gsi,
+    /// QP 1 (connection management): whom the MAD is for.
+    Gsi(MadOwner),
     /// Not a RoCE v2 frame.
     NotRoce,
 }
@@ -41,7 +44,8 @@ pub fn destination(frame: &[u8]) -> Destination {
     };
     let qpn = f.headers.bth.dest_qp;
     if qpn == GSI_QPN {
-        return Destination::Gsi;
+        // A UD SEND: the payload is the MAD (after the DETH).
+        return Destination::Gsi(mad_owner(f.payload));
     }
     Destination::Slot(slot_of_qpn(qpn))
 }

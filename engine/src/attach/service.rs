@@ -42,6 +42,7 @@ use crate::verbs::DeviceError;
 use super::port::reported;
 use super::protocol::{qpn_block, Answer, Hello, Welcome, HELLO_LEN};
 use super::route::{check_outgoing, destination, Destination, Outgoing};
+use proto::cm::MadOwner;
 
 /// Most processes attached at once (slots 1..=255: one byte of the QP
 /// number names the slot).
@@ -110,8 +111,12 @@ pub struct ServiceCounters {
     /// Frames from the wire that are not RoCE v2 (the XDP program lets
     /// only UDP 4791 through; anything else here is malformed).
     pub frames_not_roce: u64,
-    /// Frames to QP 1 (the connection manager's): not routed between
-    /// processes yet, dropped and counted.
+    /// Frames to QP 1 (the connection managers') handed to a process:
+    /// the one listening on the REQ's service, or whose communication IDs
+    /// the MAD names.
+    pub frames_gsi: u64,
+    /// Frames to QP 1 that no process is for (no listener on the service,
+    /// a communication ID of no process, not a CM MAD).
     pub frames_gsi_dropped: u64,
     /// Frames turned around from one process to another (or itself).
     pub frames_local: u64,
@@ -654,24 +659,42 @@ fn deliver(processes: &mut [Option<Process>], counters: &mut ServiceCounters, fr
     match destination(frame) {
         Destination::Slot(slot) => {
             match processes.get_mut(slot as usize).and_then(|p| p.as_mut()) {
-                Some(p) => {
-                    let room = match p.to.free() {
-                        Ok(n) => n,
-                        Err(_) => 0,
-                    };
-                    if room > 0 && p.to.write(frame) {
-                        p.counters.frames_in += 1;
-                        p.counters.bytes_in += frame.len() as u64;
-                    } else {
-                        p.counters.dropped_ring_full += 1;
-                        counters.frames_ring_full += 1;
-                    }
-                }
+                Some(p) => to_process(p, counters, frame),
                 None => counters.frames_no_process += 1,
             }
         }
-        Destination::Gsi => counters.frames_gsi_dropped += 1,
+        Destination::Gsi(owner) => {
+            let slot = match owner {
+                MadOwner::CommId(id) => Some((id >> 24) as usize),
+                MadOwner::Service(sid) => processes
+                    .iter()
+                    .position(|p| p.as_ref().is_some_and(|p| p.pair.listens_on(sid))),
+                MadOwner::Nobody => None,
+            };
+            match slot
+                .and_then(|s| processes.get_mut(s))
+                .and_then(|p| p.as_mut())
+            {
+                Some(p) => {
+                    counters.frames_gsi += 1;
+                    to_process(p, counters, frame);
+                }
+                None => counters.frames_gsi_dropped += 1,
+            }
+        }
         Destination::NotRoce => counters.frames_not_roce += 1,
+    }
+}
+
+/// Writes `frame` into `p`'s ring (counted as dropped if it is full).
+fn to_process(p: &mut Process, counters: &mut ServiceCounters, frame: &[u8]) {
+    let room = p.to.free().unwrap_or(0);
+    if room > 0 && p.to.write(frame) {
+        p.counters.frames_in += 1;
+        p.counters.bytes_in += frame.len() as u64;
+    } else {
+        p.counters.dropped_ring_full += 1;
+        counters.frames_ring_full += 1;
     }
 }
 

@@ -53,6 +53,12 @@ const MAGIC: u64 = 0x726f_6365_7864_7001; // "rocexdp" 1
 /// from byte 64): shown by `roce-xdp stats`, never trusted for anything.
 pub const REPORTED: usize = 8;
 const REPORTED_AT: usize = 64;
+/// The service IDs the process's connection manager listens on (so that
+/// the service hands it the REQs for them): a count (u32) at byte 256,
+/// then up to [`MAX_LISTENERS`] u64s from byte 264.
+pub const MAX_LISTENERS: usize = 256;
+const LISTENERS_COUNT_AT: usize = 256;
+const LISTENERS_AT: usize = 264;
 
 /// Most slots a ring may have (a sanity bound on what a peer claims).
 pub const MAX_SLOTS: u32 = 1 << 14;
@@ -280,6 +286,39 @@ impl RingPair {
     /// Counter `i` as the process last reported it.
     pub fn reported_value(&self, i: usize) -> u64 {
         self.reported(i).map_or(0, |a| a.load(Ordering::Relaxed))
+    }
+
+    /// The process publishes the service IDs it listens on (at most
+    /// [`MAX_LISTENERS`]; more are not published). The count goes last,
+    /// so a reader meanwhile sees the old list or a prefix of the new.
+    pub fn set_listeners(&self, ids: &[u64]) {
+        let n = ids.len().min(MAX_LISTENERS);
+        self.listener_count().store(0, Ordering::Release);
+        for (i, &id) in ids[..n].iter().enumerate() {
+            self.listener(i).store(id, Ordering::Relaxed);
+        }
+        self.listener_count().store(n as u32, Ordering::Release);
+    }
+
+    /// Whether the process says it listens on `service_id` (the count it
+    /// wrote is bounded by [`MAX_LISTENERS`]: it cannot make the service
+    /// read outside the page).
+    pub fn listens_on(&self, service_id: u64) -> bool {
+        let n = (self.listener_count().load(Ordering::Acquire) as usize).min(MAX_LISTENERS);
+        (0..n).any(|i| self.listener(i).load(Ordering::Relaxed) == service_id)
+    }
+
+    fn listener_count(&self) -> &AtomicU32 {
+        // SAFETY: 4-byte aligned, inside the header page, lives as long as
+        // `self`; accessed only atomically.
+        unsafe { &*(self.base.as_ptr().add(LISTENERS_COUNT_AT) as *const AtomicU32) }
+    }
+
+    fn listener(&self, i: usize) -> &AtomicU64 {
+        debug_assert!(i < MAX_LISTENERS);
+        // SAFETY: 8-byte aligned, `i < MAX_LISTENERS` keeps it inside the
+        // header page (264 + 8 * 256 < 4096), lives as long as `self`.
+        unsafe { &*(self.base.as_ptr().add(LISTENERS_AT + 8 * i) as *const AtomicU64) }
     }
 
     fn reported(&self, i: usize) -> Option<&AtomicU64> {
@@ -543,6 +582,12 @@ mod tests {
         assert_eq!(c.peek(0), Ok(&b"hello frame"[..]));
         other.report(3, 77);
         assert_eq!(pair.reported_value(3), 77);
+        other.set_listeners(&[0x0106_4e20, 0x0111_4e20]);
+        assert!(pair.listens_on(0x0111_4e20));
+        assert!(!pair.listens_on(0x0106_4e21));
+        // A count forged past the table is bounded by it.
+        pair.listener_count().store(u32::MAX, Ordering::Relaxed);
+        assert!(pair.listens_on(0x0106_4e20));
         assert!(RingPair::open(pair.fd().try_clone().unwrap(), 8).is_err());
     }
 

@@ -1,8 +1,14 @@
-//! The drop-in librdmacm's second private entry point (version node
-//! `ROCE_XDP_PRIVATE_1`): it hands us a function that reads its CM
-//! agent's counters, and the stats channel (`roce-xdp stats`) shows them
-//! under `cm` beside the engine's (docs/rdma-cm-drop-in.md). The agent
-//! lives in librdmacm.so.1, the stats channel here.
+//! The drop-in librdmacm's other private entry points (version node
+//! `ROCE_XDP_PRIVATE_1`):
+//! - `roce_xdp_set_cm_counters`: it hands us a function that reads its CM
+//!   agent's counters, and the stats channel (`roce-xdp stats`) shows them
+//!   under `cm` beside the engine's (docs/rdma-cm-drop-in.md). The agent
+//!   lives in librdmacm.so.1, the stats channel here.
+//! - `roce_xdp_share_cm`: attached to a shared engine (`roce-xdp service`,
+//!   docs/shared-engine.md), the service hands each process the MADs for
+//!   it: REQs for the service IDs it listens on, answers by the top byte of
+//!   the communication IDs its agent draws. This tells librdmacm that byte
+//!   and publishes its listeners.
 
 use std::ffi::{c_char, CStr};
 use std::sync::Mutex;
@@ -47,4 +53,28 @@ pub fn cm_counters() -> Option<Vec<(String, u64)>> {
             })
             .collect(),
     )
+}
+
+/// `roce_xdp_share_cm(ids, n)`: publishes the `n` service IDs at `ids`
+/// that the CM agent listens on to the service this process is attached
+/// to, and returns the top byte its communication IDs must have (1..=255);
+/// 0 when the engine runs in this process (nothing to share, `ids`
+/// unread); -1 with errno ENODEV when no engine is open, EINVAL for a NULL
+/// `ids` with `n` > 0.
+#[no_mangle]
+unsafe extern "C" fn roce_xdp_share_cm(ids: *const u64, n: usize) -> std::ffi::c_int {
+    let Ok(shell) = super::engine() else {
+        super::set_errno(libc::ENODEV);
+        return -1;
+    };
+    let ids: &[u64] = match (ids.is_null(), n) {
+        (_, 0) => &[],
+        (true, _) => {
+            super::set_errno(libc::EINVAL);
+            return -1;
+        }
+        // SAFETY: the caller's contract: `ids` points to `n` u64s.
+        (false, n) => unsafe { std::slice::from_raw_parts(ids, n) },
+    };
+    std::ffi::c_int::from(shell.share_cm(ids))
 }

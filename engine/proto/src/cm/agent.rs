@@ -121,6 +121,12 @@ impl CmAgent {
         self.tx.len()
     }
 
+    /// The service IDs listened on now, in no order (a port shared with
+    /// other agents publishes them: [`super::mad_owner`]).
+    pub fn service_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.listeners.values().map(|l| l.service_id)
+    }
+
     /// Listens on `service_id`: REQs and SIDR_REQs for it become
     /// `ReqReceived` / `SidrReqReceived`. At most `backlog` REQs wait for
     /// the consumer's accept / reject (0: the kernel's default, 1024);
@@ -633,10 +639,15 @@ impl CmAgent {
 
     /// The next free local communication ID (never 0: 0 means "unknown"
     /// in REJ and MRA).
+    /// With [`CmConfig::comm_id_prefix`], the ID's top byte is the
+    /// prefix and the low 24 bits count.
     pub(crate) fn alloc_comm_id(&mut self) -> ConnId {
         loop {
-            let id = self.next_comm_id;
+            let mut id = self.next_comm_id;
             self.next_comm_id = self.next_comm_id.wrapping_add(1);
+            if let Some(p) = self.config.comm_id_prefix {
+                id = (u32::from(p) << 24) | (id & 0x00ff_ffff);
+            }
             if id != 0 && !self.conns.contains_key(&id) {
                 return id;
             }

@@ -33,6 +33,11 @@ pub struct CmConfig {
     /// The first local communication ID (the kernel starts at a random
     /// one; tests and the simulator pick one per agent).
     pub first_comm_id: u32,
+    /// The top byte every local communication ID (and SIDR request ID)
+    /// keeps, when several agents share one port's QP 1: the service that
+    /// switches their MADs finds an answer's agent by it ([`super::mad_owner`];
+    /// docs/shared-engine.md). None: the whole 32-bit space.
+    pub comm_id_prefix: Option<u8>,
     /// Seed of the transaction IDs (high 32 bits; the low 32 count).
     pub tid_seed: u32,
     /// The CA's ACK delay exponent (REP's Target ACK Delay; rxe's
@@ -60,6 +65,7 @@ impl Default for CmConfig {
             packet_life_time: 16,
             pkey: DEFAULT_PKEY,
             first_comm_id: 1,
+            comm_id_prefix: None,
             tid_seed: 0,
             ack_delay: 15,
             packet_rate: 7,

@@ -11,6 +11,8 @@
 //!   received MADs to `handle_mad`, sends what `poll_transmit` gives, and
 //!   reads `poll_event`; time is the `now` argument.
 //!
+//! - [`mad_owner`]: which of several agents sharing QP 1 a MAD is for.
+//!
 //! `docs/connection-manager.md` describes the state machine, timers, REJ
 //! reasons, caps and where this core differs from cm.c.
 
@@ -21,6 +23,7 @@ mod agent;
 mod config;
 mod conn;
 mod counters;
+mod demux;
 mod error;
 mod event;
 mod format;
@@ -31,6 +34,7 @@ mod timing;
 pub use self::agent::CmAgent;
 pub use self::config::{AcceptParams, CmConfig, ConnectParams, MadAddress, Transport};
 pub use self::counters::CmCounters;
+pub use self::demux::{mad_owner, MadOwner};
 pub use self::error::CmError;
 pub use self::event::{CmEvent, PrivateData, RepInfo, ReqInfo, SidrReqInfo};
 pub use self::timing::iba_time;

@@ -6,6 +6,7 @@
 mod support;
 
 mod codec;
+mod demux;
 mod disconnect;
 mod failures;
 mod flood;
