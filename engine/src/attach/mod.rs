@@ -45,6 +45,13 @@ pub fn attach_as(share: Share, ifname: &str) -> Result<Option<AttachedPort>, Att
     }
 }
 
+/// Whether `share` would attach to a service of `ifname` (in the calling
+/// thread's network namespace) that seems to run: its socket exists. For
+/// checks a command skips when the service owns the interface.
+pub fn would_attach(share: Share, ifname: &str) -> bool {
+    share != Share::Never && service_socket(ifname).is_ok_and(|p| p.exists())
+}
+
 mod path;
 mod port;
 mod protocol;

@@ -258,6 +258,9 @@ impl CmService {
         let agent = CmAgent::new(CmConfig {
             local_gid,
             ca_guid,
+            // Attached to a shared engine: the service finds our MADs by
+            // this byte (docs/shared-engine.md).
+            comm_id_prefix: dev.attachment_slot(),
             ..CmConfig::default()
         });
         // `roce-xdp stats` shows the CM from now on.
@@ -473,14 +476,23 @@ impl CmService {
     /// Listens on `port` of the TCP port space (`rdma_listen` of a bound
     /// `RDMA_PS_TCP` id).
     pub fn listen(&mut self, port: u16, backlog: u32) -> Result<ListenerId, CmServiceError> {
-        Ok(self
+        let l = self
             .agent
-            .listen(cm_ip::service_id(cm_ip::PS_TCP, port), backlog)?)
+            .listen(cm_ip::service_id(cm_ip::PS_TCP, port), backlog)?;
+        self.publish_listeners();
+        Ok(l)
     }
 
     /// Stops listening.
     pub fn unlisten(&mut self, listener: ListenerId) {
         self.agent.unlisten(listener);
+        self.publish_listeners();
+    }
+
+    /// Attached to a shared engine: tells the service which REQs are ours.
+    fn publish_listeners(&self) {
+        let ids: Vec<u64> = self.agent.service_ids().collect();
+        self.device().publish_cm_listeners(&ids);
     }
 
     /// Connects `qp` (in RESET) to the listener on `peer`:`port`

@@ -91,6 +91,9 @@ pub struct Device {
     pub(super) directory: Arc<Directory>,
     /// None when attached to the interface's service (which owns it).
     program: Option<Arc<Mutex<SteerProgram>>>,
+    /// Attached: the slot the service gave and the shared rings (what
+    /// reports to the service from outside the engine thread).
+    attachment: Option<(u8, Arc<crate::io::frame_ring::RingPair>)>,
     ifname: String,
     netns: Option<String>,
     mac: [u8; 6],
@@ -153,6 +156,7 @@ impl Device {
         let qpns = attached
             .as_ref()
             .map_or(crate::endpoint::QpnRange::ALL, |p| p.qpns());
+        let attachment = attached.as_ref().map(|p| (p.slot(), p.rings()));
         let endpoint = EndpointConfig {
             local_mac: mac,
             local_ip: ip,
@@ -196,6 +200,7 @@ impl Device {
             drivers,
             directory,
             program,
+            attachment,
             ifname: cfg.ifname,
             netns: cfg.netns,
             mac,
@@ -246,6 +251,20 @@ impl Device {
     pub fn xdp_mode(&self) -> String {
         self.attached_mode()
             .map_or_else(|| "attached to the service".into(), |m| m.to_string())
+    }
+
+    /// Attached to the interface's service: the slot it gave this device
+    /// (its QP numbers' and CM communication IDs' top byte).
+    pub fn attachment_slot(&self) -> Option<u8> {
+        self.attachment.as_ref().map(|(s, _)| *s)
+    }
+
+    /// Attached: publishes the service IDs this device's CM listens on
+    /// (the service hands it the REQs for them); nothing otherwise.
+    pub fn publish_cm_listeners(&self, ids: &[u64]) {
+        if let Some((_, rings)) = &self.attachment {
+            rings.set_listeners(ids);
+        }
     }
 
     /// Whether this device is attached to the interface's service.

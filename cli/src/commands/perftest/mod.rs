@@ -484,21 +484,24 @@ fn server(kind: Kind, args: &PerftestArgs) -> anyhow::Result<()> {
         .expect("validated: the server has --iface");
     // Check what can be checked before waiting for a client; the engine
     // attaches once the client's address says which IP family it speaks.
-    preflight::check(&preflight::Plan {
-        what: format!("{} on the server", kind.name()),
-        iface: &iface,
-        queues: &(0..args.queue_count()).collect::<Vec<_>>(),
-        pmtu: args.mtu,
-        ipv6: false,
-        force: args.engine.attach.force,
-    })?;
-    crate::common::steering::check_steer(
-        &iface,
-        args.queue_count(),
-        args.engine.attach.steer,
-        args.engine.attach.force,
-        engine::nic::QueueOption::Range,
-    )?;
+    // (A shared engine's service owns the interface: nothing to check.)
+    if !engine::attach::would_attach(args.engine.attach.share.into(), &iface) {
+        preflight::check(&preflight::Plan {
+            what: format!("{} on the server", kind.name()),
+            iface: &iface,
+            queues: &(0..args.queue_count()).collect::<Vec<_>>(),
+            pmtu: args.mtu,
+            ipv6: false,
+            force: args.engine.attach.force,
+        })?;
+        crate::common::steering::check_steer(
+            &iface,
+            args.queue_count(),
+            args.engine.attach.steer,
+            args.engine.attach.force,
+            engine::nic::QueueOption::Range,
+        )?;
+    }
     if args.rdma_cm {
         return server_cm(kind, args, iface, timeout);
     }
