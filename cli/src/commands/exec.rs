@@ -35,6 +35,7 @@ use std::process::Command;
 use anyhow::{bail, Context as _};
 use clap::{Args, ValueEnum};
 
+use crate::common::args::ShareArg;
 use crate::common::steering::SteerArg;
 use crate::errors::UserError;
 
@@ -87,6 +88,12 @@ pub struct ExecArgs {
     /// (ntuple), or nothing (off); docs/queue-coverage.md.
     #[arg(long = "steer", value_enum, default_value_t = SteerArg::Auto)]
     pub steer: SteerArg,
+    /// Attach to the interface's shared engine (`roce-xdp service`): when
+    /// one runs (auto, the default), always (fail without one), or never
+    /// (the program's engine owns the queue). Sets ROCE_XDP_SHARE;
+    /// without this option the variable as set (default auto) holds.
+    #[arg(long = "share", value_enum)]
+    pub share: Option<ShareArg>,
     /// The program and its arguments (after `--`).
     #[arg(
         required = true,
@@ -249,7 +256,18 @@ pub fn run(a: ExecArgs) -> anyhow::Result<()> {
             roce_xdp_ibverbs::DEVICE_NAME
         );
     }
-    let err = Command::new(program)
+    let mut cmd = Command::new(program);
+    if let Some(share) = a.share {
+        cmd.env(
+            "ROCE_XDP_SHARE",
+            match share {
+                ShareArg::Auto => "auto",
+                ShareArg::Always => "always",
+                ShareArg::Never => "never",
+            },
+        );
+    }
+    let err = cmd
         .args(args)
         .env("LD_LIBRARY_PATH", path)
         .env("ROCE_XDP_IFACE", &a.iface)
