@@ -147,6 +147,12 @@ fn gauge<L: AsRef<[(&'static str, String)]>>(
     }
 }
 
+/// Labels (name, value).
+type Labels = Vec<(&'static str, String)>;
+
+/// An item's labels and its named counters.
+type Labelled<'a> = (Labels, &'a [(String, u64)]);
+
 /// Counter families out of named counters that several items (queues,
 /// processes) each carry: one family per metric name, in order of first
 /// appearance, a sample per item that has the counter. Two raw names that
@@ -156,7 +162,7 @@ fn counter_families(
     out: &mut String,
     prefix: &str,
     help: impl Fn(&str) -> String,
-    items: &[(Vec<(&'static str, String)>, &[(String, u64)])],
+    items: &[Labelled<'_>],
 ) {
     let mut order: Vec<(String, &str)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
