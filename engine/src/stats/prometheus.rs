@@ -537,9 +537,14 @@ fn busy(conn: TcpStream) {
     let _ = conn.set_nonblocking(true);
     let _ = (&conn).write(&response(503, "Service Unavailable", &[], b"busy\n"));
     let _ = conn.shutdown(Shutdown::Write);
-    // What the client already sent, read so that the close is no reset.
+    // What the client already sent (a little of it: this is the
+    // accepting thread), read so that the close is no reset.
     let mut chunk = [0u8; 4096];
-    while matches!((&conn).read(&mut chunk), Ok(n) if n > 0) {}
+    for _ in 0..4 {
+        if !matches!((&conn).read(&mut chunk), Ok(n) if n > 0) {
+            break;
+        }
+    }
 }
 
 /// Why no request head was read.
