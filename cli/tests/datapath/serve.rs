@@ -464,4 +464,32 @@ fn serve_metrics_for_prometheus() {
     assert!(!net.xdp_attached(true), "serve left XDP attached");
     let closed = in_netns(b, move || TcpStream::connect(("127.0.0.1", port)).is_err());
     assert!(closed, "the metrics port still listens after serve stopped");
+
+    // A port already taken: serve says so, exits 2 and leaves nothing
+    // attached.
+    let taken = in_netns(b, move || TcpListener::bind(("127.0.0.1", port)).unwrap());
+    let out = net
+        .cmd(
+            &b.netns,
+            &[
+                "serve",
+                "--iface",
+                &b.ifname,
+                "--queues",
+                "0",
+                "--metrics",
+                &addr,
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("--metrics {addr}: cannot listen there")),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!net.xdp_attached(true), "serve left XDP attached");
+    assert!(!net.run_dir.join(format!("{iface}.sock")).exists());
+    drop(taken);
 }
