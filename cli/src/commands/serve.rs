@@ -6,11 +6,13 @@
 //! own region with only the rights its test needs, all destroyed when its
 //! session ends, however it ends; `--max-qps-per-client`, `--max-clients`
 //! and `--timeout` bound what one client holds.
+//! `--metrics ADDR:PORT` serves the counters for Prometheus
+//! (`common::metrics`).
 //! SIGINT / SIGTERM: stop accepting, end the sessions, drain, print the
 //! final counters and detach.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -31,6 +33,7 @@ use engine::verbs::{Device, MemoryRegion, QueuePair};
 use crate::common::args::{reword, EngineArgs, VALID_PMTUS};
 use crate::common::datapath::{Datapath, DatapathOpts};
 use crate::common::lists::{parse_list, CpuList};
+use crate::common::metrics;
 use crate::common::perftest::conn::{listen, PerfConn};
 use crate::common::perftest::kind::Kind;
 use crate::common::perftest::rtc;
@@ -87,6 +90,10 @@ pub struct ServeArgs {
     /// Print the final counters as JSON.
     #[arg(long = "json")]
     pub json: bool,
+    /// Serve the counters for Prometheus on http://ADDR:PORT/metrics
+    /// (e.g. 127.0.0.1:9464): the snapshot `roce-xdp stats --json` shows.
+    #[arg(long = "metrics", value_name = "ADDR:PORT", value_parser = metrics::parse_addr)]
+    pub metrics: Option<SocketAddr>,
 }
 
 /// Prints a log line of the server: to stdout, or to stderr with `--json`
@@ -495,7 +502,24 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         &format!("serve on {}", args.iface),
     )?;
+    // `--metrics`: the stats channel's snapshot, over HTTP.
+    let metrics = match args
+        .metrics
+        .map(|a| metrics::start(a, dp.snapshot_source()))
+        .transpose()
+    {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = dp.close();
+            return Err(e);
+        }
+    };
+    if let Some(m) = &metrics {
+        say!(args.json, "metrics: {}", metrics::url(m));
+    }
     let result = serve_loop(&args, &dp, &listener, &signalled, &stop);
+    // It holds the device, which closing takes.
+    drop(metrics);
     // Drain: let the engines send the last ACKs / READ responses.
     std::thread::sleep(Duration::from_millis(200));
     let closed = dp.close()?;

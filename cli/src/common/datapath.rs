@@ -14,7 +14,7 @@ use engine::driver::CaptureSink;
 use engine::driver::PollMode;
 use engine::driver::QueueStats;
 use engine::driver::{capture_channel, PcapWriter};
-use engine::nic::{QueueOption, Steering};
+use engine::nic::{QueueOption, Steering, SteeringStatus};
 use engine::stats::{CaptureHub, Snapshot, StatsServer};
 use engine::verbs::{Device, DeviceConfig};
 
@@ -61,6 +61,22 @@ pub struct Closed {
     pub totals: QueueStats,
     /// With `--pcap`: frames written and frames dropped.
     pub pcap: Option<(u64, u64)>,
+}
+
+/// The snapshot of `dev`'s queues and steering, taken at each call.
+fn snapshot_source(
+    dev: Arc<Device>,
+    iface: &str,
+    cores: &[usize],
+    started: Instant,
+    steering: Option<SteeringStatus>,
+) -> impl Fn() -> Snapshot + Send + Sync + 'static {
+    let (iface, cores) = (iface.to_string(), cores.to_vec());
+    move || {
+        let mut s = super::snapshot::of_device(&dev, &iface, &cores, started);
+        s.steering = steering.clone();
+        s
+    }
 }
 
 /// Frames buffered between the engines and the pcap writer.
@@ -146,13 +162,7 @@ impl Datapath {
         let stats = if is_attached {
             None
         } else {
-            let dev = dev.clone();
-            let (iface, cores) = (o.iface.clone(), o.cores.clone());
-            let source = move || {
-                let mut s = super::snapshot::of_device(&dev, &iface, &cores, started);
-                s.steering = status.clone();
-                s
-            };
+            let source = snapshot_source(dev.clone(), &o.iface, &o.cores, started, status);
             let server = match hub {
                 Some(h) => StatsServer::start_with_capture(&o.iface, source, h),
                 None => StatsServer::start(&o.iface, source),
@@ -175,6 +185,21 @@ impl Datapath {
             pcap_sink,
             steering,
         })
+    }
+
+    /// The snapshot of [`Datapath::snapshot`] as a function another server
+    /// can call (`serve --metrics`): what the stats channel serves when
+    /// this process owns the interface; attached to a service, this
+    /// device's own view (the service's channel serves the interface's).
+    /// It holds the device: drop whatever holds it before [`Datapath::close`].
+    pub fn snapshot_source(&self) -> impl Fn() -> Snapshot + Send + Sync + 'static {
+        snapshot_source(
+            self.dev.clone(),
+            &self.iface,
+            &self.cores,
+            self.started,
+            self.steering.as_ref().map(|st| st.status().clone()),
+        )
     }
 
     /// A snapshot of the counters now.

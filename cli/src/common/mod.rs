@@ -7,6 +7,7 @@
 //!   perftest-style tools (stats channel, capture)
 //! - `snapshot`, `stats_document`: the stats channel's snapshot, built from
 //!   a device and read back as a table or JSON (`stats`, `serve`)
+//! - `metrics`: `--metrics ADDR:PORT`, the snapshot for Prometheus
 //! - `lists`: lists of queue and core numbers (`--queues 0-3`, `--cores`)
 //! - `steering`: `--steer` and queue coverage before the datapath opens
 //! - `signals`: the stop flag Ctrl-C and SIGTERM raise
@@ -17,6 +18,7 @@
 pub mod args;
 pub mod datapath;
 pub mod lists;
+pub mod metrics;
 pub mod perftest;
 pub mod preflight;
 pub mod privileges;

@@ -38,5 +38,6 @@ pub fn of_device(dev: &Device, iface: &str, cores: &[usize], started: Instant) -
         queues,
         steering: None,
         cm: dev.cm_counters(),
+        processes: Vec::new(),
     }
 }

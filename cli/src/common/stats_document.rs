@@ -23,6 +23,43 @@ pub struct QueueStats {
     pub qp_rates_gbps: Map<String, Value>,
 }
 
+/// A process attached to a shared engine (`roce-xdp service`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct ProcessStats {
+    pub pid: u32,
+    /// `/proc/PID/comm` as the service read it.
+    pub command: String,
+    pub uid: u32,
+    /// Nanoseconds since it attached.
+    pub attached_ns: u64,
+    /// Its block of QP numbers.
+    pub qpn_first: u32,
+    pub qpn_last: u32,
+    /// As the process reports them.
+    pub qps: u64,
+    pub regions: u64,
+    pub zero_copy_regions: u64,
+    pub copied_regions: u64,
+    /// In the service's display order: frames in/out, drops, refusals...
+    #[serde(default)]
+    pub counters: Map<String, Value>,
+}
+
+impl ProcessStats {
+    fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).map(as_u64).unwrap_or(0)
+    }
+
+    /// The sum of its drop counters (engine::stats::is_drop_counter).
+    fn drops(&self) -> u64 {
+        self.counters
+            .iter()
+            .filter(|(k, _)| engine::stats::is_drop_counter(k))
+            .map(|(_, v)| as_u64(v))
+            .fold(0u64, u64::saturating_add)
+    }
+}
+
 /// The engine's snapshot (engine::stats JSON, schema 1).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct Snapshot {
@@ -42,6 +79,10 @@ pub struct Snapshot {
     /// docs/rdma-cm-drop-in.md); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cm: Option<Map<String, Value>>,
+    /// The processes attached to a shared engine; empty for an engine
+    /// inside one process (and absent from engines that predate it).
+    #[serde(default)]
+    pub processes: Vec<ProcessStats>,
 }
 
 fn as_u64(v: &Value) -> u64 {
@@ -167,6 +208,7 @@ pub fn render(s: &Snapshot, rates: Option<Rates<'_>>) -> String {
         let _ = writeln!(out, "{line}");
     }
     render_qp_rates(&mut out, s);
+    render_processes(&mut out, s);
     if let Some(cm) = &s.cm {
         let _ = writeln!(out, "RDMA CM");
         for (name, v) in cm {
@@ -192,6 +234,48 @@ fn render_qp_rates(out: &mut String, s: &Snapshot) {
             };
             let _ = writeln!(out, "{:<6} {qpn:>8} {rate:>14}", format!("q{}", q.queue));
         }
+    }
+}
+
+/// The table of attached processes (nothing for an engine inside one
+/// process).
+fn render_processes(out: &mut String, s: &Snapshot) {
+    use std::fmt::Write as _;
+    if s.processes.is_empty() {
+        return;
+    }
+    let cw = s
+        .processes
+        .iter()
+        .map(|p| p.command.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    let _ = writeln!(out, "Attached processes");
+    let _ = writeln!(
+        out,
+        "{:>8} {:<cw$} {:>6} {:>7} {:>17} {:>14} {:>14} {:>10}",
+        "pid", "command", "QPs", "regions", "zero-copy/copied", "frames in", "frames out", "drops"
+    );
+    for p in &s.processes {
+        // A command is whatever the process named itself: no control
+        // characters reach the terminal.
+        let command: String = p
+            .command
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        let _ = writeln!(
+            out,
+            "{:>8} {command:<cw$} {:>6} {:>7} {:>17} {:>14} {:>14} {:>10}",
+            p.pid,
+            p.qps,
+            p.regions,
+            format!("{}/{}", p.zero_copy_regions, p.copied_regions),
+            p.counter(engine::stats::PROCESS_FRAMES_IN),
+            p.counter(engine::stats::PROCESS_FRAMES_OUT),
+            p.drops()
+        );
     }
 }
 
@@ -240,8 +324,62 @@ mod tests {
             ],
             steering: None,
             cm: Some(vec![("malformed".into(), 4), ("retransmissions".into(), 1)]),
+            processes: vec![engine::stats::ProcessSnapshot {
+                pid: 4321,
+                command: "ib_write\nbw".into(),
+                uid: 1000,
+                attached_ns: 3_000_000_000,
+                qpn_first: 256,
+                qpn_last: 511,
+                qps: 2,
+                regions: 3,
+                zero_copy_regions: 1,
+                copied_regions: 2,
+                counters: vec![
+                    ("frames_in".into(), 100),
+                    ("frames_out".into(), 90),
+                    ("frames_in_dropped".into(), 3),
+                    ("frames_out_dropped".into(), 4),
+                    ("refused_posts".into(), 7),
+                ],
+            }],
         };
         let s: Snapshot = serde_json::from_str(&eng.to_json()).unwrap();
+        // Attached processes: in the JSON under "processes", and as a
+        // table (the command's control characters not printed).
+        let j = json_document(&s, None);
+        assert_eq!(j["processes"][0]["pid"], 4321);
+        assert_eq!(j["processes"][0]["command"], "ib_write\nbw");
+        assert_eq!(j["processes"][0]["qpn_last"], 511);
+        assert_eq!(j["processes"][0]["counters"]["refused_posts"], 7);
+        let t = render(&s, None);
+        let table: Vec<Vec<&str>> = t
+            .split("Attached processes\n")
+            .nth(1)
+            .unwrap_or_default()
+            .lines()
+            .take(2)
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            table,
+            [
+                vec![
+                    "pid",
+                    "command",
+                    "QPs",
+                    "regions",
+                    "zero-copy/copied",
+                    "frames",
+                    "in",
+                    "frames",
+                    "out",
+                    "drops"
+                ],
+                vec!["4321", "ib_write?bw", "2", "3", "1/2", "100", "90", "7"],
+            ],
+            "{t}"
+        );
         // The RDMA CM's counters: in the JSON under "cm", and as a table.
         assert_eq!(json_document(&s, None)["cm"]["malformed"], 4);
         let t = render(&s, None);
@@ -297,5 +435,9 @@ mod tests {
         assert!(s.queues[0].qp_rates_gbps.is_empty());
         assert!(!s.queues[0].zero_copy);
         assert!(!render(&s, None).contains("rate (Gb/s)"));
+        // No "processes" key: none attached, no table.
+        assert!(s.processes.is_empty());
+        assert!(!render(&s, None).contains("Attached processes"));
+        assert_eq!(json_document(&s, None)["processes"], serde_json::json!([]));
     }
 }

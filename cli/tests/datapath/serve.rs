@@ -1,10 +1,15 @@
 //! `roce-xdp serve`: clients run the perftest-style tools against it,
 //! `roce-xdp stats` reads its counters through the stats channel, and
 //! SIGINT during a transfer ends it cleanly: exit 0, final counters
-//! printed, nothing left attached, the stats socket removed.
+//! printed, nothing left attached, the stats socket removed. With
+//! `--metrics`, Prometheus scrapes the same counters over HTTP.
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::process::Stdio;
 use std::time::Duration;
+
+use engine::testbed::netns::Side;
 
 use crate::support::*;
 
@@ -332,4 +337,159 @@ fn an_idle_serve_sleeps_and_still_answers() {
     );
     // The drain (200 ms) and detaching, with no 1 s wait on the way.
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+}
+
+/// Runs `f` on a thread inside `side`'s namespace.
+fn in_netns<R: Send + 'static>(side: &Side, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let side = side.clone();
+    std::thread::spawn(move || {
+        side.enter().expect("entering the namespace");
+        f()
+    })
+    .join()
+    .expect("the namespace thread")
+}
+
+/// One HTTP request to 127.0.0.1:`port` in `side`'s namespace: the
+/// answer's head and body.
+fn http(side: &Side, port: u16, request: &str) -> (String, String) {
+    let request = request.to_string();
+    let answer = in_netns(side, move || {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connecting to --metrics");
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.write_all(request.as_bytes()).unwrap();
+        let mut out = Vec::new();
+        c.read_to_end(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    });
+    let (head, body) = answer
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("not an HTTP answer: {answer:?}"));
+    (head.to_string(), body.to_string())
+}
+
+/// The value of the sample `series` (name and labels, as written) in a
+/// scrape.
+fn sample(body: &str, series: &str) -> u64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no sample {series} in:\n{body}"))
+}
+
+/// `serve --metrics 127.0.0.1:PORT` serves, over HTTP in the text format
+/// Prometheus scrapes, the snapshot `roce-xdp stats --json` shows: the
+/// same per-queue counters with the interface and queue as labels; other
+/// paths get 404; the port is closed once serve has stopped.
+#[test]
+#[ignore = "needs root"]
+fn serve_metrics_for_prometheus() {
+    require_root();
+    let _g = serial();
+    let net = Net::new(1500);
+    let b = &net.pair.b;
+    // A free port in the server's namespace.
+    let port = in_netns(b, || {
+        TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port()
+    });
+    let addr = format!("127.0.0.1:{port}");
+    let serve = net.server(&[
+        "serve",
+        "--iface",
+        &b.ifname,
+        "--queues",
+        "0",
+        "--region",
+        "1M",
+        "--metrics",
+        &addr,
+    ]);
+    net.wait_listening(18515);
+    net.wait_engine();
+    net.wait_listening(port);
+    let out = net.client(&["write-bw", &net.server_ip(), "-n", "50", "-s", "4096"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let (head, before) = http(b, port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains("\r\nContent-Type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    let v = net.server_stats();
+    let (_, after) = http(b, port, "GET /metrics HTTP/1.1\r\n\r\n");
+    let iface = &b.ifname;
+    let rcvd = format!("roce_xdp_queue_rcvd_pkts_total{{iface=\"{iface}\",queue=\"0\"}}");
+    let (r0, r1) = (sample(&before, &rcvd), sample(&after, &rcvd));
+    let json = v["queues"][0]["counters"]["rcvd_pkts"].as_u64().unwrap();
+    assert!(r0 > 0 && r0 <= json && json <= r1, "{r0} {json} {r1}");
+    assert!(
+        before
+            .lines()
+            .any(|l| l == "# TYPE roce_xdp_queue_rcvd_pkts_total counter"),
+        "{before}"
+    );
+    assert!(
+        sample(
+            &before,
+            &format!("roce_xdp_xdp_redirected_total{{iface=\"{iface}\"}}")
+        ) > 0,
+        "{before}"
+    );
+    assert_eq!(
+        sample(&before, &format!("roce_xdp_processes{{iface=\"{iface}\"}}")),
+        0
+    );
+    // The engine named: serve's own pid (`ip netns exec` runs it in place).
+    let info = format!("roce_xdp_info{{iface=\"{iface}\",pid=\"{}\",", serve.id());
+    assert!(before.lines().any(|l| l.starts_with(&info)), "{before}");
+    let (head, _) = http(b, port, "GET / HTTP/1.1\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 404 "), "{head}");
+
+    let pid = serve.id().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let out = wait_output(serve, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(&format!("metrics: http://{addr}/metrics")),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(!net.xdp_attached(true), "serve left XDP attached");
+    let closed = in_netns(b, move || TcpStream::connect(("127.0.0.1", port)).is_err());
+    assert!(closed, "the metrics port still listens after serve stopped");
+
+    // A port already taken: serve says so, exits 2 and leaves nothing
+    // attached.
+    let taken = in_netns(b, move || TcpListener::bind(("127.0.0.1", port)).unwrap());
+    let out = net
+        .cmd(
+            &b.netns,
+            &[
+                "serve",
+                "--iface",
+                &b.ifname,
+                "--queues",
+                "0",
+                "--metrics",
+                &addr,
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!("--metrics {addr}: cannot listen there")),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!net.xdp_attached(true), "serve left XDP attached");
+    assert!(!net.run_dir.join(format!("{iface}.sock")).exists());
+    drop(taken);
 }

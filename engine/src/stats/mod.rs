@@ -22,6 +22,15 @@
 //! zero-copy mode; each queue's `zero_copy` says it for that queue (as the
 //! kernel reports it after the bind: XDP_OPTIONS).
 //!
+//! `processes` lists the processes attached to a shared engine (`roce-xdp
+//! service`), empty for an engine inside one process:
+//! `"processes":[{"pid":1234,"command":"ib_write_bw","uid":1000,
+//!   "attached_ns":5,"qpn_first":256,"qpn_last":511,"qps":2,"regions":1,
+//!   "zero_copy_regions":0,"copied_regions":1,
+//!   "counters":{"frames_in":10,"frames_out":9,...}}]`
+//! (`command` is `/proc/PID/comm` as the service read it; `qps` and
+//! `regions` as the process reports them).
+//!
 //! `qp_rates_gbps` maps each QP number of the queue to its current DCQCN
 //! rate in Gb/s (the line rate while not limited or with DCQCN off).
 //! `steering` (when the datapath reports it) says how RoCE reaches the
@@ -31,6 +40,8 @@
 //! docs/rdma-cm-drop-in.md).
 //!
 //! - `snapshot.rs`: [`Snapshot`] and its JSON;
+//! - `prometheus.rs`: the snapshot in Prometheus' text format
+//!   ([`prometheus_text`]) and [`MetricsServer`], its HTTP endpoint;
 //! - `server.rs`: [`StatsServer`], the engine's side;
 //! - `client.rs`: [`fetch`] and [`open_capture`], the operator's side.
 
@@ -43,13 +54,21 @@ use thiserror::Error;
 
 mod client;
 mod json;
+mod prometheus;
 mod server;
 mod snapshot;
 mod steering;
 
 pub use client::{fetch, fetch_at, open_capture, open_capture_at};
+pub use prometheus::{
+    render as prometheus_text, Limits as MetricsLimits, MetricsServer,
+    CONTENT_TYPE as METRICS_CONTENT_TYPE, METRICS_PATH,
+};
 pub use server::{CaptureHub, StatsServer};
-pub use snapshot::{queue_counters, xdp_counters, QueueSnapshot, Snapshot};
+pub use snapshot::{
+    is_drop_counter, queue_counters, xdp_counters, ProcessSnapshot, QueueSnapshot, Snapshot,
+    PROCESS_FRAMES_IN, PROCESS_FRAMES_OUT,
+};
 
 /// Default directory of the sockets.
 pub const DEFAULT_RUN_DIR: &str = "/run/roce-xdp";

@@ -88,6 +88,45 @@ pub struct QueueSnapshot {
     pub qp_rates: Vec<(u32, f64)>,
 }
 
+/// The counter of a [`ProcessSnapshot`] holding the frames the service
+/// handed to the process (received for its QPs); `roce-xdp stats` shows it
+/// as "frames in".
+pub const PROCESS_FRAMES_IN: &str = "frames_in";
+/// The counter of a [`ProcessSnapshot`] holding the frames the process
+/// handed to the service to send ("frames out").
+pub const PROCESS_FRAMES_OUT: &str = "frames_out";
+
+/// Whether a process counter counts drops: `roce-xdp stats` sums these in
+/// its "drops" column (a name containing `drop`, e.g. `frames_in_dropped`).
+pub fn is_drop_counter(name: &str) -> bool {
+    name.contains("drop")
+}
+
+/// One process attached to a shared engine (`roce-xdp service`), as the
+/// service sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessSnapshot {
+    pub pid: u32,
+    /// `/proc/PID/comm` as the service read it when the process attached.
+    pub command: String,
+    pub uid: u32,
+    /// Nanoseconds since it attached.
+    pub attached_ns: u64,
+    /// Its block of QP numbers, `qpn_first..=qpn_last`.
+    pub qpn_first: u32,
+    pub qpn_last: u32,
+    /// QPs and memory regions, as the process reports them.
+    pub qps: u64,
+    pub regions: u64,
+    /// Of its regions: those the NIC reaches without a copy, and those
+    /// copied through the shared frame rings.
+    pub zero_copy_regions: u64,
+    pub copied_regions: u64,
+    /// `(name, value)` in display order: frames in/out ([`PROCESS_FRAMES_IN`],
+    /// [`PROCESS_FRAMES_OUT`]), drops, refusals...
+    pub counters: Vec<(String, u64)>,
+}
+
 /// Everything one snapshot reports.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Snapshot {
@@ -105,6 +144,9 @@ pub struct Snapshot {
     /// The RDMA CM's counters (the drop-in librdmacm's agent, when the
     /// program uses it; docs/rdma-cm-drop-in.md); None: no CM.
     pub cm: Option<Vec<(String, u64)>>,
+    /// The processes attached to a shared engine (`roce-xdp service`);
+    /// empty for an engine inside one process.
+    pub processes: Vec<ProcessSnapshot>,
 }
 
 fn json_counters(out: &mut String, c: &[(String, u64)]) {
@@ -178,7 +220,77 @@ impl Snapshot {
             s.push_str(",\"cm\":");
             json_counters(&mut s, cm);
         }
+        s.push_str(",\"processes\":[");
+        for (i, p) in self.processes.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            let _ = write!(s, "{{\"pid\":{},\"command\":", p.pid);
+            json_str(&mut s, &p.command);
+            let _ = write!(
+                s,
+                ",\"uid\":{},\"attached_ns\":{},\"qpn_first\":{},\"qpn_last\":{},\
+                 \"qps\":{},\"regions\":{},\"zero_copy_regions\":{},\"copied_regions\":{},\
+                 \"counters\":",
+                p.uid,
+                p.attached_ns,
+                p.qpn_first,
+                p.qpn_last,
+                p.qps,
+                p.regions,
+                p.zero_copy_regions,
+                p.copied_regions
+            );
+            json_counters(&mut s, &p.counters);
+            s.push('}');
+        }
+        s.push(']');
         s.push_str("}\n");
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_in_the_json_document() {
+        let mut s = Snapshot {
+            iface: "v0".into(),
+            ..Default::default()
+        };
+        let v: serde_json::Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(v["processes"], serde_json::json!([]));
+        s.processes = vec![ProcessSnapshot {
+            pid: 1234,
+            command: "ib_\"send\"\n".into(),
+            uid: 1000,
+            attached_ns: 5,
+            qpn_first: 256,
+            qpn_last: 511,
+            qps: 2,
+            regions: 3,
+            zero_copy_regions: 1,
+            copied_regions: 2,
+            counters: vec![
+                (PROCESS_FRAMES_IN.into(), 10),
+                ("frames_in_dropped".into(), 1),
+            ],
+        }];
+        let json = s.to_json();
+        assert!(
+            json.contains(
+                "\"processes\":[{\"pid\":1234,\"command\":\"ib_\\\"send\\\"\\u000a\",\"uid\":1000,\
+                 \"attached_ns\":5,\"qpn_first\":256,\"qpn_last\":511,\"qps\":2,\"regions\":3,\
+                 \"zero_copy_regions\":1,\"copied_regions\":2,\
+                 \"counters\":{\"frames_in\":10,\"frames_in_dropped\":1}}]}"
+            ),
+            "{json}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["processes"][0]["command"], "ib_\"send\"\n");
+        assert!(is_drop_counter("frames_in_dropped"));
+        assert!(!is_drop_counter(PROCESS_FRAMES_OUT));
     }
 }
