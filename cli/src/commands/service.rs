@@ -10,12 +10,16 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context as _;
 use clap::Args;
 
-use engine::attach::{Service, ServiceConfig, ServiceReport};
+use engine::attach::{qpn_block, ProcessReport, Service, ServiceConfig, ServiceReport};
 use engine::io::{XskCounters, XskStatistics};
 use engine::nic::SteerProgram;
-use engine::stats::{xdp_counters, QueueSnapshot, Snapshot, StatsServer};
+use engine::stats::{
+    xdp_counters, ProcessSnapshot, QueueSnapshot, Snapshot, StatsServer, PROCESS_FRAMES_IN,
+    PROCESS_FRAMES_OUT,
+};
 
 use crate::common::args::AttachArgs;
+use crate::common::metrics;
 use crate::common::signals::stop_flag;
 
 /// Options of `roce-xdp service`.
@@ -37,6 +41,10 @@ pub struct ServiceArgs {
     /// two; 4.4 KB each).
     #[arg(long = "ring-slots", default_value_t = 512)]
     pub ring_slots: u32,
+    /// Serve the counters (per queue and per attached program) for
+    /// Prometheus on http://ADDR:PORT/metrics, e.g. 127.0.0.1:9464.
+    #[arg(long = "metrics", value_name = "ADDR:PORT", value_parser = metrics::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Serve IPv6 (the GID is the interface's global IPv6 address).
     #[arg(short = '6', long = "ipv6")]
     pub ipv6: bool,
@@ -62,9 +70,22 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let (mac, ip) = service.address();
     let report = service.report();
     let program = service.program();
-    let iface = args.iface.clone();
-    let stats = StatsServer::start(&args.iface, move || snapshot(&iface, &report, &program))
-        .context("starting the stats channel")?;
+    let source = {
+        let iface = args.iface.clone();
+        move || snapshot(&iface, &report, &program)
+    };
+    let source = Arc::new(source);
+    let stats = {
+        let source = source.clone();
+        StatsServer::start(&args.iface, move || source()).context("starting the stats channel")?
+    };
+    let metrics_server = match args.metrics {
+        Some(addr) => {
+            let source = source.clone();
+            Some(metrics::start(addr, move || source())?)
+        }
+        None => None,
+    };
     println!(
         "roce-xdp service: {} ({}, {}), socket {}; programs under `roce-xdp exec --iface {}` attach to it; Ctrl-C stops it",
         args.iface,
@@ -73,7 +94,11 @@ pub fn run(args: ServiceArgs) -> anyhow::Result<()> {
         service.socket_path().display(),
         args.iface,
     );
+    if let Some(m) = &metrics_server {
+        println!("metrics: {}", metrics::url(m));
+    }
     service.run(&stop);
+    drop(metrics_server);
     drop(stats);
     let last = service.report();
     let last = last.lock().unwrap_or_else(|e| e.into_inner());
@@ -132,7 +157,38 @@ fn snapshot(
             .collect(),
         steering: None,
         cm: None,
-        ..Snapshot::default()
+        processes: r.processes.iter().map(process_snapshot).collect(),
+    }
+}
+
+/// One attached program as `roce-xdp stats` shows it. Every region of an
+/// attached program is used in place by the program's own engine: none is
+/// copied (docs/shared-engine.md, "Memory").
+fn process_snapshot(p: &ProcessReport) -> ProcessSnapshot {
+    let block = qpn_block(p.slot);
+    let c = &p.counters;
+    ProcessSnapshot {
+        pid: p.pid,
+        command: p.command.clone(),
+        uid: p.uid,
+        attached_ns: p.attached_for.as_nanos() as u64,
+        qpn_first: block.first,
+        qpn_last: block.last,
+        qps: p.qps,
+        regions: p.regions,
+        zero_copy_regions: p.regions,
+        copied_regions: 0,
+        counters: [
+            (PROCESS_FRAMES_IN, c.frames_in),
+            ("bytes_in", c.bytes_in),
+            (PROCESS_FRAMES_OUT, c.frames_out),
+            ("bytes_out", c.bytes_out),
+            ("dropped_ring_full", c.dropped_ring_full),
+            ("refused", c.refused),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect(),
     }
 }
 

@@ -601,6 +601,7 @@ impl Shell {
             zero_copy: st.rtc.is_zero_copy(),
             steering: lock(&STEERING).as_ref().map(|s| s.status().clone()),
             cm,
+            processes: Vec::new(),
             xdp: st
                 .rtc
                 .steer_counters()

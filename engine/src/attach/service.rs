@@ -333,10 +333,10 @@ impl Service {
         self.accept();
         let mut moved = false;
         for q in 0..self.queues.len() {
-            moved |= self.from_wire(q) > 0;
+            moved |= self.take_from_wire(q) > 0;
         }
         for slot in 1..self.processes.len() {
-            moved |= self.from_process(slot) > 0;
+            moved |= self.take_from_process(slot) > 0;
         }
         for sock in &mut self.queues {
             sock.complete();
@@ -348,7 +348,7 @@ impl Service {
         moved
     }
 
-    fn from_wire(&mut self, q: usize) -> usize {
+    fn take_from_wire(&mut self, q: usize) -> usize {
         let Service {
             queues,
             processes,
@@ -358,7 +358,7 @@ impl Service {
         queues[q].recv(BATCH, |frame| deliver(processes, counters, frame))
     }
 
-    fn from_process(&mut self, slot: usize) -> usize {
+    fn take_from_process(&mut self, slot: usize) -> usize {
         let Some(p) = self.processes[slot].as_mut() else {
             return 0;
         };

@@ -11,6 +11,10 @@ use crate::attach::AttachedPort;
 use crate::io::{FramePort, InPlace, Lookahead, Rx, XskCounters, XskSocket, XskStatistics};
 
 /// One queue's carrier of frames (see the module documentation).
+// The socket is larger than the attachment; one lives per queue, is never
+// moved on the hot path, and boxing it would add a pointer hop to every
+// ring access of the default (in-process) mode.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum QueuePort {
     /// The queue's own AF_XDP socket (the engine owns the interface queue).
