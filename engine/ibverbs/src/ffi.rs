@@ -58,7 +58,8 @@ mod windows;
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_uint};
 use std::ptr::null_mut;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::rc::{Mtu, VerbsError};
 
@@ -146,7 +147,14 @@ unsafe impl Send for Device {}
 // SAFETY: as above.
 unsafe impl Sync for Device {}
 
-static SHELL: OnceLock<Result<Arc<Shell>, String>> = OnceLock::new();
+/// The process's engine (or why it could not open), leaked: every verb
+/// holds `&'static` to it. A forked child gets one of its own at its first
+/// verb ([`forked_child`]).
+static SHELL: AtomicPtr<Result<Arc<Shell>, String>> = AtomicPtr::new(std::ptr::null_mut());
+/// Set in a child of `fork` whose parent had an engine.
+static FORKED: AtomicBool = AtomicBool::new(false);
+/// Held while an engine opens.
+static OPENING: Mutex<()> = Mutex::new(());
 static DEVICE: OnceLock<Device> = OnceLock::new();
 static EMPTY: OnceLock<EmptyList> = OnceLock::new();
 struct EmptyList(Box<[*mut ibv_device; 1]>);
@@ -156,9 +164,46 @@ unsafe impl Send for EmptyList {}
 unsafe impl Sync for EmptyList {}
 
 fn shell() -> Result<&'static Arc<Shell>, &'static String> {
-    SHELL
-        .get_or_init(|| Config::from_env().and_then(|c| Shell::open(&c)))
-        .as_ref()
+    let mut p = SHELL.load(Ordering::Acquire);
+    if p.is_null() || FORKED.load(Ordering::Relaxed) {
+        p = open_shell();
+    }
+    // SAFETY: a non-null pointer is a leaked Box, never freed (see SHELL).
+    unsafe { &*p }.as_ref()
+}
+
+/// Opens the process's engine, once; again in a forked child. The child
+/// of a process with an engine cannot use it: the engine's threads did
+/// not follow it, and its rings, socket and memory are the parent's. As
+/// with rdma-core, the parent's verbs objects are not the child's; the
+/// child's first verb opens an engine of its own: attached to the
+/// interface's service (docs/shared-engine.md) it gets its own slot, as
+/// any process does; otherwise it finds the interface in use and says
+/// so. The parent's engine stays with the parent (the child leaks its
+/// copy, never touching it).
+#[cold]
+fn open_shell() -> *mut Result<Arc<Shell>, String> {
+    let _opening = OPENING.lock().unwrap_or_else(|e| e.into_inner());
+    let p = SHELL.load(Ordering::Acquire);
+    if !p.is_null() && !FORKED.swap(false, Ordering::AcqRel) {
+        return p;
+    }
+    let opened = Box::into_raw(Box::new(Config::from_env().and_then(|c| Shell::open(&c))));
+    SHELL.store(opened, Ordering::Release);
+    static AT_FORK: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a plain function without arguments, for the child
+    // only; it only stores to an atomic (async-signal-safe).
+    AT_FORK.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(forked_child));
+    });
+    opened
+}
+
+/// In the child of a `fork`: the next verb opens an engine of its own.
+extern "C" fn forked_child() {
+    if !SHELL.load(Ordering::Relaxed).is_null() {
+        FORKED.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The engine, or `ENODEV` when it could not be opened (the reason was

@@ -9,12 +9,12 @@
 //! (`deliver`) and sleeps on the CQ's completion channel, the wake
 //! eventfd and the agent's next timeout.
 
+use crate::fork::PerGeneration;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::net::Ipv4Addr;
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use proto::cm::mad::rej_reason;
@@ -65,7 +65,8 @@ unsafe impl Send for Device {}
 // SAFETY: as above.
 unsafe impl Sync for Device {}
 
-static DEVICE: OnceLock<Result<Device, c_int>> = OnceLock::new();
+/// The device; a forked child's is its own (`fork.rs`).
+static DEVICE: PerGeneration<Result<Device, c_int>> = PerGeneration::new();
 
 /// Passes of the CM thread that ended with nothing to send and no MAD in
 /// flight (every send slot free), counted under the state lock: `at_exit`
@@ -81,12 +82,12 @@ pub fn quiet_passes() -> u64 {
 /// The device, opened (and the CM thread started) on first use; ENODEV
 /// when the drop-in libibverbs has no device (its engine failed to start).
 pub fn device() -> Result<&'static Device, c_int> {
-    DEVICE.get_or_init(open).as_ref().map_err(|e| *e)
+    DEVICE.get(open).as_ref().map_err(|e| *e)
 }
 
 /// The device if it is open already.
 pub fn opened() -> Option<&'static Device> {
-    DEVICE.get().and_then(|d| d.as_ref().ok())
+    DEVICE.made().and_then(|d| d.as_ref().ok())
 }
 
 impl Device {

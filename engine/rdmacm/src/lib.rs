@@ -26,6 +26,7 @@ pub mod abi;
 mod addr;
 mod device;
 mod ffi;
+mod fork;
 pub mod ibv;
 mod qp;
 mod state;

@@ -7,7 +7,9 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{c_int, c_void};
-use std::sync::{LazyLock, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::fork::PerGeneration;
 
 use proto::cm::{CmAgent, ConnId, ListenerId};
 
@@ -144,13 +146,17 @@ pub struct State {
 // state is only reached through the lock.
 unsafe impl Send for State {}
 
-static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| Mutex::new(State::default()));
+/// The process's state; a forked child's is its own (`fork.rs`).
+static STATE: PerGeneration<Mutex<State>> = PerGeneration::new();
 
 pub type Guard = MutexGuard<'static, State>;
 
 /// The state, locked (a panic while holding it leaves it usable).
 pub fn lock() -> Guard {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
+    STATE
+        .get(|| Mutex::new(State::default()))
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 impl State {
