@@ -53,6 +53,10 @@ const BATCH: usize = 64;
 const IDLE_SPINS: u32 = 1;
 /// The longest sleep (the stop flag and the report are looked at after).
 const MAX_SLEEP: Duration = Duration::from_millis(100);
+/// How long a new connection has to send its handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Connections whose handshake is awaited at most (more are refused).
+const MAX_PENDING: usize = 64;
 /// How often the shared report is refreshed and busy processes' sockets
 /// are looked at for their end.
 const HOUSEKEEPING: Duration = Duration::from_millis(50);
@@ -165,6 +169,20 @@ pub struct ServiceReport {
     pub uptime: Duration,
 }
 
+/// A connection whose handshake is not in yet.
+struct Pending {
+    stream: UnixStream,
+    since: Instant,
+    hello: [u8; HELLO_LEN],
+    got: usize,
+}
+
+/// Tells a process it is not admitted, and why (best effort: it may be
+/// gone).
+fn refuse(s: &UnixStream, why: String) {
+    let _ = (&*s).write(&Answer::Refused(why).encode());
+}
+
 struct Process {
     stream: UnixStream,
     pair: Arc<RingPair>,
@@ -184,6 +202,7 @@ pub struct Service {
     listener: UnixListener,
     path: PathBuf,
     processes: Vec<Option<Process>>,
+    pending: Vec<Pending>,
     mac: [u8; 6],
     ip: IpAddr,
     if_mtu: u32,
@@ -269,6 +288,7 @@ impl Service {
             listener,
             path,
             processes: (0..=MAX_PROCESSES).map(|_| None).collect(),
+            pending: Vec::new(),
             mac,
             ip,
             if_mtu,
@@ -437,36 +457,73 @@ impl Service {
         }
     }
 
+    /// New connections wait in `pending` until their handshake is in;
+    /// each step reads what came, without ever blocking: a process that
+    /// connects and says nothing costs the others nothing, and is dropped
+    /// after [`HANDSHAKE_TIMEOUT`].
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
-                Ok((stream, _)) => self.admit(stream),
+                Ok((stream, _)) => {
+                    if self.pending.len() >= MAX_PENDING || stream.set_nonblocking(true).is_err() {
+                        self.counters.attach_refused += 1;
+                        refuse(
+                            &stream,
+                            "too many processes attaching at once: retry".into(),
+                        );
+                        continue;
+                    }
+                    self.pending.push(Pending {
+                        stream,
+                        since: Instant::now(),
+                        hello: [0; HELLO_LEN],
+                        got: 0,
+                    });
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return,
+                Err(_) => break,
+            }
+        }
+        let mut i = 0;
+        while i < self.pending.len() {
+            let p = &mut self.pending[i];
+            let outcome = loop {
+                match (&p.stream).read(&mut p.hello[p.got..]) {
+                    Ok(0) => break Some(false),
+                    Ok(n) => {
+                        p.got += n;
+                        if p.got == HELLO_LEN {
+                            break Some(true);
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        break (p.since.elapsed() >= HANDSHAKE_TIMEOUT).then_some(false)
+                    }
+                    Err(_) => break Some(false),
+                }
+            };
+            match outcome {
+                None => i += 1,
+                Some(complete) => {
+                    let p = self.pending.swap_remove(i);
+                    if complete && Hello::decode(&p.hello).is_ok() {
+                        self.admit(p.stream);
+                    } else {
+                        self.counters.attach_refused += 1;
+                        refuse(
+                            &p.stream,
+                            "not a roce-xdp attach handshake of this version".into(),
+                        );
+                    }
+                }
             }
         }
     }
 
-    /// The handshake with a new process (blocking, bounded by a timeout:
-    /// a process that connects and says nothing delays the others by at
-    /// most a second once).
+    /// Admits a process whose handshake came in: its credentials, a slot,
+    /// its rings.
     fn admit(&mut self, stream: UnixStream) {
-        let refuse = |s: &UnixStream, why: String| {
-            let _ = (&*s).write_all(&Answer::Refused(why).encode());
-        };
-        let ok = stream.set_nonblocking(false).is_ok()
-            && stream
-                .set_read_timeout(Some(Duration::from_secs(1)))
-                .is_ok();
-        let mut hello = [0u8; HELLO_LEN];
-        if !ok || (&stream).read_exact(&mut hello).is_err() || Hello::decode(&hello).is_err() {
-            self.counters.attach_refused += 1;
-            refuse(
-                &stream,
-                "not a roce-xdp attach handshake of this version".into(),
-            );
-            return;
-        }
         let cred = match peer_credentials(&stream) {
             Ok(c) => c,
             Err(_) => {
@@ -578,6 +635,7 @@ impl Service {
             let mut fds: Vec<BorrowedFd<'_>> = Vec::with_capacity(self.queues.len() + 1);
             fds.extend(self.queues.iter().map(|s| s.as_fd()));
             fds.push(self.listener.as_fd());
+            fds.extend(self.pending.iter().map(|p| p.stream.as_fd()));
             fds.extend(self.processes.iter().flatten().map(|p| p.stream.as_fd()));
             let _ = crate::io::wait_readable_many(&fds, MAX_SLEEP);
         }
