@@ -455,6 +455,11 @@ fn bind(st: &mut State, p: *mut rdma_cm_id, a: SocketAddr) -> Result<(), c_int> 
     addr::write(a, &mut id.c.route.addr.src);
     if on_device {
         id.c.verbs = dev.ctx;
+        // As rdma-core's ucma_get_device: an id on a device has its PD
+        // (pyverbs wraps `id->pd` after bind and route resolution).
+        if id.c.pd.is_null() {
+            id.c.pd = dev.pd;
+        }
         id.c.port_num = 1;
         id.c.route.addr.ibaddr.sgid = dev.gid;
         id.c.route.addr.ibaddr.pkey = 0xffff;
@@ -573,6 +578,9 @@ unsafe extern "C" fn rdma_resolve_addr(
             addr::write((source, port).into(), &mut c.c.route.addr.src);
             addr::write(dst, &mut c.c.route.addr.dst);
             c.c.verbs = dev.ctx;
+            if c.c.pd.is_null() {
+                c.c.pd = dev.pd;
+            }
             c.c.port_num = 1;
             s.peer_gid = addr::gid_of(dst.ip());
             c.c.route.addr.ibaddr.sgid = dev.gid;
@@ -1050,6 +1058,9 @@ pub fn conn_request(
         return reject(st);
     };
     c.c.verbs = dev.ctx;
+    if c.c.pd.is_null() {
+        c.c.pd = dev.pd;
+    }
     c.c.port_num = 1;
     let local_ip = match (hdr.dst, local_ip) {
         (IpAddr::V4(_), IpAddr::V6(v)) if v.is_unspecified() => IpAddr::V4(dev.ip),
