@@ -203,6 +203,9 @@ struct State {
     ud_staging: HashMap<u32, UdStaging>,
     /// UD QP number -> its receive staging area ([`UdRecvStaging`]).
     ud_recv_staging: HashMap<u32, UdRecvStaging>,
+    /// The service this process was attached to is gone, and what that
+    /// does was done ([`State::attachment_lost`]).
+    service_gone: bool,
 }
 
 /// Where the receives of a UD QP created with more than one receive SGE
@@ -525,6 +528,7 @@ impl Shell {
                 scratch: Box::new([WorkCompletion::default(); DRAIN_BATCH]),
                 ud_staging: HashMap::new(),
                 ud_recv_staging: HashMap::new(),
+                service_gone: false,
             }),
             async_events: AsyncEvents::default(),
             origin: Instant::now(),
@@ -1349,6 +1353,11 @@ impl Shell {
         if busy {
             self.wake_poller();
         }
+        // Attached, a program that polls without pause may be the first to
+        // see the service gone (its progress thread naps meanwhile).
+        if st.rtc.attachment().is_some_and(|p| p.is_dead()) {
+            st.attachment_lost(self);
+        }
         let Some(Some(c)) = st.cqs.get_mut(cq as usize) else {
             return 0;
         };
@@ -1451,6 +1460,9 @@ impl State {
         port.report(reported::REGIONS, regions);
         if !port.is_dead() {
             return false;
+        }
+        if std::mem::replace(&mut self.service_gone, true) {
+            return true;
         }
         eprintln!(
             "roce-xdp: the roce-xdp service of {} is gone: every QP is moved to the error state",

@@ -39,6 +39,11 @@ pub mod reported {
     pub const REGIONS: usize = 1;
 }
 
+/// Receives between two looks at the service's socket by a program that
+/// never sleeps (a non-blocking read each time: about every few
+/// milliseconds of busy polling).
+const LIVENESS_POLLS: u64 = 4096;
+
 /// The frame rings of one attached process (see the module documentation).
 #[derive(Debug)]
 pub struct AttachedPort {
@@ -54,6 +59,8 @@ pub struct AttachedPort {
     /// This side told the service it sleeps ([`AttachedPort::prepare_sleep`]);
     /// the next receive takes that back.
     sleeping: bool,
+    /// Receives so far (the liveness check's clock).
+    receives: u64,
 }
 
 impl AttachedPort {
@@ -104,6 +111,7 @@ impl AttachedPort {
             counters: XskCounters::default(),
             dead: false,
             sleeping: false,
+            receives: 0,
         })
     }
 
@@ -241,6 +249,12 @@ impl FramePort for AttachedPort {
         if self.sleeping {
             self.woke();
         }
+        // A program that polls and never sleeps learns of the service's
+        // end here: its socket is looked at every LIVENESS_POLLS receives.
+        self.receives = self.receives.wrapping_add(1);
+        if self.receives % LIVENESS_POLLS == 0 && !self.check_alive() {
+            return 0;
+        }
         let ready = match self.rx.available() {
             Ok(n) => (n as usize).min(max_packets),
             Err(_) => {
@@ -320,13 +334,16 @@ impl FramePort for AttachedPort {
     fn flush(&mut self) -> io::Result<()> {
         if self.tx.publish() {
             self.counters.tx_kicks += 1;
-            match (&self.stream).write(&[1]) {
-                Ok(_) => {}
-                // A full socket buffer holds doorbells enough.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    self.dead = true;
-                    return Err(e);
+            loop {
+                match (&self.stream).write(&[1]) {
+                    Ok(_) => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    // A full socket buffer holds doorbells enough.
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        self.dead = true;
+                        return Err(e);
+                    }
                 }
             }
         }

@@ -31,6 +31,23 @@ pub enum DecodeError {
     BadField(&'static str),
 }
 
+/// The first `N` bytes of `b`, a record of `N` bytes with the
+/// handshake's magic and version.
+fn checked<const N: usize>(b: &[u8]) -> Result<&[u8; N], DecodeError> {
+    let b: &[u8; N] = b
+        .get(..N)
+        .and_then(|s| s.try_into().ok())
+        .ok_or(DecodeError::Truncated)?;
+    if b[..8] != MAGIC {
+        return Err(DecodeError::NotAttach);
+    }
+    let version = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
+    if version != VERSION {
+        return Err(DecodeError::Version(version));
+    }
+    Ok(b)
+}
+
 /// The process's first message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hello {
@@ -46,18 +63,10 @@ impl Hello {
     }
 
     pub fn decode(b: &[u8]) -> Result<Hello, DecodeError> {
-        let b: &[u8; HELLO_LEN] = b
-            .get(..HELLO_LEN)
-            .and_then(|s| s.try_into().ok())
-            .ok_or(DecodeError::Truncated)?;
-        if b[..8] != MAGIC {
-            return Err(DecodeError::NotAttach);
-        }
-        let version = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
-        if version != VERSION {
-            return Err(DecodeError::Version(version));
-        }
-        Ok(Hello { version })
+        let b = checked::<HELLO_LEN>(b)?;
+        Ok(Hello {
+            version: u32::from_le_bytes(b[8..12].try_into().expect("4 bytes")),
+        })
     }
 }
 
@@ -120,17 +129,7 @@ impl Answer {
     }
 
     pub fn decode(b: &[u8]) -> Result<Answer, DecodeError> {
-        let b: &[u8; WELCOME_LEN] = b
-            .get(..WELCOME_LEN)
-            .and_then(|s| s.try_into().ok())
-            .ok_or(DecodeError::Truncated)?;
-        if b[..8] != MAGIC {
-            return Err(DecodeError::NotAttach);
-        }
-        let version = u32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
-        if version != VERSION {
-            return Err(DecodeError::Version(version));
-        }
+        let b = checked::<WELCOME_LEN>(b)?;
         let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"));
         match b[12] {
             0 => {

@@ -298,7 +298,15 @@ impl Service {
             counters: ServiceCounters::default(),
             report: Arc::new(Mutex::new(ServiceReport::default())),
             origin: Instant::now(),
-        })
+        }
+        .with_first_report())
+    }
+
+    /// The report filled once, so that `roce-xdp stats` has the queues
+    /// from the start.
+    fn with_first_report(mut self) -> Service {
+        self.housekeeping();
+        self
     }
 
     /// The socket processes attach at.

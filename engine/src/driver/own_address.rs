@@ -42,6 +42,11 @@ impl OwnAddress {
         }
     }
 
+    /// The MAC and IP.
+    pub(crate) fn address(&self) -> ([u8; 6], IpAddr) {
+        (self.mac, self.ip)
+    }
+
     /// Our own MAC when `ip` is our own IP: what resolving our own address
     /// gives without asking the kernel (whose neighbour table has no entry
     /// for a local address, and ARP for it gets no answer).

@@ -190,7 +190,7 @@ impl RunToCompletion {
             lock(&program).register_socket(cfg.queue, &sock)?;
             Ok(sock)
         })??;
-        let mut ep = Endpoint::new(EndpointConfig {
+        let ep = Endpoint::new(EndpointConfig {
             local_mac: mac,
             local_ip: ip,
             // Unpredictable QPNs, PSNs and keys, as the threaded Device's
@@ -198,10 +198,47 @@ impl RunToCompletion {
             seed: super::os_seed(),
             ..EndpointConfig::default()
         });
+        let own = OwnAddress::new(mac, ip);
+        let program = Some(program);
+        Ok(Self::assemble(cfg, QueuePort::Xsk(sock), ep, own, program))
+    }
+
+    /// An engine whose frames go through the shared engine's service
+    /// that `port` is attached to (`docs/shared-engine.md`): its QP
+    /// numbers are the block the service gave it, its address the
+    /// interface's, and a frame to that address leaves through the service
+    /// (which turns it around to whichever process holds its QP).
+    /// `cfg.ifname`, `cfg.netns` and `cfg.capture`, `cfg.cq_depth` and
+    /// `cfg.coalesce_replies` are used; the socket options are the
+    /// service's.
+    pub fn attached(cfg: InlineConfig, port: AttachedPort) -> RunToCompletion {
+        let w = *port.welcome();
+        let ep = Endpoint::new(EndpointConfig {
+            local_mac: w.mac,
+            local_ip: w.ip,
+            seed: super::os_seed(),
+            qpns: port.qpns(),
+            ..EndpointConfig::default()
+        });
+        let own = OwnAddress::without_loopback(w.mac, w.ip);
+        let mut rtc = Self::assemble(cfg, QueuePort::Attached(port), ep, own, None);
+        rtc.queue = 0;
+        rtc
+    }
+
+    /// The queue around `sock` and `ep` (its CQ created here).
+    fn assemble(
+        cfg: InlineConfig,
+        sock: QueuePort,
+        mut ep: Endpoint,
+        own: OwnAddress,
+        program: Option<Arc<Mutex<SteerProgram>>>,
+    ) -> RunToCompletion {
         let cq = ep.create_cq(cfg.cq_depth.max(16));
-        let step = DriverStep::new(&sock, cfg.capture, OwnAddress::new(mac, ip));
-        Ok(RunToCompletion {
-            sock: QueuePort::Xsk(sock),
+        let step = DriverStep::new(&sock, cfg.capture, own);
+        let (mac, ip) = own.address();
+        RunToCompletion {
+            sock,
             ep,
             step,
             cq,
@@ -216,50 +253,7 @@ impl RunToCompletion {
             netns: cfg.netns,
             mac,
             ip,
-            program: Some(program),
-        })
-    }
-
-    /// An engine whose frames go through the shared engine's service
-    /// that `port` is attached to (`docs/shared-engine.md`): its QP
-    /// numbers are the block the service gave it, its address the
-    /// interface's, and a frame to that address leaves through the service
-    /// (which turns it around to whichever process holds its QP).
-    /// `cfg.ifname`, `cfg.netns` and `cfg.capture`, `cfg.cq_depth` and
-    /// `cfg.coalesce_replies` are used; the socket options are the
-    /// service's.
-    pub fn attached(cfg: InlineConfig, port: AttachedPort) -> RunToCompletion {
-        let w = *port.welcome();
-        let mut ep = Endpoint::new(EndpointConfig {
-            local_mac: w.mac,
-            local_ip: w.ip,
-            seed: super::os_seed(),
-            qpns: port.qpns(),
-            ..EndpointConfig::default()
-        });
-        let cq = ep.create_cq(cfg.cq_depth.max(16));
-        let step = DriverStep::new(
-            &port,
-            cfg.capture,
-            OwnAddress::without_loopback(w.mac, w.ip),
-        );
-        RunToCompletion {
-            sock: QueuePort::Attached(port),
-            ep,
-            step,
-            cq,
-            origin: std::time::Instant::now(),
-            loops: 0,
-            coalesce_replies: cfg.coalesce_replies,
-            deferred: false,
-            posted: false,
-            looped_when_taken: 0,
-            queue: 0,
-            ifname: cfg.ifname,
-            netns: cfg.netns,
-            mac: w.mac,
-            ip: w.ip,
-            program: None,
+            program,
         }
     }
 

@@ -26,7 +26,9 @@
 //! [`RingError`]; the service then detaches that process.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+
+use super::sys::Mapping;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -87,8 +89,9 @@ pub enum RingError {
 /// The shared mapping of one ring pair (unmapped on drop).
 #[derive(Debug)]
 pub struct RingPair {
+    // Field order is drop order: unmapped before the memfd closes.
+    map: Mapping,
     base: NonNull<u8>,
-    len: usize,
     slots: u32,
     fd: OwnedFd,
 }
@@ -193,24 +196,12 @@ impl RingPair {
     }
 
     fn map(fd: OwnedFd, len: usize, slots: u32) -> io::Result<RingPair> {
-        // SAFETY: a shared read-write mapping of `len` bytes of our memfd;
-        // the kernel picks the address.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_POPULATE,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // A shared read-write mapping of the memfd, as an AF_XDP ring is
+        // mapped.
+        let map = Mapping::socket_ring(fd.as_fd(), len, 0)?;
         Ok(RingPair {
-            base: NonNull::new(p.cast()).expect("mmap never returns NULL on success"),
-            len,
+            base: NonNull::new(map.as_ptr()).expect("a mapping is never at NULL"),
+            map,
             slots,
             fd,
         })
@@ -228,7 +219,7 @@ impl RingPair {
 
     /// Bytes mapped (both rings and the header page).
     pub fn mapped_bytes(&self) -> usize {
-        self.len
+        self.map.len()
     }
 
     fn ring_base(&self, d: Direction) -> *mut u8 {
@@ -333,15 +324,6 @@ impl RingPair {
         let i = (index & (self.slots - 1)) as usize;
         // SAFETY: `i < slots`, so the slot is inside ring `d`.
         unsafe { self.ring_base(d).add(RING_HEADER + i * SLOT_STRIDE) }
-    }
-}
-
-impl Drop for RingPair {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly what `map` mapped; no reference into it
-        // outlives `self` (producers and consumers hold an `Arc` of it,
-        // and slices they give out borrow them).
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
 }
 

@@ -272,27 +272,7 @@ pub fn wait_readable_any(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Resul
     for (p, fd) in pfds.iter_mut().zip(fds) {
         p.fd = fd.as_raw_fd();
     }
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: `fds.len()` valid pollfds (checked above), a valid timespec,
-    // no signal mask.
-    let r = unsafe {
-        libc::ppoll(
-            pfds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            &ts,
-            std::ptr::null(),
-        )
-    };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EINTR) {
-            return Ok(0);
-        }
-        return Err(e);
-    }
+    ppoll(&mut pfds[..fds.len()], timeout)?;
     Ok(pfds[..fds.len()]
         .iter()
         .enumerate()
@@ -300,7 +280,6 @@ pub fn wait_readable_any(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Resul
         .fold(0, |m, (i, _)| m | 1 << i))
 }
 
-/// Interface index of `name` in the calling thread's network namespace.
 /// An integer socket option (`getsockopt` of `level`, `name`).
 pub fn int_sockopt(
     fd: BorrowedFd<'_>,
@@ -322,6 +301,7 @@ pub fn int_sockopt(
     Ok(v)
 }
 
+/// Interface index of `name` in the calling thread's network namespace.
 pub fn if_index(name: &str) -> io::Result<u32> {
     let c = CString::new(name)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "interface name contains NUL"))?;
@@ -378,9 +358,9 @@ pub fn set_thread_netns(fd: BorrowedFd<'_>) -> io::Result<()> {
 }
 
 /// Waits until one of `fds` (any number) is readable (or hung up) or
-/// `timeout` passes (`ppoll`; a signal ends the wait early as a timeout
-/// does). Returns how many are ready. For a loop that sleeps on many
-/// descriptors at once (the shared engine's service); allocates.
+/// `timeout` passes, as [`wait_readable_any`] does. Returns how many are
+/// ready. For a loop that sleeps on many descriptors at once (the shared
+/// engine's service); allocates.
 pub fn wait_readable_many(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Result<usize> {
     let mut pfds: Vec<libc::pollfd> = fds
         .iter()
@@ -390,6 +370,13 @@ pub fn wait_readable_many(fds: &[BorrowedFd<'_>], timeout: Duration) -> io::Resu
             revents: 0,
         })
         .collect();
+    ppoll(&mut pfds, timeout)
+}
+
+/// `ppoll` on `pfds` (readable or hung up) for at most `timeout`
+/// (microsecond resolution; a signal ends the wait early as a timeout
+/// does: 0). Returns how many are ready.
+fn ppoll(pfds: &mut [libc::pollfd], timeout: Duration) -> io::Result<usize> {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
