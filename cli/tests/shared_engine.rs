@@ -75,7 +75,13 @@ impl Service {
             socket,
         };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !s.socket.exists() || s.try_stats().is_none() {
+        // Its first report (its counters under queue 0) comes with its
+        // first housekeeping, shortly after the stats channel opens.
+        let ready = |s: &Service| {
+            s.try_stats()
+                .is_some_and(|d| d["queues"][0]["counters"]["service_attached"].is_u64())
+        };
+        while !s.socket.exists() || !ready(&s) {
             if let Ok(Some(st)) = s.child().try_wait() {
                 panic!("roce-xdp service exited ({st}) at start:\n{}", s.log_text());
             }
