@@ -720,12 +720,17 @@ fn raw_handshake(path: &Path, hello: &[u8]) -> Result<RawAttachment, String> {
         }
         1 => {
             assert!(fd.is_none(), "a refusal came with a descriptor");
-            let reason = &b[64..];
-            let end = reason.iter().position(|&c| c == 0).unwrap_or(reason.len());
-            Err(String::from_utf8_lossy(&reason[..end]).into_owned())
+            Err(refusal_reason(&b))
         }
         s => panic!("an answer of status {s}"),
     }
+}
+
+/// The reason a refusal record carries (from byte 64, NUL-padded).
+fn refusal_reason(b: &[u8; WELCOME_LEN]) -> String {
+    let reason = &b[64..];
+    let end = reason.iter().position(|&c| c == 0).unwrap_or(reason.len());
+    String::from_utf8_lossy(&reason[..end]).into_owned()
 }
 
 fn hello(version: u32) -> Vec<u8> {
@@ -821,7 +826,7 @@ fn a_hostile_attachment_is_refused_counted_and_detached() {
     let iface_ip: Ipv4Addr = pair.ips[0].parse().unwrap();
 
     // (b) Handshakes that are not ours.
-    let before = counter(&svc.stats(), "service_attach_refused");
+    let refused_before = counter(&svc.stats(), "service_attach_refused");
     let mut garbage = b"GET / HTTP/1.0\r\n".to_vec();
     garbage.resize(16, 0);
     let wrong_version = hello(2);
@@ -840,8 +845,12 @@ fn a_hostile_attachment_is_refused_counted_and_detached() {
         );
     }
     svc.wait_for("three refused handshakes", |d| {
-        counter(d, "service_attach_refused") == before + 3
+        counter(d, "service_attach_refused") == refused_before + 3
     });
+
+    // A connection that says nothing: the others are admitted meanwhile
+    // (it blocks nobody); it is refused after a while.
+    let silent = UnixStream::connect(&path).expect("connecting to the service");
 
     // (a) Frames the checks refuse, and frames they pass.
     let a = raw_handshake(&path, &hello(1)).expect("a well-formed hello is admitted");
@@ -908,6 +917,25 @@ fn a_hostile_attachment_is_refused_counted_and_detached() {
     let grew = |n: &str| counter(&doc, n) - counter(&before, n);
     assert!(grew("service_frames_no_process") >= 2, "{doc:#}");
     assert!(grew("service_frames_local") >= 2, "{doc:#}");
+
+    // The silent connection got its refusal.
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut b = [0u8; WELCOME_LEN];
+    (&silent)
+        .read_exact(&mut b)
+        .expect("no answer to a connection that says nothing");
+    assert_eq!(&b[..8], MAGIC);
+    assert_eq!(b[12], 1, "a connection that says nothing is refused");
+    let why = refusal_reason(&b);
+    assert!(
+        why.contains("not a roce-xdp attach handshake"),
+        "a silent connection: refused with {why:?}"
+    );
+    svc.wait_for("the silent connection refused", |d| {
+        counter(d, "service_attach_refused") == refused_before + 4
+    });
 
     // (c) An impossible producer index: a ring error, the process detached.
     let before = svc.stats();
