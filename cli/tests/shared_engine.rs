@@ -939,6 +939,10 @@ fn a_hostile_attachment_is_refused_counted_and_detached() {
 
     // (c) An impossible producer index: a ring error, the process detached.
     let before = svc.stats();
+    assert!(
+        process(&before, me).is_some(),
+        "the attachment was detached before it broke its rings:\n{before:#}"
+    );
     let head = a.ring.index_word(Direction::ToService, true);
     let now = head.load(std::sync::atomic::Ordering::Relaxed);
     head.store(
