@@ -88,6 +88,7 @@ pub(crate) fn sample() -> Report {
         ucx: Default::default(),
         sge_paths: vec![],
         cm: Default::default(),
+        shared: Default::default(),
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],
     };

@@ -289,6 +289,7 @@ impl Report {
         t.extend(self.verbs_drop_in.tables());
         t.extend(self.ucx.tables());
         t.extend(self.cm.tables());
+        t.extend(self.shared.tables());
         if let Some(m) = &self.multi_queue {
             t.push(Table {
                 title: format!(
