@@ -258,6 +258,7 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         sge_paths,
         cm,
         shared,
+        section: None,
         notes,
         missing,
     };
@@ -286,7 +287,7 @@ fn run_section(opts: &Options, section: Section) -> Result<Report, HarnessError>
             link_mtu: LINK_MTU,
             roce_pmtu: ROCE_PMTU,
             udp_chunk: UDP_CHUNK,
-            xdp_mode: "n/a (section run)".into(),
+            xdp_mode: "unknown".into(),
             xsk_zero_copy: false,
             batch: floor::BATCH as u32,
             seconds_per_point: opts.point().as_secs_f64(),
@@ -321,6 +322,7 @@ fn run_section(opts: &Options, section: Section) -> Result<Report, HarnessError>
         sge_paths: Vec::new(),
         cm: Default::default(),
         shared: Default::default(),
+        section: None,
         notes: Vec::new(),
         missing: Vec::new(),
     };
@@ -331,6 +333,7 @@ fn run_section(opts: &Options, section: Section) -> Result<Report, HarnessError>
                 "shared engine: stock perftest attached to a roce-xdp service against in-process (paired), the idle service's CPU",
             );
             report.shared = crate::shared_engine::measure(&pair, opts, &mut missing);
+            report.section = Some("shared".into());
             notes.push(
                 "section run (--only shared): only the shared engine's rows were measured".into(),
             );
@@ -338,7 +341,9 @@ fn run_section(opts: &Options, section: Section) -> Result<Report, HarnessError>
     }
     report.notes = notes;
     report.missing = missing;
-    report.ratios = report.target_ratios();
+    report.ratios = match section {
+        Section::Shared => report.shared.target_ratios(),
+    };
     drop(pair);
     Ok(report)
 }

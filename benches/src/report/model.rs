@@ -70,6 +70,10 @@ pub struct Report {
     /// absent from older reports.
     #[serde(default)]
     pub shared: super::SharedReport,
+    /// A section run (`roce-xdp bench --only NAME`): the section's name;
+    /// only its figures were measured. Absent from a full run's report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
     /// How the figures were obtained (chunking, modes, ...).
     pub notes: Vec<String>,
     /// What was not measured, and why.

@@ -89,6 +89,7 @@ pub(crate) fn sample() -> Report {
         sge_paths: vec![],
         cm: Default::default(),
         shared: Default::default(),
+        section: None,
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],
     };
