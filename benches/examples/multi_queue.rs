@@ -17,6 +17,7 @@ fn main() {
         progress: true,
         engine_poll: PollMode::default(),
         pairs: None,
+        only: None,
     };
     match multi_queue::measure(&opts, opts.engine_poll, queues, rounds) {
         Ok(m) => {

@@ -24,6 +24,7 @@ fn main() {
         progress: true,
         engine_poll: PollMode::default(),
         pairs: None,
+        only: None,
     };
     let pairs: usize = args
         .get(1)

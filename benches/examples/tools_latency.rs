@@ -29,6 +29,7 @@ fn main() {
         progress: true,
         engine_poll: poll,
         pairs: None,
+        only: None,
     };
     let floor = floor_pingpong(&pair, SMALL as usize, opts.pingpongs(), poll)
         .expect("the floor's ping-pong");

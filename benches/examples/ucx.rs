@@ -27,6 +27,7 @@ fn main() {
         progress: true,
         engine_poll: PollMode::default(),
         pairs: None,
+        only: None,
     };
     let mut missing = Vec::new();
     let start = std::time::Instant::now();

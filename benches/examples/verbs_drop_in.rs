@@ -30,6 +30,7 @@ fn main() {
         progress: true,
         engine_poll: PollMode::default(),
         pairs: None,
+        only: None,
     };
     let mut missing = Vec::new();
     let report = verbs_drop_in::measure(&pair, &opts, &mut missing);

@@ -8,7 +8,7 @@ use engine::driver::PollMode;
 
 use crate::error::HarnessError;
 use crate::full_run;
-use crate::options::Options;
+use crate::options::{Options, Section};
 use crate::output;
 use crate::report::Report;
 
@@ -25,13 +25,16 @@ pub struct BenchArgs {
     pub busy_poll: bool,
     /// Pairs per target of the paired step (`--pairs N`).
     pub pairs: Option<usize>,
+    /// Run one section alone (`--only shared`).
+    pub only: Option<Section>,
 }
 
 /// Usage of the standalone binary.
 pub const USAGE: &str =
-    "usage: roce-xdp-bench [--quick] [--json] [--out DIR] [--busy-poll] [--pairs N]\n\
+    "usage: roce-xdp-bench [--quick] [--json] [--out DIR] [--busy-poll] [--pairs N] [--only SECTION]\n\
 Runs the end-to-end benchmark (kernel UDP, AF_XDP floor, engine) on a veth\n\
-pair in fresh network namespaces; needs root.";
+pair in fresh network namespaces; needs root. --only shared: the shared\n\
+engine's rows alone.";
 
 impl BenchArgs {
     /// Parses `--quick`, `--json`, `--out DIR` (for the standalone binary).
@@ -49,6 +52,10 @@ impl BenchArgs {
                         n.parse()
                             .map_err(|_| format!("--pairs takes a number, not {n:?}"))?,
                     );
+                }
+                "--only" => {
+                    let s = it.next().ok_or("--only needs a section: --only shared")?;
+                    a.only = Some(Section::parse(&s)?);
                 }
                 "--out" => {
                     a.out = Some(
@@ -86,6 +93,7 @@ pub fn run(args: &BenchArgs) -> Result<Report, BenchError> {
             PollMode::default()
         },
         pairs: args.pairs,
+        only: args.only,
     })?;
     if args.json {
         println!("{}", report.to_json());
@@ -123,6 +131,12 @@ mod tests {
         assert_eq!(parse(&["--pairs", "10"]).unwrap().pairs, Some(10));
         assert!(parse(&["--pairs", "many"]).is_err());
         assert!(parse(&["--pairs"]).is_err());
+        assert_eq!(
+            parse(&["--only", "shared"]).unwrap().only,
+            Some(Section::Shared)
+        );
+        assert!(parse(&["--only", "everything"]).is_err());
+        assert!(parse(&["--only"]).is_err());
     }
 
     #[test]
@@ -132,6 +146,7 @@ mod tests {
             progress: false,
             engine_poll: PollMode::default(),
             pairs,
+            only: None,
         };
         assert_eq!(opts(true, None).pairs(), 2);
         assert_eq!(opts(false, None).pairs(), 20);

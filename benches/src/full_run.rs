@@ -18,7 +18,7 @@ use crate::baselines::kernel_udp::{self, kernel_pingpong, kernel_stream};
 use crate::engine_path::{self, EngineResults, Op};
 use crate::error::HarnessError;
 use crate::multi_queue;
-use crate::options::{Options, LINK_MTU, ROCE_PMTU, SMALL, UDP_CHUNK};
+use crate::options::{Options, Section, LINK_MTU, ROCE_PMTU, SMALL, UDP_CHUNK};
 use crate::paired;
 use crate::placement;
 use crate::protocol_path;
@@ -42,6 +42,9 @@ fn progress(opts: &Options, msg: &str) {
 pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     if !is_root() {
         return Err(HarnessError::NotRoot);
+    }
+    if let Some(section) = opts.only {
+        return run_section(opts, section);
     }
     let machine = Machine::detect();
     progress(opts, "creating namespaces and veth pair");
@@ -150,6 +153,11 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
     let cm = crate::rdma_cm::measure(&pair, opts, &mut missing);
     progress(
         opts,
+        "shared engine: stock perftest attached to a roce-xdp service against in-process (paired), the idle service's CPU",
+    );
+    let shared = crate::shared_engine::measure(&pair, opts, &mut missing);
+    progress(
+        opts,
         "SGE lists and inline data against the one-SGE path (paired)",
     );
     let sge_paths = crate::sge_paths::measure(
@@ -249,11 +257,93 @@ pub fn run(opts: &Options) -> Result<Report, HarnessError> {
         ucx,
         sge_paths,
         cm,
+        shared,
+        section: None,
         notes,
         missing,
     };
     report.missing.append(&mut missing_late);
     report.ratios = report.target_ratios();
+    drop(pair);
+    Ok(report)
+}
+
+/// One section alone (`--only`): a report holding its figures, every
+/// other part empty (not measured).
+fn run_section(opts: &Options, section: Section) -> Result<Report, HarnessError> {
+    let machine = Machine::detect();
+    progress(opts, "creating namespaces and veth pair");
+    let pair = VethPair::create(&PairConfig {
+        mtu: LINK_MTU,
+        queues: 2,
+    })?;
+    let mut missing = Vec::new();
+    let mut notes = Vec::new();
+    let mut report = Report {
+        schema: SCHEMA_VERSION,
+        machine,
+        setup: Setup {
+            quick: opts.quick,
+            link_mtu: LINK_MTU,
+            roce_pmtu: ROCE_PMTU,
+            udp_chunk: UDP_CHUNK,
+            xdp_mode: "unknown".into(),
+            xsk_zero_copy: false,
+            batch: floor::BATCH as u32,
+            seconds_per_point: opts.point().as_secs_f64(),
+            pingpong_iterations: opts.pingpongs() as u32,
+        },
+        goodput: Vec::new(),
+        message_rate: MessageRate {
+            message_bytes: SMALL,
+            kernel_udp_mpps: None,
+            floor_mpps: None,
+            write_mpps: None,
+            send_mpps: None,
+            read_mpps: None,
+        },
+        latency: Latency {
+            message_bytes: SMALL,
+            kernel_udp: None,
+            floor: None,
+            engine_send: None,
+            engine_send_rtc: None,
+        },
+        ratios: vec![],
+        paired: Vec::new(),
+        scaling: None,
+        multi_queue: None,
+        tools: Default::default(),
+        projection: None,
+        qp_scale: Vec::new(),
+        qp_scale_memory: Vec::new(),
+        verbs_drop_in: Default::default(),
+        ucx: Default::default(),
+        sge_paths: Vec::new(),
+        cm: Default::default(),
+        shared: Default::default(),
+        section: None,
+        notes: Vec::new(),
+        missing: Vec::new(),
+    };
+    match section {
+        Section::Shared => {
+            progress(
+                opts,
+                "shared engine: stock perftest attached to a roce-xdp service against in-process (paired), the idle service's CPU",
+            );
+            report.shared = crate::shared_engine::measure(&pair, opts, &mut missing);
+            report.section = Some("shared".into());
+            notes.push(
+                "section run (--only shared): only the shared engine's rows were measured".into(),
+            );
+        }
+    }
+    report.notes = notes;
+    report.missing = missing;
+    report.ratios = match section {
+        Section::Shared => report.shared.target_ratios(),
+    };
     drop(pair);
     Ok(report)
 }

@@ -10,7 +10,7 @@
 //! ([`tool_latency`]), stock perftest on the drop-in libibverbs
 //! ([`verbs_drop_in`], with [`tool_run`] running binaries in the
 //! namespaces), UCX's `ucx_perftest` on it ([`ucx`]), the connection
-//! manager's rows ([`rdma_cm`]), the [`paired`] step and the in-memory
+//! manager's rows ([`rdma_cm`]), the shared engine's ([`shared_engine`]), the [`paired`] step and the in-memory
 //! [`protocol_path`], and fills the [`report`], which [`output`] writes
 //! (with an SVG chart from the `charts` crate). Below them: [`options`] (what to run, shared
 //! constants), [`error`], [`threads`] (threads inside a namespace),
@@ -33,6 +33,7 @@ pub mod qp_scale;
 pub mod rdma_cm;
 pub mod report;
 pub mod sge_paths;
+pub mod shared_engine;
 pub mod sources;
 pub mod stats;
 pub mod sysinfo;

@@ -28,6 +28,32 @@ pub struct Options {
     /// Engine/baseline pairs per target of the paired step (`--pairs N`;
     /// `None`: 2 quick, 20 full). Rounded up to an even number.
     pub pairs: Option<usize>,
+    /// Run one section alone (`--only SECTION`) instead of everything.
+    pub only: Option<Section>,
+}
+
+/// A part of the harness that runs alone (`roce-xdp bench --only NAME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// The shared engine's rows (`crate::shared_engine`, JSON key `shared`).
+    Shared,
+}
+
+impl Section {
+    /// The sections by their `--only` names.
+    pub const ALL: [(&'static str, Section); 1] = [("shared", Section::Shared)];
+
+    /// The section named `name`.
+    pub fn parse(name: &str) -> Result<Section, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+                format!("unknown section {name:?} (one of: {})", names.join(", "))
+            })
+    }
 }
 
 impl Options {

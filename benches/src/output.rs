@@ -61,14 +61,18 @@ pub fn goodput_chart(report: &Report) -> LineChart {
     }
 }
 
-/// Writes the three files into `dir` (created if needed); returns their paths.
+/// Writes the three files into `dir` (created if needed); returns their
+/// paths. A section run (`--only`) measured no goodput sweep: no chart.
 pub fn write_dir(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
-    let files = [
-        (MARKDOWN, report.to_markdown(Some(PLOT))),
+    let plot = report.section.is_none().then_some(PLOT);
+    let mut files = vec![
+        (MARKDOWN, report.to_markdown(plot)),
         (JSON, report.to_json() + "\n"),
-        (PLOT, goodput_chart(report).to_svg()),
     ];
+    if plot.is_some() {
+        files.push((PLOT, goodput_chart(report).to_svg()));
+    }
     let mut out = Vec::new();
     for (name, body) in files {
         let p = dir.join(name);

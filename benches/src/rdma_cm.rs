@@ -531,6 +531,7 @@ mod tests {
             progress: true,
             engine_poll: Default::default(),
             pairs: None,
+            only: None,
         };
         let mut missing = Vec::new();
         let r = measure(&pair, &opts, &mut missing);

@@ -426,6 +426,7 @@ mod tests {
             progress: false,
             engine_poll: Default::default(),
             pairs: None,
+            only: None,
         }
     }
 

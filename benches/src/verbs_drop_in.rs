@@ -230,7 +230,7 @@ fn pairs(opts: &Options) -> usize {
 
 /// The client's row of a perftest table: the line whose first column is
 /// `bytes`, as numbers.
-fn perftest_row(stdout: &str, bytes: u64) -> Option<Vec<f64>> {
+pub fn perftest_row(stdout: &str, bytes: u64) -> Option<Vec<f64>> {
     stdout.lines().find_map(|l| {
         let cols: Vec<&str> = l.split_whitespace().collect();
         if cols.len() < 4 || cols[0].parse::<u64>().ok()? != bytes {
@@ -523,6 +523,7 @@ mod tests {
             progress: false,
             engine_poll: Default::default(),
             pairs: None,
+            only: None,
         };
         let c = Comparison::Threaded {
             read: true,

@@ -19,6 +19,8 @@
 //!   the engine's tools.
 //! - `cm_rows.rs`: the RDMA connection manager's setup rate and the tools'
 //!   `-R` against their TCP exchange.
+//! - `shared_rows.rs`: the shared engine: stock perftest attached to a
+//!   `roce-xdp service` against in-process, and the idle service's CPU.
 
 mod cm_rows;
 mod drop_in_rows;
@@ -26,6 +28,7 @@ mod model;
 mod render;
 #[cfg(test)]
 mod sample;
+mod shared_rows;
 mod tables;
 mod targets;
 mod tool_rows;
@@ -40,6 +43,10 @@ pub use drop_in_rows::{
 pub use model::{
     Cmp, GoodputRow, Latency, MessageRate, MultiQueue, MultiQueueRow, Pair, PairedTarget,
     Projection, ProjectionRow, Ratio, Report, Scaling, Setup, INFORMATION, SCHEMA_VERSION,
+};
+pub use shared_rows::{
+    SharedIdle, SharedPair, SharedReport, SharedRow, SHARED_IDLE_TARGET_PERCENT,
+    SHARED_MANY_TARGET, SHARED_SEND_LAT_TARGET, SHARED_WRITE_BW_TARGET,
 };
 pub use tables::{paired_tables, sge_tables, size_label, Table};
 pub use targets::{

@@ -65,6 +65,15 @@ pub struct Report {
     /// (`crate::rdma_cm`); absent from older reports.
     #[serde(default)]
     pub cm: super::CmReport,
+    /// The shared engine (`roce-xdp service`): attached programs against
+    /// in-process ones, and the idle service's CPU (`crate::shared_engine`);
+    /// absent from older reports.
+    #[serde(default)]
+    pub shared: super::SharedReport,
+    /// A section run (`roce-xdp bench --only NAME`): the section's name;
+    /// only its figures were measured. Absent from a full run's report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<String>,
     /// How the figures were obtained (chunking, modes, ...).
     pub notes: Vec<String>,
     /// What was not measured, and why.

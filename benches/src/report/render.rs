@@ -61,9 +61,13 @@ impl Report {
         let s = &self.setup;
         vec![
             format!(
-                "Run: {} ({} run); CPU: {} ({} cores, {:.0} MHz); kernel {}",
+                "Run: {} ({} run{}); CPU: {} ({} cores, {:.0} MHz); kernel {}",
                 m.date_utc,
                 if s.quick { "quick" } else { "full" },
+                match &self.section {
+                    Some(name) => format!(", section {name} only"),
+                    None => String::new(),
+                },
                 m.cpu_model,
                 m.cores,
                 m.cpu_mhz,

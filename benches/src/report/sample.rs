@@ -88,6 +88,8 @@ pub(crate) fn sample() -> Report {
         ucx: Default::default(),
         sge_paths: vec![],
         cm: Default::default(),
+        shared: Default::default(),
+        section: None,
         notes: vec!["a note".into()],
         missing: vec!["READ: not built".into()],
     };

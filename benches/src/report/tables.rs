@@ -161,8 +161,36 @@ pub fn size_label(bytes: u64) -> String {
 }
 
 impl Report {
-    /// All tables, in the order they are printed.
+    /// "Ratios against the targets".
+    fn ratios_table(&self) -> Table {
+        Table {
+            title: "Ratios against the targets".into(),
+            header: ["ratio", "measured", "target", "met"]
+                .map(String::from)
+                .to_vec(),
+            rows: self
+                .ratios
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.name.clone(),
+                        num(r.value, 3),
+                        r.target.clone(),
+                        verdict_label(r.met, r.ci95_decides, "within noise"),
+                    ]
+                })
+                .collect(),
+        }
+    }
+
+    /// All tables, in the order they are printed (a section run's: that
+    /// section's and its target ratios).
     pub fn tables(&self) -> Vec<Table> {
+        if self.section.as_deref() == Some("shared") {
+            let mut t = self.shared.tables();
+            t.push(self.ratios_table());
+            return t;
+        }
         let mut t = Vec::new();
         t.push(Table {
             title: "Goodput (Gb/s of payload received) by message size".into(),
@@ -253,24 +281,7 @@ impl Report {
         if !self.sge_paths.is_empty() {
             t.extend(sge_tables(&self.sge_paths));
         }
-        t.push(Table {
-            title: "Ratios against the targets".into(),
-            header: ["ratio", "measured", "target", "met"]
-                .map(String::from)
-                .to_vec(),
-            rows: self
-                .ratios
-                .iter()
-                .map(|r| {
-                    vec![
-                        r.name.clone(),
-                        num(r.value, 3),
-                        r.target.clone(),
-                        verdict_label(r.met, r.ci95_decides, "within noise"),
-                    ]
-                })
-                .collect(),
-        });
+        t.push(self.ratios_table());
         if let Some(s) = &self.scaling {
             t.push(Table {
                 title: format!(
@@ -289,6 +300,7 @@ impl Report {
         t.extend(self.verbs_drop_in.tables());
         t.extend(self.ucx.tables());
         t.extend(self.cm.tables());
+        t.extend(self.shared.tables());
         if let Some(m) = &self.multi_queue {
             t.push(Table {
                 title: format!(
@@ -473,6 +485,24 @@ mod tests {
         assert!(text.contains("0.500–1.000"));
         // A report without pairs has neither table.
         assert!(!sample().to_text().contains("Paired target"));
+    }
+
+    #[test]
+    fn a_section_run_prints_only_its_tables_and_ratios() {
+        let mut r = sample();
+        r.section = Some("shared".into());
+        r.shared.skipped = Some("no perftest".into());
+        r.ratios = r.shared.target_ratios();
+        let titles: Vec<String> = r.tables().into_iter().map(|t| t.title).collect();
+        assert_eq!(titles.len(), 2, "{titles:?}");
+        assert!(titles[0].starts_with("Shared engine"));
+        assert_eq!(titles[1], "Ratios against the targets");
+        assert!(r.to_text().contains("not measured: no perftest"));
+        let back: crate::report::Report = serde_json::from_str(&r.to_json()).unwrap();
+        assert_eq!(back.section.as_deref(), Some("shared"));
+        // A full run's report has no `section` key and every table.
+        assert!(!sample().to_json().contains("\"section\""));
+        assert!(sample().tables().len() > 2);
     }
 
     #[test]

@@ -280,6 +280,8 @@ impl Report {
         }
         // The RDMA CM's: stock ib_write_bw -R against ib_write_bw.
         out.extend(self.cm.target_ratio());
+        // The shared engine's: attached against in-process.
+        out.extend(self.shared.target_ratios());
         out
     }
 }

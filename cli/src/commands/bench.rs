@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use roce_xdp_benches::frontend::{self, BenchArgs as HarnessArgs};
+use roce_xdp_benches::options::Section;
 
 /// Arguments of `roce-xdp bench`.
 #[derive(Debug, clap::Args)]
@@ -26,6 +27,15 @@ pub struct BenchArgs {
     /// a noisy machine; each pair costs two points (1 s in a full run).
     #[arg(long, value_name = "N")]
     pairs: Option<usize>,
+    /// Run one section alone: `shared` (the shared engine's rows:
+    /// perftest attached to `roce-xdp service` against in-process, and the
+    /// idle service's CPU).
+    #[arg(long, value_name = "SECTION", value_parser = parse_section)]
+    only: Option<Section>,
+}
+
+fn parse_section(s: &str) -> Result<Section, String> {
+    Section::parse(s)
 }
 
 /// Runs the harness.
@@ -36,6 +46,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         out: a.out,
         busy_poll: a.busy_poll,
         pairs: a.pairs,
+        only: a.only,
     })?;
     Ok(())
 }
