@@ -1174,3 +1174,105 @@ fn a_thousand_attach_detach_cycles_leak_nothing() {
         "VmRSS grew from {rss} kB to {rss_after} kB"
     );
 }
+
+// ---------------------------------------------------------------------------
+// 8. serve, a verbs program and a CM program pair on one interface at once.
+
+/// `roce-xdp ARGS` inside side `i`'s namespace.
+fn roce_xdp_in(pair: &Pair, i: usize, args: &[&str]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &pair.ns[i], env!("CARGO_BIN_EXE_roce-xdp")])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// With a service on side 0: `roce-xdp serve` attached there answers a
+/// `write-bw` client from side 1 while an `ibv_rc_pingpong` pair and an
+/// `rping` pair (connected through the RDMA CM, QP 1 shared through the
+/// service) run between processes of side 0, all at once; every one exits
+/// 0 and the service lists all of them.
+#[test]
+#[ignore = "needs root"]
+fn serve_a_verbs_pair_and_a_cm_pair_share_one_interface() {
+    prerequisites();
+    rdmacm_prerequisites();
+    let pair = Pair::create();
+    let svc = Service::start(&pair, 0);
+    let mut serve = Program::spawn(
+        roce_xdp_in(
+            &pair,
+            0,
+            &["serve", "--iface", &pair.ifs[0], "--share", "always"],
+        ),
+        "roce-xdp serve",
+    );
+    pair.wait_listening(0, 18515, serve.child());
+    let pp = ["ibv_rc_pingpong", "-p", "18600", "-g", "1", "-n", "3000"];
+    let mut pp_server = Program::spawn(pair.exec(0, &pp), "ibv_rc_pingpong server");
+    pair.wait_listening(0, 18600, pp_server.child());
+    let mut pp_client_args = pp.to_vec();
+    pp_client_args.push(&pair.ips[0]);
+    let pp_client = Program::spawn(pair.exec(0, &pp_client_args), "ibv_rc_pingpong client");
+    let rping = ["rping", "-s", "-a", &pair.ips[0], "-C", "200", "-v"];
+    let rping_server = Program::spawn(pair.exec(0, &rping), "rping server");
+    svc.wait_for("serve, two pingpongs and the rping server attached", |d| {
+        counter(d, "service_attached") >= 4
+    });
+    // rping_server listens once its CM published the listener: the client
+    // retries a refused connect for a while.
+    std::thread::sleep(Duration::from_millis(1000));
+    let rping_client = Program::spawn(
+        pair.exec(0, &["rping", "-c", "-a", &pair.ips[0], "-C", "200", "-v"]),
+        "rping client",
+    );
+    let client = roce_xdp_in(
+        &pair,
+        1,
+        &[
+            "write-bw",
+            "--iface",
+            &pair.ifs[1],
+            "--share",
+            "never",
+            "-s",
+            "65536",
+            "-n",
+            "500",
+            &pair.ips[0],
+        ],
+    )
+    .output()
+    .expect("running write-bw against serve");
+    let bw = assert_ok("write-bw against the attached serve", &client);
+    assert!(bw.contains("65536"), "{bw}");
+    let during = svc.stats();
+    let c = pp_client.finish_or_explain(LIMIT, "pingpong client", &[&svc]);
+    let s = pp_server.finish_or_explain(LIMIT, "pingpong server", &[&svc]);
+    for (what, out) in [("pingpong client", &c), ("pingpong server", &s)] {
+        assert!(assert_ok(what, out).contains("3000 iters in"));
+    }
+    let rc = rping_client.finish_or_explain(LIMIT, "rping client", &[&svc]);
+    let rs = rping_server.finish_or_explain(LIMIT, "rping server", &[&svc]);
+    let rct = assert_ok("rping client", &rc);
+    assert_ok("rping server", &rs);
+    assert_eq!(
+        rct.lines()
+            .filter(|l| l.starts_with("ping data: rdma-ping-"))
+            .count(),
+        200,
+        "{rct}"
+    );
+    let doc = svc.stats();
+    assert!(counter(&doc, "service_frames_gsi") > 0, "{doc:#}");
+    assert_eq!(counter(&doc, "service_frames_gsi_dropped"), 0, "{doc:#}");
+    assert!(counter(&doc, "service_frames_local") > 6000, "{doc:#}");
+    assert!(
+        processes(&during)
+            .iter()
+            .any(|p| p["command"].as_str() == Some("roce-xdp")),
+        "serve is not among the attached processes:\n{during:#}"
+    );
+    serve.kill9();
+}
