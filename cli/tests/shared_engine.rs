@@ -53,6 +53,11 @@ impl Service {
     /// Starts the service of side `i` and waits until its socket and its
     /// stats channel answer.
     fn start(pair: &Pair, i: usize) -> Service {
+        Service::start_with(pair, i, &[])
+    }
+
+    /// [`Service::start`] with more options.
+    fn start_with(pair: &Pair, i: usize, extra: &[&str]) -> Service {
         let (ns, iface) = (pair.ns[i].clone(), pair.ifs[i].clone());
         let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("service-{iface}.log"));
         let out = std::fs::File::create(&log).expect("creating the service's log");
@@ -60,6 +65,7 @@ impl Service {
         let child = Command::new("ip")
             .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_roce-xdp")])
             .args(["service", "--iface", &iface])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)
@@ -1275,4 +1281,61 @@ fn serve_a_verbs_pair_and_a_cm_pair_share_one_interface() {
         "serve is not among the attached processes:\n{during:#}"
     );
     serve.kill9();
+}
+
+// ---------------------------------------------------------------------------
+// 9. Who may attach: root, or the service's group.
+
+/// `ibv_devinfo` under exec on side 0 as uid 65534 with primary group
+/// `gid` and no other (`setpriv`), attaching or failing.
+fn devinfo_as(pair: &Pair, gid: &str) -> Output {
+    Command::new("ip")
+        .args(["netns", "exec", &pair.ns[0], "setpriv", "--reuid", "65534"])
+        .args([
+            "--regid",
+            gid,
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_roce-xdp"),
+        ])
+        .args(["exec", "--iface", &pair.ifs[0], "--share", "always", "--"])
+        .arg("ibv_devinfo")
+        .output()
+        .expect("running ibv_devinfo as another user")
+}
+
+/// Without `--group` the socket is root's alone (0600); with
+/// `--group 65533` it is root:65533, 0660, and a user of that group (not
+/// root, no capability) uses the device through the service, while a user
+/// of another group is refused with the reason.
+#[test]
+#[ignore = "needs root"]
+fn only_root_and_the_services_group_may_attach() {
+    prerequisites();
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let pair = Pair::create();
+    {
+        let svc = Service::start(&pair, 0);
+        let m = std::fs::metadata(&svc.socket).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o600);
+        let out = devinfo_as(&pair, "65533");
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("Permission denied"), "{}", text(&out));
+    }
+    let svc = Service::start_with(&pair, 0, &["--group", "65533"]);
+    let m = std::fs::metadata(&svc.socket).unwrap();
+    assert_eq!((m.permissions().mode() & 0o777, m.gid()), (0o660, 65533));
+    let member = devinfo_as(&pair, "65533");
+    let t = assert_ok("ibv_devinfo as a member of the service's group", &member);
+    assert!(t.contains("roce-xdp0"), "{t}");
+    let other = devinfo_as(&pair, "65534");
+    assert!(!other.status.success(), "{}", text(&other));
+    assert!(
+        text(&other).contains("Permission denied"),
+        "{}",
+        text(&other)
+    );
+    let doc = svc.wait_for("the member attached and left", |d| {
+        counter(d, "service_attached") == 1 && counter(d, "service_processes") == 0
+    });
+    assert_eq!(counter(&doc, "service_attach_refused"), 0, "{doc:#}");
 }
