@@ -252,7 +252,7 @@ impl FramePort for AttachedPort {
         // A program that polls and never sleeps learns of the service's
         // end here: its socket is looked at every LIVENESS_POLLS receives.
         self.receives = self.receives.wrapping_add(1);
-        if self.receives % LIVENESS_POLLS == 0 && !self.check_alive() {
+        if self.receives.is_multiple_of(LIVENESS_POLLS) && !self.check_alive() {
             return 0;
         }
         let ready = match self.rx.available() {

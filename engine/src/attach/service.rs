@@ -160,7 +160,7 @@ pub struct ProcessReport {
 }
 
 /// What the service publishes for `roce-xdp stats` (refreshed every
-/// [`HOUSEKEEPING`]).
+/// 50 ms).
 #[derive(Debug, Clone, Default)]
 pub struct ServiceReport {
     pub counters: ServiceCounters,
