@@ -130,9 +130,18 @@ fn bench_quick_json_has_the_documented_shape() {
     // throughput targets, the latency one, the two SGE rows (8 SGEs / 1
     // SGE, inline / registered buffer), engine CPU per packet, 2 queues /
     // 1, of the multi-queue row, and the RDMA CM's stock ib_write_bw -R /
-    // ib_write_bw (where perftest is installed; else a line in `missing`).
+    // ib_write_bw (where perftest is installed; else a line in `missing`),
+    // and the shared engine's paired rows (attached against in-process:
+    // ib_write_bw 64 KiB, ib_send_lat 64 B, 8 x 8 QPs against 1 x 64), or
+    // none with the reason the step did not run.
     let cm_rows = usize::from(r.cm.stock_write_bw.is_some());
-    assert_eq!(r.ratios.len(), 8 + cm_rows, "{:?}", r.missing);
+    let shared_rows = r.shared.rows.len();
+    assert!(
+        shared_rows == 3 || r.shared.skipped.is_some(),
+        "shared engine rows: {shared_rows}, skipped: {:?}",
+        r.shared.skipped
+    );
+    assert_eq!(r.ratios.len(), 8 + cm_rows + shared_rows, "{:?}", r.missing);
     // Scatter/gather lists and inline data against the one-SGE path: two
     // paired rows with figures (or listed as missing with the reason), in
     // the Markdown and among the target rows.
