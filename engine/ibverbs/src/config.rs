@@ -40,13 +40,9 @@ pub const ENV_PROGRESS_NICE: &str = "ROCE_XDP_PROGRESS_NICE";
 /// its own otherwise; `always` attaches or fails; `never` runs its own.
 pub const ENV_SHARE: &str = "ROCE_XDP_SHARE";
 
-/// How the program reaches the interface ([`ENV_SHARE`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Share {
-    Auto,
-    Always,
-    Never,
-}
+/// How the program reaches the interface ([`ENV_SHARE`]): the engine's own
+/// choice, as the tools' `--share` makes it.
+pub use engine::attach::Share;
 
 /// What the environment asks for.
 #[derive(Debug, Clone)]

@@ -444,24 +444,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// that `cfg.share` asks for: None to run an engine in this process.
 fn attach_to_service(cfg: &Config) -> Result<Option<engine::attach::AttachedPort>, String> {
     use crate::config::{Share, ENV_SHARE};
-    use engine::attach::{AttachError, AttachedPort};
-    if cfg.share == Share::Never {
-        return Ok(None);
-    }
-    let path = engine::attach::service_socket(&cfg.iface)
-        .map_err(|e| format!("cannot find this network namespace ({e})"))?;
-    match AttachedPort::attach(&path) {
-        Ok(port) => Ok(Some(port)),
-        Err(AttachError::NoService { .. }) if cfg.share == Share::Auto => Ok(None),
-        Err(e) => Err(format!(
-            "{e} ({ENV_SHARE}={}; {ENV_SHARE}=never runs an engine in this process)",
-            if cfg.share == Share::Always {
-                "always"
-            } else {
-                "auto"
-            }
-        )),
-    }
+    engine::attach::attach_as(cfg.share, &cfg.iface).map_err(|e| {
+        let share = if cfg.share == Share::Always {
+            "always"
+        } else {
+            "auto"
+        };
+        format!("{e} ({ENV_SHARE}={share}; {ENV_SHARE}=never runs an engine in this process)")
+    })
 }
 
 /// Why the queue could not be opened, with what to do (the CLI's hints

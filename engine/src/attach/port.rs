@@ -3,7 +3,7 @@
 //! (its endpoint, its QPs, its memory) runs as it runs over an AF_XDP
 //! socket; only the frames go through the service.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -15,7 +15,9 @@ use crate::io::fd_passing::recv_with_fd;
 use crate::io::frame_ring::{Consumer, Direction, Producer, RingPair, SLOT_ROOM};
 use crate::io::{FramePort, InPlace, Lookahead, Rx, XskCounters};
 
-use super::protocol::{qpn_block, Answer, Hello, Welcome, VERSION, WELCOME_LEN};
+use super::protocol::{
+    qpn_block, ring_doorbell, take_doorbells, Answer, Hello, Welcome, VERSION, WELCOME_LEN,
+};
 
 /// Why attaching failed.
 #[derive(Debug, thiserror::Error)]
@@ -166,21 +168,8 @@ impl AttachedPort {
 
     /// Takes the doorbells rung so far; notices the service's end.
     fn drain_bells(&mut self) {
-        let mut buf = [0u8; 64];
-        loop {
-            match (&self.stream).read(&mut buf) {
-                Ok(0) => {
-                    self.dead = true;
-                    return;
-                }
-                Ok(_) => continue,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(_) => {
-                    self.dead = true;
-                    return;
-                }
-            }
+        if take_doorbells(&self.stream) {
+            self.dead = true;
         }
     }
 
@@ -334,17 +323,9 @@ impl FramePort for AttachedPort {
     fn flush(&mut self) -> io::Result<()> {
         if self.tx.publish() {
             self.counters.tx_kicks += 1;
-            loop {
-                match (&self.stream).write(&[1]) {
-                    Ok(_) => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    // A full socket buffer holds doorbells enough.
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) => {
-                        self.dead = true;
-                        return Err(e);
-                    }
-                }
+            if let Err(e) = ring_doorbell(&self.stream) {
+                self.dead = true;
+                return Err(e);
             }
         }
         Ok(())

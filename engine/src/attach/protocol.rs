@@ -5,7 +5,9 @@
 //! handshake the socket carries only doorbells (one byte: "look at your
 //! rings") both ways, and its end tells each side the other is gone.
 
+use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::os::unix::net::UnixStream;
 
 /// Bytes of a [`Hello`].
 pub const HELLO_LEN: usize = 16;
@@ -184,6 +186,35 @@ pub fn qpn_block(slot: u8) -> crate::endpoint::QpnRange {
 /// The slot whose block holds `qpn` (0: none).
 pub fn slot_of_qpn(qpn: u32) -> u8 {
     ((qpn >> 16) & 0xff) as u8
+}
+
+/// Rings the other side's doorbell: one byte on the (non-blocking)
+/// socket. A full socket buffer already holds doorbells enough; any other
+/// error means the other side is gone.
+pub(crate) fn ring_doorbell(stream: &UnixStream) -> io::Result<()> {
+    loop {
+        match (&*stream).write(&[1]) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Takes the doorbells rung so far on the (non-blocking) socket; returns
+/// whether the other side is gone (the socket ended or failed).
+pub(crate) fn take_doorbells(stream: &UnixStream) -> bool {
+    let mut buf = [0u8; 64];
+    loop {
+        match (&*stream).read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
 }
 
 #[cfg(test)]

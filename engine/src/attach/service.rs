@@ -40,7 +40,9 @@ use crate::nic::{AttachMode, SteerOps, SteerProgram};
 use crate::verbs::DeviceError;
 
 use super::port::reported;
-use super::protocol::{qpn_block, Answer, Hello, Welcome, HELLO_LEN};
+use super::protocol::{
+    qpn_block, ring_doorbell, take_doorbells, Answer, Hello, Welcome, HELLO_LEN,
+};
 use super::route::{check_outgoing, destination, Destination, Outgoing};
 use proto::cm::MadOwner;
 
@@ -455,12 +457,8 @@ impl Service {
             let Some(p) = self.processes[slot].as_mut() else {
                 continue;
             };
-            if p.to.pending() > 0 && p.to.publish() {
-                match (&p.stream).write(&[1]) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(_) => self.detach(slot, false),
-                }
+            if p.to.pending() > 0 && p.to.publish() && ring_doorbell(&p.stream).is_err() {
+                self.detach(slot, false);
             }
         }
     }
@@ -657,21 +655,11 @@ impl Service {
 
     /// Takes the processes' doorbells; detaches those whose socket ended.
     fn read_bells(&mut self) {
-        let mut buf = [0u8; 64];
         for slot in 1..self.processes.len() {
-            let Some(p) = self.processes[slot].as_mut() else {
-                continue;
-            };
-            let ended = loop {
-                match (&p.stream).read(&mut buf) {
-                    Ok(0) => break true,
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break false,
-                    Err(_) => break true,
-                }
-            };
-            if ended {
+            if self.processes[slot]
+                .as_ref()
+                .is_some_and(|p| take_doorbells(&p.stream))
+            {
                 self.detach(slot, false);
             }
         }
