@@ -4,18 +4,45 @@
  * - an unsupported verb (ibv_import_pd), called twice, returns NULL with
  *   EOPNOTSUPP both times (the drop-in prints its line once);
  * - memory on the stack registers;
+ * - a signal whose handler was installed without SA_RESTART ends a
+ *   blocking ibv_get_cq_event and ibv_get_async_event with EINTR, as
+ *   read(2) on rdma-core's files does (qperf's latency tests leave their
+ *   loop that way), and it reaches the program's thread, not one of the
+ *   drop-in's;
  * - an RC QP connected to a peer without an engine, retry_cnt 0, gets a
  *   RETRY_EXC_ERR completion and an IBV_EVENT_QP_FATAL async event for
  *   that QP.
  * Usage: verbs_drop_in_errors PEER_IPV4. Exit 0 and "ok" when all hold. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <infiniband/verbs.h>
 
 #define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); return 1; } while (0)
+
+static volatile sig_atomic_t alarms;
+static pthread_t main_thread;
+static volatile sig_atomic_t alarm_on_another_thread;
+
+static void on_alarm(int signo)
+{
+	(void)signo;
+	alarms++;
+	if (!pthread_equal(pthread_self(), main_thread))
+		alarm_on_another_thread = 1;
+}
+
+/* Arms a one-shot SIGALRM in 200 ms. */
+static void alarm_soon(void)
+{
+	struct itimerval t = { .it_value = { .tv_sec = 0, .tv_usec = 200000 } };
+	setitimer(ITIMER_REAL, &t, NULL);
+}
 
 int main(int argc, char **argv)
 {
@@ -39,6 +66,34 @@ int main(int argc, char **argv)
 		if (ibv_import_pd(ctx, 1) || errno != EOPNOTSUPP)
 			FAIL("ibv_import_pd: expected NULL with EOPNOTSUPP, errno %d", errno);
 	}
+
+	/* qperf's way: sigaction without SA_RESTART, a timer, then a wait for
+	 * a completion that never comes. */
+	main_thread = pthread_self();
+	struct sigaction act = { .sa_handler = on_alarm };
+	sigemptyset(&act.sa_mask);
+	if (sigaction(SIGALRM, &act, NULL))
+		FAIL("sigaction: %s", strerror(errno));
+	struct ibv_comp_channel *channel = ibv_create_comp_channel(ctx);
+	struct ibv_cq *quiet = channel ? ibv_create_cq(ctx, 4, NULL, channel, 0) : NULL;
+	if (!quiet || ibv_req_notify_cq(quiet, 0))
+		FAIL("channel/cq: %s", strerror(errno));
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	alarm_soon();
+	errno = 0;
+	if (ibv_get_cq_event(channel, &ev_cq, &ev_ctx) != -1 || errno != EINTR)
+		FAIL("ibv_get_cq_event under a signal: expected -1 with EINTR, errno %d", errno);
+	struct ibv_async_event none;
+	alarm_soon();
+	errno = 0;
+	if (ibv_get_async_event(ctx, &none) != -1 || errno != EINTR)
+		FAIL("ibv_get_async_event under a signal: expected -1 with EINTR, errno %d", errno);
+	if (alarms != 2 || alarm_on_another_thread)
+		FAIL("%d alarms, %s on the program's thread", (int)alarms,
+		     alarm_on_another_thread ? "not all" : "all");
+	if (ibv_destroy_cq(quiet) || ibv_destroy_comp_channel(channel))
+		FAIL("destroying the quiet CQ and its channel");
 
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct ibv_qp_init_attr ia = {

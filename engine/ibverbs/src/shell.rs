@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use engine::driver::{InlineConfig, RunToCompletion};
 use engine::endpoint::{AsyncEvent, Endpoint};
-use engine::io::Waker;
+use engine::io::{spawn_without_signals, Waker};
 use engine::nic::{LoaderError, QueueOption, SteerOps, SteerRequest, Steering};
 use engine::rc::{
     Access, MrKeys, Mtu, MwType, QpAttr, QpAttrMask, QpInitAttr, QpState, RecvWr, RegionMemory,
@@ -550,15 +550,18 @@ impl Shell {
         if cfg.progress_thread {
             let s = shell.clone();
             let nice = cfg.progress_nice;
-            std::thread::Builder::new()
-                .name("roce-xdp-progress".into())
-                .spawn(move || {
+            // The program's signals stay the program's (see
+            // `spawn_without_signals`).
+            spawn_without_signals(
+                std::thread::Builder::new().name("roce-xdp-progress".into()),
+                move || {
                     if let Some(n) = nice {
                         set_thread_nice(n);
                     }
                     s.progress_loop()
-                })
-                .map_err(|e| format!("cannot start the progress thread: {e}"))?;
+                },
+            )
+            .map_err(|e| format!("cannot start the progress thread: {e}"))?;
         }
         Ok(shell)
     }

@@ -173,10 +173,29 @@ fn open() -> Result<Device, c_int> {
         // The kernel destroys a process's ids when it exits (DREP, DREQ,
         // REJ): so does this library.
         libc::atexit(crate::ffi::at_exit);
-        std::thread::Builder::new()
+        // The CM thread takes none of the program's signals: the calling
+        // thread's mask is widened around the spawn (the new thread
+        // inherits it) and put back. The drop-in libibverbs' threads do the
+        // same (`engine::io::spawn_without_signals` says why; this crate
+        // does not link the engine). Faults stay deliverable.
+        let mut blocked: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut blocked);
+        for s in [
+            libc::SIGSEGV,
+            libc::SIGBUS,
+            libc::SIGFPE,
+            libc::SIGILL,
+            libc::SIGTRAP,
+        ] {
+            libc::sigdelset(&mut blocked, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &blocked, &mut old);
+        let spawned = std::thread::Builder::new()
             .name("rdmacm".into())
-            .spawn(move || gsi.run())
-            .map_err(|_| libc::EAGAIN)?;
+            .spawn(move || gsi.run());
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        spawned.map_err(|_| libc::EAGAIN)?;
         Ok(dev)
     }
 }

@@ -21,6 +21,7 @@ mod prefetch;
 mod ring;
 mod socket;
 mod sys;
+mod threads;
 mod umem;
 mod waker;
 
@@ -39,5 +40,6 @@ pub use socket::{
 pub use sys::{
     if_index, int_sockopt, set_thread_netns, wait_readable_any, wait_readable_many, MAX_WAIT_FDS,
 };
+pub use threads::spawn_without_signals;
 pub use umem::{FrameAccounting, Umem, UmemConfig};
 pub use waker::Waker;

@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::driver::{CaptureSink, CapturedFrame, PcapWriter};
-use crate::io::Waker;
+use crate::io::{spawn_without_signals, Waker};
 
 use super::{read_request, socket_path, Snapshot, StatsError};
 
@@ -128,10 +128,11 @@ impl StatsServer {
         let hub_thread = match (hub, &subs) {
             (Some(h), Some((s, _))) => {
                 let (s, st) = (s.clone(), stop.clone());
-                std::thread::Builder::new()
-                    .name("roce-xdp-capture".into())
-                    .spawn(move || run_hub(h, s, st))
-                    .ok()
+                spawn_without_signals(
+                    std::thread::Builder::new().name("roce-xdp-capture".into()),
+                    move || run_hub(h, s, st),
+                )
+                .ok()
             }
             _ => None,
         };
@@ -141,13 +142,16 @@ impl StatsServer {
             source,
         })?);
         let (stop2, waker2) = (stop.clone(), waker.clone());
-        let thread = std::thread::Builder::new()
-            .name("roce-xdp-stats".into())
-            .spawn(move || serve(listener, &stop2, &waker2, source, subs))
-            .map_err(|source| StatsError::Bind {
-                path: path.display().to_string(),
-                source,
-            })?;
+        // Inside a verbs program (the drop-in's stats channel), the
+        // program's signals stay the program's.
+        let thread = spawn_without_signals(
+            std::thread::Builder::new().name("roce-xdp-stats".into()),
+            move || serve(listener, &stop2, &waker2, source, subs),
+        )
+        .map_err(|source| StatsError::Bind {
+            path: path.display().to_string(),
+            source,
+        })?;
         Ok(StatsServer {
             path: path.to_path_buf(),
             stop,
