@@ -2,7 +2,7 @@
  * `roce-xdp exec` in two namespaces:
  *   rdmacm_api server ADDR PORT   (listens on PORT: TCP, PORT: UDP, PORT+2: sync ep)
  *   rdmacm_api client ADDR PORT   (ADDR: the server's)
- *   rdmacm_api args ADDR          (argument checks and errnos; ADDR: our own)
+ *   rdmacm_api args ADDR          (argument checks and errnos, EINTR; ADDR: our own)
  *   rdmacm_api listen PORT SECS   (a listener that waits SECS and exits)
  *   rdmacm_api garbage ADDR N     (N malformed MADs to QP 1 of ADDR)
  *   rdmacm_api slow-server PORT DELAY  (accepts one connection DELAY s after its REQ)
@@ -11,12 +11,15 @@
  * side prints "ok <step>" as it passes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
@@ -398,6 +401,17 @@ static int client(const char *addr, int port)
 	return 0;
 }
 
+static volatile sig_atomic_t alarms, alarms_elsewhere;
+static pthread_t main_thread;
+
+static void on_alarm(int signo)
+{
+	(void)signo;
+	alarms++;
+	if (!pthread_equal(pthread_self(), main_thread))
+		alarms_elsewhere++;
+}
+
 static int args(const char *own)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -468,6 +482,17 @@ static int args(const char *own)
 	ERRNO_IS(rdma_get_cm_event(ch, NULL), EINVAL);
 	ERRNO_IS(rdma_get_cm_event((void *)&own, &e), EINVAL);
 	ERRNO_IS(rdma_ack_cm_event((void *)&own), EINVAL);
+	/* A signal whose handler has no SA_RESTART ends a blocking wait with
+	 * EINTR, and it is handled on this thread, not the CM thread. */
+	main_thread = pthread_self();
+	struct sigaction act = { .sa_handler = on_alarm };
+	sigemptyset(&act.sa_mask);
+	CHECK(sigaction(SIGALRM, &act, NULL) == 0, "sigaction");
+	struct itimerval soon = { .it_value = { .tv_sec = 0, .tv_usec = 200000 } };
+	CHECK(setitimer(ITIMER_REAL, &soon, NULL) == 0, "setitimer");
+	ERRNO_IS(rdma_get_cm_event(ch, &e), EINTR);
+	CHECK(alarms == 1 && alarms_elsewhere == 0, "%d alarms, %d on another thread", (int)alarms,
+	      (int)alarms_elsewhere);
 	int fl = fcntl(ch->fd, F_GETFL);
 	CHECK(fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK) == 0, "nonblocking");
 	ERRNO_IS(rdma_get_cm_event(ch, &e), EAGAIN);
