@@ -540,6 +540,15 @@ static int args(const char *own)
 	CHECK(rdma_destroy_id(id) == 0 && rdma_destroy_id(id2) == 0, "destroy");
 	ERRNO_IS(rdma_destroy_id(id), EINVAL);
 	rdma_destroy_event_channel(ch);
+	/* A thread that waits on a channel another thread destroys (rping's CM
+	 * thread as its main thread ends) keeps waiting, as in the kernel's
+	 * closed file, until a signal: no EINVAL, no read of a closed fd. */
+	struct rdma_event_channel *gone = rdma_create_event_channel();
+	CHECK(gone, "channel");
+	rdma_destroy_event_channel(gone);
+	CHECK(setitimer(ITIMER_REAL, &soon, NULL) == 0, "setitimer");
+	ERRNO_IS(rdma_get_cm_event(gone, &e), EINTR);
+	CHECK(alarms == 2, "%d alarms", (int)alarms);
 	printf("args done\n");
 	return 0;
 }

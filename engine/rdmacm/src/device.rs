@@ -30,11 +30,16 @@ use crate::state::{self, fix_private, IdState, Phase, State};
 const GSI_QKEY: u32 = 0x8001_0000;
 const GRH_LEN: usize = 40;
 const MAD_LEN: usize = 256;
-/// Receives kept posted on QP 1: the kernel's MAD layer keeps 512
-/// (`IB_MAD_QP_RECV_SIZE`, ib_mad's `recv_queue_size`), so that a burst of
-/// REQs (`ucmatose -c 256` connects all at once) is not dropped and left
-/// to the peer's retry seconds later.
-const RECV_SLOTS: usize = 512;
+/// Receives kept posted on QP 1, so that a burst of REQs is not dropped
+/// and left to the peer's retry seconds later. The kernel's MAD layer
+/// keeps 512 (`IB_MAD_QP_RECV_SIZE`, ib_mad's `recv_queue_size`) and
+/// empties them in softirq context; this library's CM thread shares the
+/// program's cores, and `ucmatose -c 512` (512 REQs, then 512 MRAs and
+/// 512 RTUs) overflowed 512 now and then on a busy 2-core host. A dropped
+/// RTU behind an MRA of 68.7 s (`CMA_CM_MRA_SETTING`, which this library
+/// sends at once where the kernel's cma delays it) held a connection that
+/// long. 2,048 receives of 296 bytes: 592 KiB per process.
+const RECV_SLOTS: usize = 2048;
 const SEND_SLOTS: usize = 64;
 /// The source GID index of the MADs and of the consumers' paths: the
 /// IPv4-mapped GID (RoCE v2).

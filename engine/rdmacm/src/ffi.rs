@@ -106,16 +106,25 @@ fn new_channel(st: &mut State) -> Result<*mut rdma_event_channel, c_int> {
     Ok(ch)
 }
 
+/// Destroys a channel: its queued events are freed at once; the channel
+/// itself (box and eventfd) is retired, and the oldest retired one beyond
+/// [`state::RETIRED_CHANNELS`] is freed (`State::retired_channels` says
+/// why).
 fn free_channel(st: &mut State, ch: *mut rdma_event_channel) {
     if let Some(q) = st.channels.remove(&(ch as usize)) {
         for e in q {
             // SAFETY: queued events are our boxes, not handed out.
             drop(unsafe { Box::from_raw(e as *mut Event) });
         }
-        // SAFETY: our channel box and its eventfd.
-        unsafe {
-            libc::close((*ch).fd);
-            drop(Box::from_raw(ch.cast::<Channel>()));
+        st.retired_channels.push_back(ch as usize);
+        if st.retired_channels.len() > state::RETIRED_CHANNELS {
+            let old = st.retired_channels.pop_front().unwrap_or_default() as *mut Channel;
+            // SAFETY: a retired channel is our box and its eventfd, in no
+            // table any more; freed once, here.
+            unsafe {
+                libc::close((*old).c.fd);
+                drop(Box::from_raw(old));
+            }
         }
     }
 }
@@ -174,10 +183,17 @@ unsafe extern "C" fn rdma_get_cm_event(
     channel: *mut rdma_event_channel,
     event: *mut *mut rdma_cm_event,
 ) -> c_int {
-    if event.is_null() || !state::lock().channels.contains_key(&(channel as usize)) {
+    let known = {
+        let st = state::lock();
+        let key = channel as usize;
+        st.channels.contains_key(&key) || st.retired_channels.contains(&key)
+    };
+    if event.is_null() || !known {
         return status(Err(libc::EINVAL));
     }
-    // SAFETY: a registered channel is live.
+    // SAFETY: a registered or retired channel is our live box. A retired
+    // one's eventfd is open and never signalled: the read waits until a
+    // signal interrupts it (EINTR), as a wait in a closed ucma file does.
     let fd = unsafe { (*channel).fd };
     loop {
         let mut v = 0u64;
@@ -193,7 +209,12 @@ unsafe extern "C" fn rdma_get_cm_event(
         }
         let mut st = state::lock();
         let Some(q) = st.channels.get_mut(&(channel as usize)) else {
-            return status(Err(libc::EINVAL)); // destroyed meanwhile
+            // Destroyed meanwhile: a count left by its freed events; wait
+            // on, as on any destroyed channel (above).
+            if st.retired_channels.contains(&(channel as usize)) {
+                continue;
+            }
+            return status(Err(libc::EINVAL));
         };
         // Empty when rdma_destroy_id took the event between the count and
         // here (its own take of the count found none left): wait again.

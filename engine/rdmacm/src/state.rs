@@ -126,11 +126,21 @@ pub struct Channel {
     pub c: rdma_event_channel,
 }
 
+/// How many destroyed channels are kept (see `State::retired_channels`).
+pub const RETIRED_CHANNELS: usize = 16;
+
 #[derive(Default)]
 pub struct State {
     pub ids: HashMap<usize, IdState>,
     /// Channel address -> events not yet returned by rdma_get_cm_event.
     pub channels: HashMap<usize, VecDeque<usize>>,
+    /// Destroyed channels, oldest first, kept (box and eventfd) for a
+    /// while: a thread of the program that waits on a channel while
+    /// another destroys it (rping's CM thread as its main thread ends)
+    /// keeps waiting, as a thread in the kernel's file does when the file
+    /// is closed under it, instead of reading a closed descriptor or a
+    /// freed box. At most [`RETIRED_CHANNELS`].
+    pub retired_channels: VecDeque<usize>,
     /// Events returned and not yet acked.
     pub events: HashSet<usize>,
     /// (port space, port) -> ids bound to it.
