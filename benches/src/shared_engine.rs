@@ -41,6 +41,7 @@ use crate::report::{
 };
 use crate::stats::abba_a_first;
 use crate::tool_run::{in_netns, server_client, tool_binary, wait_or_kill};
+use crate::verbs_drop_in::perftest_missing;
 use crate::verbs_drop_in::{perftest_bw_average, perftest_row};
 
 /// perftest's port of the one-program runs.
@@ -447,22 +448,6 @@ fn idle(pair: &VethPair, exe: &Path, wall: Duration) -> EngineResult<SharedIdle>
     result
 }
 
-/// Why the step cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
-    for bin in ["ib_write_bw", "ib_send_lat"] {
-        let found = Command::new("sh")
-            .args(["-c", &format!("command -v {bin}")])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !found {
-            return Some(format!(
-                "{bin} is not installed (Debian's perftest: scripts/setup-deps.sh installs it)"
-            ));
-        }
-    }
-    None
-}
-
 /// The whole step; what could not be measured goes to `missing`.
 pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> SharedReport {
     let progress = |m: &str| {
@@ -475,7 +460,7 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Sh
         bw_seconds: seconds,
         ..SharedReport::default()
     };
-    let why = match (tool_binary(), unavailable()) {
+    let why = match (tool_binary(), perftest_missing()) {
         (_, Some(why)) => Some(why),
         (None, _) => Some("the roce-xdp binary was not found (set ROCE_XDP_BIN)".to_string()),
         (Some(_), None) => None,

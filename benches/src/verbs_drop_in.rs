@@ -380,8 +380,9 @@ fn run_tool(pair: &VethPair, exe: &Path, c: Comparison, opts: &Options) -> Engin
         .ok_or_else(|| format!("roce-xdp {}: no {key} in its --json", c.tool()))
 }
 
-/// Why the step cannot run here, if it cannot.
-fn unavailable() -> Option<String> {
+/// Why a step that runs stock perftest (`ib_write_bw`, `ib_send_lat`)
+/// cannot run here, if it cannot (this step and the shared engine's).
+pub(crate) fn perftest_missing() -> Option<String> {
     for bin in ["ib_write_bw", "ib_send_lat"] {
         let found = Command::new("sh")
             .args(["-c", &format!("command -v {bin}")])
@@ -408,7 +409,7 @@ pub fn measure(pair: &VethPair, opts: &Options, missing: &mut Vec<String>) -> Dr
         missing.push("verbs drop-in: the roce-xdp binary was not found (set ROCE_XDP_BIN)".into());
         return report;
     };
-    if let Some(why) = unavailable() {
+    if let Some(why) = perftest_missing() {
         missing.push(format!("verbs drop-in: {why}"));
         return report;
     }
